@@ -1,0 +1,1 @@
+"""Groundhog's proxy package."""

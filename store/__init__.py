@@ -1,0 +1,1 @@
+"""Groundhog's store package."""

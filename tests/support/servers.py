@@ -1,0 +1,142 @@
+"""Start real servers as child processes on ephemeral loopback ports, and end them.
+
+Tests talk to Groundhog the way users do: over TCP to separate processes. Without one place
+that starts a server, waits for its health endpoint with a deadline and always ends it, each
+test would grow its own sleeps and leak processes when an assertion fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+LOOPBACK = "127.0.0.1"
+
+
+def free_port() -> int:
+    """An ephemeral TCP port on loopback that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class ServerProcess:
+    """A child process serving on `port`; `log` holds what it printed."""
+
+    command: list[str]
+    port: int
+    process: subprocess.Popen[bytes]
+    log_path: Path
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def kill_hard(self) -> None:
+        """SIGKILL, as a crash would: no shutdown hooks run."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+
+def wait_until(predicate, *, timeout: float = 30.0, interval: float = 0.05, what: str = "") -> None:
+    """Poll `predicate` until it is true or the deadline passes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        # A short pause between polls of a condition, not a wait for a server to be ready.
+        time.sleep(interval)
+    raise TimeoutError(f"gave up after {timeout:.0f}s waiting for {what or predicate}")
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=1.0, trust_env=False).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _accepting(port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection((LOOPBACK, port), timeout=0.5):
+        return True
+    return False
+
+
+def start_server(
+    args: Sequence[str],
+    *,
+    port: int | None = None,
+    health_path: str | None = "/healthz",
+    env: dict[str, str] | None = None,
+    timeout: float = 60.0,
+    cwd: Path | None = None,
+) -> ServerProcess:
+    """Run `python -m <args…> --port PORT` and wait until it answers.
+
+    `args` is everything after `python -m`; `--host 127.0.0.1 --port PORT` are appended. With
+    `health_path=None` readiness means the port accepts connections (the proxy).
+    """
+    port = port or free_port()
+    command = [sys.executable, "-m", *args, "--host", LOOPBACK, "--port", str(port)]
+    child_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
+        child_env.pop(name, None)
+    log_file = tempfile.NamedTemporaryFile(prefix="groundhog-server-", suffix=".log", delete=False)
+    process = subprocess.Popen(
+        command,
+        stdout=log_file,
+        stderr=subprocess.STDOUT,
+        cwd=cwd or REPO_ROOT,
+        env=child_env,
+    )
+    server = ServerProcess(command, port, process, Path(log_file.name), env or {})
+
+    def ready() -> bool:
+        if process.poll() is not None:
+            raise RuntimeError(f"{' '.join(command)} exited early:\n{server.log()}")
+        if health_path is None:
+            return _accepting(port)
+        return _healthy(f"{server.url}{health_path}")
+
+    try:
+        wait_until(ready, timeout=timeout, what=f"{' '.join(args)} on port {port}")
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+@contextlib.contextmanager
+def running_server(args: Sequence[str], **kwargs) -> Iterator[ServerProcess]:
+    server = start_server(args, **kwargs)
+    try:
+        yield server
+    finally:
+        server.stop()

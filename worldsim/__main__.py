@@ -1,0 +1,65 @@
+"""`python -m worldsim --host H --port P --seed N`: start the seeded mock world.
+
+A separate process is the point: the benchmark drives the agent through the real proxy over TCP
+to this server, as it would to a real service.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Sequence
+
+import pydantic
+
+from worldsim import server
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m worldsim", description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=server.DEFAULT_PORT)
+    parser.add_argument("--seed", type=int, default=None, help="world seed (default 0)")
+    parser.add_argument("--sandbox-cap", type=int, default=None, help="most branch sandboxes")
+    parser.add_argument(
+        "--no-hints",
+        dest="hints",
+        action="store_false",
+        default=None,
+        help="omit X-Groundhog-Reads/-Writes dependency hints",
+    )
+    parser.add_argument(
+        "--sleep-latency",
+        action="store_true",
+        default=None,
+        help="really wait the reported latency (off by default)",
+    )
+    parser.add_argument("--max-body-bytes", type=int, default=None)
+    parser.add_argument("--log-level", default="warning")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper())
+    try:
+        server.run(
+            args.host,
+            args.port,
+            args.seed,
+            sandbox_cap=args.sandbox_cap,
+            hints=args.hints,
+            sleep_latency=args.sleep_latency,
+            max_body_bytes=args.max_body_bytes,
+            log_level=args.log_level,
+        )
+    except pydantic.ValidationError as error:
+        problems = "; ".join(
+            f"--{'-'.join(map(str, item['loc'])).replace('_', '-')}: {item['msg']}"
+            for item in error.errors()
+        )
+        raise SystemExit(f"worldsim: invalid setting ({problems})") from error
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+"""The world server's settings, built by a function so nothing is read at import time.
+
+One seeded world is configured by a handful of knobs (its default seed, how many branch
+sandboxes it will create, whether it names its dependencies, whether it really sleeps). They
+come from CLI flags or `GROUNDHOG_WORLDSIM_*` environment variables through one model, so the
+CLI, `groundhog worldsim` and tests cannot disagree about defaults.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class WorldConfig(BaseSettings):
+    """Settings of one world server."""
+
+    model_config = SettingsConfigDict(env_prefix="GROUNDHOG_WORLDSIM_", extra="forbid")
+
+    seed: int = 0
+    sandbox_cap: int = Field(default=1024, ge=1)
+    hints: bool = True
+    sleep_latency: bool = False
+    max_body_bytes: int = Field(default=65_536, ge=1)
+
+
+def load_config(**overrides: object) -> WorldConfig:
+    """Settings from the environment, with explicit overrides (e.g. CLI flags) winning."""
+    return WorldConfig(**{name: value for name, value in overrides.items() if value is not None})

@@ -1,0 +1,122 @@
+"""Turning raw requests into world calls: header parsing, routing, and the read dispatcher.
+
+The HTTP routes, the in-process transport and the oracle must agree on what a request means
+(which branch, which seed, which endpoint, which parameters) or their answers would drift
+apart. This module is that single reading of a request; `render_read` is the pure function of
+(corpus view, seed, request, occurrence) that every read goes through.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+
+import pydantic
+
+from worldsim import corpus, render
+from worldsim.errors import InvalidRequest, UnknownEndpoint
+
+ROOT_BRANCH = "root"
+BRANCH_PATTERN = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
+MAX_BRANCH_LENGTH = 256
+SEED_PATTERN = re.compile(r"^-?[0-9]{1,40}$")
+OCCURRENCE_PATTERN = re.compile(r"^[0-9]{1,12}$")
+
+
+class BriefIn(pydantic.BaseModel):
+    """The JSON body of `POST /docs`."""
+
+    model_config = pydantic.ConfigDict(extra="forbid", strict=True)
+
+    id: str | None = pydantic.Field(default=None, pattern=corpus.BRIEF_ID_PATTERN.pattern)
+    topic: str = pydantic.Field(min_length=1, max_length=64)
+    title: str = pydantic.Field(min_length=1, max_length=200)
+    body: str = pydantic.Field(default="", max_length=20_000)
+    sources: list[pydantic.constr(min_length=1, max_length=64)] = pydantic.Field(  # type: ignore[valid-type]
+        default_factory=list, max_length=20
+    )
+
+
+def parse_branch(raw: str | None) -> str:
+    if raw is None or raw == "":
+        return ROOT_BRANCH
+    dots = any(segment in (".", "..") for segment in raw.split("/"))
+    if len(raw) > MAX_BRANCH_LENGTH or not BRANCH_PATTERN.match(raw) or dots:
+        raise InvalidRequest(
+            f"X-Groundhog-Branch {raw[:80]!r} is not a branch path: segments of letters, digits,"
+            f" '.', '_' or '-' (not '.' or '..' alone) joined by '/', at most {MAX_BRANCH_LENGTH}"
+            " characters"
+        )
+    return raw
+
+
+def parse_int_header(name: str, raw: str | None, pattern: re.Pattern[str]) -> int | None:
+    if raw is None:
+        return None
+    if not pattern.match(raw.strip()):
+        kind = "a non-negative integer" if pattern is OCCURRENCE_PATTERN else "an integer"
+        raise InvalidRequest(f"{name} must be {kind}, got {raw[:40]!r}")
+    return int(raw.strip())
+
+
+def endpoint_label(method: str, path: str) -> str:
+    """The route a request hits, e.g. `GET /docs/{id}`; raises for anything else."""
+    method = method.upper()
+    if method == "GET" and path in ("/context", "/trends", "/search", "/review"):
+        return f"GET {path}"
+    if method == "GET" and path.startswith("/docs/") and "/" not in path[6:] and path[6:]:
+        return "GET /docs/{id}"
+    if method == "POST" and path == "/docs":
+        return "POST /docs"
+    raise UnknownEndpoint(f"the world has no endpoint {method} {path}")
+
+
+def _param(query: Sequence[tuple[str, str]], name: str) -> str:
+    for key, value in query:
+        if key == name and value.strip():
+            return value
+    raise InvalidRequest(f"query parameter {name!r} is required and must not be empty")
+
+
+def render_read(
+    view: corpus.CorpusView, seed: int, path: str, query: Sequence[tuple[str, str]], occurrence: int
+) -> render.Rendered:
+    """Render any GET endpoint: the pure function the oracle re-runs against other states."""
+    label = endpoint_label("GET", path)
+    key = render.request_key("GET", path, query, b"")
+    if label == "GET /context":
+        return render.render_context(seed, key, occurrence)
+    if label == "GET /trends":
+        return render.render_trends(seed, key, occurrence)
+    if label == "GET /search":
+        return render.render_search(view, seed, key, occurrence, _param(query, "q"))
+    if label == "GET /review":
+        return render.render_review(view, seed, key, occurrence, _param(query, "doc"))
+    return render.render_doc(view, path[len("/docs/") :])
+
+
+def parse_brief(body: bytes) -> corpus.Brief:
+    try:
+        data = json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise InvalidRequest(f"the body is not valid JSON: {error}") from error
+    try:
+        brief = BriefIn.model_validate(data)
+    except pydantic.ValidationError as error:
+        problems = [
+            {"loc": [str(part) for part in item["loc"]], "msg": item["msg"]}
+            for item in error.errors()
+        ]
+        raise InvalidRequest("the brief does not match its schema", {"errors": problems}) from error
+    doc_id = brief.id or "brief-" + ("-".join(corpus.tokens(brief.topic))[:57] or "untitled")
+    return corpus.Brief(doc_id, brief.topic, brief.title, brief.body, tuple(brief.sources))
+
+
+def world_headers(headers: Mapping[str, str]) -> dict[str, str | None]:
+    """The cooperative headers from any case-insensitive header mapping."""
+    return {
+        "branch": headers.get("x-groundhog-branch"),
+        "seed": headers.get("x-groundhog-seed"),
+        "occurrence": headers.get("x-groundhog-occurrence"),
+    }

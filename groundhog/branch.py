@@ -1,0 +1,216 @@
+"""A handle on one branch: its worker environment, HTTP clients wired to the proxy, its shim.
+
+A rollout needs three things to be a branch: its HTTP goes through the proxy naming tape and
+branch, it trusts the proxy's CA, and its clock/random/uuid are keyed by the tape's world
+seed. This module hands out each of them ready-made, for a subprocess (`env()`) or in-process
+(`client()`, `async_client()`, `session()`, `shim()`).
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import requests
+import requests.adapters
+
+from groundhog.models import BranchInfo
+from groundhog.shim import outside_branch, shim
+from groundhog.worker_env import proxy_url_with_credentials, worker_env
+
+if TYPE_CHECKING:
+    from groundhog.client import Groundhog
+
+TAPE_HEADER = "X-Groundhog-Tape"
+BRANCH_HEADER = "X-Groundhog-Branch"
+
+
+class _RealClockStream(httpx.SyncByteStream):
+    def __init__(self, inner: httpx.SyncByteStream) -> None:
+        self._inner = inner
+
+    def __iter__(self) -> Iterator[bytes]:
+        # Outside the branch per chunk, never across a yield: the consumer runs in the branch.
+        chunks = iter(self._inner)
+        while True:
+            with outside_branch():
+                chunk = next(chunks, None)
+            if chunk is None:
+                return
+            yield chunk
+
+    def close(self) -> None:
+        with outside_branch():
+            self._inner.close()
+
+
+class _RealClockAsyncStream(httpx.AsyncByteStream):
+    def __init__(self, inner: httpx.AsyncByteStream) -> None:
+        self._inner = inner
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        chunks = self._inner.__aiter__()
+        while True:
+            with outside_branch():
+                try:
+                    chunk = await chunks.__anext__()
+                except StopAsyncIteration:
+                    return
+            yield chunk
+
+    async def aclose(self) -> None:
+        with outside_branch():
+            await self._inner.aclose()
+
+
+def _rewrap(
+    response: httpx.Response, stream: httpx.SyncByteStream | httpx.AsyncByteStream
+) -> httpx.Response:
+    return httpx.Response(
+        response.status_code,
+        headers=response.headers,
+        stream=stream,
+        extensions=response.extensions,
+    )
+
+
+class _RealClockTransport(httpx.BaseTransport):
+    """Runs the connection pool outside the branch: its keep-alive clock reads vary with how
+    the proxy framed a response, and would otherwise drift sibling branches' virtual clocks."""
+
+    def __init__(self, inner: httpx.BaseTransport) -> None:
+        self._inner = inner
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        with outside_branch():
+            response = self._inner.handle_request(request)
+        assert isinstance(response.stream, httpx.SyncByteStream)
+        return _rewrap(response, _RealClockStream(response.stream))
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class _RealClockAsyncTransport(httpx.AsyncBaseTransport):
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self._inner = inner
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        with outside_branch():
+            response = await self._inner.handle_async_request(request)
+        assert isinstance(response.stream, httpx.AsyncByteStream)
+        return _rewrap(response, _RealClockAsyncStream(response.stream))
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _RealClockAdapter(requests.adapters.HTTPAdapter):
+    def send(
+        self, request: requests.PreparedRequest, *args: Any, **kwargs: Any
+    ) -> requests.Response:  # type: ignore[override]
+        with outside_branch():
+            return super().send(request, *args, **kwargs)
+
+
+class Branch:
+    """Branch `path` of tape `tape` on the resolver `client` talks to."""
+
+    def __init__(
+        self, client: Groundhog, tape: str, path: str, *, world_seed: int | None = None
+    ) -> None:
+        self.groundhog = client
+        self.tape = tape
+        self.path = path
+        self._world_seed = world_seed
+
+    def __repr__(self) -> str:
+        return f"Branch({self.tape!r}, {self.path!r})"
+
+    @property
+    def world_seed(self) -> int:
+        if self._world_seed is None:
+            self._world_seed = self.groundhog.get_tape(self.tape).world_seed
+        return self._world_seed
+
+    def info(self) -> BranchInfo:
+        return self.groundhog.get_branch(self.tape, self.path)
+
+    def fork(self, children: int | list[str] = 2, **kwargs: Any) -> list[Branch]:
+        result = self.groundhog.fork(self.tape, self.path, children, **kwargs)
+        return [
+            Branch(self.groundhog, self.tape, path, world_seed=self._world_seed)
+            for path in result.branches
+        ]
+
+    # -- for a worker subprocess -------------------------------------------------------------
+
+    def env(self, *, no_proxy: list[str] | None = None) -> dict[str, str]:
+        """The exports for a worker process of this branch (also checks the branch exists).
+
+        `no_proxy` lists hosts that bypass the proxy, such as the model-inference server: the
+        policy is not the world. GROUNDHOG_NO_PROXY adds more, comma-separated.
+        """
+        info = self.info()
+        return worker_env(
+            tape=self.tape,
+            branch=self.path,
+            world_seed=self.world_seed,
+            resolver_url=self.groundhog.resolver_url,
+            proxy_url=self.groundhog.proxy_url,
+            ca=self.groundhog.ca_files(),
+            no_proxy=no_proxy,
+            shim_counters=info.shim_counters or None,
+        )
+
+    # -- in-process --------------------------------------------------------------------------
+
+    @property
+    def proxy_url(self) -> str:
+        """The proxy URL with `TAPE:BRANCH` credentials."""
+        return proxy_url_with_credentials(self.groundhog.proxy_url, self.tape, self.path)
+
+    def headers(self) -> dict[str, str]:
+        return {TAPE_HEADER: self.tape, BRANCH_HEADER: self.path}
+
+    def _ssl_context(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=str(self.groundhog.ca_files().bundle_file))
+
+    def client(self, **kwargs: Any) -> httpx.Client:
+        """An httpx client whose every request goes through the proxy as this branch."""
+        kwargs.setdefault("timeout", 60.0)
+        headers = {**self.headers(), **kwargs.pop("headers", {})}
+        inner = httpx.HTTPTransport(proxy=self.proxy_url, verify=self._ssl_context())
+        return httpx.Client(
+            transport=_RealClockTransport(inner), headers=headers, trust_env=False, **kwargs
+        )
+
+    def async_client(self, **kwargs: Any) -> httpx.AsyncClient:
+        """The asyncio twin of `client()`, for rollouts run with `asyncio.gather`."""
+        kwargs.setdefault("timeout", 60.0)
+        headers = {**self.headers(), **kwargs.pop("headers", {})}
+        inner = httpx.AsyncHTTPTransport(proxy=self.proxy_url, verify=self._ssl_context())
+        return httpx.AsyncClient(
+            transport=_RealClockAsyncTransport(inner), headers=headers, trust_env=False, **kwargs
+        )
+
+    def session(self) -> requests.Session:
+        """A requests session through the proxy as this branch, trusting its CA."""
+        session = requests.Session()
+        session.trust_env = False  # an inherited NO_PROXY must not send requests live
+        session.mount("http://", _RealClockAdapter())
+        session.mount("https://", _RealClockAdapter())
+        session.proxies = {"http": self.proxy_url, "https": self.proxy_url}
+        session.verify = str(self.groundhog.ca_files().bundle_file)
+        session.headers.update(self.headers())
+        return session
+
+    def shim(
+        self, *, counters: dict[str, Any] | None = None, fetch_counters: bool = True, **kwargs: Any
+    ) -> shim:
+        """A `shim(...)` block for this branch, resuming the counters stored at its fork."""
+        if counters is None and fetch_counters:
+            counters = self.info().shim_counters or None
+        return shim(world_seed=self.world_seed, branch=self.path, counters=counters, **kwargs)

@@ -1,0 +1,93 @@
+"""What every `groundhog` command shares: consoles, the client, and how errors are shown.
+
+A command that fails must say what went wrong and how to fix it, then exit 1 — never dump a
+traceback at a newcomer. Every command that talks to the resolver goes through `reporting()`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TransferSpeedColumn,
+)
+
+from groundhog.client import Groundhog
+from groundhog.errors import GroundhogError, ResolverUnreachable
+
+console = Console(highlight=False)
+errors = Console(stderr=True, highlight=False)
+
+
+@dataclass
+class CliSettings:
+    """Root options (`groundhog --resolver-url … COMMAND`), kept on typer's context."""
+
+    resolver_url: str | None = None
+    token: str | None = None
+    proxy_url: str | None = None
+
+    def client(self) -> Groundhog:
+        return Groundhog(self.resolver_url, token=self.token, proxy_url=self.proxy_url)
+
+
+def settings_of(ctx: typer.Context) -> CliSettings:
+    root = ctx.find_root()
+    if not isinstance(root.obj, CliSettings):
+        root.obj = CliSettings()
+    return root.obj
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    errors.print(f"[bold red]error:[/] {message}", markup=True, soft_wrap=True)
+    return typer.Exit(code)
+
+
+def show_problem(error: GroundhogError) -> None:
+    if isinstance(error, ResolverUnreachable):
+        errors.print(f"[bold red]error:[/] {error.detail}", soft_wrap=True)
+        return
+    heading = f"{error.status} {error.title}" if error.status else error.title
+    errors.print(f"[bold red]error:[/] {heading}", soft_wrap=True)
+    if error.detail:
+        errors.print(f"  {error.detail}", markup=False, soft_wrap=True)
+    for key, value in error.extras.items():
+        rendered = value if isinstance(value, str) else json.dumps(value)
+        errors.print(f"  {key}: {rendered}", markup=False, soft_wrap=True)
+
+
+@contextlib.contextmanager
+def reporting() -> Iterator[None]:
+    """Turn client errors into a printed problem and exit code 1."""
+    try:
+        yield
+    except GroundhogError as error:
+        show_problem(error)
+        raise typer.Exit(1) from None
+
+
+def print_json(document: Any) -> None:
+    console.print_json(json.dumps(document, default=str))
+
+
+def transfer_progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeElapsedColumn(),
+        console=errors,
+        transient=False,
+    )

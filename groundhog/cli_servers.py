@@ -1,0 +1,175 @@
+"""`groundhog up | resolver | proxy | worldsim | bench`: run Groundhog's servers and benchmark.
+
+Each server is its package's own `python -m …` entry point; the CLI only supplies defaults
+(ports 8070/8080/8090, data under ./.groundhog) so a newcomer needs no flags to start.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from groundhog import launcher
+from groundhog.cli_common import console, errors, fail
+from groundhog.client import Groundhog
+from groundhog.errors import GroundhogError
+from groundhog.worker_env import shell_exports
+
+DEFAULT_DATA = Path(".groundhog")
+Host = Annotated[str, typer.Option(help="Address to listen on (loopback by default).")]
+Data = Annotated[Path, typer.Option("--data", help="Directory for the SQLite store and the CA.")]
+
+
+def _run_module(module: str, args: list[str]) -> None:
+    """Run `python -m module args` in this process, as if started from a shell."""
+    if importlib.util.find_spec(f"{module}.__main__") is None:
+        raise fail(f"cannot run `python -m {module}`: it is not installed in {sys.executable}")
+    saved = sys.argv
+    sys.argv = [module, *args]
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    except KeyboardInterrupt:
+        pass  # Ctrl-C is how a foreground server is stopped
+    finally:
+        sys.argv = saved
+
+
+def resolver(
+    host: Host = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port for the admin API and /v1/resolve.")] = 8070,
+    data: Data = DEFAULT_DATA,
+) -> None:
+    """Run the resolver (the FastAPI service the proxies ask) in the foreground."""
+    _run_module("resolver", ["--host", host, "--port", str(port), "--data", str(data)])
+
+
+def proxy(
+    host: Host = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port workers use as HTTP(S)_PROXY.")] = 8080,
+    resolver_url: Annotated[
+        str, typer.Option(envvar="GROUNDHOG_RESOLVER_URL", help="Where the resolver answers.")
+    ] = "http://127.0.0.1:8070",
+    data: Data = DEFAULT_DATA,
+) -> None:
+    """Run the recording proxy (mitmproxy with the Groundhog addon) in the foreground."""
+    args = ["--host", host, "--port", str(port), "--resolver-url", resolver_url]
+    _run_module("proxy", [*args, "--data", str(data)])
+
+
+def worldsim(
+    host: Host = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port of the simulated world.")] = 8090,
+    seed: Annotated[int, typer.Option(help="The world's seed.")] = 0,
+) -> None:
+    """Run worldsim, the seeded research world the benchmark records."""
+    _run_module("worldsim", ["--host", host, "--port", str(port), "--seed", str(seed)])
+
+
+def _download_ca(resolver_url: str, data: Path) -> Path | None:
+    try:
+        with Groundhog(resolver_url, ca_file=data / "worker-ca.pem") as client:
+            return client.ca_files(refresh=True).ca_file
+    except GroundhogError as error:
+        errors.print(f"warning: could not fetch the CA ({error}); workers must trust it by hand")
+        return None
+
+
+def _print_exports(
+    host: str,
+    resolver_port: int,
+    proxy_port: int,
+    data: Path,
+    resolver_child: launcher.Child,
+    proxy_child: launcher.Child,
+) -> None:
+    resolver_url = launcher.url_for(host, resolver_port)
+    exports = {
+        "GROUNDHOG_RESOLVER_URL": resolver_url,
+        "GROUNDHOG_PROXY_URL": launcher.url_for(host, proxy_port),
+    }
+    ca_file = _download_ca(resolver_url, data)
+    if ca_file is not None:
+        exports["GROUNDHOG_CA_FILE"] = str(ca_file)
+    console.print(f"resolver {resolver_url}  (log {resolver_child.log_path})", soft_wrap=True)
+    console.print(
+        f"proxy    {exports['GROUNDHOG_PROXY_URL']}  (log {proxy_child.log_path})", soft_wrap=True
+    )
+    console.print(f"store    {data}", soft_wrap=True)
+    console.print("\n# for the CLI and the Python client:")
+    console.print(shell_exports(exports), markup=False, soft_wrap=True)
+    console.print(
+        "\n# then, for a worker of tape T at branch B:\n"
+        "#   groundhog tape open T --seed 7\n"
+        '#   eval "$(groundhog env --tape T --branch root)"\n'
+        "# Ctrl-C stops both.",
+        markup=False,
+    )
+
+
+def up(
+    host: Host = "127.0.0.1",
+    resolver_port: Annotated[
+        int, typer.Option("--resolver-port", help="Port of the resolver's admin API.")
+    ] = 8070,
+    proxy_port: Annotated[
+        int, typer.Option("--proxy-port", help="Port workers use as HTTP(S)_PROXY.")
+    ] = 8080,
+    data: Data = DEFAULT_DATA,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for each to start.")] = 60.0,
+) -> None:
+    """Start the resolver and the proxy together on an embedded SQLite store.
+
+    Prints the exports a worker needs; Ctrl-C (or SIGTERM) stops both.
+    """
+    data = data.resolve()
+    try:
+        with (
+            launcher.sigterm_as_interrupt(),
+            launcher.stack(
+                host=host,
+                resolver_port=resolver_port,
+                proxy_port=proxy_port,
+                data=data,
+                timeout=timeout,
+            ) as (resolver_child, proxy_child),
+        ):
+            _print_exports(host, resolver_port, proxy_port, data, resolver_child, proxy_child)
+            died = launcher.wait_for_exit((resolver_child, proxy_child))
+            raise fail(
+                f"the {died.name} exited with code {died.process.returncode}; "
+                f"its log ({died.log_path}):\n{died.log_tail()}"
+            )
+    except KeyboardInterrupt:
+        console.print("stopped resolver and proxy")
+    except launcher.LaunchError as error:
+        raise fail(str(error)) from None
+
+
+def bench(ctx: typer.Context) -> None:
+    """Run the benchmark (`python -m bench`); all arguments pass through (--quick, --help)."""
+    command = [sys.executable, "-m", "bench", *ctx.args]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with Progress(
+        SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=errors
+    ) as progress:
+        progress.add_task("python -m bench " + " ".join(ctx.args), total=None)
+        try:
+            process = subprocess.Popen(
+                command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
+            )
+        except OSError as error:
+            raise fail(f"cannot start the benchmark: {error}") from None
+        assert process.stdout is not None
+        for line in process.stdout:
+            progress.console.print(line.decode(errors="replace").rstrip("\n"), markup=False)
+        code = process.wait()
+    if code != 0:
+        raise typer.Exit(code)

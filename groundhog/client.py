@@ -1,0 +1,272 @@
+"""The Python client of the resolver's admin API: tapes, forks, seals, reports, export/import.
+
+Scripts and the CLI both drive Groundhog through this one class, so the shapes in
+docs/internals.md are decoded in one place and every failure arrives as a `GroundhogError`
+carrying the server's problem detail.
+
+    gh = Groundhog()                                  # GROUNDHOG_RESOLVER_URL, default :8070
+    tape = gh.open("demo", world_seed=7)
+    for branch in tape.fork("root", 4):
+        subprocess.run(cmd, env={**os.environ, **branch.env()})
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from groundhog import shim as shim_module
+from groundhog.errors import GroundhogError
+from groundhog.models import BranchInfo, Event, ForkResult, TapeDigest, TapeInfo, TapeReport
+from groundhog.tape import AUTO, Tape
+from groundhog.transport import AdminTransport
+from groundhog.worker_env import (
+    CA_FILE_ENV,
+    CaFiles,
+    proxy_url_from_env,
+    proxy_url_with_credentials,
+    store_ca,
+)
+
+ProgressCallback = Callable[[int, int | None], None]
+"""Called with (bytes done, bytes total or None) during export and import."""
+
+_CHUNK = 256 * 1024
+
+
+def _segment(value: str) -> str:
+    return quote(value, safe="")
+
+
+class Groundhog:
+    """A connection to one resolver (and the address of the proxy its workers use)."""
+
+    def __init__(
+        self,
+        resolver_url: str | None = None,
+        *,
+        token: str | None = None,
+        proxy_url: str | None = None,
+        ca_file: str | Path | None = None,
+        timeout: float = 60.0,
+    ) -> None:
+        self.transport = AdminTransport(resolver_url, token=token, timeout=timeout)
+        self.proxy_url = proxy_url_from_env(proxy_url)
+        try:
+            proxy_url_with_credentials(self.proxy_url, "tape", "root")
+        except ValueError as error:
+            raise GroundhogError(None, "Bad proxy URL", f"{error} (GROUNDHOG_PROXY_URL)") from None
+        chosen_ca = ca_file or os.environ.get(CA_FILE_ENV)
+        self._ca_file = Path(chosen_ca) if chosen_ca else None
+        self._ca: CaFiles | None = None
+
+    @property
+    def resolver_url(self) -> str:
+        return self.transport.url
+
+    def close(self) -> None:
+        self.transport.close()
+
+    def __enter__(self) -> Groundhog:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- tapes -----------------------------------------------------------------------------
+
+    def open_tape(
+        self,
+        name: str,
+        world_seed: int | None = None,
+        *,
+        mode: str | None = None,
+        online: bool | None = None,
+        dependency_model: str | None = None,
+        **config: Any,
+    ) -> TapeInfo:
+        """Create the tape, or return it if it exists with the same config (409 otherwise).
+
+        Settings left as None are not sent: the server's defaults apply to a new tape, and an
+        existing tape is compared only on the settings given.
+        """
+        given = {
+            "world_seed": world_seed,
+            "mode": None if mode is None else str(mode),
+            "online": online,
+            "dependency_model": None if dependency_model is None else str(dependency_model),
+            **config,
+        }
+        body = {"name": name, **{key: value for key, value in given.items() if value is not None}}
+        return TapeInfo.from_json(self.transport.json("POST", "/v1/tapes", json=body))
+
+    def open(self, name: str, world_seed: int | None = None, **options: Any) -> Tape:
+        """`open_tape` returning a handle to fork and inspect the tape."""
+        return Tape(self, self.open_tape(name, world_seed, **options))
+
+    def tape(self, name: str) -> Tape:
+        """A handle to an existing tape (fetches it, so an unknown name fails here)."""
+        return Tape(self, self.get_tape(name))
+
+    def list_tapes(self) -> list[TapeInfo]:
+        document = self.transport.json("GET", "/v1/tapes")
+        return [TapeInfo.from_json(item) for item in document.get("tapes", [])]
+
+    def get_tape(self, name: str) -> TapeInfo:
+        return TapeInfo.from_json(self.transport.json("GET", f"/v1/tapes/{_segment(name)}"))
+
+    def delete_tape(self, name: str) -> None:
+        self.transport.request("DELETE", f"/v1/tapes/{_segment(name)}")
+
+    def seal(self, name: str) -> TapeInfo:
+        return TapeInfo.from_json(self.transport.json("POST", f"/v1/tapes/{_segment(name)}/seal"))
+
+    def unseal(self, name: str) -> TapeInfo:
+        path = f"/v1/tapes/{_segment(name)}/unseal"
+        return TapeInfo.from_json(self.transport.json("POST", path))
+
+    def report(self, name: str) -> TapeReport:
+        path = f"/v1/tapes/{_segment(name)}/report"
+        return TapeReport.from_json(self.transport.json("GET", path))
+
+    def digest(self, name: str) -> TapeDigest:
+        document = self.transport.json("GET", f"/v1/tapes/{_segment(name)}/digest")
+        return TapeDigest(document["tape"], document["digest"], int(document["exchanges"]))
+
+    # -- branches --------------------------------------------------------------------------
+
+    def fork(
+        self,
+        name: str,
+        parent: str = "root",
+        children: int | list[str] = 2,
+        *,
+        shim_counters: dict[str, Any] | None = AUTO,
+    ) -> ForkResult:
+        """Fork `parent` into children; by default hands them this context's shim counters."""
+        if shim_counters is AUTO:
+            state = shim_module.current()
+            shim_counters = state.counters() if state is not None else None
+        body: dict[str, Any] = {"parent": parent, "children": children}
+        if shim_counters is not None:
+            body["shim_counters"] = shim_counters
+        document = self.transport.json("POST", f"/v1/tapes/{_segment(name)}/fork", json=body)
+        return ForkResult(document["parent"], list(document["branches"]))
+
+    def list_branches(self, name: str) -> list[BranchInfo]:
+        document = self.transport.json("GET", f"/v1/tapes/{_segment(name)}/branches")
+        return [BranchInfo.from_json(item) for item in document.get("branches", [])]
+
+    def get_branch(self, name: str, path: str) -> BranchInfo:
+        route = f"/v1/tapes/{_segment(name)}/branches/{_segment(path)}"
+        return BranchInfo.from_json(self.transport.json("GET", route))
+
+    def events(
+        self, name: str, *, branch: str | None = None, after: int = 0, limit: int = 100
+    ) -> tuple[list[Event], int | None]:
+        """One page of what branches were served, and the `after` of the next page (or None)."""
+        params: dict[str, Any] = {"after": after, "limit": limit}
+        if branch is not None:
+            params["branch"] = branch
+        document = self.transport.json("GET", f"/v1/tapes/{_segment(name)}/events", params=params)
+        events = [Event.from_json(item) for item in document.get("events", [])]
+        return events, document.get("next_after")
+
+    def iter_events(self, name: str, *, branch: str | None = None) -> Iterator[Event]:
+        after: int | None = 0
+        while after is not None:
+            page, after = self.events(name, branch=branch, after=after)
+            yield from page
+
+    def exchange(self, name: str, exchange_id: int) -> dict[str, Any]:
+        return self.transport.json("GET", f"/v1/tapes/{_segment(name)}/exchanges/{exchange_id}")
+
+    # -- export / import -------------------------------------------------------------------
+
+    def export_tape(
+        self, name: str, destination: str | Path, *, progress: ProgressCallback | None = None
+    ) -> Path:
+        """Download the tape as a standalone SQLite file; a failure leaves no partial file."""
+        target = Path(destination)
+        partial = target.with_name(target.name + ".partial")
+        try:
+            with (
+                self.transport.stream("GET", f"/v1/tapes/{_segment(name)}/export") as response,
+                partial.open("wb") as handle,
+            ):
+                total = (
+                    int(response.headers["content-length"])
+                    if "content-length" in response.headers
+                    else None
+                )
+                done = 0
+                for chunk in response.iter_bytes(_CHUNK):
+                    handle.write(chunk)
+                    done += len(chunk)
+                    if progress:
+                        progress(done, total)
+            partial.replace(target)
+        finally:
+            partial.unlink(missing_ok=True)
+        return target
+
+    def import_tape(
+        self, source: str | Path, name: str, *, progress: ProgressCallback | None = None
+    ) -> TapeInfo:
+        """Upload an exported SQLite file as a new tape called `name`."""
+        path = Path(source)
+        if not path.is_file():
+            raise GroundhogError(None, "No such file", f"{path} does not exist or is not a file")
+        total = path.stat().st_size
+
+        def chunks() -> Iterator[bytes]:
+            done = 0
+            with path.open("rb") as handle:
+                while chunk := handle.read(_CHUNK):
+                    done += len(chunk)
+                    if progress:
+                        progress(done, total)
+                    yield chunk
+
+        document = self.transport.json(
+            "POST",
+            "/v1/tapes/import",
+            params={"name": name},
+            content=chunks(),
+            headers={"Content-Type": "application/vnd.sqlite3", "Content-Length": str(total)},
+        )
+        return TapeInfo.from_json(document)
+
+    # -- worker plumbing -------------------------------------------------------------------
+
+    def ca_pem(self) -> bytes:
+        return self.transport.request("GET", "/v1/ca.pem").content
+
+    def ca_files(self, *, refresh: bool = False) -> CaFiles:
+        """The proxy CA on local disk, downloaded from the resolver once per client."""
+        if self._ca is None or refresh:
+            if self._ca_file is not None and self._ca_file.is_file() and not refresh:
+                pem = self._ca_file.read_bytes()
+            else:
+                pem = self.ca_pem()
+            try:
+                self._ca = store_ca(pem, self.resolver_url, self._ca_file)
+            except ValueError as error:
+                raise GroundhogError(None, "Bad CA certificate", str(error)) from error
+            except OSError as error:
+                raise GroundhogError(
+                    None,
+                    "Cannot store the CA",
+                    f"{error}; point GROUNDHOG_CA_FILE (or XDG_CACHE_HOME) at a writable place",
+                ) from error
+        return self._ca
+
+    def healthy(self) -> bool:
+        try:
+            self.transport.request("GET", "/healthz")
+        except GroundhogError:
+            return False
+        return True

@@ -1,0 +1,182 @@
+"""Start the resolver and proxy as child processes, wait for them, and always stop them.
+
+`groundhog up` must give a newcomer a working pair in one command, report clearly when either
+side fails to start (with its log), and never leave an orphan behind on Ctrl-C or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+logger = logging.getLogger(__name__)
+
+POLL_INTERVAL_S = 0.1
+
+
+class LaunchError(RuntimeError):
+    """A child server exited or did not become ready before the deadline."""
+
+
+@dataclass
+class Child:
+    name: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=timeout)
+
+
+def spawn(name: str, module_args: list[str], log_dir: Path) -> Child:
+    """Run `python -m <module_args>` with its output in `<log_dir>/<name>.log`."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_dir / f"{name}.log"
+    env = dict(os.environ)
+    for variable in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
+        env.pop(variable, None)  # the servers' own calls must never loop through a proxy
+    with log_path.open("ab") as log:
+        # A session of its own: a terminal's Ctrl-C reaches only `up`, which then stops the
+        # proxy before the resolver instead of both dying at once in any order.
+        process = subprocess.Popen(
+            [sys.executable, "-m", *module_args],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+    return Child(name, process, log_path)
+
+
+def http_ready(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=1.0, trust_env=False).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def port_ready(host: str, port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.5):
+        return True
+    return False
+
+
+def wait_ready(child: Child, ready: Callable[[], bool], *, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if child.process.poll() is not None:
+            raise LaunchError(
+                f"the {child.name} exited with code {child.process.returncode} while starting; "
+                f"its log ({child.log_path}):\n{child.log_tail()}"
+            )
+        if ready():
+            return
+        time.sleep(POLL_INTERVAL_S)  # polling a readiness probe, not waiting blind
+    raise LaunchError(
+        f"the {child.name} did not answer {what} within {timeout:.0f}s; "
+        f"its log ({child.log_path}):\n{child.log_tail()}"
+    )
+
+
+def connect_host(host: str) -> str:
+    """Where to reach a server bound to `host` (a wildcard bind is reached on loopback)."""
+    return {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+
+
+def url_for(host: str, port: int) -> str:
+    reach = connect_host(host)
+    return f"http://[{reach}]:{port}" if ":" in reach else f"http://{reach}:{port}"
+
+
+@contextlib.contextmanager
+def stack(
+    *,
+    host: str,
+    resolver_port: int,
+    proxy_port: int,
+    data: Path,
+    timeout: float = 60.0,
+) -> Iterator[tuple[Child, Child]]:
+    """Resolver, then proxy (it needs the resolver), both ready; both stopped on exit."""
+    logs = data / "logs"
+    children: list[Child] = []
+    try:
+        resolver = spawn(
+            "resolver",
+            ["resolver", "--host", host, "--port", str(resolver_port), "--data", str(data)],
+            logs,
+        )
+        children.append(resolver)
+        health = f"{url_for(host, resolver_port)}/healthz"
+        wait_ready(resolver, lambda: http_ready(health), timeout=timeout, what=health)
+        proxy = spawn(
+            "proxy",
+            [
+                "proxy",
+                "--host", host,
+                "--port", str(proxy_port),
+                "--resolver-url", url_for(host, resolver_port),
+                "--data", str(data),
+            ],
+            logs,
+        )  # fmt: skip
+        children.append(proxy)
+        reach = connect_host(host)
+        wait_ready(
+            proxy,
+            lambda: port_ready(reach, proxy_port),
+            timeout=timeout,
+            what=f"connections on port {proxy_port}",
+        )
+        yield resolver, proxy
+    finally:
+        for child in reversed(children):
+            child.stop()
+
+
+def wait_for_exit(children: tuple[Child, ...]) -> Child:
+    """Block until a child exits and return it; Ctrl-C (KeyboardInterrupt) propagates."""
+    while True:
+        for child in children:
+            if child.process.poll() is not None:
+                return child
+        time.sleep(0.2)  # supervising children; nothing to do until one exits or a signal
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM behaves like Ctrl-C, so the same clean-up stops the children either way."""
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

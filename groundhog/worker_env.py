@@ -1,0 +1,132 @@
+"""The environment a worker process needs: proxy with tape:branch credentials, trusted CA, seed.
+
+A worker that is missing any one of these either bypasses the proxy (its calls go live,
+unrecorded), fails TLS against the proxy's certificates, or draws shim noise from the wrong
+world. Building them in one place keeps `branch.env()`, `groundhog env` and `groundhog run`
+identical.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+DEFAULT_PROXY_URL = "http://127.0.0.1:8080"
+PROXY_URL_ENV = "GROUNDHOG_PROXY_URL"
+CA_FILE_ENV = "GROUNDHOG_CA_FILE"
+NO_PROXY_ENV = "GROUNDHOG_NO_PROXY"
+
+
+def proxy_url_from_env(url: str | None = None) -> str:
+    return (url or os.environ.get(PROXY_URL_ENV) or DEFAULT_PROXY_URL).rstrip("/")
+
+
+def proxy_url_with_credentials(proxy_url: str, tape: str, branch: str) -> str:
+    """`http://TAPE:BRANCH@host:port`, both URL-encoded (a branch path contains '/')."""
+    parts = urlsplit(proxy_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"proxy URL {proxy_url!r} must look like http://host:port")
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    port = f":{parts.port}" if parts.port else ""
+    user = quote(tape, safe="")
+    password = quote(branch, safe="")
+    return f"{parts.scheme}://{user}:{password}@{host}{port}"
+
+
+@dataclass(frozen=True)
+class CaFiles:
+    """The proxy's CA alone (for NODE_EXTRA_CA_CERTS) and a bundle of it plus public roots."""
+
+    ca_file: Path
+    bundle_file: Path
+
+
+def _cache_dir(resolver_url: str) -> Path:
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    label = hashlib.sha256(resolver_url.encode()).hexdigest()[:12]
+    return base / "groundhog" / f"ca-{label}"
+
+
+def _write_if_changed(path: Path, data: bytes) -> None:
+    if path.exists() and path.read_bytes() == data:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Written beside and renamed, so a worker starting now never reads half a certificate.
+    with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as handle:
+        handle.write(data)
+    Path(handle.name).replace(path)
+
+
+def public_roots() -> bytes:
+    """The public roots requests uses, so hosts in NO_PROXY still verify against a bundle."""
+    try:
+        import certifi
+    except ImportError:  # pragma: no cover - requests depends on certifi
+        return b""
+    return Path(certifi.where()).read_bytes()
+
+
+def store_ca(ca_pem: bytes, resolver_url: str, ca_file: Path | None = None) -> CaFiles:
+    """Write the proxy CA (and the combined bundle) where workers can read them."""
+    if b"BEGIN CERTIFICATE" not in ca_pem:
+        raise ValueError("the resolver's /v1/ca.pem did not contain a PEM certificate")
+    target = ca_file or _cache_dir(resolver_url) / "ca.pem"
+    _write_if_changed(target, ca_pem)
+    bundle = target.with_name(target.stem + "-bundle.pem")
+    _write_if_changed(bundle, public_roots().rstrip(b"\n") + b"\n" + ca_pem)
+    return CaFiles(target.resolve(), bundle.resolve())
+
+
+def worker_env(
+    *,
+    tape: str,
+    branch: str,
+    world_seed: int,
+    resolver_url: str,
+    proxy_url: str,
+    ca: CaFiles,
+    no_proxy: list[str] | None = None,
+    shim_counters: dict[str, Any] | None = None,
+) -> dict[str, str]:
+    """The exports for one worker process of `tape` at `branch`."""
+    proxy = proxy_url_with_credentials(proxy_url, tape, branch)
+    bypass = list(no_proxy or [])
+    bypass += [host for host in os.environ.get(NO_PROXY_ENV, "").split(",") if host.strip()]
+    # Always set, even empty: an inherited NO_PROXY would silently send those hosts live.
+    no_proxy_value = ",".join(dict.fromkeys(host.strip() for host in bypass))
+    env = {
+        "HTTP_PROXY": proxy,
+        "HTTPS_PROXY": proxy,
+        "http_proxy": proxy,  # curl reads only the lower-case http_proxy
+        "https_proxy": proxy,
+        "NO_PROXY": no_proxy_value,
+        "no_proxy": no_proxy_value,
+        "SSL_CERT_FILE": str(ca.bundle_file),
+        "REQUESTS_CA_BUNDLE": str(ca.bundle_file),
+        "CURL_CA_BUNDLE": str(ca.bundle_file),
+        "NODE_EXTRA_CA_CERTS": str(ca.ca_file),
+        "GROUNDHOG_CA_FILE": str(ca.ca_file),
+        "GROUNDHOG_TAPE": tape,
+        "GROUNDHOG_BRANCH": branch,
+        "GROUNDHOG_WORLD_SEED": str(world_seed),
+        "GROUNDHOG_RESOLVER_URL": resolver_url,
+        "GROUNDHOG_PROXY_URL": proxy_url,
+    }
+    if shim_counters:
+        env["GROUNDHOG_SHIM_COUNTERS"] = json.dumps(shim_counters, sort_keys=True)
+    return env
+
+
+def shell_exports(env: dict[str, str]) -> str:
+    """`export NAME='value'` lines a POSIX shell can `eval`."""
+    lines = []
+    for name, value in env.items():
+        quoted = "'" + value.replace("'", "'\"'\"'") + "'"
+        lines.append(f"export {name}={quoted}")
+    return "\n".join(lines)

@@ -1,0 +1,384 @@
+"""How much the Groundhog proxy costs per request, against mitmproxy itself in the same run.
+
+Every worker request goes through the proxy, so its latency and throughput bound a rollout's
+speed. This script measures, at 1 and 8 concurrent clients over plain HTTP on loopback:
+the upstream directly; mitmdump with no addon; mitmdump's own server replay
+(`server_replay_reuse`); Groundhog's record path (resolve, live fetch, record) and hit path
+(served from tape) through the real resolver; the resolver's hit alone (asked directly, with
+aiohttp and with httpx, the two clients the proxy could use); and the hit path against an
+instant stand-in resolver, which isolates the proxy's own cost. Ratios are against mitmdump
+with no addon and against server replay, measured in the same run. Goal: hit path p50 within
+1.10x of no-addon, throughput at least 0.9x.
+
+    python -m bench.proxy_perf [--quick] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import httpx
+
+from bench.harness import LOOPBACK, ChildService, free_port, start_child, wait_until
+
+BODY = json.dumps({"items": [{"id": i, "title": f"result {i}"} for i in range(24)]}).encode()
+CONCURRENCY = (1, 8)
+NO_ADDON = "mitmproxy (no addon)"
+REPLAY = "mitmproxy server replay"
+
+
+# -- servers run as their own processes so they do not share the client's GIL -----------------
+
+
+def _instant_resolve_answer() -> bytes:
+    """A fixed `/v1/resolve` hit answer, so the proxy's own cost can be told apart."""
+    head = [["Content-Type", "application/json"], ["Content-Length", str(len(BODY))]]
+    response = {"status": 200, "headers": head, "body": base64.b64encode(BODY).decode()}
+    answer = {
+        "action": "serve",
+        "decision": "shared",
+        "occurrence": 0,
+        "fingerprint": "",
+        "request_key": "0" * 64,
+        "ticket": None,
+        "upstream_headers": [],
+        "response": response,
+    }
+    return json.dumps(answer).encode()
+
+
+async def _serve_fixed(host: str, port: int, body: bytes) -> None:
+    """A minimal keep-alive HTTP/1.1 server answering every request with `body`."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+    head += b"Content-Length: %d\r\n\r\n" % len(body)
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+            while True:
+                request_head = await reader.readuntil(b"\r\n\r\n")
+                for line in request_head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        await reader.readexactly(int(line.split(b":", 1)[1]))
+                writer.write(head + body)
+                await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, host, port)
+    async with server:
+        await server.serve_forever()
+
+
+# -- load generation ------------------------------------------------------------------------
+
+
+async def _load(proxies: Sequence[str | None], urls: list[list[str]]) -> dict[str, float]:
+    """Client i asks its urls in order, one at a time, through proxies[i]; all clients at once."""
+    latencies: list[float] = []
+    async with aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=0), trust_env=False
+    ) as session:
+
+        async def client(proxy: str | None, sequence: list[str]) -> None:
+            for url in sequence:
+                started = time.perf_counter()
+                async with session.get(url, proxy=proxy) as response:
+                    await response.read()
+                    if response.status != 200:
+                        raise RuntimeError(f"{url} via {proxy} answered {response.status}")
+                latencies.append(time.perf_counter() - started)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(client(p, u) for p, u in zip(proxies, urls, strict=True)))
+        elapsed = time.perf_counter() - started
+    return _summary(latencies, elapsed)
+
+
+def _urls(base: str, clients: int, per_client: int, tag: str) -> list[list[str]]:
+    return [[f"{base}/item?c={c}&i={i}&t={tag}" for i in range(per_client)] for c in range(clients)]
+
+
+def _proxy_with_identity(port: int, tape: str, branch: str) -> str:
+    return f"http://{tape}:{branch.replace('/', '%2F')}@{LOOPBACK}:{port}"
+
+
+# -- processes --------------------------------------------------------------------------------
+
+
+def _start_mitmdump(name: str, arguments: Sequence[str], log_dir: Path) -> ChildService:
+    import subprocess
+
+    port = free_port()
+    command = [
+        sys.executable,
+        "-c",
+        "from mitmproxy.tools.main import mitmdump; mitmdump()",
+        "-q",
+        "--listen-host",
+        LOOPBACK,
+        "--listen-port",
+        str(port),
+        *arguments,
+    ]
+    log_path = log_dir / f"{name}.log"
+    with log_path.open("wb") as log_file:
+        process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)
+    child = ChildService(name, command, port, process, log_path)
+    try:
+        wait_until(lambda: _accepting(port, process), timeout=60, what=f"{name} on {port}")
+    except BaseException:
+        child.stop()
+        raise
+    return child
+
+
+def _accepting(port: int, process) -> bool:
+    import socket
+
+    if process.poll() is not None:
+        raise RuntimeError(f"process on {port} exited early")
+    with contextlib.suppress(OSError), socket.create_connection((LOOPBACK, port), timeout=0.5):
+        return True
+    return False
+
+
+@contextlib.contextmanager
+def _children() -> Iterator[list[ChildService]]:
+    children: list[ChildService] = []
+    try:
+        yield children
+    finally:
+        for child in reversed(children):
+            child.stop()
+
+
+# -- the measurement --------------------------------------------------------------------------
+
+
+def measure(quick: bool = False) -> list[dict[str, Any]]:
+    """Rows of {condition, clients, requests, p50_ms, p90_ms, throughput_rps, ratios}."""
+    total = 160 if quick else 800
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="gh-proxy-perf-") as temporary, _children() as kids:
+        work = Path(temporary)
+        upstream = start_child(
+            "upstream", ["bench.proxy_perf", "--serve-upstream"], health="tcp", log_dir=work
+        )
+        kids.append(upstream)
+        resolver = start_child(
+            "resolver", ["resolver", "--data", str(work)], health="http", log_dir=work
+        )
+        kids.append(resolver)
+        proxy = start_child(
+            "proxy",
+            ["proxy", "--resolver-url", resolver.url, "--data", str(work), "--log-level", "warn"],
+            health="tcp",
+            log_dir=work,
+        )
+        kids.append(proxy)
+        plain = _start_mitmdump("mitmdump", [], work)
+        kids.append(plain)
+        instant = start_child(
+            "instant-resolver",
+            ["bench.proxy_perf", "--serve-instant-resolver"],
+            health="tcp",
+            log_dir=work,
+        )
+        kids.append(instant)
+        lone_proxy = start_child(
+            "proxy-on-instant-resolver",
+            ["proxy", "--resolver-url", instant.url, "--data", str(work), "--log-level", "warn"],
+            health="tcp",
+            log_dir=work,
+        )
+        kids.append(lone_proxy)
+        for clients in CONCURRENCY:
+            per_client = max(total // clients, 10)
+            urls = _urls(upstream.url, clients, per_client, f"n{clients}")
+            warm = _urls(upstream.url, clients, 5, f"warm{clients}")
+            measured = _mitmproxy_conditions(plain, urls, warm, work)
+            measured |= _groundhog_conditions(resolver.url, proxy.port, urls, warm)
+            # The proxy's own cost: a hit answered by a resolver stand-in that does no work.
+            lone = [_proxy_with_identity(lone_proxy.port, "perf", "root")] * clients
+            asyncio.run(_load(lone, warm))
+            measured["groundhog hit path, instant resolver"] = asyncio.run(_load(lone, urls))
+            rows += [_row(name, clients, numbers, measured) for name, numbers in measured.items()]
+    return rows
+
+
+def _mitmproxy_conditions(
+    plain: ChildService, urls: list[list[str]], warm: list[list[str]], work: Path
+) -> dict[str, dict[str, float]]:
+    clients = len(urls)
+    measured: dict[str, dict[str, float]] = {}
+    for name, proxy in (("direct", None), (NO_ADDON, plain.url)):
+        asyncio.run(_load([proxy] * clients, warm))
+        measured[name] = asyncio.run(_load([proxy] * clients, urls))
+    # Server replay needs a recording of exactly these URLs: record them through mitmdump -w.
+    flows = work / f"flows{clients}.mitm"
+    recorder = _start_mitmdump(f"recorder{clients}", ["-w", str(flows)], work)
+    try:
+        for sequence in (warm, urls):
+            asyncio.run(_load([recorder.url] * clients, sequence))
+    finally:
+        recorder.stop()
+    replay_options = ["server_replay_reuse=true", "server_replay_extra=kill"]
+    replay_options.append("connection_strategy=lazy")
+    arguments = ["--server-replay", str(flows)]
+    for option in replay_options:
+        arguments += ["--set", option]
+    replay = _start_mitmdump(f"replay{clients}", arguments, work)
+    try:
+        asyncio.run(_load([replay.url] * clients, warm))
+        measured[REPLAY] = asyncio.run(_load([replay.url] * clients, urls))
+    finally:
+        replay.stop()
+    return measured
+
+
+def _groundhog_conditions(
+    resolver_url: str, proxy_port: int, urls: list[list[str]], warm: list[list[str]]
+) -> dict[str, dict[str, float]]:
+    clients = len(urls)
+    tape = f"perf{clients}"
+    httpx.post(f"{resolver_url}/v1/tapes", json={"name": tape}, trust_env=False, timeout=30)
+    branches = httpx.post(
+        f"{resolver_url}/v1/tapes/{tape}/fork",
+        json={"parent": "root", "children": 4 * clients + 2},
+        trust_env=False,
+        timeout=30,
+    ).json()["branches"]
+    recorders, hitters, by_aiohttp, by_httpx = (
+        branches[k * clients : (k + 1) * clients] for k in range(4)
+    )
+
+    def as_branches(names: list[str]) -> list[str | None]:
+        return [_proxy_with_identity(proxy_port, tape, name) for name in names]
+
+    measured: dict[str, dict[str, float]] = {}
+    asyncio.run(_load(as_branches([branches[-2]] * clients), warm))
+    measured["groundhog record path"] = asyncio.run(_load(as_branches(recorders), urls))
+    asyncio.run(_load(as_branches([branches[-1]] * clients), warm))
+    measured["groundhog hit path"] = asyncio.run(_load(as_branches(hitters), urls))
+    # Where the hit path's time goes: the resolver's own answer asked directly, with the
+    # proxy's client (aiohttp) and with httpx.AsyncClient, the alternative it replaced.
+    for library, group in (("aiohttp", by_aiohttp), ("httpx", by_httpx)):
+        measured[f"resolver hit alone ({library})"] = asyncio.run(
+            _resolve_directly(resolver_url, tape, group, urls, library)
+        )
+    return measured
+
+
+async def _resolve_directly(
+    resolver_url: str, tape: str, branches: list[str], url_lists: list[list[str]], library: str
+) -> dict[str, float]:
+    """Ask `/v1/resolve` for the hit path's addresses with no proxy in between."""
+    latencies: list[float] = []
+    endpoint = f"{resolver_url}/v1/resolve"
+
+    def payload(branch: str, url: str) -> dict[str, Any]:
+        parsed = httpx.URL(url)
+        return {
+            "tape": tape,
+            "branch": branch,
+            "method": "GET",
+            "scheme": "http",
+            "host": parsed.host,
+            "port": parsed.port,
+            "path": parsed.path,
+            "query": [list(pair) for pair in parsed.params.multi_items()],
+            "headers": [],
+            "body": "",
+            "body_too_large": False,
+        }
+
+    async with (
+        aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session,
+        httpx.AsyncClient(trust_env=False, timeout=60) as client,
+    ):
+
+        async def one(branch: str, sequence: list[str]) -> None:
+            for url in sequence:
+                started = time.perf_counter()
+                if library == "aiohttp":
+                    async with session.post(endpoint, json=payload(branch, url)) as response:
+                        answer = await response.json()
+                else:
+                    answer = (await client.post(endpoint, json=payload(branch, url))).json()
+                if answer.get("decision") != "shared":
+                    raise RuntimeError(f"expected a hit for {url} as {branch}, got {answer}")
+                latencies.append(time.perf_counter() - started)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(one(b, s) for b, s in zip(branches, url_lists, strict=True)))
+        elapsed = time.perf_counter() - started
+    return _summary(latencies, elapsed)
+
+
+def _summary(latencies: list[float], elapsed: float) -> dict[str, float]:
+    return {
+        "requests": len(latencies),
+        "p50_ms": statistics.median(latencies) * 1000,
+        "p90_ms": statistics.quantiles(latencies, n=10)[-1] * 1000,
+        "throughput_rps": len(latencies) / elapsed,
+    }
+
+
+def _row(condition: str, clients: int, numbers: dict, measured: dict) -> dict[str, Any]:
+    row: dict[str, Any] = {"condition": condition, "clients": clients, **numbers}
+    for name, baseline in (("no_addon", measured[NO_ADDON]), ("replay", measured[REPLAY])):
+        row[f"p50_vs_{name}"] = numbers["p50_ms"] / baseline["p50_ms"]
+        row[f"throughput_vs_{name}"] = numbers["throughput_rps"] / baseline["throughput_rps"]
+    return {
+        key: round(value, 3) if isinstance(value, float) else value for key, value in row.items()
+    }
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| condition | clients | p50 ms | p90 ms | req/s | p50 vs no-addon | req/s vs no-addon "
+        "| p50 vs replay | req/s vs replay |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['condition']} | {row['clients']} | {row['p50_ms']:.2f} | {row['p90_ms']:.2f} "
+            f"| {row['throughput_rps']:.0f} | {row['p50_vs_no_addon']:.2f}x "
+            f"| {row['throughput_vs_no_addon']:.2f}x | {row['p50_vs_replay']:.2f}x "
+            f"| {row['throughput_vs_replay']:.2f}x |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.proxy_perf", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="160 requests per condition")
+    parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--serve-upstream", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--serve-instant-resolver", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--host", default=LOOPBACK, help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve_upstream or args.serve_instant_resolver:
+        body = BODY if args.serve_upstream else _instant_resolve_answer()
+        asyncio.run(_serve_fixed(args.host, args.port, body))
+        return
+    rows = measure(quick=args.quick)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2))
+    sys.stdout.write(table(rows) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""`python -m proxy`: run the Groundhog proxy from a shell or a test.
+
+Without this entry point tests and containers would need the CLI package to start a proxy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from collections.abc import Sequence
+
+from proxy.options import DEFAULT_MAX_BODY_BYTES
+from proxy.server import run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m proxy", description="Groundhog's recording proxy (mitmproxy + addon)."
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument(
+        "--resolver-url",
+        default=os.environ.get("GROUNDHOG_RESOLVER_URL", "http://127.0.0.1:8070"),
+    )
+    parser.add_argument(
+        "--data",
+        default=os.environ.get("GROUNDHOG_DATA_DIR", ".groundhog"),
+        help="deployment directory; the CA is generated once into DATA/ca",
+    )
+    parser.add_argument("--tape", default=None, help="tape for requests that name none")
+    parser.add_argument(
+        "--branch", default=None, help="branch for requests that name none (root with --tape)"
+    )
+    parser.add_argument(
+        "--proxy-token",
+        default=os.environ.get("GROUNDHOG_PROXY_TOKEN"),
+        help="bearer token the resolver requires on /v1/resolve and /v1/record",
+    )
+    parser.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
+    parser.add_argument(
+        "--ssl-insecure",
+        action="store_true",
+        help="do not verify upstream certificates (tests against self-signed servers only)",
+    )
+    parser.add_argument("--log-level", default="info", choices=["error", "warn", "info", "debug"])
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    # mitmproxy's own terminal log prints our records; one line per connection is noise.
+    logging.getLogger("mitmproxy.proxy.server").setLevel(logging.WARNING)
+    branch = args.branch or ("root" if args.tape else None)
+    run(
+        args.host,
+        args.port,
+        args.resolver_url,
+        args.data,
+        tape=args.tape,
+        branch=branch,
+        proxy_token=args.proxy_token,
+        max_body_bytes=args.max_body_bytes,
+        ssl_insecure=args.ssl_insecure,
+        extra_options={"termlog_verbosity": args.log_level.lower()},
+    )
+
+
+if __name__ == "__main__":
+    main()

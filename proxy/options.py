@@ -1,0 +1,45 @@
+"""The mitmproxy options the Groundhog addon declares (`--set groundhog_…=…`).
+
+Declared in one place so `python -m proxy`, `mitmdump -s proxy/addon.py` and the tests all see
+the same names, types and defaults; without them the addon would have no resolver to ask.
+"""
+
+from __future__ import annotations
+
+from mitmproxy.addonmanager import Loader
+
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+
+
+def declare_options(loader: Loader) -> None:
+    loader.add_option(
+        "groundhog_resolver_url", str, "http://127.0.0.1:8070", "Groundhog resolver base URL."
+    )
+    loader.add_option(
+        "groundhog_tape", str | None, None, "Tape for requests that name none themselves."
+    )
+    loader.add_option(
+        "groundhog_branch", str | None, None, "Branch for requests that name none themselves."
+    )
+    loader.add_option(
+        "groundhog_max_body_bytes",
+        int,
+        DEFAULT_MAX_BODY_BYTES,
+        "Bodies larger than this pass through unrecorded (decision passthrough).",
+    )
+    loader.add_option(
+        "groundhog_proxy_token", str | None, None, "Bearer token for the resolver's routes."
+    )
+    loader.add_option(
+        "groundhog_resolve_timeout",
+        float,
+        90.0,
+        "Seconds to wait for /v1/resolve; longer than the resolver's resolve_wait_seconds.",
+    )
+    loader.add_option("groundhog_record_timeout", float, 30.0, "Seconds for /v1/record.")
+    loader.add_option(
+        "groundhog_upstream_connect_timeout", float, 10.0, "Seconds to connect upstream."
+    )
+    loader.add_option(
+        "groundhog_upstream_read_timeout", float, 60.0, "Seconds between upstream bytes."
+    )

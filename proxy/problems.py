@@ -1,0 +1,91 @@
+"""RFC 9457 problem+json responses that the proxy itself produces.
+
+When the proxy cannot follow the normal path (no tape named, resolver unreachable, malformed
+credentials) the worker must get a precise, machine-readable reason instead of a bare status
+or, worse, a silent live call. Without this module each failure would invent its own format.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from mitmproxy import http
+from mitmproxy.net.http import status_codes
+
+PROBLEM_CONTENT_TYPE = "application/problem+json"
+PROBLEM_BASE = "https://groundhog.dev/problems/"
+
+IDENTITY_HELP = (
+    "name the tape and branch in one of three ways: headers X-Groundhog-Tape and "
+    "X-Groundhog-Branch; proxy credentials http://TAPE:BRANCH@proxy:port (branch URL-encoded); "
+    "or the proxy's options groundhog_tape and groundhog_branch (--tape/--branch)"
+)
+
+
+def problem_response(
+    status: int, slug: str, title: str, detail: str, **extras: Any
+) -> http.Response:
+    body = {
+        "type": PROBLEM_BASE + slug,
+        "title": title,
+        "status": status,
+        "detail": detail,
+        **extras,
+    }
+    now = time.time()
+    content = json.dumps(body, sort_keys=True).encode()
+    return http.Response(
+        http_version=b"HTTP/1.1",
+        status_code=status,
+        reason=status_codes.RESPONSES.get(status, "").encode("ascii"),
+        headers=(
+            (b"Content-Type", PROBLEM_CONTENT_TYPE.encode()),
+            (b"Content-Length", str(len(content)).encode()),
+        ),
+        content=content,
+        trailers=None,
+        timestamp_start=now,
+        timestamp_end=now,
+    )
+
+
+def missing_identity(missing: str) -> http.Response:
+    return problem_response(
+        400,
+        "missing-identity",
+        "Tape or branch not named",
+        f"this request names no {missing}; {IDENTITY_HELP}",
+        missing=missing,
+    )
+
+
+def bad_credentials(reason: str) -> http.Response:
+    return problem_response(
+        400,
+        "bad-proxy-credentials",
+        "Proxy credentials are not TAPE:BRANCH",
+        f"{reason}; {IDENTITY_HELP}",
+    )
+
+
+def resolver_unavailable(resolver_url: str, reason: str) -> http.Response:
+    return problem_response(
+        503,
+        "resolver-unavailable",
+        "Resolver unavailable",
+        f"the resolver at {resolver_url} could not be asked ({reason}); nothing was forwarded "
+        "upstream. Start the resolver or fix --resolver-url, then retry.",
+        resolver_url=resolver_url,
+    )
+
+
+def resolver_protocol_error(resolver_url: str, reason: str) -> http.Response:
+    return problem_response(
+        502,
+        "resolver-protocol-error",
+        "Resolver answered something the proxy cannot use",
+        f"the resolver at {resolver_url} answered unexpectedly ({reason}); nothing was forwarded",
+        resolver_url=resolver_url,
+    )

@@ -1,0 +1,194 @@
+"""Start mitmproxy with the Groundhog addon, configured so nothing goes live silently.
+
+The CLI (`groundhog proxy`, `groundhog up`) and `python -m proxy` both call `run`. The
+options set here are part of the contract: `connection_strategy=lazy` and
+`upstream_cert=false` mean a tape hit opens no upstream connection at all (not even a TLS
+peek for the certificate), and the CA lives in `<data>/ca`, generated once per deployment and
+never committed. Without this module each caller would assemble those options by hand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mitmproxy import master as mitm_master
+from mitmproxy import options as mitm_options
+from mitmproxy.addons import (
+    block,
+    core,
+    disable_h2c,
+    errorcheck,
+    next_layer,
+    proxyserver,
+    tlsconfig,
+)
+
+from proxy.addon import Groundhog
+from proxy.options import DEFAULT_MAX_BODY_BYTES
+
+log = logging.getLogger(__name__)
+
+CA_CERT_FILENAME = "mitmproxy-ca-cert.pem"
+
+
+@dataclass
+class ProxyConfig:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    resolver_url: str = "http://127.0.0.1:8070"
+    data_dir: Path = Path(".groundhog")
+    tape: str | None = None
+    branch: str | None = None
+    proxy_token: str | None = None
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    ssl_insecure: bool = False
+    extra_options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ca_dir(self) -> Path:
+        return Path(self.data_dir) / "ca"
+
+
+def ca_cert_path(data_dir: Path | str) -> Path:
+    """Where the deployment's CA certificate (what workers must trust) is written."""
+    return Path(data_dir) / "ca" / CA_CERT_FILENAME
+
+
+def mitmproxy_options(config: ProxyConfig) -> dict[str, Any]:
+    """mitmproxy's own options for Groundhog (the addon's options are set separately)."""
+    return {
+        "listen_host": config.host,
+        "listen_port": config.port,
+        "confdir": str(config.ca_dir),
+        "connection_strategy": "lazy",
+        "upstream_cert": False,
+        "ssl_insecure": config.ssl_insecure,
+        "http2": True,
+        **config.extra_options,
+    }
+
+
+def groundhog_options(config: ProxyConfig) -> dict[str, Any]:
+    return {
+        "groundhog_resolver_url": config.resolver_url,
+        "groundhog_tape": config.tape,
+        "groundhog_branch": config.branch,
+        "groundhog_proxy_token": config.proxy_token,
+        "groundhog_max_body_bytes": config.max_body_bytes,
+    }
+
+
+def build_master() -> mitm_master.Master:
+    """mitmproxy with only the addons a recording proxy needs, plus Groundhog.
+
+    mitmdump's default set (about thirty addons: replay, map-local, cookies, HAR export…) is
+    consulted for every event of every flow; measured, that dispatch is a large part of
+    mitmproxy's own per-request cost. Kept: the proxy core, TLS interception, protocol
+    detection, `block_global` (refuse clients from public addresses), h2c refusal, and the
+    start-up error check (exit when the port is taken). Must be called inside a running loop.
+    """
+    master = mitm_master.Master(mitm_options.Options(), with_termlog=True)
+    master.addons.add(
+        core.Core(),
+        block.Block(),
+        disable_h2c.DisableH2C(),
+        proxyserver.Proxyserver(),
+        next_layer.NextLayer(),
+        tlsconfig.TlsConfig(),
+        errorcheck.ErrorCheck(),
+        Groundhog(),
+    )
+    return master
+
+
+async def serve(config: ProxyConfig, on_ready: Callable[[], None] | None = None) -> None:
+    """Run the proxy in the current event loop until it is shut down (SIGINT/SIGTERM)."""
+    config.ca_dir.mkdir(parents=True, exist_ok=True)
+    master = build_master()
+    master.options.update(**mitmproxy_options(config), **groundhog_options(config))
+
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        # Off the main thread (an embedding caller) signals stay with the caller.
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signum, master.shutdown)
+
+    async def announce_ready() -> None:
+        while not await _accepts(config.host, config.port):
+            await asyncio.sleep(0.02)
+        log.info(
+            "groundhog proxy ready on %s:%d (resolver %s, CA %s)",
+            config.host,
+            config.port,
+            config.resolver_url,
+            ca_cert_path(config.data_dir),
+        )
+        if on_ready is not None:
+            on_ready()
+
+    ready_task = asyncio.create_task(announce_ready())
+    try:
+        await master.run()
+    finally:
+        ready_task.cancel()
+
+
+def run(
+    host: str,
+    port: int,
+    resolver_url: str,
+    data_dir: Path | str,
+    *,
+    tape: str | None = None,
+    branch: str | None = None,
+    proxy_token: str | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    ssl_insecure: bool = False,
+    on_ready: Callable[[], None] | None = None,
+    extra_options: dict[str, Any] | None = None,
+) -> None:
+    """Block running the proxy; `on_ready` is called once its port accepts connections."""
+    config = ProxyConfig(
+        host=host,
+        port=port,
+        resolver_url=resolver_url,
+        data_dir=Path(data_dir),
+        tape=tape,
+        branch=branch,
+        proxy_token=proxy_token,
+        max_body_bytes=max_body_bytes,
+        ssl_insecure=ssl_insecure,
+        extra_options=extra_options or {},
+    )
+    asyncio.run(serve(config, on_ready))
+
+
+async def _accepts(host: str, port: int) -> bool:
+    try:
+        _, writer = await asyncio.open_connection(host, port)
+    except OSError:
+        return False
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return True
+
+
+def wait_ready(host: str, port: int, timeout: float = 30.0) -> None:
+    """Block until a proxy (in another process or thread) accepts connections on host:port."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.5):
+            return
+        # A short pause between connection attempts, not a guess at how long start-up takes.
+        time.sleep(0.05)
+    raise TimeoutError(f"the Groundhog proxy did not accept connections on {host}:{port}")

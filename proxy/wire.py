@@ -1,0 +1,134 @@
+"""Translate between mitmproxy flows and the resolver's internal protocol shapes.
+
+The resolver speaks JSON with base64 bodies and headers as ordered `[name, value]` lists
+(docs/internals.md). Without one place that does this translation, the hit path, the record
+path and the tests would each encode headers their own way, and a served response would stop
+being byte-for-byte what was recorded (header order, duplicates, raw content encoding).
+
+Header bytes are carried as latin-1 text: it maps every byte to one code point and back, so
+any header the world sends survives the round trip through JSON unchanged.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from mitmproxy import http
+from mitmproxy.net.http import status_codes
+
+GROUNDHOG_PREFIX = b"x-groundhog-"
+PROXY_AUTHORIZATION = b"proxy-authorization"
+HEADER_DECISION = "X-Groundhog-Decision"
+HEADER_OCCURRENCE = "X-Groundhog-Occurrence"
+HEADER_FINGERPRINT = "X-Groundhog-Fingerprint"
+
+HeaderPairs = list[list[str]]
+
+
+def header_text(value: bytes) -> str:
+    return value.decode("latin-1")
+
+
+def header_bytes(value: str) -> bytes:
+    return value.encode("latin-1")
+
+
+def encode_body(body: bytes | None) -> str:
+    return base64.b64encode(body or b"").decode("ascii")
+
+
+def decode_body(body: str | None) -> bytes:
+    return base64.b64decode(body) if body else b""
+
+
+def pairs_from_fields(fields: Iterable[tuple[bytes, bytes]]) -> HeaderPairs:
+    return [[header_text(name), header_text(value)] for name, value in fields]
+
+
+def fields_from_pairs(pairs: Sequence[Sequence[str]]) -> tuple[tuple[bytes, bytes], ...]:
+    return tuple((header_bytes(name), header_bytes(value)) for name, value in pairs)
+
+
+def strip_private_headers(request: http.Request) -> None:
+    """Remove every `X-Groundhog-*` header and the proxy credentials, in place.
+
+    These carry the worker's identity and the proxy's own bookkeeping; the world must never
+    see them (cooperative headers are added back afterwards, only for cooperative hosts).
+    """
+    request.headers.fields = tuple(
+        (name, value)
+        for name, value in request.headers.fields
+        if not name.lower().startswith(GROUNDHOG_PREFIX) and name.lower() != PROXY_AUTHORIZATION
+    )
+
+
+def add_upstream_headers(request: http.Request, pairs: Sequence[Sequence[str]]) -> None:
+    """Append the cooperative headers the resolver named for this live call."""
+    if pairs:
+        request.headers.fields = request.headers.fields + fields_from_pairs(pairs)
+
+
+def resolve_payload(
+    request: http.Request, *, tape: str, branch: str, body_too_large: bool
+) -> dict[str, Any]:
+    """The `POST /v1/resolve` body for a request whose private headers are already gone."""
+    path, _, _ = request.path.partition("?")
+    return {
+        "tape": tape,
+        "branch": branch,
+        "method": request.method,
+        "scheme": request.scheme,
+        "host": request.pretty_host.lower(),
+        "port": request.port,
+        "path": path or "/",
+        "query": [[name, value] for name, value in request.query.items(multi=True)],
+        "headers": pairs_from_fields(request.headers.fields),
+        "body": "" if body_too_large else encode_body(request.raw_content),
+        "body_too_large": body_too_large,
+    }
+
+
+def response_from_payload(payload: dict[str, Any]) -> http.Response:
+    """A mitmproxy response carrying exactly the recorded status, headers and body bytes."""
+    status = int(payload["status"])
+    now = time.time()
+    return http.Response(
+        http_version=b"HTTP/1.1",
+        status_code=status,
+        reason=status_codes.RESPONSES.get(status, "").encode("ascii", "replace"),
+        headers=fields_from_pairs(payload.get("headers") or []),
+        content=decode_body(payload.get("body")),
+        trailers=None,
+        timestamp_start=now,
+        timestamp_end=now,
+    )
+
+
+def response_payload(status: int, fields: Iterable[tuple[bytes, bytes]], body: bytes) -> dict:
+    """The `response` object of a `POST /v1/record` body."""
+    return {"status": status, "headers": pairs_from_fields(fields), "body": encode_body(body)}
+
+
+def mark_response(
+    response: http.Response, *, decision: str, occurrence: int | None, fingerprint: str | None
+) -> None:
+    """Tell the worker why it got these bytes; replaces any header of the same name."""
+    response.headers[HEADER_DECISION] = decision
+    response.headers[HEADER_OCCURRENCE] = "" if occurrence is None else str(occurrence)
+    response.headers[HEADER_FINGERPRINT] = fingerprint or ""
+
+
+def relayed_response(status: int, headers: Sequence[tuple[str, str]], body: bytes) -> http.Response:
+    """The resolver's own refusal (4xx problem+json), passed to the worker unchanged."""
+    content_type = next(
+        (value for name, value in headers if name.lower() == "content-type"),
+        "application/problem+json",
+    )
+    response = response_from_payload({"status": status, "headers": [], "body": ""})
+    response.headers["Content-Type"] = content_type
+    response.headers["Content-Length"] = str(len(body))
+    response.raw_content = body
+    return response

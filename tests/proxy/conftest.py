@@ -1,0 +1,50 @@
+"""Fixtures for the proxy's tests: upstream servers, certificates, the real resolver and proxy."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.proxy.certs import write_self_signed
+from tests.proxy.stack import Stack, running_stack
+from tests.proxy.upstream_server import Upstream
+
+
+@pytest.fixture(scope="session")
+def upstream_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return write_self_signed(
+        tmp_path_factory.mktemp("upstream-cert"), ["localhost", "127.0.0.1", "127.0.0.2"]
+    )
+
+
+@pytest.fixture
+def upstream() -> Iterator[Upstream]:
+    with Upstream(name="plain") as server:
+        yield server
+
+
+@pytest.fixture
+def tls_upstream(upstream_cert: tuple[Path, Path]) -> Iterator[Upstream]:
+    with Upstream(name="tls", cert=upstream_cert) as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A proxy set in the developer's shell must not reroute the tests' own clients."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
+        if name in os.environ:
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("NO_PROXY", "")
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """One real resolver and one real proxy shared by a test module (tapes keep tests apart)."""
+    with running_stack(
+        tmp_path_factory.mktemp("groundhog-data"), "--max-body-bytes", "100000"
+    ) as s:
+        yield s

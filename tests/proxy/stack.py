@@ -1,0 +1,89 @@
+"""The real resolver and the real proxy as child processes, wired together for end-to-end tests.
+
+End-to-end tests must exercise exactly what users run: `python -m resolver` and
+`python -m proxy` over loopback TCP. This helper starts both on ephemeral ports against one
+data directory (the proxy's CA lands in DATA/ca) and offers the admin calls the tests need.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx
+
+from tests.support.servers import ServerProcess, start_server
+
+_names = itertools.count()
+
+
+@dataclass
+class Stack:
+    resolver: ServerProcess
+    proxy: ServerProcess
+    data_dir: Path
+
+    @property
+    def ca(self) -> Path:
+        return self.data_dir / "ca" / "mitmproxy-ca-cert.pem"
+
+    def admin(self, method: str, route: str, **kwargs) -> httpx.Response:
+        answer = httpx.request(
+            method, self.resolver.url + route, timeout=30, trust_env=False, **kwargs
+        )
+        if answer.status_code >= 400:
+            raise AssertionError(f"{method} {route} answered {answer.status_code}: {answer.text}")
+        return answer
+
+    def open_tape(self, **config) -> str:
+        name = config.pop("name", None) or f"proxy-test-{next(_names)}"
+        self.admin("POST", "/v1/tapes", json={"name": name, **config})
+        return name
+
+    def fork(self, tape: str, children: int | list[str], parent: str = "root") -> list[str]:
+        answer = self.admin(
+            "POST", f"/v1/tapes/{tape}/fork", json={"parent": parent, "children": children}
+        )
+        return answer.json()["branches"]
+
+    def seal(self, tape: str) -> None:
+        self.admin("POST", f"/v1/tapes/{tape}/seal")
+
+    def branch(self, tape: str, branch: str) -> dict:
+        return self.admin("GET", f"/v1/tapes/{tape}/branches/{quote(branch, safe='')}").json()
+
+    def stop(self) -> None:
+        self.proxy.stop()
+        self.resolver.stop()
+
+
+@contextlib.contextmanager
+def running_stack(
+    data_dir: Path, *proxy_args: str, resolver_env: dict[str, str] | None = None
+) -> Iterator[Stack]:
+    resolver = start_server(["resolver", "--data", str(data_dir)], env=resolver_env)
+    try:
+        proxy = start_server(
+            [
+                "proxy",
+                "--resolver-url",
+                resolver.url,
+                "--data",
+                str(data_dir),
+                "--ssl-insecure",
+                *proxy_args,
+            ],
+            health_path=None,
+        )
+    except BaseException:
+        resolver.stop()
+        raise
+    stack = Stack(resolver, proxy, data_dir)
+    try:
+        yield stack
+    finally:
+        stack.stop()

@@ -1,0 +1,427 @@
+"""The addon in mitmproxy's test harness, against a scripted resolver and a real upstream."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import gzip
+import json
+from collections.abc import Callable
+
+import pytest
+from mitmproxy import http
+from mitmproxy.test import taddons, tflow
+
+from proxy.addon import Groundhog
+from tests.proxy.stub_resolver import StubResolver
+from tests.proxy.upstream_server import AcceptCounter, Upstream
+from tests.support.servers import free_port
+
+RECORDED_BODY = gzip.compress(b'{"recorded": 1}', mtime=0)
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def serve_answer(decision: str = "shared", status: int = 200) -> dict:
+    return {
+        "action": "serve",
+        "decision": decision,
+        "occurrence": 3,
+        "fingerprint": "abc",
+        "request_key": "k",
+        "ticket": None,
+        "upstream_headers": [],
+        "response": {
+            "status": status,
+            "headers": [
+                ["Content-Type", "application/json"],
+                ["Content-Encoding", "gzip"],
+                ["X-Dup", "1"],
+                ["X-Dup", "2"],
+                ["Content-Length", str(len(RECORDED_BODY))],
+            ],
+            "body": b64(RECORDED_BODY),
+        },
+    }
+
+
+def forward_answer(ticket: str | None = "t-1", decision: str = "recorded", **extra) -> dict:
+    return {
+        "action": "forward",
+        "decision": decision,
+        "occurrence": 0,
+        "fingerprint": "",
+        "request_key": "k",
+        "ticket": ticket,
+        "upstream_headers": [],
+        **extra,
+    }
+
+
+def make_flow(url: str, *, method: str = "GET", headers: dict | None = None, body: bytes = b""):
+    request = http.Request.make(method, url, body, headers or {})
+    return tflow.tflow(req=request)
+
+
+def run(
+    flow: http.HTTPFlow,
+    resolver_url: str,
+    *,
+    before: Callable[[Groundhog], None] | None = None,
+    **options,
+) -> Groundhog:
+    """Cycle one flow through the addon as mitmproxy would (hooks in order)."""
+    addon = Groundhog()
+
+    async def go() -> None:
+        with taddons.context(addon) as context:
+            context.configure(addon, groundhog_resolver_url=resolver_url, **options)
+            if before:
+                before(addon)
+            await context.cycle(addon, flow)
+            await addon.done()
+
+    asyncio.run(go())
+    return addon
+
+
+def test_serve_is_byte_for_byte_and_opens_no_upstream_connection() -> None:
+    world = AcceptCounter()
+    try:
+        flow = make_flow(
+            f"http://127.0.0.1:{world.port}/q?b=2&a=1",
+            headers={"X-Groundhog-Tape": "demo", "X-Groundhog-Branch": "root/b0", "A": "1"},
+        )
+        with StubResolver(lambda route, payload: (200, serve_answer())) as resolver:
+            run(flow, resolver.url)
+            ((route, payload, _),) = resolver.received
+    finally:
+        world.stop()
+    assert route == "/v1/resolve"
+    assert payload["tape"] == "demo" and payload["branch"] == "root/b0"
+    assert payload["path"] == "/q" and payload["query"] == [["b", "2"], ["a", "1"]]
+    assert all(not name.lower().startswith("x-groundhog") for name, _ in payload["headers"])
+    assert flow.response.raw_content == RECORDED_BODY
+    assert flow.response.headers.get_all("X-Dup") == ["1", "2"]
+    assert flow.response.headers["X-Groundhog-Decision"] == "shared"
+    assert flow.response.headers["X-Groundhog-Occurrence"] == "3"
+    assert flow.response.headers["X-Groundhog-Fingerprint"] == "abc"
+    assert world.accepts == 0
+
+
+@pytest.mark.parametrize(
+    ("headers", "connect_headers", "options", "expected"),
+    [
+        ({"X-Groundhog-Tape": "h", "X-Groundhog-Branch": "root"}, None, {}, ("h", "root")),
+        ({"Proxy-Authorization": "Basic " + b64(b"c:root%2Fb1")}, None, {}, ("c", "root/b1")),
+        ({}, {"Proxy-Authorization": "Basic " + b64(b"tunnel:root/b2")}, {}, ("tunnel", "root/b2")),
+        ({}, {"X-Groundhog-Tape": "ct", "X-Groundhog-Branch": "root/c"}, {}, ("ct", "root/c")),
+        ({}, None, {"groundhog_tape": "o", "groundhog_branch": "root"}, ("o", "root")),
+        (
+            {"X-Groundhog-Tape": "h", "Proxy-Authorization": "Basic " + b64(b"c:root/b1")},
+            None,
+            {"groundhog_tape": "o", "groundhog_branch": "root"},
+            ("h", "root/b1"),
+        ),
+    ],
+    ids=[
+        "headers",
+        "credentials",
+        "connect-credentials",
+        "connect-headers",
+        "options",
+        "headers-win",
+    ],
+)
+def test_identity_sources_in_order(headers, connect_headers, options, expected) -> None:
+    flow = make_flow("http://127.0.0.1:1/x", headers=headers)
+
+    def remember_connect(addon: Groundhog) -> None:
+        if connect_headers:
+            connect = tflow.tflow(client_conn=flow.client_conn)
+            connect.request = http.Request.make("CONNECT", "http://127.0.0.1:1/")
+            connect.request.headers.update(connect_headers)
+            addon.http_connect(connect)
+
+    with StubResolver(lambda route, payload: (200, serve_answer())) as resolver:
+        run(flow, resolver.url, before=remember_connect, **options)
+        ((_, payload, _),) = resolver.received
+    assert (payload["tape"], payload["branch"]) == expected
+    assert "Proxy-Authorization" not in flow.request.headers
+
+
+def test_no_identity_is_a_400_naming_the_three_ways() -> None:
+    flow = make_flow("http://127.0.0.1:1/x")
+    with StubResolver(lambda route, payload: (200, serve_answer())) as resolver:
+        run(flow, resolver.url)
+        assert resolver.received == []
+    assert flow.response.status_code == 400
+    assert flow.response.headers["Content-Type"] == "application/problem+json"
+    detail = json.loads(flow.response.content)["detail"]
+    for way in ("X-Groundhog-Tape", "TAPE:BRANCH", "groundhog_tape"):
+        assert way in detail
+
+
+def test_malformed_credentials_are_a_400() -> None:
+    flow = make_flow("http://127.0.0.1:1/x", headers={"Proxy-Authorization": "Bearer nope"})
+    with StubResolver(lambda route, payload: (200, serve_answer())) as resolver:
+        run(flow, resolver.url)
+    assert flow.response.status_code == 400
+    assert "not Basic" in json.loads(flow.response.content)["detail"]
+
+
+def test_unreachable_resolver_is_a_503_and_nothing_forwarded() -> None:
+    world = AcceptCounter()
+    try:
+        flow = make_flow(f"http://127.0.0.1:{world.port}/x", headers={"X-Groundhog-Tape": "t"})
+        run(flow, f"http://127.0.0.1:{free_port()}", groundhog_branch="root")
+    finally:
+        world.stop()
+    assert flow.response.status_code == 503
+    assert json.loads(flow.response.content)["type"].endswith("resolver-unavailable")
+    assert world.accepts == 0
+
+
+@pytest.mark.parametrize(
+    ("status", "answer", "served"),
+    [(500, {"oops": 1}, 503), (404, {"type": "x", "detail": "no tape"}, 404), (200, [1], 502)],
+    ids=["resolver-5xx", "resolver-4xx-relayed", "resolver-garbage"],
+)
+def test_resolver_failures_never_go_live(status, answer, served) -> None:
+    world = AcceptCounter()
+    try:
+        flow = make_flow(f"http://127.0.0.1:{world.port}/x", headers={"X-Groundhog-Tape": "t"})
+        with StubResolver(lambda route, payload: (status, answer)) as resolver:
+            run(flow, resolver.url, groundhog_branch="root")
+    finally:
+        world.stop()
+    assert flow.response.status_code == served
+    if status == 404:
+        assert json.loads(flow.response.content) == answer
+    assert world.accepts == 0
+
+
+def recording_script(ticket: str = "t-1", **forward_extra) -> Callable[[str, dict], tuple]:
+    def script(route: str, payload: dict) -> tuple[int, dict]:
+        if route == "/v1/resolve":
+            return 200, forward_answer(ticket, **forward_extra)
+        if "error" in payload:
+            problem = {"type": "upstream-error", "status": 502, "detail": payload["error"]["kind"]}
+            return 200, {
+                "decision": "recorded",
+                "exchange_id": 1,
+                "response": {
+                    "status": 502,
+                    "headers": [["Content-Type", "application/problem+json"]],
+                    "body": b64(json.dumps(problem).encode()),
+                },
+            }
+        return 200, {"decision": "recorded", "exchange_id": 1, "response": None}
+
+    return script
+
+
+def test_forward_fetches_live_records_and_adds_only_cooperative_headers(
+    upstream: Upstream,
+) -> None:
+    flow = make_flow(
+        f"{upstream.url}/doc",
+        method="POST",
+        headers={
+            "X-Groundhog-Tape": "t",
+            "X-Groundhog-Branch": "root",
+            "X-Groundhog-Secret": "s",
+            "Proxy-Authorization": "Basic " + b64(b"t:root"),
+        },
+        body=b'{"a": 1}',
+    )
+    script = recording_script(upstream_headers=[["X-Groundhog-Seed", "7"]], decision="write")
+    with StubResolver(script) as resolver:
+        run(flow, resolver.url)
+        routes = resolver.routes()
+        record = resolver.received[1][1]
+    assert routes == ["/v1/resolve", "/v1/record"]
+    (seen,) = upstream.state.requests
+    names = [name.lower() for name, _ in seen.headers]
+    assert "x-groundhog-seed" in names
+    assert "x-groundhog-secret" not in names and "x-groundhog-tape" not in names
+    assert "proxy-authorization" not in names
+    assert seen.body == b'{"a": 1}'
+    assert record["ticket"] == "t-1"
+    assert base64.b64decode(record["response"]["body"]) == flow.response.raw_content
+    assert ["X-Dup", "a"] in record["response"]["headers"]
+    assert flow.response.headers["X-Groundhog-Decision"] == "recorded"
+
+
+@pytest.mark.parametrize(("path", "kind"), [("/reset", "reset"), (None, "connect")])
+def test_upstream_failures_are_recorded_and_the_resolvers_502_served(
+    upstream: Upstream, path: str | None, kind: str
+) -> None:
+    url = f"{upstream.url}{path}" if path else f"http://127.0.0.1:{free_port()}/x"
+    flow = make_flow(url, headers={"X-Groundhog-Tape": "t", "X-Groundhog-Branch": "root"})
+    with StubResolver(recording_script()) as resolver:
+        run(flow, resolver.url)
+        record = resolver.received[-1][1]
+    assert record["error"]["kind"] == kind
+    assert flow.response.status_code == 502
+    assert json.loads(flow.response.content)["detail"] == kind
+    assert flow.response.headers["Content-Type"] == "application/problem+json"
+
+
+def test_upstream_silence_is_recorded_as_a_timeout() -> None:
+    import socket
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(1)  # connections complete in the backlog; nobody ever answers
+    try:
+        flow = make_flow(
+            f"http://127.0.0.1:{silent.getsockname()[1]}/slow",
+            headers={"X-Groundhog-Tape": "t", "X-Groundhog-Branch": "root"},
+        )
+        with StubResolver(recording_script()) as resolver:
+            run(flow, resolver.url, groundhog_upstream_read_timeout=0.3)
+            record = resolver.received[-1][1]
+    finally:
+        silent.close()
+    assert record["error"]["kind"] == "timeout"
+    assert flow.response.status_code == 502
+
+
+def test_event_stream_response_is_passed_through_and_reported(upstream: Upstream) -> None:
+    flow = make_flow(
+        f"{upstream.url}/sse", headers={"X-Groundhog-Tape": "t", "X-Groundhog-Branch": "root"}
+    )
+    with StubResolver(recording_script()) as resolver:
+        run(flow, resolver.url)
+        record = resolver.received[-1][1]
+    assert record == {"ticket": "t-1", "passthrough": "streamed"}
+    assert flow.response.raw_content == b"data: one\n\ndata: two\n\n"
+    assert flow.response.headers["X-Groundhog-Decision"] == "passthrough"
+
+
+def test_event_stream_request_goes_native_and_streams() -> None:
+    flow = make_flow(
+        "http://127.0.0.1:1/events",
+        headers={
+            "X-Groundhog-Tape": "t",
+            "X-Groundhog-Branch": "root",
+            "Accept": "text/event-stream",
+        },
+    )
+    addon = Groundhog()
+    with StubResolver(recording_script()) as resolver:
+
+        async def go() -> None:
+            with taddons.context(addon) as context:
+                context.configure(addon, groundhog_resolver_url=resolver.url)
+                await addon.request(flow)
+                assert flow.response is None
+                flow.response = http.Response.make(200, b"", {"Content-Type": "text/event-stream"})
+                addon.responseheaders(flow)
+                await addon.response(flow)
+                await addon.done()
+
+        asyncio.run(go())
+        records = [payload for route, payload, _ in resolver.received if route == "/v1/record"]
+    assert records == [{"ticket": "t-1", "passthrough": "streamed"}]
+    assert flow.response.stream is True
+
+
+def test_too_large_response_is_passed_through_and_reported(upstream: Upstream) -> None:
+    flow = make_flow(
+        f"{upstream.url}/big?size=5000",
+        headers={"X-Groundhog-Tape": "t", "X-Groundhog-Branch": "root"},
+    )
+    with StubResolver(recording_script()) as resolver:
+        run(flow, resolver.url, groundhog_max_body_bytes=1000)
+        record = resolver.received[-1][1]
+    assert record == {"ticket": "t-1", "passthrough": "too-large"}
+    assert len(flow.response.raw_content) == 5000
+    assert flow.response.headers["X-Groundhog-Decision"] == "passthrough"
+
+
+def test_declared_large_request_body_streams_natively_and_is_reported() -> None:
+    flow = make_flow(
+        "http://127.0.0.1:1/upload",
+        method="PUT",
+        headers={"X-Groundhog-Tape": "t", "X-Groundhog-Branch": "root"},
+        body=b"y" * 50,
+    )
+    flow.request.data.content = None  # the body has not arrived when requestheaders runs
+    addon = Groundhog()
+    with StubResolver(recording_script()) as resolver:
+
+        async def go() -> None:
+            with taddons.context(addon) as context:
+                context.configure(
+                    addon, groundhog_resolver_url=resolver.url, groundhog_max_body_bytes=10
+                )
+                await addon.requestheaders(flow)
+                assert flow.request.stream is True
+                flow.response = http.Response.make(201, b"ok")
+                addon.responseheaders(flow)
+                await addon.response(flow)
+                await addon.done()
+
+        asyncio.run(go())
+        resolve, record = resolver.received[0][1], resolver.received[1][1]
+    assert resolve["body_too_large"] is True and resolve["body"] == ""
+    assert record == {"ticket": "t-1", "passthrough": "too-large"}
+    assert flow.response.headers["X-Groundhog-Decision"] == "passthrough"
+    assert flow.response.stream is True
+
+
+def test_websocket_upgrade_is_native_passthrough_and_reported() -> None:
+    flow = make_flow(
+        "http://127.0.0.1:1/ws",
+        headers={"X-Groundhog-Tape": "t", "X-Groundhog-Branch": "root", "Upgrade": "websocket"},
+    )
+    addon = Groundhog()
+    with StubResolver(recording_script()) as resolver:
+
+        async def go() -> None:
+            with taddons.context(addon) as context:
+                context.configure(addon, groundhog_resolver_url=resolver.url)
+                await addon.request(flow)
+                assert flow.response is None  # mitmproxy forwards it itself
+                flow.response = http.Response.make(101, b"", {"Upgrade": "websocket"})
+                addon.responseheaders(flow)
+                await addon.response(flow)
+                await addon.error(flow)  # a later close must not report twice
+                await addon.done()
+
+        asyncio.run(go())
+        records = [payload for route, payload, _ in resolver.received if route == "/v1/record"]
+    assert records == [{"ticket": "t-1", "passthrough": "websocket"}]
+    assert flow.response.headers["X-Groundhog-Decision"] == "passthrough"
+
+
+def test_proxy_token_is_sent_as_bearer() -> None:
+    flow = make_flow("http://127.0.0.1:1/x", headers={"X-Groundhog-Tape": "t"})
+    with StubResolver(lambda route, payload: (200, serve_answer())) as resolver:
+        run(flow, resolver.url, groundhog_branch="root", groundhog_proxy_token="sekret")
+        ((_, _, headers),) = resolver.received
+    assert headers["Authorization"] == "Bearer sekret"
+
+
+def test_a_failed_record_still_gives_the_worker_the_live_answer(upstream: Upstream) -> None:
+    def script(route: str, payload: dict) -> tuple[int, dict]:
+        if route == "/v1/resolve":
+            return 200, forward_answer(decision="write")
+        return 500, {"detail": "disk full"}
+
+    flow = make_flow(
+        f"{upstream.url}/doc",
+        method="POST",
+        headers={"X-Groundhog-Tape": "t", "X-Groundhog-Branch": "root"},
+        body=b"w",
+    )
+    with StubResolver(script) as resolver:
+        run(flow, resolver.url)
+    assert upstream.state.count("/doc") == 1
+    assert flow.response.status_code == 200
+    assert json.loads(flow.response.content)["body"] == "w"
+    assert "disk full" in flow.response.headers["X-Groundhog-Record-Error"]

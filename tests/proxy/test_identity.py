@@ -1,0 +1,43 @@
+"""Parsing the worker's identity from Proxy-Authorization."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from proxy.identity import Credentials, CredentialsError, parse_proxy_authorization
+
+
+def basic(text: str) -> str:
+    return "Basic " + base64.b64encode(text.encode()).decode()
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (basic("demo:root/b0"), Credentials("demo", "root/b0")),
+        (basic("demo:root%2Fb0%2Fb3"), Credentials("demo", "root/b0/b3")),
+        (basic("demo:"), Credentials("demo", None)),
+        (basic(":root"), Credentials(None, "root")),
+        ("  basic " + basic("t:b").split()[1], Credentials("t", "b")),
+        (None, None),
+        ("", None),
+    ],
+)
+def test_valid_credentials(value: str | None, expected: Credentials | None) -> None:
+    assert parse_proxy_authorization(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("Bearer abc", "not Basic"),
+        ("Basic", "not Basic"),
+        ("Basic !!!", "not valid base64"),
+        (basic("no-colon"), "no ':'"),
+    ],
+)
+def test_malformed_credentials_say_what_is_wrong(value: str, message: str) -> None:
+    with pytest.raises(CredentialsError, match=message):
+        parse_proxy_authorization(value)

@@ -1,0 +1,198 @@
+"""A real HTTP/HTTPS upstream on loopback that counts what reaches it.
+
+End-to-end tests must show how many requests (and TCP connections) reached the world: a
+shared read must reach it once, a sealed tape never. This server answers in a threaded
+http.server so it is independent of the proxy's event loop, and records every request with
+its headers so tests can check that nothing private leaked.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import socket
+import ssl
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+GZIP_BODY = gzip.compress(b'{"compressed": true}', mtime=0)
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    headers: list[tuple[str, str]]
+    body: bytes
+
+
+@dataclass
+class UpstreamState:
+    requests: list[Seen] = field(default_factory=list)
+    accepts: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    per_path: Counter = field(default_factory=Counter)
+
+    def count(self, path: str | None = None, method: str | None = None) -> int:
+        with self.lock:
+            return sum(
+                1
+                for seen in self.requests
+                if (path is None or seen.path.split("?")[0] == path)
+                and (method is None or seen.method == method)
+            )
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args) -> None:
+        return
+
+    def _handle(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        state = self.server.state
+        with state.lock:
+            state.requests.append(Seen(self.command, self.path, list(self.headers.items()), body))
+            state.per_path[self.path.split("?")[0]] += 1
+            number = state.per_path[self.path.split("?")[0]]
+        url = urlsplit(self.path)
+        query = parse_qs(url.query)
+        if url.path == "/reset":
+            self.connection.setsockopt(
+                socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
+            )
+            self.close_connection = True
+            self.connection.close()
+            return
+        if url.path == "/gzip":
+            self._send(
+                200, GZIP_BODY, [("Content-Type", "application/json"), ("Content-Encoding", "gzip")]
+            )
+            return
+        if url.path == "/big":
+            size = int(query.get("size", ["1024"])[0])
+            self._send(200, b"x" * size, [("Content-Type", "application/octet-stream")])
+            return
+        if url.path == "/sse":
+            payload = b"data: one\n\ndata: two\n\n"
+            self._send(200, payload, [("Content-Type", "text/event-stream")])
+            return
+        answer = {
+            "method": self.command,
+            "path": self.path,
+            "number": number,
+            "server": self.server.name,
+            "headers": [[k, v] for k, v in self.headers.items()],
+            "body": body.decode("latin-1"),
+        }
+        self._send(
+            200,
+            json.dumps(answer).encode(),
+            [("Content-Type", "application/json"), ("X-Dup", "a"), ("X-Dup", "b")],
+        )
+
+    def _send(self, status: int, body: bytes, headers: list[tuple[str, str]]) -> None:
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _handle
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address, state: UpstreamState, name: str, tls: ssl.SSLContext | None):
+        self.state = state
+        self.name = name
+        self.tls = tls
+        super().__init__(address, _Handler)
+
+    def get_request(self):
+        sock, address = super().get_request()
+        with self.state.lock:
+            self.state.accepts += 1
+        if self.tls is not None:
+            sock = self.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        return sock, address
+
+
+class Upstream:
+    """A running upstream: `.url`, `.state`; use as a context manager or call stop()."""
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        *,
+        name: str = "upstream",
+        cert: tuple[Path, Path] | None = None,
+    ) -> None:
+        tls = None
+        if cert is not None:
+            tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            tls.load_cert_chain(str(cert[0]), str(cert[1]))
+        self.state = UpstreamState()
+        self.host = host
+        self.scheme = "https" if tls else "http"
+        self._server = _Server((host, 0), self.state, name, tls)
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), daemon=True
+        )
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"{self.scheme}://{self.host}:{self.port}"
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> Upstream:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+class AcceptCounter:
+    """A listening socket that only counts connection attempts (for 'nothing went live')."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.accepts = 0
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._socket.bind((host, port))
+        self._socket.listen(16)
+        self.port = self._socket.getsockname()[1]
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        self._socket.settimeout(0.05)
+        while not self._stopped.is_set():
+            try:
+                connection, _ = self._socket.accept()
+            except (TimeoutError, OSError):
+                continue
+            self.accepts += 1
+            connection.close()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._thread.join(timeout=5)
+        self._socket.close()

@@ -24,6 +24,7 @@ _EXPORTS = {
     "counters": "groundhog.shim",
     "install": "groundhog.shim",
     "uninstall": "groundhog.shim",
+    "with_groundhog": "groundhog.verifiers_adapter",
 }
 
 __all__ = sorted(_EXPORTS)

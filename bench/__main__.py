@@ -1,0 +1,83 @@
+"""`python -m bench [--quick] [--out DIR]`: the benchmark through the real proxy.
+
+Starts worldsim, the resolver and the proxy as child processes on free loopback ports (or uses
+running ones with --world-url/--resolver-url/--proxy-url, as under docker-compose), runs the
+three conditions and every other row, and writes benchmark.json, benchmark.md and the figures.
+`groundhog bench` calls this.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from rich.console import Console
+
+from bench import config as bench_config
+from bench import report
+from bench.harness import ServiceError, connected_services, started_services
+from bench.run import run_benchmark
+
+DEFAULT_OUT = Path(__file__).resolve().parent / "results"
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small run, about a minute")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where to write results")
+    parser.add_argument("--world-url", help="a running worldsim (skip starting one)")
+    parser.add_argument("--resolver-url", help="a running resolver")
+    parser.add_argument("--proxy-url", help="a running proxy")
+    parser.add_argument("--worlds", type=int, help="worlds per condition (overrides the mode)")
+    parser.add_argument("--workers", type=int, help="groups run concurrently")
+    parser.add_argument(
+        "--no-speed", action="store_true", help="skip the speed rows (resolver_perf, proxy_perf)"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--log-level", default="warning")
+    return parser.parse_args(argv)
+
+
+def build_config(args: argparse.Namespace) -> bench_config.BenchConfig:
+    config = bench_config.quick_config() if args.quick else bench_config.full_config()
+    overrides = {}
+    if args.worlds is not None:
+        if args.worlds < 8:
+            raise SystemExit("--worlds must be at least 8 (Levene and the t-tests need data)")
+        overrides["worlds"] = args.worlds
+    if args.workers is not None:
+        overrides["workers"] = max(1, args.workers)
+    if args.no_speed:
+        overrides["measure_speed"] = False
+    return replace(config, **overrides) if overrides else config
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper())
+    # One line per HTTP request would bury the benchmark's own messages.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    config = build_config(args)
+    urls = (args.world_url, args.resolver_url, args.proxy_url)
+    console = Console(stderr=True)
+    if any(urls) and not all(urls):
+        console.print("give all three of --world-url, --resolver-url and --proxy-url, or none")
+        return 2
+    try:
+        services = connected_services(*urls) if all(urls) else started_services()
+        with services as running:
+            results = run_benchmark(config, running, args.out, show_progress=not args.no_progress)
+    except ServiceError as error:
+        console.print(f"[red]benchmark could not start its services:[/red] {error}")
+        return 1
+    sys.stdout.write(report.render_markdown(report.clean(results)))
+    console.print(f"wrote {args.out / 'benchmark.json'}, benchmark.md and figures")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

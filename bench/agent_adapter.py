@@ -1,0 +1,92 @@
+"""The one seam between the benchmark and worldsim's agent.
+
+The benchmark never reimplements the agent: every rollout it measures is worldsim's own
+`run_rollout` running one strategy through an HTTP client the benchmark configured (through
+the proxy on a branch, or straight to the world for the live reference). This module builds
+those transports, adds the prefix probe, and keeps the few result fields the statistics need,
+so a change in the agent's result type breaks one function here instead of every condition.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import httpx
+
+from worldsim import agent
+
+TAPE_HEADER = "X-Groundhog-Tape"
+BRANCH_HEADER = "X-Groundhog-Branch"
+SEED_HEADER = "X-Groundhog-Seed"
+PROBE_WRITE_LATENCY = "0.0"
+
+
+@dataclass(frozen=True)
+class AgentOutcome:
+    """What the benchmark keeps from one rollout."""
+
+    reward: float
+    attention: float
+    saw_own_write: bool | None
+    observation_digest: str
+    decisions: tuple[str | None, ...]
+
+
+def outcome(rollout: agent.Rollout) -> AgentOutcome:
+    """The fields the statistics use, and a digest of everything the reward came from."""
+    record = json.dumps(rollout.to_json(), sort_keys=True, default=repr, separators=(",", ":"))
+    observed = json.loads(record)
+    for step in observed["steps"]:
+        # The decision header says how Groundhog served a reply, not what the agent observed.
+        step.pop("decision", None)
+    digest = hashlib.sha256(json.dumps(observed, sort_keys=True).encode()).hexdigest()
+    return AgentOutcome(
+        reward=rollout.reward,
+        attention=rollout.attention,
+        saw_own_write=rollout.saw_own_write,
+        observation_digest=digest,
+        decisions=tuple(step.decision for step in rollout.steps),
+    )
+
+
+def run(client: httpx.Client, base_url: str, headers: Mapping[str, str], strategy: str, seed: int):
+    """Run worldsim's agent for one strategy over ``client``; returns its outcome."""
+    transport = agent.HttpTransport(client, base_url, headers)
+    return outcome(agent.run_rollout(transport, strategy, seed))
+
+
+class ProbeTransport:
+    """Passes reads through and answers writes locally, never sending them.
+
+    Running the deepest strategy over this records every read it would make, in the base
+    state, with no write: the prefix probe. Replay (B) can only lie about a read that is on
+    the tape, so without the probe B would fetch the post-write review live and look honest.
+    """
+
+    def __init__(self, inner: agent.HttpTransport) -> None:
+        self.inner = inner
+
+    def send(
+        self, method: str, path: str, params: Sequence[tuple[str, str]], body: bytes | None
+    ) -> agent.Reply:
+        if method.upper() == "GET":
+            return self.inner.send(method, path, params, body)
+        brief = json.loads(body or b"{}")
+        payload = {"id": brief.get("id"), "revision": 1, "terms": []}
+        headers = {agent.LATENCY_HEADER: PROBE_WRITE_LATENCY}
+        return agent.Reply(201, headers, json.dumps(payload).encode())
+
+
+def run_probe(client: httpx.Client, base_url: str, headers: Mapping[str, str], seed: int) -> None:
+    """Make the deepest strategy's reads (verify's) in the base state, and no write."""
+    transport = ProbeTransport(agent.HttpTransport(client, base_url, headers))
+    agent.run_rollout(transport, agent.Strategy.VERIFY, seed)
+
+
+def attention_coefficient() -> float | None:
+    """The reward's coefficient on the attention draw, if the agent publishes it."""
+    value = getattr(agent, "ATTENTION_COEFFICIENT", None)
+    return None if value is None else float(value)

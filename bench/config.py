@@ -1,0 +1,93 @@
+"""The benchmark's sizes and seeds, for a full run and for `--quick`.
+
+Every number in the table depends on how many worlds, pairs and seeds produced it; keeping
+them in one frozen value that is written into benchmark.json means a reader can always tell
+what a run measured, and a quick run can never be mistaken for a full one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+ACTIONS: tuple[str, ...] = ("guess", "skim", "deep", "verify")
+CONDITIONS: tuple[str, ...] = ("naive", "replay", "groundhog")
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """What one benchmark run does."""
+
+    quick: bool
+    worlds: int
+    reference_pairs: int
+    reference_ranking_worlds: int
+    equivalence_worlds: int
+    reproducibility_runs: int
+    group_sizes: tuple[int, ...]
+    curve_worlds: int
+    dependency_worlds: int
+    grpo_steps: int
+    grpo_learning_rate: float = 0.5
+    grpo_threshold: float = 0.9
+    grpo_seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    alpha: float = 0.05
+    min_samples: int = 5
+    first_world_seed: int = 1000
+    reference_first_seed: int = 500_000
+    agent_seed: int = 7
+    better_action: str = "verify"
+    worse_action: str = "deep"
+    groundhog_dependency_model: str = "hints"
+    dependency_models: tuple[str, ...] = ("closure", "path", "rules", "hints")
+    workers: int = 1
+    reference_workers: int = 2
+    actions: tuple[str, ...] = ACTIONS
+    conditions: tuple[str, ...] = CONDITIONS
+    rollouts_per_contrast: int = 2
+    measure_speed: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def group_size(self) -> int:
+        return len(self.actions)
+
+    @property
+    def rollouts_horizon(self) -> int:
+        return self.worlds * self.rollouts_per_contrast
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["rollouts_horizon"] = self.rollouts_horizon
+        data["group_size"] = self.group_size
+        return data
+
+
+def full_config() -> BenchConfig:
+    return BenchConfig(
+        quick=False,
+        worlds=400,
+        reference_pairs=1200,
+        reference_ranking_worlds=200,
+        equivalence_worlds=25,
+        reproducibility_runs=20,
+        group_sizes=(1, 2, 4, 8, 16),
+        curve_worlds=3,
+        dependency_worlds=20,
+        grpo_steps=800,
+    )
+
+
+def quick_config() -> BenchConfig:
+    return BenchConfig(
+        quick=True,
+        worlds=24,
+        reference_pairs=60,
+        reference_ranking_worlds=24,
+        equivalence_worlds=4,
+        reproducibility_runs=2,
+        group_sizes=(1, 2, 4, 8),
+        curve_worlds=1,
+        dependency_worlds=1,
+        grpo_steps=400,
+    )

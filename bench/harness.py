@@ -1,0 +1,191 @@
+"""Start the world, the resolver and the proxy for a benchmark run, or use running ones.
+
+The benchmark measures the real system: three separate processes talking TCP. Something has
+to start them on free loopback ports, wait until each answers, and end them whatever happens,
+or a failed run leaves servers behind and the next run measures the wrong ones. Under
+docker-compose the services already run, so the same run can connect to them by URL instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+LOOPBACK = "127.0.0.1"
+REPO_ROOT = Path(__file__).resolve().parents[1]
+# Groups drop their sandboxes when they end; the cap only bounds concurrent groups' branches.
+SANDBOX_CAP = 4096
+_PROXY_ENVIRONMENT = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY")
+
+logger = logging.getLogger(__name__)
+
+
+class ServiceError(RuntimeError):
+    """A service did not start or did not answer in time."""
+
+
+@dataclass(frozen=True)
+class Services:
+    """Where the three services answer."""
+
+    world_url: str
+    resolver_url: str
+    proxy_url: str
+
+
+@dataclass
+class ChildService:
+    """One child process serving on ``port``; its output goes to ``log_path``."""
+
+    name: str
+    command: list[str]
+    port: int
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}"
+
+    def log_tail(self, characters: int = 4000) -> str:
+        return self.log_path.read_text(errors="replace")[-characters:]
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL if it lingers; only this child, by its own id."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+
+def free_port() -> int:
+    """An ephemeral loopback port that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until(predicate: Callable[[], bool], *, timeout: float, what: str) -> None:
+    """Poll ``predicate`` until true, or raise ServiceError naming ``what`` at the deadline."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        # A short pause between polls of a condition, not a guess at readiness.
+        time.sleep(0.05)
+    raise ServiceError(f"gave up after {timeout:.0f}s waiting for {what}")
+
+
+def healthy(url: str) -> bool:
+    """True when ``url``/healthz answers 200."""
+    try:
+        return httpx.get(f"{url}/healthz", timeout=1.0, trust_env=False).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def accepting(url: str) -> bool:
+    """True when the host:port of ``url`` accepts a TCP connection."""
+    parsed = httpx.URL(url)
+    with (
+        contextlib.suppress(OSError),
+        socket.create_connection((parsed.host, parsed.port or 80), timeout=0.5),
+    ):
+        return True
+    return False
+
+
+def start_child(
+    name: str,
+    module_args: Sequence[str],
+    *,
+    health: str,
+    timeout: float = 60.0,
+    log_dir: Path,
+) -> ChildService:
+    """Run ``python -m <module_args> --host 127.0.0.1 --port P`` and wait until it answers.
+
+    ``health`` is "http" (GET /healthz) or "tcp" (the port accepts connections).
+    """
+    port = free_port()
+    command = [sys.executable, "-m", *module_args, "--host", LOOPBACK, "--port", str(port)]
+    environment = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    for variable in _PROXY_ENVIRONMENT:
+        environment.pop(variable, None)
+    log_path = log_dir / f"{name}.log"
+    with log_path.open("wb") as log_file:
+        process = subprocess.Popen(
+            command, stdout=log_file, stderr=subprocess.STDOUT, cwd=REPO_ROOT, env=environment
+        )
+    child = ChildService(name, command, port, process, log_path)
+
+    def ready() -> bool:
+        if process.poll() is not None:
+            raise ServiceError(f"{name} exited early ({' '.join(command)}):\n{child.log_tail()}")
+        return healthy(child.url) if health == "http" else accepting(child.url)
+
+    try:
+        wait_until(ready, timeout=timeout, what=f"{name} on port {port}")
+    except BaseException:
+        child.stop()
+        raise
+    logger.info("%s ready at %s", name, child.url)
+    return child
+
+
+@contextlib.contextmanager
+def started_services(*, world_seed: int = 0, data_dir: Path | None = None) -> Iterator[Services]:
+    """Start worldsim, the resolver and the proxy as children; stop all three on exit."""
+    with contextlib.ExitStack() as stack:
+        if data_dir is None:
+            data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gh-bench-")))
+        data_dir.mkdir(parents=True, exist_ok=True)
+        # Each child is stopped by the stack as soon as it has started, even if a later one fails.
+        world = start_child(
+            "worldsim",
+            ["worldsim", "--seed", str(world_seed), "--sandbox-cap", str(SANDBOX_CAP)],
+            health="http",
+            log_dir=data_dir,
+        )
+        stack.callback(world.stop)
+        resolver = start_child(
+            "resolver",
+            ["resolver", "--data", str(data_dir / "resolver")],
+            health="http",
+            log_dir=data_dir,
+        )
+        stack.callback(resolver.stop)
+        proxy = start_child(
+            "proxy",
+            ["proxy", "--resolver-url", resolver.url, "--data", str(data_dir / "proxy")],
+            health="tcp",
+            log_dir=data_dir,
+        )
+        stack.callback(proxy.stop)
+        yield Services(world_url=world.url, resolver_url=resolver.url, proxy_url=proxy.url)
+
+
+@contextlib.contextmanager
+def connected_services(
+    world_url: str, resolver_url: str, proxy_url: str, *, timeout: float = 30.0
+) -> Iterator[Services]:
+    """Use services someone else runs (docker-compose); check each answers first."""
+    wait_until(lambda: healthy(world_url), timeout=timeout, what=f"worldsim at {world_url}")
+    wait_until(lambda: healthy(resolver_url), timeout=timeout, what=f"resolver at {resolver_url}")
+    wait_until(lambda: accepting(proxy_url), timeout=timeout, what=f"proxy at {proxy_url}")
+    yield Services(world_url=world_url, resolver_url=resolver_url, proxy_url=proxy_url)

@@ -1,0 +1,166 @@
+"""World faults and a dead single-flight holder, through the real proxy and resolver.
+
+An upstream that times out, resets or answers 5xx is part of the world: the first branch's
+answer is recorded and every sibling gets the same bytes without another live call (otherwise
+the noise of failures would differ between branches). A proxy that dies while holding a
+single-flight claim must not block its siblings forever: they take over once the lease ends,
+and not before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.reliability.audit import open_read_only
+from bench.reliability.client import Answer, through_proxy
+from bench.reliability.processes import children, free_port, wait_until
+from bench.reliability.stack import start_stack
+
+UPSTREAM_TIMEOUT_SECONDS = 1.0
+LEASE_SECONDS = 2.0
+
+
+def _world_fault_cases(upstream_url: str) -> list[tuple[str, str, int]]:
+    closed = f"http://127.0.0.1:{free_port()}/nothing-listens"
+    return [
+        ("reset", f"{upstream_url}/reset/a", 502),
+        ("timeout", f"{upstream_url}/slow/t?delay=4", 502),
+        ("5xx-500", f"{upstream_url}/status/500", 500),
+        ("5xx-503", f"{upstream_url}/status/503", 503),
+        ("connect-refused", closed, 502),
+    ]
+
+
+def run_world_faults(root: Path | None = None) -> dict[str, Any]:
+    with (
+        tempfile.TemporaryDirectory(prefix="gh-faults-") as scratch,
+        children(Path(root or scratch)) as group,
+    ):
+        stack = start_stack(group, Path(root or scratch), upstream_timeout=UPSTREAM_TIMEOUT_SECONDS)
+        tape, (first, second) = stack.open_tape("world-faults", 2)
+        proxy = stack.proxies[0].url
+        cases = []
+        for name, url, expected in _world_fault_cases(stack.upstream.url):
+            before = stack.upstream_stats()["calls"]
+            one = through_proxy(proxy, url, tape=tape, branch=first)
+            two = through_proxy(proxy, url, tape=tape, branch=second)
+            calls = stack.upstream_stats()["calls"] - before
+            expected_calls = 0 if name == "connect-refused" else 1
+            held = (
+                one.status == expected
+                and two.status == expected
+                and one.decision == "recorded"
+                and two.decision == "shared"
+                and one.body == two.body
+                and calls == expected_calls
+                and (expected != 502 or one.is_problem)
+            )
+            cases.append(
+                {
+                    "case": name,
+                    "status": [one.status, two.status],
+                    "decisions": [one.decision, two.decision],
+                    "same_bytes": one.body == two.body,
+                    "world_calls": calls,
+                    "problem_detail": _detail(one) if one.is_problem else None,
+                    "held": held,
+                }
+            )
+        return {"cases": cases, "held": all(case["held"] for case in cases)}
+
+
+def _detail(answer: Answer) -> str:
+    match = re.search(rb'"detail":\s*"([^"]*)"', answer.body)
+    return match.group(1).decode(errors="replace")[:200] if match else ""
+
+
+def _single_flight_waits(resolver_url: str) -> float:
+    text = httpx.get(f"{resolver_url}/metrics", timeout=10, trust_env=False).text
+    match = re.search(r"^groundhog_single_flight_waits_total (\S+)$", text, re.MULTILINE)
+    return float(match.group(1)) if match else 0.0
+
+
+def run_claim_takeover(root: Path | None = None) -> dict[str, Any]:
+    """Proxy 0 holds the claim (its fetch hangs) and is killed; proxy 1's sibling takes over."""
+    with (
+        tempfile.TemporaryDirectory(prefix="gh-claim-") as scratch,
+        children(Path(root or scratch)) as group,
+    ):
+        base = Path(root or scratch)
+        stack = start_stack(
+            group,
+            base,
+            proxies=2,
+            resolver_env={"GROUNDHOG_CLAIM_LEASE_SECONDS": str(LEASE_SECONDS)},
+        )
+        tape, (first, second) = stack.open_tape("claim", 2)
+        path = "/slow-once/held"
+        url = f"{stack.upstream.url}{path}?delay=8"
+        answers: dict[str, Answer] = {}
+
+        def ask(name: str, proxy_url: str, branch: str) -> None:
+            answers[name] = through_proxy(proxy_url, url, tape=tape, branch=branch)
+
+        holder = threading.Thread(target=ask, args=("holder", stack.proxies[0].url, first))
+        holder.start()
+        wait_until(
+            lambda: any(p == path for _t, _m, p in stack.upstream_log()),
+            timeout=30,
+            what="the holder's live call",
+        )
+        waits_before = _single_flight_waits(stack.resolver.url)
+        waiter_started = time.time()
+        waiter = threading.Thread(target=ask, args=("waiter", stack.proxies[1].url, second))
+        waiter.start()
+        wait_until(
+            lambda: _single_flight_waits(stack.resolver.url) > waits_before,
+            timeout=30,
+            what="the sibling to wait on the claim",
+        )
+        stack.proxies[0].kill_hard()
+        waiter.join(timeout=60)
+        holder.join(timeout=60)
+        waited = time.time() - waiter_started
+        arrivals = [t for t, _m, p in stack.upstream_log() if p == path]
+        stored = _stored_bodies(stack.store_path, path)
+        take_over = answers.get("waiter", Answer(None, error="no answer"))
+        held_by_dead = answers.get("holder", Answer(None, error="no answer"))
+        gap = arrivals[1] - arrivals[0] if len(arrivals) == 2 else None
+        return {
+            "lease_seconds": LEASE_SECONDS,
+            "holder_error": held_by_dead.error is not None,
+            "waiter_status": take_over.status,
+            "waiter_decision": take_over.decision,
+            "waiter_seconds": round(waited, 2),
+            "world_calls": len(arrivals),
+            "second_call_after_seconds": round(gap, 2) if gap is not None else None,
+            "exchanges_at_address": len(stored),
+            "stored_matches_waiter": stored == [take_over.body],
+            "held": (
+                held_by_dead.error is not None
+                and take_over.status == 200
+                and take_over.decision == "recorded"
+                and len(arrivals) == 2
+                and gap is not None
+                and gap >= LEASE_SECONDS * 0.9
+                and stored == [take_over.body]
+            ),
+        }
+
+
+def _stored_bodies(store: Path, path: str) -> list[bytes]:
+    with contextlib.closing(open_read_only(store)) as connection:
+        rows = connection.execute(
+            "SELECT b.data FROM gh_exchanges e JOIN gh_blobs b ON b.sha256 = e.response_body_sha "
+            "WHERE e.request_url LIKE ?",
+            (f"%{path}%",),
+        ).fetchall()
+    return [bytes(row[0]) for row in rows]

@@ -1,0 +1,310 @@
+"""How fast the resolver answers a hit, by tape size, against a bare FastAPI endpoint.
+
+Every proxied request costs one `/v1/resolve`; on a hit that round trip is the whole of
+Groundhog's overhead. This script bulk-loads tapes of 1k, 100k and 1M exchanges straight through
+the store (not HTTP, so 1M is feasible), starts the real resolver as its own process, and asks
+each tape for recorded addresses at a fixed concurrency. In the same run it measures a bare
+FastAPI endpoint returning a constant, served by the same uvicorn, and reports throughput and
+p50/p99 latency as ratios against it.
+
+    python -m bench.resolver_perf [--quick] [--json out.json] [--database-url URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.harness import ChildService, start_child
+from resolver.keys import request_key
+from resolver.request import RequestParts
+from store import exchanges, repository
+from store.db import open_store, transaction
+from store.models import Exchange
+
+logger = logging.getLogger("bench.resolver_perf")
+
+HOST = "api.example.com"
+BODY = json.dumps({"items": [{"id": i, "title": f"result {i}"} for i in range(24)]}).encode()
+BRANCHES = 16
+LOAD_CHUNK = 20_000
+
+
+def item_request(index: int) -> RequestParts:
+    return RequestParts("GET", "https", HOST, 443, f"/items/{index}", (("q", "x"),))
+
+
+def bulk_load(url: str, tape: str, size: int) -> None:
+    """A tape of `size` exchanges at occurrence 0, fingerprint "", plus fresh branches."""
+    store = open_store(url)
+    started = time.perf_counter()
+    with transaction(store.write) as session:
+        tape_row = repository.create_tape(
+            session=session,
+            name=tape,
+            world_seed=0,
+            mode="groundhog",
+            online=True,
+            dependency_model="closure",
+            config={},
+        )
+        root = repository.get_branch(tape_row.id, "root", session=session)
+        for index in range(BRANCHES):
+            repository.fork_branch(root, f"root/b{index}", {}, session=session)
+        body_sha = exchanges.put_blob(BODY, session=session)
+        empty_sha = exchanges.put_blob(b"", session=session)
+        tape_id = tape_row.id
+    headers = [["Content-Type", "application/json"]]
+    for start in range(0, size, LOAD_CHUNK):
+        rows = []
+        for index in range(start, min(size, start + LOAD_CHUNK)):
+            request = item_request(index)
+            key = request_key(request)
+            rows.append(
+                {
+                    "tape_id": tape_id,
+                    "key_hash": key.hash,
+                    "occurrence": 0,
+                    "fingerprint": "",
+                    "key_readable": key.readable,
+                    "request_method": "GET",
+                    "request_host": HOST,
+                    "request_url": request.url(),
+                    "request_headers": [],
+                    "request_body_sha": empty_sha,
+                    "response_status": 200,
+                    "response_headers": headers,
+                    "response_body_sha": body_sha,
+                }
+            )
+        with transaction(store.write) as session:
+            session.execute(Exchange.__table__.insert(), rows)
+    store.dispose()
+    logger.info("loaded %s exchanges into %s in %.1fs", size, tape, time.perf_counter() - started)
+
+
+def resolve_body(tape: str, branch: str, index: int) -> dict[str, Any]:
+    request = item_request(index)
+    return {
+        "tape": tape,
+        "branch": branch,
+        "method": "GET",
+        "scheme": "https",
+        "host": HOST,
+        "port": 443,
+        "path": request.path,
+        "query": [list(p) for p in request.query],
+        "headers": [],
+        "body": "",
+    }
+
+
+async def load_test(url: str, bodies: list[dict[str, Any]], concurrency: int) -> dict[str, float]:
+    """Throughput and latency percentiles; every answer must be a `shared` hit (or the baseline)."""
+    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    for body in bodies:
+        queue.put_nowait(body)
+    latencies: list[float] = []
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+
+    async with httpx.AsyncClient(
+        base_url=url, timeout=60, limits=limits, trust_env=False
+    ) as client:
+
+        async def worker() -> None:
+            while not queue.empty():
+                body = queue.get_nowait()
+                started = time.perf_counter()
+                reply = await client.post("/v1/resolve", json=body)
+                latencies.append(time.perf_counter() - started)
+                answer = reply.json()
+                if reply.status_code != 200 or answer.get("decision") not in ("shared", "baseline"):
+                    raise RuntimeError(
+                        f"expected a hit, got {reply.status_code} {reply.text[:300]}"
+                    )
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        elapsed = time.perf_counter() - started
+    latencies.sort()
+    return {
+        "requests": len(latencies),
+        "throughput_rps": len(latencies) / elapsed,
+        "p50_ms": 1000 * statistics.median(latencies),
+        "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
+    }
+
+
+def hit_bodies(tape: str, size: int, count: int, rng: random.Random) -> list[dict[str, Any]]:
+    """`count` distinct (branch, key) pairs: each is occurrence 0 on its branch, so a hit."""
+    total = size * BRANCHES
+    picks = rng.sample(range(total), min(count, total))
+    return [resolve_body(tape, f"root/b{pick % BRANCHES}", pick // BRANCHES) for pick in picks]
+
+
+def serve_baseline(host: str, port: int) -> None:
+    """A bare FastAPI endpoint returning a constant, under the same uvicorn as the resolver."""
+    import uvicorn
+    from fastapi import FastAPI
+
+    app = FastAPI()
+    constant = {"action": "serve", "decision": "baseline"}
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.post("/v1/resolve")
+    async def resolve() -> dict[str, str]:
+        return constant
+
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def _compare(result: dict[str, float], base: dict[str, float]) -> dict[str, float]:
+    return {
+        **result,
+        "throughput_ratio": result["throughput_rps"] / base["throughput_rps"],
+        "p50_ratio": result["p50_ms"] / base["p50_ms"],
+        "p99_ratio": result["p99_ms"] / base["p99_ms"],
+    }
+
+
+def run(
+    sizes: list[int], requests: int, concurrencies: list[int], database_url: str | None
+) -> dict[str, Any]:
+    """Bulk-load the tapes, start baseline and resolver, measure each tape at each concurrency."""
+    rng = random.Random(7)
+    with tempfile.TemporaryDirectory(prefix="gh-resolver-perf-") as temporary:
+        directory = Path(temporary)
+        url = database_url or f"sqlite:///{directory / 'perf.sqlite3'}"
+        for size in sizes:
+            bulk_load(url, f"perf-{size}", size)
+        children: list[ChildService] = []
+        try:
+            baseline = start_child(
+                "baseline",
+                ["bench.resolver_perf", "--serve-baseline"],
+                health="http",
+                log_dir=directory,
+            )
+            children.append(baseline)
+            arguments = ["--data", str(directory), "--database-url", url, "--log-level", "warning"]
+            resolver = start_child(
+                "resolver", ["resolver", *arguments], health="http", log_dir=directory
+            )
+            children.append(resolver)
+            # Each (branch, key) pair is asked once, warm-ups included, so every ask is a hit.
+            needed = len(concurrencies) * (requests + 50)
+            unused = {size: hit_bodies(f"perf-{size}", size, needed, rng) for size in sizes}
+            baselines: dict[int, dict[str, float]] = {}
+            rows = []
+            for concurrency in concurrencies:
+                asyncio.run(load_test(baseline.url, [{}] * 50, concurrency))
+                base = asyncio.run(load_test(baseline.url, [{}] * requests, concurrency))
+                baselines[concurrency] = base
+                for size in sizes:
+                    bodies = [unused[size].pop() for _ in range(requests + 50)]
+                    asyncio.run(load_test(resolver.url, bodies[:50], concurrency))
+                    result = asyncio.run(load_test(resolver.url, bodies[50:], concurrency))
+                    row = {"exchanges": size, "concurrency": concurrency, **_compare(result, base)}
+                    rows.append(row)
+                    logger.info("tape %s, concurrency %s: %s", size, concurrency, row)
+        finally:
+            for child in reversed(children):
+                child.stop()
+    return {
+        "database": "postgresql" if database_url and "postgresql" in database_url else "sqlite",
+        "baselines": {str(c): b for c, b in baselines.items()},
+        "tapes": rows,
+    }
+
+
+def table(result: dict[str, Any]) -> str:
+    lines = [
+        f"resolver hit path on {result['database']}; ratios against a bare FastAPI endpoint "
+        "returning a constant, measured in the same run",
+        "| exchanges | clients | req/s | x baseline | p50 ms | x baseline | p99 ms | x baseline |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for concurrency, base in result["baselines"].items():
+        lines.append(
+            f"| baseline | {concurrency} | {base['throughput_rps']:.0f} | 1.00 "
+            f"| {base['p50_ms']:.2f} | 1.00 | {base['p99_ms']:.2f} | 1.00 |"
+        )
+    for row in result["tapes"]:
+        lines.append(
+            f"| {row['exchanges']:,} | {row['concurrency']} | {row['throughput_rps']:.0f} "
+            f"| {row['throughput_ratio']:.2f} | {row['p50_ms']:.2f} | {row['p50_ratio']:.2f} "
+            f"| {row['p99_ms']:.2f} | {row['p99_ratio']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def measure(quick: bool) -> list[dict[str, Any]]:
+    """Rows for `python -m bench`: one per tape size and client count, with a summary line."""
+    sizes = [1_000] if quick else [1_000, 100_000, 1_000_000]
+    result = run(sizes, 300 if quick else 3_000, [1, 8], None)
+    rows = []
+    for row in result["tapes"]:
+        base = result["baselines"][str(row["concurrency"])]
+        rows.append(
+            {
+                "name": f"resolver hit, {row['exchanges']:,} exchanges, "
+                f"{row['concurrency']} client(s)",
+                "summary": (
+                    f"p50 {row['p50_ms']:.1f} ms, p99 {row['p99_ms']:.1f} ms; "
+                    f"{row['throughput_rps']:.0f} resolves/s; "
+                    f"{row['throughput_ratio']:.2f}x the throughput and "
+                    f"{row['p50_ratio']:.1f}x the p50 of a bare FastAPI endpoint "
+                    f"({base['throughput_rps']:.0f}/s) in the same run"
+                ),
+                **row,
+                "baseline_throughput_rps": base["throughput_rps"],
+                "baseline_p50_ms": base["p50_ms"],
+                "baseline_p99_ms": base["p99_ms"],
+            }
+        )
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.resolver_perf", description=__doc__)
+    parser.add_argument(
+        "--quick", action="store_true", help="small tapes (1k, 10k), fewer requests"
+    )
+    parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument("--database-url", help="measure on this database instead of SQLite")
+    parser.add_argument(
+        "--concurrency", type=int, nargs="+", default=[1, 8], help="client counts to measure"
+    )
+    parser.add_argument("--serve-baseline", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    if args.serve_baseline:
+        serve_baseline(args.host, args.port)
+        return
+    sizes = [1_000, 10_000] if args.quick else [1_000, 100_000, 1_000_000]
+    requests = 300 if args.quick else 3_000
+    result = run(sizes, requests, args.concurrency, args.database_url)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+    sys.stdout.write(table(result) + "\n")
+
+
+if __name__ == "__main__":
+    main()

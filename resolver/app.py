@@ -1,0 +1,52 @@
+"""The resolver's FastAPI application factory.
+
+`create_app(settings)` wires the store, the resolve/record services, metrics, error handlers and
+one router per area. Nothing is built at import time, so tests and the CLI can run several apps
+with different databases side by side.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from resolver import ui
+from resolver.errors import install_error_handlers
+from resolver.limits import BodyLimit
+from resolver.metrics import Metrics
+from resolver.recording import Recorder
+from resolver.resolution import Resolver
+from resolver.routes import branches, health, inspect, internal, tapes, transfer
+from resolver.settings import Settings, load_settings
+from store.db import open_store
+
+logger = logging.getLogger(__name__)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or load_settings()
+    store = open_store(settings.database_url)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        store.dispose()
+
+    app = FastAPI(title="Groundhog resolver", version="0.1.0", lifespan=lifespan)
+    app.state.settings = settings
+    app.state.store = store
+    app.state.metrics = Metrics()
+    app.state.resolver = Resolver(
+        store, max_body_bytes=settings.max_body_bytes, lease_seconds=settings.claim_lease_seconds
+    )
+    app.state.recorder = Recorder(store, max_body_bytes=settings.max_body_bytes)
+    install_error_handlers(app)
+    app.add_middleware(BodyLimit, max_body_bytes=settings.max_body_bytes)
+    for module in (health, tapes, branches, internal, inspect, transfer):
+        app.include_router(module.router)
+    app.include_router(ui.router)
+    logger.info("resolver ready on %s", store.engine.url.render_as_string(hide_password=True))
+    return app

@@ -1,0 +1,164 @@
+"""One ask, fully described: the redacted request, its key, classification, occurrence and
+fingerprints, gathered from the tape config and the branch's state.
+
+Both the first look at a request and every later single-flight poll work from this value, so
+the key and fingerprint are computed exactly once per ask (recomputing would take a second
+occurrence). Without it the resolve path would re-derive them in several places.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from resolver.dependencies import Classification, classify
+from resolver.errors import NotFound
+from resolver.fingerprint import bump_versions, fingerprint
+from resolver.keys import RequestKey, request_key
+from resolver.policy import DependencyModel, Mode, lookup_fingerprint
+from resolver.redaction import redact_request
+from resolver.request import RequestParts
+from resolver.schemas import ResolveRequest, check_branch_path, check_tape_name
+from store import exchanges, repository
+from store.repository import BranchRef, TapeRef
+
+
+@dataclass(frozen=True)
+class Ask:
+    """Everything about one ask that survives between the first look and a later poll."""
+
+    tape_id: int
+    tape_name: str
+    mode: Mode
+    online: bool
+    model: DependencyModel
+    world_seed: int
+    cooperative: bool
+    branch_id: int
+    branch: str
+    request: RequestParts
+    key: RequestKey
+    body_sha: str
+    classification: Classification
+    occurrence: int
+    true_fingerprint: str
+    fingerprint: str
+
+
+def cooperative_headers(ask: Ask) -> list[list[str]]:
+    if not ask.cooperative:
+        return []
+    seed = ask.world_seed
+    if ask.mode is Mode.NAIVE:
+        salted = hashlib.sha256(f"{ask.world_seed}/{ask.branch}".encode()).digest()
+        seed = int.from_bytes(salted[:4], "big")
+    return [
+        ["X-Groundhog-Branch", ask.branch],
+        ["X-Groundhog-Seed", str(seed)],
+        ["X-Groundhog-Occurrence", str(ask.occurrence)],
+    ]
+
+
+def load_tape_and_branch(
+    session: Session, tape_name: str, branch_path: str
+) -> tuple[TapeRef, BranchRef]:
+    check_tape_name(tape_name)
+    check_branch_path(branch_path)
+    found = repository.get_tape_and_branch(tape_name, branch_path, session=session)
+    if found is not None:
+        return found
+    if repository.get_tape(tape_name, session=session) is None:
+        raise NotFound(f"tape {tape_name!r} does not exist", tape=tape_name)
+    raise NotFound(
+        f"branch {branch_path!r} does not exist on tape {tape_name!r}",
+        tape=tape_name,
+        branch=branch_path,
+    )
+
+
+def build_ask(
+    session: Session, tape: TapeRef, branch: BranchRef, wire: ResolveRequest, body: bytes
+) -> Ask:
+    """Redact, key and classify the request; take its occurrence; compute its fingerprints."""
+    config = tape.config
+    raw = RequestParts(
+        method=wire.method.upper(),
+        scheme=wire.scheme,
+        host=wire.host,
+        port=wire.port,
+        path=wire.path or "/",
+        query=tuple((name, value) for name, value in wire.query),
+        headers=tuple((name, value) for name, value in wire.headers),
+        body=body,
+    )
+    request = redact_request(
+        raw,
+        headers=config.get("redact_headers", []),
+        params=config.get("redact_params", []),
+        json_paths=config.get("redact_json_paths", []),
+    )
+    key = request_key(
+        request,
+        ignore_params=config.get("ignore_params", []),
+        match_headers=config.get("match_headers", []),
+    )
+    model = DependencyModel(tape.dependency_model)
+    hint = (
+        repository.get_hint(tape.id, key.hash, session=session)
+        if model is DependencyModel.HINTS
+        else None
+    )
+    classification = classify(
+        request,
+        model,
+        rules=config.get("rules", []),
+        hinted_reads=hint.reads if hint else None,
+        hinted_writes=hint.writes if hint else None,
+    )
+    occurrence = repository.take_occurrence(branch.id, key.hash, session=session)
+    resources = classification.own_resources if classification.is_write else classification.reads
+    versions = repository.versions_of(branch.id, set(resources), session=session)
+    true_fingerprint = fingerprint(resources, versions)
+    mode = Mode(tape.mode)
+    address = lookup_fingerprint(
+        mode=mode,
+        is_write=classification.is_write,
+        true_fingerprint=true_fingerprint,
+        branch=branch.path,
+    )
+    cooperative = request.normalised_host in {
+        host.lower() for host in config.get("cooperative_hosts", [])
+    }
+    return Ask(
+        tape_id=tape.id,
+        tape_name=tape.name,
+        mode=mode,
+        online=tape.online,
+        model=model,
+        world_seed=tape.world_seed,
+        cooperative=cooperative,
+        branch_id=branch.id,
+        branch=branch.path,
+        request=request,
+        key=key,
+        body_sha=exchanges.sha256_hex(request.body),
+        classification=classification,
+        occurrence=occurrence,
+        true_fingerprint=true_fingerprint,
+        fingerprint=address,
+    )
+
+
+def bump_branch(
+    session: Session,
+    branch_id: int,
+    resources: frozenset[str] | set[str],
+    key_hash: str,
+    body_sha: str,
+) -> None:
+    current = repository.versions_of(branch_id, set(resources), session=session)
+    repository.set_versions(
+        branch_id, bump_versions(current, resources, key_hash, body_sha), session=session
+    )

@@ -1,0 +1,34 @@
+"""Bearer-token guards for the admin and internal routes.
+
+With `GROUNDHOG_ADMIN_TOKEN` / `GROUNDHOG_PROXY_TOKEN` set, a resolver reachable from a cluster
+network must not let any pod rewrite tapes or record answers. Tokens are compared in constant time.
+"""
+
+from __future__ import annotations
+
+import hmac
+
+from fastapi import Request
+
+from resolver.errors import Unauthorized
+
+
+def _check(request: Request, expected: str | None, role: str) -> None:
+    if not expected:
+        return
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(token.encode(), expected.encode()):
+        raise Unauthorized(
+            f"this route needs 'Authorization: Bearer <{role} token>' "
+            f"(set by GROUNDHOG_{role.upper()}_TOKEN on the resolver)"
+        )
+
+
+# Async on purpose: FastAPI runs sync dependencies in the threadpool, one more hop per request.
+async def require_admin(request: Request) -> None:
+    _check(request, request.app.state.settings.admin_token, "admin")
+
+
+async def require_proxy(request: Request) -> None:
+    _check(request, request.app.state.settings.proxy_token, "proxy")

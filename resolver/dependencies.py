@@ -1,0 +1,201 @@
+"""Dependency models: which resources a request reads and writes (DESIGN §4).
+
+The fingerprint of a read is only as good as this answer. `closure` names the whole host
+(recall 1, the safe default); `path` the request's own path; `rules` follows declarative route
+rules from the tape config; `hints` trusts a cooperative world's `X-Groundhog-Reads/-Writes`
+headers. Under `rules` and `hints` every write also bumps `host:<host>`, so reads that fall back
+to `closure` (unmatched by a rule, or never hinted) are still invalidated by any write to the host.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from resolver.keys import decode_content
+from resolver.policy import READ_METHODS, DependencyModel
+from resolver.request import RequestParts
+
+READS_HEADER = "x-groundhog-reads"
+WRITES_HEADER = "x-groundhog-writes"
+_PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
+
+
+@dataclass(frozen=True)
+class Classification:
+    is_write: bool
+    reads: frozenset[str]
+    writes: frozenset[str]
+
+    @property
+    def own_resources(self) -> frozenset[str]:
+        """What a write's own address fingerprint covers."""
+        return self.reads | self.writes
+
+
+def host_resource(request: RequestParts) -> str:
+    return f"host:{request.normalised_host}"
+
+
+def path_resource(request: RequestParts) -> str:
+    return f"path:{request.normalised_host}{request.path}"
+
+
+def parse_resource_list(value: str | None) -> frozenset[str]:
+    if not value:
+        return frozenset()
+    return frozenset(name.strip() for name in value.split(",") if name.strip())
+
+
+def _template_regex(template: str) -> re.Pattern[str]:
+    pattern = ""
+    position = 0
+    for match in _PLACEHOLDER.finditer(template):
+        pattern += re.escape(template[position : match.start()])
+        pattern += f"(?P<{match.group(1)}>[^/]+)"
+        position = match.end()
+    pattern += re.escape(template[position:])
+    return re.compile(f"^{pattern}/?$")
+
+
+def _json_body(request: RequestParts) -> Any:
+    decoded = decode_content(request.body, request.header("content-encoding"))
+    if not decoded:
+        return None
+    try:
+        return json.loads(decoded.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+
+
+def _lookup(document: Any, dotted: str) -> str:
+    value = document
+    for part in dotted.split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _fill(template: str, path_values: Mapping[str, str], request: RequestParts) -> str:
+    query = dict(request.query)
+    body: list[Any] = []
+
+    def substitute(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name.startswith("query."):
+            return query.get(name.removeprefix("query."), "")
+        if name.startswith("body."):
+            if not body:
+                body.append(_json_body(request))
+            return _lookup(body[0], name.removeprefix("body."))
+        return path_values.get(name, "")
+
+    return _PLACEHOLDER.sub(substitute, template)
+
+
+def match_rule(
+    request: RequestParts, rules: Sequence[Mapping[str, Any]]
+) -> tuple[Mapping[str, Any], dict[str, str]] | None:
+    """The first rule matching method, host and path template, with its path values."""
+    for rule in rules:
+        if str(rule.get("method", "")).upper() not in (request.method.upper(), "*"):
+            continue
+        host = rule.get("host")
+        if host and host.lower() != request.normalised_host:
+            continue
+        found = _template_regex(str(rule.get("path", ""))).match(request.path)
+        if found:
+            return rule, found.groupdict()
+    return None
+
+
+def classify(
+    request: RequestParts,
+    model: DependencyModel,
+    *,
+    rules: Sequence[Mapping[str, Any]] = (),
+    hinted_reads: str | None = None,
+    hinted_writes: str | None = None,
+) -> Classification:
+    """Read or write, and the resources it reads and (as far as known before the answer) writes.
+
+    `hinted_*` are the `X-Groundhog-Reads/-Writes` recorded for this key earlier (hints model);
+    `hinted_reads` is None when the world never named this key's reads, "" when it said "none".
+    """
+    is_write = request.method.upper() not in READ_METHODS
+    host = host_resource(request)
+    closure = Classification(
+        is_write, frozenset({host}), frozenset({host}) if is_write else frozenset()
+    )
+    if model is DependencyModel.PATH:
+        own = frozenset({path_resource(request)})
+        return Classification(is_write, own, own if is_write else frozenset())
+    if model is DependencyModel.RULES:
+        matched = match_rule(request, rules)
+        if matched is None:
+            return closure
+        rule, values = matched
+        reads = frozenset(_fill(t, values, request) for t in rule.get("reads") or [])
+        writes = frozenset(_fill(t, values, request) for t in rule.get("writes") or [])
+        rule_is_write = bool(writes)
+        return Classification(
+            rule_is_write, reads, writes | {host} if rule_is_write else frozenset()
+        )
+    if model is DependencyModel.HINTS:
+        if hinted_reads is None:
+            # Never hinted: closure. Hinted but empty ("reads no state") is a real answer.
+            return closure
+        writes = parse_resource_list(hinted_writes)
+        return Classification(
+            is_write,
+            parse_resource_list(hinted_reads),
+            writes | {host} if is_write else frozenset(),
+        )
+    return closure
+
+
+def recorded_writes(
+    request: RequestParts,
+    model: DependencyModel,
+    classification: Classification,
+    response_headers: Iterable[Sequence[str]],
+) -> frozenset[str]:
+    """The resources a recorded write bumps; the hints model takes them from the response."""
+    if model is DependencyModel.HINTS:
+        named = frozenset()
+        for name, value in response_headers:
+            if name.lower() == WRITES_HEADER:
+                named |= parse_resource_list(value)
+        return named | {host_resource(request)}
+    return classification.writes
+
+
+def response_hints(
+    response_headers: Iterable[Sequence[str]],
+) -> tuple[str | None, str] | None:
+    """The (reads, writes) a cooperative world named in a response, normalised, or None.
+
+    Reads are None when the response named writes only, so such a key keeps closure reads.
+    """
+    reads: set[str] | None = None
+    writes: set[str] = set()
+    seen = False
+    for name, value in response_headers:
+        if name.lower() == READS_HEADER:
+            reads = (reads or set()) | parse_resource_list(value)
+            seen = True
+        elif name.lower() == WRITES_HEADER:
+            writes |= parse_resource_list(value)
+            seen = True
+    if not seen:
+        return None
+    return (None if reads is None else ",".join(sorted(reads))), ",".join(sorted(writes))

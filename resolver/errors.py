@@ -1,0 +1,108 @@
+"""Typed errors and the one place they become RFC 9457 problem+json responses.
+
+Routes raise these; the handler installed by `install_error_handlers` renders them, so every
+bad input gets the same shape (type/title/status/detail plus extras) and no route formats its
+own error. Foreign errors are translated at the edge with `raise … from e`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+logger = logging.getLogger(__name__)
+
+PROBLEM_TYPE_BASE = "https://groundhog.dev/problems/"
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+
+
+class GroundhogError(Exception):
+    status = 400
+    slug = "bad-request"
+    title = "Bad request"
+
+    def __init__(self, detail: str, **extras: Any) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.extras = extras
+
+
+class NotFound(GroundhogError):
+    status, slug, title = 404, "not-found", "Not found"
+
+
+class Conflict(GroundhogError):
+    status, slug, title = 409, "conflict", "Conflict"
+
+
+class InvalidInput(GroundhogError):
+    status, slug, title = 422, "invalid-input", "Invalid input"
+
+
+class BodyTooLarge(GroundhogError):
+    status, slug, title = 413, "body-too-large", "Body too large"
+
+
+class Unauthorized(GroundhogError):
+    status, slug, title = 401, "unauthorized", "Unauthorized"
+
+
+class ResolveTimeout(GroundhogError):
+    status, slug, title = 504, "resolve-timeout", "Timed out waiting for another asker"
+
+
+def problem_body(status: int, slug: str, title: str, detail: str, **extras: Any) -> bytes:
+    """Deterministic problem+json bytes (sorted keys), so identical problems are identical bytes."""
+    document = {
+        "type": PROBLEM_TYPE_BASE + slug,
+        "title": title,
+        "status": status,
+        "detail": detail,
+    }
+    document.update(extras)
+    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+
+
+def problem_response(
+    status: int,
+    slug: str,
+    title: str,
+    detail: str,
+    headers: dict[str, str] | None = None,
+    **extras: Any,
+) -> Response:
+    body = problem_body(status, slug, title, detail, **extras)
+    return Response(body, status_code=status, media_type=PROBLEM_MEDIA_TYPE, headers=headers)
+
+
+def _location(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(part) for part in loc if part != "body") or "body"
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(GroundhogError)
+    async def _groundhog(_request: Request, error: GroundhogError) -> Response:
+        headers = {"WWW-Authenticate": "Bearer"} if isinstance(error, Unauthorized) else None
+        return problem_response(
+            error.status, error.slug, error.title, error.detail, headers, **error.extras
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_request: Request, error: RequestValidationError) -> Response:
+        issues = [
+            {"field": _location(tuple(item.get("loc", ()))), "message": item.get("msg", "")}
+            for item in error.errors()
+        ]
+        detail = "; ".join(f"{issue['field']}: {issue['message']}" for issue in issues)
+        return problem_response(422, "invalid-input", "Invalid input", detail, errors=issues)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_request: Request, error: StarletteHTTPException) -> Response:
+        slug = "not-found" if error.status_code == 404 else "http-error"
+        return problem_response(error.status_code, slug, str(error.detail), str(error.detail))

@@ -1,0 +1,108 @@
+"""The request key: a versioned canonical form of a request (DESIGN §3).
+
+Two asks are "the same request" exactly when their keys match, so everything that should not
+distinguish them (query order, JSON whitespace, header case, default ports, ignored params) is
+normalised away here, and everything that should (method, host, path, body) is kept. The key is
+computed after redaction, so a scrubbed tape still replays. Bodies that are not valid JSON or
+UTF-8 are keyed by hash: a key is never a crash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, quote, urlencode
+
+from resolver.request import RequestParts
+
+KEY_VERSION = "v1"
+MAX_DECODED_BODY_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class RequestKey:
+    readable: str
+    hash: str
+
+
+def decode_content(
+    body: bytes, encoding: str | None, cap: int = MAX_DECODED_BODY_BYTES
+) -> bytes | None:
+    """The body without gzip/deflate encoding, or None if it cannot be decoded within `cap`."""
+    name = (encoding or "").strip().lower()
+    if name in ("", "identity"):
+        return body
+    if name not in ("gzip", "x-gzip", "deflate"):
+        return None
+    window = 16 + zlib.MAX_WBITS if name in ("gzip", "x-gzip") else zlib.MAX_WBITS
+    for wbits in (window, -zlib.MAX_WBITS) if name == "deflate" else (window,):
+        try:
+            decoder = zlib.decompressobj(wbits)
+            decoded = decoder.decompress(body, cap)
+            if decoder.unconsumed_tail:
+                return None
+            return decoded + decoder.flush()
+        except zlib.error:
+            continue
+    return None
+
+
+def _hashed(body: bytes) -> str:
+    return "sha256:" + hashlib.sha256(body).hexdigest()
+
+
+def canonical_body(body: bytes, content_type: str | None, content_encoding: str | None) -> str:
+    """JSON with sorted keys and no whitespace, form pairs sorted, anything else by SHA-256."""
+    if not body:
+        return ""
+    decoded = decode_content(body, content_encoding)
+    if decoded is None:
+        return _hashed(body)
+    media = (content_type or "").split(";")[0].strip().lower()
+    try:
+        text = decoded.decode("utf-8")
+    except UnicodeDecodeError:
+        return _hashed(decoded)
+    if "json" in media or (not media and text.lstrip()[:1] in ("{", "[")):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return _hashed(decoded)
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    if media == "application/x-www-form-urlencoded":
+        pairs = sorted(parse_qsl(text, keep_blank_values=True))
+        return "form:" + urlencode(pairs, quote_via=quote)
+    return _hashed(decoded)
+
+
+def request_key(
+    request: RequestParts,
+    *,
+    ignore_params: Iterable[str] = (),
+    match_headers: Iterable[str] = (),
+) -> RequestKey:
+    """The key of an (already redacted) request: readable form and its SHA-256."""
+    ignored = set(ignore_params)
+    query = sorted((name, value) for name, value in request.query if name not in ignored)
+    wanted = {name.lower() for name in match_headers}
+    headers = sorted(
+        (name.lower(), value.strip()) for name, value in request.headers if name.lower() in wanted
+    )
+    query_text = f"?{urlencode(query, quote_via=quote)}" if query else ""
+    parts = [
+        KEY_VERSION,
+        request.method.upper(),
+        f"{request.scheme.lower()}://{request.authority}{request.path}{query_text}",
+    ]
+    if headers:
+        parts.append("headers:" + json.dumps(headers, separators=(",", ":"), ensure_ascii=False))
+    body = canonical_body(
+        request.body, request.header("content-type"), request.header("content-encoding")
+    )
+    if body:
+        parts.append("body:" + body)
+    readable = " ".join(parts)
+    return RequestKey(readable=readable, hash=hashlib.sha256(readable.encode()).hexdigest())

@@ -1,0 +1,67 @@
+"""The tape report: decision counts per branch and in total, with the derived rates.
+
+`lies` are reads served `stale` (replay mode answering a read this branch's own writes had
+invalidated); `live_calls` are asks that went upstream. The benchmark's lie rate and live-call
+rows come from here, so the definitions live in one pure function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from resolver.policy import LIVE_DECISIONS, Decision
+from store.inspect import Tally
+
+
+def empty_counts() -> dict[str, Any]:
+    return {
+        "decisions": {},
+        "reads": 0,
+        "reads_shared": 0,
+        "live_calls": 0,
+        "upstream_errors": 0,
+        "passthrough": 0,
+        "lies": 0,
+        "lie_rate": 0.0,
+    }
+
+
+def _add(counts: dict[str, Any], tally: Tally) -> None:
+    decisions = counts["decisions"]
+    decisions[tally.decision] = decisions.get(tally.decision, 0) + tally.count
+    live = tally.decision in LIVE_DECISIONS
+    if tally.is_read:
+        counts["reads"] += tally.count
+        if tally.decision == Decision.SHARED:
+            counts["reads_shared"] += tally.count
+    if live:
+        counts["live_calls"] += tally.count
+    if live and tally.errored:
+        counts["upstream_errors"] += tally.count
+    if tally.decision == Decision.PASSTHROUGH:
+        counts["passthrough"] += tally.count
+    if tally.decision == Decision.STALE:
+        counts["lies"] += tally.count
+
+
+def _finish(counts: dict[str, Any]) -> dict[str, Any]:
+    counts["decisions"] = dict(sorted(counts["decisions"].items()))
+    counts["lie_rate"] = counts["lies"] / counts["reads"] if counts["reads"] else 0.0
+    return counts
+
+
+def build_report(
+    tape: str, mode: str, branches: Iterable[str], tallies: Iterable[Tally]
+) -> dict[str, Any]:
+    totals = empty_counts()
+    per_branch = {path: empty_counts() for path in branches}
+    for tally in tallies:
+        _add(totals, tally)
+        _add(per_branch.setdefault(tally.branch, empty_counts()), tally)
+    return {
+        "tape": tape,
+        "mode": mode,
+        "totals": _finish(totals),
+        "branches": {path: _finish(counts) for path, counts in sorted(per_branch.items())},
+    }

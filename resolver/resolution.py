@@ -1,0 +1,257 @@
+"""The resolve hot path: one short transaction that gathers branch state, asks `policy.decide`
+and either serves from tape, hands out a ticket to go live, or says "wait, someone is fetching".
+
+This is the edge where the pure modules (keys, redaction, dependencies, fingerprint, policy) meet
+the store. Without it the proxy would have nobody to ask. Waiting itself (single flight) is
+driven by the async route, which calls `poll` until the address is recorded or the lease lapses.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+
+from sqlalchemy.orm import Session
+
+from resolver import answers
+from resolver.asks import Ask, build_ask, bump_branch, cooperative_headers, load_tape_and_branch
+from resolver.cache import AnswerCache, Recorded
+from resolver.dependencies import recorded_writes
+from resolver.errors import BodyTooLarge
+from resolver.policy import Action, Decision, Mode, decide
+from resolver.schemas import ResolveRequest, decode_base64
+from store import claims, exchanges, repository
+from store.db import Store, relax_commit_durability, transaction
+
+# Forwards whose proxy never called /v1/record are forgotten after this long (or 10 leases).
+STALE_PENDING_SECONDS = 3600.0
+STALE_SWEEP_EVERY = 256
+
+
+@dataclass
+class Resolution:
+    """What `/v1/resolve` answers (see docs/internals.md)."""
+
+    action: Action
+    decision: Decision
+    ask: Ask
+    ticket: str | None = None
+    response: dict[str, object] | None = None
+    upstream_headers: list[list[str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """Another asker holds the claim on this address; poll until it is recorded."""
+
+    ask: Ask
+
+
+class Resolver:
+    """Resolve and record against one store."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        max_body_bytes: int,
+        lease_seconds: float,
+        cache: AnswerCache | None = None,
+    ) -> None:
+        self.store = store
+        self.max_body_bytes = max_body_bytes
+        self.lease_seconds = lease_seconds
+        self.cache = cache if cache is not None else AnswerCache()
+        self._forwards = itertools.count(1)
+
+    def resolve(self, wire: ResolveRequest) -> Resolution | Waiting:
+        body = decode_base64(wire.body, "body")
+        if len(body) > self.max_body_bytes:
+            raise BodyTooLarge(
+                f"request body is {len(body)} bytes, over max_body_bytes={self.max_body_bytes}; "
+                "send body_too_large=true to pass it through unrecorded",
+                limit=self.max_body_bytes,
+            )
+        with transaction(self.store.write) as session:
+            relax_commit_durability(session)
+            tape, branch = load_tape_and_branch(session, wire.tape, wire.branch)
+            ask = build_ask(session, tape, branch, wire, body)
+            passthrough = wire.body_too_large or ask.request.normalised_host in {
+                host.lower() for host in tape.config.get("passthrough_hosts", [])
+            }
+            is_write = ask.classification.is_write
+            looks_up = not passthrough and not (
+                tape.online and (is_write or ask.mode is Mode.NAIVE)
+            )
+            found = self._find(session, ask) if looks_up else None
+            outcome = decide(
+                is_write=is_write,
+                mode=ask.mode,
+                online=ask.online,
+                true_fingerprint=ask.true_fingerprint,
+                branch=ask.branch,
+                recorded=found is not None,
+                passthrough=passthrough,
+            )
+            if outcome.action is Action.SERVE:
+                return self._serve(session, ask, outcome.decision, found)
+            if outcome.decision is Decision.PASSTHROUGH:
+                self._event(session, ask, Decision.PASSTHROUGH, None)
+                return Resolution(
+                    Action.FORWARD, Decision.PASSTHROUGH, ask, None, None, cooperative_headers(ask)
+                )
+            if is_write or ask.mode is Mode.NAIVE:
+                return self._forward(session, ask, outcome.decision)
+            return self._claim_or_wait(session, ask, outcome.decision)
+
+    def poll(self, waiting: Waiting) -> Resolution | Waiting:
+        """One look at an address someone else is fetching."""
+        ask = waiting.ask
+        with transaction(self.store.read) as session:
+            found = self._find(session, ask)
+            claim = (
+                None
+                if found
+                else claims.get_claim(
+                    ask.tape_id, ask.key.hash, ask.occurrence, ask.fingerprint, session=session
+                )
+            )
+            if found is None and claim is not None and claim.lease_expires >= time.time():
+                return waiting
+        with transaction(self.store.write) as session:
+            relax_commit_durability(session)
+            found = self._find(session, ask)
+            if found is not None:
+                return self._serve(session, ask, Decision.SHARED, found)
+            decision = Decision.RECORDED if ask.fingerprint == "" else Decision.REFETCHED
+            claim = claims.get_claim(
+                ask.tape_id, ask.key.hash, ask.occurrence, ask.fingerprint, session=session
+            )
+            if claim is None:
+                return self._claim_or_wait(session, ask, decision)
+            ticket = claims.new_ticket()
+            now = time.time()
+            if claims.take_over_expired(
+                claim.id,
+                old_ticket=claim.ticket,
+                ticket=ticket,
+                now=now,
+                lease_expires=now + self.lease_seconds,
+                session=session,
+            ):
+                return self._forward(session, ask, decision, ticket=ticket)
+            return waiting
+
+    def _find(self, session: Session, ask: Ask) -> Recorded | None:
+        address = (ask.tape_id, ask.key.hash, ask.occurrence, ask.fingerprint)
+        cached = self.cache.get(address)
+        if cached is not None:
+            return cached
+        exchange = exchanges.find_exchange(*address, session=session)
+        if exchange is None:
+            return None
+        found = Recorded(
+            exchange.id,
+            answers.recorded(exchange, session=session, tape_name=ask.tape_name),
+            exchange.response_headers or [],
+        )
+        self.cache.put(address, found)
+        return found
+
+    def _event(
+        self, session: Session, ask: Ask, decision: Decision, exchange_id: int | None
+    ) -> int:
+        seq = repository.take_event_seq(ask.branch_id, session=session)
+        return exchanges.add_event(
+            session=session,
+            branch_id=ask.branch_id,
+            seq=seq,
+            method=ask.request.method,
+            url=ask.request.url(),
+            key_hash=ask.key.hash,
+            occurrence=ask.occurrence,
+            fingerprint=ask.fingerprint,
+            decision=str(decision),
+            is_read=not ask.classification.is_write,
+            true_fingerprint_nonempty=ask.true_fingerprint != "",
+            exchange_id=exchange_id,
+        )
+
+    def _serve(
+        self, session: Session, ask: Ask, decision: Decision, found: Recorded | None
+    ) -> Resolution:
+        if decision is Decision.REFUSED or found is None:
+            self._event(session, ask, Decision.REFUSED, None)
+            nearest = answers.nearest_keys(
+                exchanges.recorded_keys(
+                    ask.tape_id, ask.request.method, ask.request.normalised_host, session=session
+                ),
+                ask.key.readable,
+            )
+            response = answers.refused(ask, nearest)
+            return Resolution(Action.SERVE, Decision.REFUSED, ask, response=response)
+        self._event(session, ask, decision, found.exchange_id)
+        if decision is Decision.REPLAYED_WRITE:
+            self.bump(session, ask, found.response_headers)
+        return Resolution(Action.SERVE, decision, ask, response=found.response)
+
+    def _claim_or_wait(
+        self, session: Session, ask: Ask, decision: Decision
+    ) -> Resolution | Waiting:
+        ticket = claims.new_ticket()
+        claimed = claims.try_claim(
+            ask.tape_id,
+            ask.key.hash,
+            ask.occurrence,
+            ask.fingerprint,
+            ticket=ticket,
+            lease_expires=time.time() + self.lease_seconds,
+            session=session,
+        )
+        if not claimed:
+            return Waiting(ask)
+        # Someone may have recorded and released between our lookup and our claim.
+        found = self._find(session, ask)
+        if found is not None:
+            claims.release_claim(ticket, session=session)
+            return self._serve(session, ask, Decision.SHARED, found)
+        return self._forward(session, ask, decision, ticket=ticket)
+
+    def _forward(
+        self, session: Session, ask: Ask, decision: Decision, *, ticket: str | None = None
+    ) -> Resolution:
+        ticket = ticket or claims.new_ticket()
+        if next(self._forwards) % STALE_SWEEP_EVERY == 0:
+            horizon = max(STALE_PENDING_SECONDS, 10 * self.lease_seconds)
+            claims.delete_stale_pending(time.time() - horizon, session=session)
+        event_id = self._event(session, ask, decision, None)
+        exchanges.put_blob(ask.request.body, session=session)
+        claims.add_pending(
+            session=session,
+            ticket=ticket,
+            tape_id=ask.tape_id,
+            branch_id=ask.branch_id,
+            event_id=event_id,
+            key_hash=ask.key.hash,
+            occurrence=ask.occurrence,
+            fingerprint=ask.fingerprint,
+            decision=str(decision),
+            is_write=ask.classification.is_write,
+            request={
+                "key_readable": ask.key.readable,
+                "method": ask.request.method,
+                "host": ask.request.normalised_host,
+                "url": ask.request.url(),
+                "headers": [list(pair) for pair in ask.request.headers],
+                "body_sha": ask.body_sha,
+                "writes": sorted(ask.classification.writes),
+            },
+            created=time.time(),
+        )
+        return Resolution(Action.FORWARD, decision, ask, ticket, None, cooperative_headers(ask))
+
+    @staticmethod
+    def bump(session: Session, ask: Ask, response_headers: list[list[str]]) -> None:
+        written = recorded_writes(ask.request, ask.model, ask.classification, response_headers)
+        bump_branch(session, ask.branch_id, written, ask.key.hash, ask.body_sha)

@@ -1,0 +1,81 @@
+"""Branch routes: fork a branch into children at its current state, list and show branches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+
+from resolver.auth import require_admin
+from resolver.errors import Conflict, NotFound
+from resolver.routes.tapes import find_tape, store_of
+from resolver.schemas import ForkRequest, check_branch_path
+from resolver.views import branch_view
+from store import repository
+from store.db import transaction
+
+router = APIRouter(prefix="/v1/tapes", tags=["branches"], dependencies=[Depends(require_admin)])
+
+
+def _next_free_names(taken: set[str], count: int) -> list[str]:
+    names: list[str] = []
+    index = 0
+    while len(names) < count:
+        if f"b{index}" not in taken:
+            names.append(f"b{index}")
+        index += 1
+    return names
+
+
+@router.post("/{tape}/fork", status_code=201)
+def fork(tape: str, body: ForkRequest, request: Request) -> dict[str, Any]:
+    parent_path = check_branch_path(body.parent)
+    with transaction(store_of(request).write) as session:
+        found = find_tape(tape, session=session)
+        parent = repository.get_branch(found.id, parent_path, session=session)
+        if parent is None:
+            raise NotFound(
+                f"parent branch {parent_path!r} does not exist on tape {tape!r}",
+                tape=tape,
+                branch=parent_path,
+            )
+        existing = {
+            path.rsplit("/", 1)[-1]
+            for path in repository.child_paths(found.id, parent_path, session=session)
+        }
+        if isinstance(body.children, int):
+            names = _next_free_names(existing, body.children)
+        else:
+            names = list(body.children)
+            clashing = sorted(existing.intersection(names))
+            if clashing:
+                raise Conflict(
+                    f"branch {parent_path!r} already has children named {', '.join(clashing)}",
+                    tape=tape,
+                    branches=[f"{parent_path}/{name}" for name in clashing],
+                )
+        paths = [f"{parent_path}/{name}" for name in names]
+        for path in paths:
+            repository.fork_branch(parent, path, body.shim_counters or {}, session=session)
+        return {"parent": parent_path, "branches": paths}
+
+
+@router.get("/{tape}/branches")
+def list_branches(tape: str, request: Request) -> dict[str, Any]:
+    with transaction(store_of(request).read) as session:
+        found = find_tape(tape, session=session)
+        branches = repository.list_branches(found.id, session=session)
+        return {"branches": [branch_view(branch, session=session) for branch in branches]}
+
+
+@router.get("/{tape}/branches/{branch:path}")
+def show_branch(tape: str, branch: str, request: Request) -> dict[str, Any]:
+    check_branch_path(branch)
+    with transaction(store_of(request).read) as session:
+        found = find_tape(tape, session=session)
+        row = repository.get_branch(found.id, branch, session=session)
+        if row is None:
+            raise NotFound(
+                f"branch {branch!r} does not exist on tape {tape!r}", tape=tape, branch=branch
+            )
+        return branch_view(row, session=session)

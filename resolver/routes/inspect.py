@@ -1,0 +1,112 @@
+"""Inspection routes: what each branch was served (events), one exchange, report and digest."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from resolver.auth import require_admin
+from resolver.errors import NotFound
+from resolver.policy import Decision
+from resolver.report import build_report
+from resolver.routes.tapes import find_tape, store_of
+from resolver.schemas import check_branch_path, encode_base64
+from store import exchanges, inspect, repository
+from store.db import transaction
+from store.digest import tape_digest
+
+router = APIRouter(prefix="/v1/tapes", tags=["inspect"], dependencies=[Depends(require_admin)])
+
+
+@router.get("/{tape}/events")
+def events(
+    tape: str,
+    request: Request,
+    branch: str | None = None,
+    after: int = Query(default=0, ge=0),
+    limit: int = Query(default=100, ge=1, le=1000),
+) -> dict[str, Any]:
+    """Paged events. With `branch`, `after` is that branch's seq; without, the event id."""
+    if branch is not None:
+        check_branch_path(branch)
+    with transaction(store_of(request).read) as session:
+        found = find_tape(tape, session=session)
+        if branch is not None and repository.get_branch(found.id, branch, session=session) is None:
+            raise NotFound(f"branch {branch!r} does not exist on tape {tape!r}", branch=branch)
+        rows = inspect.events_page(
+            found.id, branch=branch, after=after, limit=limit, session=session
+        )
+    page = [
+        {
+            "id": row.id,
+            "seq": row.seq,
+            "branch": row.branch,
+            "method": row.method,
+            "url": row.url,
+            "request_key": row.key_hash,
+            "occurrence": row.occurrence,
+            "fingerprint": row.fingerprint,
+            "decision": row.decision,
+            "exchange_id": row.exchange_id,
+            # A refusal has no exchange, but the worker was answered 502.
+            "status": 502 if row.decision == Decision.REFUSED else row.status,
+        }
+        for row in rows
+    ]
+    cursor = None
+    if len(rows) == limit:
+        cursor = rows[-1].seq if branch is not None else rows[-1].id
+    return {"events": page, "next_after": cursor}
+
+
+@router.get("/{tape}/exchanges/{exchange_id}")
+def exchange(tape: str, exchange_id: int, request: Request) -> dict[str, Any]:
+    with transaction(store_of(request).read) as session:
+        found = find_tape(tape, session=session)
+        row = exchanges.get_exchange(found.id, exchange_id, session=session)
+        if row is None:
+            raise NotFound(
+                f"exchange {exchange_id} is not on tape {tape!r}", exchange_id=exchange_id
+            )
+        response = None
+        if row.error_kind is None:
+            response = {
+                "status": row.response_status,
+                "headers": row.response_headers or [],
+                "body": encode_base64(exchanges.get_blob(row.response_body_sha, session=session)),
+            }
+        return {
+            "id": row.id,
+            "request_key": row.key_hash,
+            "key_readable": row.key_readable,
+            "occurrence": row.occurrence,
+            "fingerprint": row.fingerprint,
+            "request": {
+                "method": row.request_method,
+                "url": row.request_url,
+                "headers": row.request_headers,
+                "body": encode_base64(exchanges.get_blob(row.request_body_sha, session=session)),
+            },
+            "response": response,
+            "error": None
+            if row.error_kind is None
+            else {"kind": row.error_kind, "message": row.error_message},
+        }
+
+
+@router.get("/{tape}/report")
+def report(tape: str, request: Request) -> dict[str, Any]:
+    with transaction(store_of(request).read) as session:
+        found = find_tape(tape, session=session)
+        branches = [b.path for b in repository.list_branches(found.id, session=session)]
+        tallies = inspect.decision_tallies(found.id, session=session)
+        return build_report(found.name, found.mode, branches, tallies)
+
+
+@router.get("/{tape}/digest")
+def digest(tape: str, request: Request) -> dict[str, Any]:
+    with transaction(store_of(request).read) as session:
+        found = find_tape(tape, session=session)
+        value, count = tape_digest(found.id, session=session)
+        return {"tape": found.name, "digest": value, "exchanges": count}

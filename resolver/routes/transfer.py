@@ -1,0 +1,87 @@
+"""Export a tape as a standalone SQLite file, import one back (DESIGN §3: a tape is portable)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import FileResponse
+from starlette.background import BackgroundTask
+from starlette.concurrency import run_in_threadpool
+
+from resolver.auth import require_admin
+from resolver.errors import BodyTooLarge, Conflict, InvalidInput
+from resolver.routes.tapes import find_tape, store_of
+from resolver.schemas import check_tape_name
+from resolver.views import tape_view
+from store.db import transaction
+from store.transfer import TransferError, export_tape, import_tape
+
+router = APIRouter(prefix="/v1/tapes", tags=["transfer"], dependencies=[Depends(require_admin)])
+
+SQLITE_MEDIA_TYPE = "application/vnd.sqlite3"
+MAX_IMPORT_BYTES = 64 * 1024 * 1024 * 1024
+
+
+def _temporary_path() -> Path:
+    handle, name = tempfile.mkstemp(prefix="groundhog-tape-", suffix=".sqlite3")
+    os.close(handle)
+    return Path(name)
+
+
+def _remove(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+@router.get("/{tape}/export")
+def export(tape: str, request: Request) -> FileResponse:
+    path = _temporary_path()
+    try:
+        with transaction(store_of(request).read) as session:
+            export_tape(find_tape(tape, session=session), path, session=session)
+    except BaseException:
+        _remove(path)
+        raise
+    return FileResponse(
+        path,
+        media_type=SQLITE_MEDIA_TYPE,
+        filename=f"{tape}.sqlite3",
+        background=BackgroundTask(_remove, path),
+    )
+
+
+def _import(request: Request, path: Path, name: str | None) -> dict[str, Any]:
+    try:
+        with transaction(store_of(request).write) as session:
+            tape = import_tape(path, name, session=session)
+            return tape_view(tape, session=session)
+    except TransferError as error:
+        raise InvalidInput(f"the uploaded file is not a tape export: {error}") from error
+    except FileExistsError as error:
+        raise Conflict(
+            f"tape {error.args[0]!r} already exists; import with ?name=NEW", tape=error.args[0]
+        ) from error
+
+
+@router.post("/import", status_code=201)
+async def import_(request: Request, name: str | None = None) -> dict[str, Any]:
+    if name is not None:
+        check_tape_name(name)
+    path = _temporary_path()
+    try:
+        size = 0
+        with path.open("wb") as handle:
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > MAX_IMPORT_BYTES:
+                    raise BodyTooLarge(f"tape files over {MAX_IMPORT_BYTES} bytes are refused")
+                handle.write(chunk)
+        if size == 0:
+            raise InvalidInput("send the exported SQLite file as the request body")
+        return await run_in_threadpool(_import, request, path, name)
+    finally:
+        _remove(path)

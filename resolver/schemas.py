@@ -1,0 +1,159 @@
+"""Pydantic shapes of the admin API and the internal protocol (docs/internals.md).
+
+Validation lives here so every route rejects bad input the same way (422 problem+json naming
+the field and, for enums, the valid values) before anything touches the store.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from resolver.errors import InvalidInput
+from resolver.policy import DependencyModel, Mode
+
+TAPE_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,100}$"
+BRANCH_NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
+_BRANCH_PATH = re.compile(r"^root(/[A-Za-z0-9_.-]+)*$")
+
+
+def check_tape_name(name: str) -> str:
+    if not re.match(TAPE_NAME_PATTERN, name) or name in (".", ".."):
+        raise InvalidInput(
+            f"tape name {name!r} is invalid: use 1-100 of A-Z a-z 0-9 _ . - (not '.' or '..')",
+            field="name",
+        )
+    return name
+
+
+def check_branch_path(path: str) -> str:
+    if not _BRANCH_PATH.match(path) or len(path) > 1000:
+        raise InvalidInput(
+            f"branch path {path!r} is malformed: use 'root' or 'root/<name>/…' "
+            "with names of A-Z a-z 0-9 _ . -",
+            field="branch",
+        )
+    return path
+
+
+def decode_base64(value: str, field: str) -> bytes:
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError) as error:
+        raise InvalidInput(f"{field} is not valid base64: {error}", field=field) from error
+
+
+def encode_base64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Rule(Strict):
+    method: str = Field(min_length=1, max_length=20)
+    host: str | None = None
+    path: str = Field(min_length=1)
+    reads: list[str] = []
+    writes: list[str] = []
+
+
+class TapeConfig(Strict):
+    """The body of `POST /v1/tapes`: everything that defines a tape's behaviour."""
+
+    name: str
+    world_seed: int = 0
+    mode: Mode = Mode.GROUNDHOG
+    online: bool = True
+    dependency_model: DependencyModel = DependencyModel.CLOSURE
+    ignore_params: list[str] = []
+    match_headers: list[str] = []
+    cooperative_hosts: list[str] = []
+    passthrough_hosts: list[str] = []
+    redact_headers: list[str] = []
+    redact_params: list[str] = []
+    redact_json_paths: list[str] = []
+    rules: list[Rule] = []
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not re.match(TAPE_NAME_PATTERN, value) or value in (".", ".."):
+            raise ValueError("use 1-100 of A-Z a-z 0-9 _ . - (not '.' or '..')")
+        return value
+
+    def stored_config(self) -> dict[str, Any]:
+        """The parts kept in the tape's JSON config column."""
+        return self.model_dump(
+            mode="json", exclude={"name", "world_seed", "mode", "online", "dependency_model"}
+        )
+
+
+class ForkRequest(Strict):
+    parent: str = "root"
+    children: int | list[str] = Field(default=1)
+    shim_counters: dict[str, Any] | None = None
+
+    @field_validator("children")
+    @classmethod
+    def _children(cls, value: int | list[str]) -> int | list[str]:
+        if isinstance(value, int):
+            if not 1 <= value <= 1000:
+                raise ValueError("give between 1 and 1000 children")
+            return value
+        if not value:
+            raise ValueError("give at least one child name")
+        if len(set(value)) != len(value):
+            raise ValueError("child names repeat")
+        for name in value:
+            if not re.match(BRANCH_NAME_PATTERN, name):
+                raise ValueError(f"child name {name!r} must be of A-Z a-z 0-9 _ . -")
+        return value
+
+
+class ResolveRequest(BaseModel):
+    tape: str
+    branch: str
+    method: str = Field(min_length=1, max_length=20)
+    scheme: Literal["http", "https"] = "http"
+    host: str = Field(min_length=1, max_length=300)
+    port: int = Field(ge=1, le=65535)
+    path: str = "/"
+    query: list[tuple[str, str]] = []
+    headers: list[tuple[str, str]] = []
+    body: str = ""
+    body_too_large: bool = False
+
+
+class ResponseIn(BaseModel):
+    status: int = Field(ge=100, le=599)
+    headers: list[tuple[str, str]] = []
+    body: str = ""
+
+
+class UpstreamError(BaseModel):
+    kind: Literal["connect", "timeout", "reset", "tls", "other"]
+    message: str = ""
+
+
+class RecordRequest(BaseModel):
+    ticket: str = Field(min_length=1, max_length=64)
+    response: ResponseIn | None = None
+    error: UpstreamError | None = None
+    passthrough: Literal["streamed", "too-large", "websocket"] | None = None
+
+    def kind(self) -> str:
+        given = [
+            name for name in ("response", "error", "passthrough") if getattr(self, name) is not None
+        ]
+        if len(given) != 1:
+            raise InvalidInput(
+                "give exactly one of 'response', 'error' or 'passthrough'"
+                + (f" (got {', '.join(given)})" if given else ""),
+            )
+        return given[0]

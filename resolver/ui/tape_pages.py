@@ -1,0 +1,152 @@
+"""The viewer's first two pages: the list of tapes, and one tape (branch tree, report, chart).
+
+A person opening `/ui` wants to see which tapes exist, how a tape's branches were forked, and
+the report's numbers (reads shared, live calls, lies) without reading JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+
+from resolver.report import build_report
+from resolver.routes.tapes import find_tape
+from resolver.ui.chart import decisions_chart
+from resolver.ui.layout import UI_ROOT, badge, legend, page
+from resolver.ui.markup import Markup, link, path_segment, table, tag, url
+from resolver.views import tape_view
+from store import inspect, repository
+from store.db import transaction
+from store.models import Branch
+
+REPORT_FIELDS = (
+    ("reads", "reads"),
+    ("reads_shared", "reads shared"),
+    ("live_calls", "live calls"),
+    ("upstream_errors", "upstream errors"),
+    ("passthrough", "passthrough"),
+    ("lies", "lies"),
+)
+
+
+def tape_href(name: str) -> str:
+    return f"{UI_ROOT}/tapes/{path_segment(name)}"
+
+
+def timeline_href(tape: str, branch: str) -> str:
+    return url(f"{tape_href(tape)}/timeline", branch=branch)
+
+
+def register(router: APIRouter) -> None:
+    router.add_api_route("/", list_tapes, methods=["GET"], response_class=HTMLResponse)
+    router.add_api_route("/tapes/{tape}", show_tape, methods=["GET"], response_class=HTMLResponse)
+
+
+def list_tapes(request: Request) -> HTMLResponse:
+    with transaction(request.app.state.store.read) as session:
+        tapes = [tape_view(t, session=session) for t in repository.list_tapes(session=session)]
+    rows = [
+        [
+            link(tape_href(t["name"]), t["name"], class_="tape-link"),
+            t["mode"],
+            "online" if t["online"] else "sealed",
+            t["dependency_model"],
+            t["world_seed"],
+            t["branches"],
+            t["exchanges"],
+        ]
+        for t in tapes
+    ]
+    if not rows:
+        body: Markup = tag(
+            "p",
+            "No tapes yet. Open one with `groundhog tape open NAME` or POST /v1/tapes.",
+            class_="note",
+        )
+    else:
+        body = table(
+            ["tape", "mode", "state", "dependency model", "world seed", "branches", "exchanges"],
+            rows,
+            id="tapes",
+        )
+    return page("Tapes", body)
+
+
+def _tree(branches: list[Branch], tape: str) -> Markup:
+    children: dict[str | None, list[Branch]] = {}
+    paths = {branch.path for branch in branches}
+    for branch in branches:
+        parent = branch.parent_path if branch.parent_path in paths else None
+        children.setdefault(parent, []).append(branch)
+
+    def node(branch: Branch) -> Markup:
+        detail = f" · {branch.event_count} events"
+        if branch.parent_path:
+            detail += f" · forked at {branch.parent_path} event {branch.fork_point}"
+        below = children.get(branch.path, [])
+        nested = tag("ul", [node(child) for child in below]) if below else ""
+        label = link(timeline_href(tape, branch.path), branch.path, class_="branch-link")
+        return tag("li", label, tag("span", detail, class_="muted"), nested)
+
+    return tag("ul", [node(branch) for branch in children.get(None, [])], class_="tree")
+
+
+def _counts_row(label: object, counts: Mapping[str, Any]) -> list[object]:
+    decisions = counts.get("decisions", {})
+    mix = [tag("span", badge(name), " ", count, " ") for name, count in decisions.items()]
+    return [
+        label,
+        *(counts.get(field, 0) for field, _ in REPORT_FIELDS),
+        f"{counts.get('lie_rate', 0.0):.3f}",
+        mix,
+    ]
+
+
+def _report(tape: str, report: Mapping[str, Any]) -> Markup:
+    headings = ["branch", *(label for _, label in REPORT_FIELDS), "lie rate", "decisions"]
+    rows = [_counts_row(tag("strong", "all branches"), report["totals"])]
+    rows += [
+        _counts_row(link(timeline_href(tape, path), path), counts)
+        for path, counts in report["branches"].items()
+    ]
+    return Markup(
+        table(headings, rows, id="report")
+        + legend()
+        + tag("figure", decisions_chart(report["branches"]), id="report-chart")
+    )
+
+
+def show_tape(tape: str, request: Request) -> HTMLResponse:
+    with transaction(request.app.state.store.read) as session:
+        found = find_tape(tape, session=session)
+        view = tape_view(found, session=session)
+        branches = repository.list_branches(found.id, session=session)
+        tree = _tree(branches, found.name)
+        tallies = inspect.decision_tallies(found.id, session=session)
+        report = build_report(found.name, found.mode, [b.path for b in branches], tallies)
+    summary = table(
+        ["mode", "state", "dependency model", "world seed", "exchanges", "branches"],
+        [
+            [
+                view["mode"],
+                "online" if view["online"] else "sealed",
+                view["dependency_model"],
+                view["world_seed"],
+                view["exchanges"],
+                view["branches"],
+            ]
+        ],
+        id="tape-summary",
+    )
+    return page(
+        f"Tape {found.name}",
+        summary,
+        tag("h2", "Branches"),
+        tree,
+        tag("h2", "Report"),
+        _report(found.name, report),
+        crumbs=[(UI_ROOT, "tapes"), (tape_href(found.name), found.name)],
+    )

@@ -1,0 +1,130 @@
+"""Engine and session setup for the tape store, from one database URL.
+
+The same code must run on an embedded SQLite file (one node) and on PostgreSQL (many resolver
+replicas). Without this module every caller would repeat the SQLite pragmas that make concurrent
+writers safe (WAL, busy timeout, `BEGIN IMMEDIATE`) and the resolver would hit `database is
+locked` errors under load, or silently lose foreign keys.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from store.models import Base
+
+logger = logging.getLogger(__name__)
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def _prepare_sqlite_path(url: str) -> None:
+    database = make_url(url).database
+    if database and database != ":memory:":
+        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+
+
+def _install_sqlite_pragmas(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+        # pysqlite's own transaction handling issues a deferred BEGIN; we issue our own below.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        # A process crash (kill -9) cannot lose a committed WAL transaction at NORMAL.
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection) -> None:  # type: ignore[no-untyped-def]
+        # A deferred transaction that later writes can fail at once with SQLITE_BUSY when
+        # two writers race; taking the write lock up front makes busy_timeout apply instead.
+        # Read-only sessions opt out (see `Store.read`), so polling never queues for the lock.
+        begin = connection.get_execution_options().get("sqlite_begin", "IMMEDIATE")
+        connection.exec_driver_sql(f"BEGIN {begin}")
+
+
+def make_engine(url: str, *, create_schema: bool = True) -> Engine:
+    """An engine for `url` (sqlite:///… or postgresql+psycopg://…), schema created if asked."""
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
+    if url.startswith("sqlite"):
+        _prepare_sqlite_path(url)
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        _install_sqlite_pragmas(engine)
+    else:
+        engine = create_engine(url, pool_size=20, max_overflow=20, pool_pre_ping=True)
+    if create_schema:
+        Base.metadata.create_all(engine)
+    logger.debug("store engine ready for %s", engine.url.render_as_string(hide_password=True))
+    return engine
+
+
+def make_session_factory(engine: Engine) -> sessionmaker[Session]:
+    return sessionmaker(bind=engine, expire_on_commit=False)
+
+
+def relax_commit_durability(session: Session) -> None:
+    """On PostgreSQL, let this transaction's commit return before its WAL reaches disk.
+
+    For the resolve path only (occurrence counters, events, claims): a PostgreSQL server crash
+    may forget the last instants of those, never a recorded exchange, because `/v1/record`
+    commits synchronously and a synchronous commit flushes every earlier WAL record too. This
+    saves an fsync (milliseconds) per hit. SQLite (WAL, synchronous=NORMAL) needs nothing.
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text("SET LOCAL synchronous_commit = off"))
+
+
+@dataclass
+class Store:
+    """An engine with two session factories: `write` (takes the write lock) and `read`."""
+
+    engine: Engine
+    write: sessionmaker[Session]
+    read: sessionmaker[Session]
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def open_store(url: str, *, create_schema: bool = True) -> Store:
+    engine = make_engine(url, create_schema=create_schema)
+    reader = engine.execution_options(sqlite_begin="DEFERRED")
+    info = {"write_lock": threading.Lock()} if engine.dialect.name == "sqlite" else {}
+    return Store(
+        engine=engine,
+        write=sessionmaker(bind=engine, expire_on_commit=False, info=info),
+        read=sessionmaker(bind=reader, expire_on_commit=False),
+    )
+
+
+@contextmanager
+def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
+    """One unit of work: commit on success, roll back on any exception."""
+    session = factory()
+    # SQLite has one writer; queueing this process's writers on a lock avoids SQLite's
+    # sleeping busy handler (which adds up to 100 ms per retry) for in-process contention.
+    lock: threading.Lock | None = session.info.get("write_lock")
+    if lock is not None:
+        lock.acquire()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+        if lock is not None:
+            lock.release()

@@ -1,0 +1,67 @@
+"""The tape digest: a SHA-256 over the canonical content of a tape's exchanges and branch tree.
+
+Recording the same world twice with the same workflow must give the same digest, and an
+exported-then-imported tape must keep it; so the digest covers addresses, requests, responses
+and the branch tree, and excludes row ids, tape names and anything order-of-arrival dependent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from store.models import Branch, Exchange
+
+DIGEST_VERSION = "groundhog-digest-v1"
+
+
+def _line(value: Any) -> bytes:
+    return (
+        json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        + b"\n"
+    )
+
+
+def tape_digest(tape_id: int, *, session: Session) -> tuple[str, int]:
+    """(hex digest, number of exchanges), streamed so large tapes fit in memory."""
+    hasher = hashlib.sha256(_line(DIGEST_VERSION))
+    branches = select(Branch.path, Branch.parent_path, Branch.shim_counters).where(
+        Branch.tape_id == tape_id
+    )
+    for path, parent, counters in sorted(session.execute(branches), key=lambda row: row[0]):
+        hasher.update(_line(["branch", path, parent, counters or {}]))
+    # Byte order on both databases; PostgreSQL's default collation ignores punctuation.
+    collation = "C" if session.get_bind().dialect.name == "postgresql" else "BINARY"
+    query = (
+        select(
+            Exchange.key_hash,
+            Exchange.occurrence,
+            Exchange.fingerprint,
+            Exchange.key_readable,
+            Exchange.request_method,
+            Exchange.request_url,
+            Exchange.request_headers,
+            Exchange.request_body_sha,
+            Exchange.response_status,
+            Exchange.response_headers,
+            Exchange.response_body_sha,
+            Exchange.error_kind,
+            Exchange.error_message,
+        )
+        .where(Exchange.tape_id == tape_id)
+        .order_by(
+            Exchange.key_hash.collate(collation),
+            Exchange.occurrence,
+            Exchange.fingerprint.collate(collation),
+        )
+        .execution_options(yield_per=2000)
+    )
+    count = 0
+    for row in session.execute(query):
+        hasher.update(_line(["exchange", *row]))
+        count += 1
+    return hasher.hexdigest(), count

@@ -1,0 +1,134 @@
+"""Exchanges, bodies and events: what the world answered and what each branch was served.
+
+Bodies are stored once per content hash; an exchange is written first-wins at its address, so
+two askers that both fetched the same address keep one recording and nothing already recorded is
+overwritten. Without this module the hot path and the inspection routes would each grow their
+own queries over these tables.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from store import hot
+from store.models import Blob, Event, Exchange
+from store.upsert import insert_for
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def put_blob(data: bytes, *, session: Session) -> str:
+    digest = sha256_hex(data)
+    statement = insert_for(session, Blob.__table__).values(sha256=digest, data=data)
+    session.execute(statement.on_conflict_do_nothing(index_elements=["sha256"]))
+    return digest
+
+
+def get_blob(sha: str | None, *, session: Session) -> bytes:
+    if not sha:
+        return b""
+    data = session.scalar(select(Blob.data).where(Blob.sha256 == sha))
+    if data is None:
+        raise LookupError(f"blob {sha} is missing from the store")
+    return bytes(data)
+
+
+def find_exchange(
+    tape_id: int, key_hash: str, occurrence: int, fingerprint: str, *, session: Session
+) -> Exchange | None:
+    query = select(Exchange).where(
+        Exchange.tape_id == tape_id,
+        Exchange.key_hash == key_hash,
+        Exchange.occurrence == occurrence,
+        Exchange.fingerprint == fingerprint,
+    )
+    return session.scalars(query).one_or_none()
+
+
+def get_exchange(tape_id: int, exchange_id: int, *, session: Session) -> Exchange | None:
+    exchange = session.get(Exchange, exchange_id)
+    if exchange is None or exchange.tape_id != tape_id:
+        return None
+    return exchange
+
+
+@dataclass(frozen=True)
+class ExchangeContent:
+    """Everything an exchange holds except its address."""
+
+    key_readable: str
+    request_method: str
+    request_host: str
+    request_url: str
+    request_headers: list[list[str]]
+    request_body_sha: str
+    response_status: int | None = None
+    response_headers: list[list[str]] | None = None
+    response_body_sha: str | None = None
+    error_kind: str | None = None
+    error_message: str | None = None
+
+
+def insert_exchange_first_wins(
+    tape_id: int,
+    key_hash: str,
+    occurrence: int,
+    fingerprint: str,
+    content: ExchangeContent,
+    *,
+    session: Session,
+) -> tuple[Exchange, bool]:
+    """The exchange at the address, and whether this call created it (first recording wins)."""
+    values: dict[str, Any] = {
+        "tape_id": tape_id,
+        "key_hash": key_hash,
+        "occurrence": occurrence,
+        "fingerprint": fingerprint,
+        **content.__dict__,
+    }
+    statement = insert_for(session, Exchange.__table__).values(**values)
+    statement = statement.on_conflict_do_nothing(
+        index_elements=["tape_id", "key_hash", "occurrence", "fingerprint"]
+    ).returning(Exchange.__table__.c.id)
+    created_id = session.execute(statement).scalar_one_or_none()
+    exchange = find_exchange(tape_id, key_hash, occurrence, fingerprint, session=session)
+    if exchange is None:
+        raise LookupError("exchange vanished between insert and select")
+    return exchange, created_id is not None
+
+
+def add_event(*, session: Session, **fields: Any) -> int:
+    """Insert an event and return its id (every resolve does this)."""
+    return hot.add_event(session=session, **fields)
+
+
+def finish_event(
+    event_id: int, *, decision: str, exchange_id: int | None, session: Session
+) -> None:
+    session.execute(
+        update(Event).where(Event.id == event_id).values(decision=decision, exchange_id=exchange_id)
+    )
+
+
+def recorded_keys(
+    tape_id: int, method: str, host: str, *, session: Session, limit: int = 5000
+) -> list[str]:
+    """Readable keys recorded for this method and host, for 'nearest key' hints."""
+    query = (
+        select(Exchange.key_readable)
+        .where(
+            Exchange.tape_id == tape_id,
+            Exchange.request_method == method,
+            Exchange.request_host == host,
+        )
+        .distinct()
+        .limit(limit)
+    )
+    return list(session.scalars(query))

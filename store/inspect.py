@@ -1,0 +1,101 @@
+"""Read-side queries over a tape for people: event pages and per-branch decision tallies.
+
+The report and the events listing must not load a whole tape into memory; these queries page
+and aggregate in the database. Interpreting the tallies (what counts as a lie, a live call) is
+the resolver's business, not the store's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from store.models import Branch, Event, Exchange
+
+
+@dataclass(frozen=True)
+class EventRow:
+    id: int
+    seq: int
+    branch: str
+    method: str
+    url: str
+    key_hash: str
+    occurrence: int
+    fingerprint: str
+    decision: str
+    exchange_id: int | None
+    status: int | None
+
+
+@dataclass(frozen=True)
+class Tally:
+    branch: str
+    decision: str
+    is_read: bool
+    errored: bool
+    count: int
+
+
+def events_page(
+    tape_id: int, *, branch: str | None, after: int, limit: int, session: Session
+) -> list[EventRow]:
+    """Events after a cursor: the branch's `seq` with a branch, else the global event id."""
+    query = (
+        select(
+            Event.id,
+            Event.seq,
+            Branch.path,
+            Event.method,
+            Event.url,
+            Event.key_hash,
+            Event.occurrence,
+            Event.fingerprint,
+            Event.decision,
+            Event.exchange_id,
+            Exchange.response_status,
+            Exchange.error_kind,
+        )
+        .join(Branch, Branch.id == Event.branch_id)
+        .join(Exchange, Exchange.id == Event.exchange_id, isouter=True)
+        .where(Branch.tape_id == tape_id)
+    )
+    if branch is not None:
+        query = query.where(Branch.path == branch, Event.seq > after).order_by(Event.seq)
+    else:
+        query = query.where(Event.id > after).order_by(Event.id)
+    rows = session.execute(query.limit(limit)).all()
+    return [
+        EventRow(
+            id=row.id,
+            seq=row.seq,
+            branch=row.path,
+            method=row.method,
+            url=row.url,
+            key_hash=row.key_hash,
+            occurrence=row.occurrence,
+            fingerprint=row.fingerprint,
+            decision=row.decision,
+            exchange_id=row.exchange_id,
+            status=502 if row.error_kind is not None else row.response_status,
+        )
+        for row in rows
+    ]
+
+
+def decision_tallies(tape_id: int, *, session: Session) -> list[Tally]:
+    errored = Exchange.error_kind.is_not(None)
+    query = (
+        select(Branch.path, Event.decision, Event.is_read, errored, func.count())
+        .select_from(Event)
+        .join(Branch, Branch.id == Event.branch_id)
+        .join(Exchange, Exchange.id == Event.exchange_id, isouter=True)
+        .where(Branch.tape_id == tape_id)
+        .group_by(Branch.path, Event.decision, Event.is_read, errored)
+    )
+    return [
+        Tally(branch=path, decision=decision, is_read=bool(is_read), errored=bool(err), count=n)
+        for path, decision, is_read, err, n in session.execute(query)
+    ]

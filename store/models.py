@@ -1,0 +1,188 @@
+"""Typed SQLAlchemy models: the tables a tape is made of, plus the coordination tables.
+
+Tape content (tapes, branches, counters, versions, exchanges, events, hints, blobs) holds no
+wall-clock time or host entropy, so recording the same world twice gives the same digest.
+Claims and pending records coordinate live calls between resolver replicas; they are not tape
+content, may use time, and are never exported.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Float,
+    ForeignKey,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+# SQLite only auto-increments INTEGER PRIMARY KEY; PostgreSQL gets a BIGINT identity.
+IdType = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Tape(Base):
+    __tablename__ = "gh_tapes"
+    # Tape ids are never reused (SQLite AUTOINCREMENT; PostgreSQL identities never reuse), so
+    # anything cached by tape id dies with its tape.
+    __table_args__ = {"sqlite_autoincrement": True}
+
+    id: Mapped[int] = mapped_column(IdType, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    world_seed: Mapped[int] = mapped_column(BigInteger)
+    mode: Mapped[str] = mapped_column(String(20))
+    online: Mapped[bool] = mapped_column(Boolean)
+    dependency_model: Mapped[str] = mapped_column(String(20))
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+class Branch(Base):
+    __tablename__ = "gh_branches"
+    __table_args__ = (UniqueConstraint("tape_id", "path"),)
+
+    id: Mapped[int] = mapped_column(IdType, primary_key=True, autoincrement=True)
+    tape_id: Mapped[int] = mapped_column(ForeignKey("gh_tapes.id", ondelete="CASCADE"), index=True)
+    path: Mapped[str] = mapped_column(String(1000))
+    parent_path: Mapped[str | None] = mapped_column(String(1000), nullable=True)
+    fork_point: Mapped[int] = mapped_column(Integer, default=0)
+    event_count: Mapped[int] = mapped_column(Integer, default=0)
+    shim_counters: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+
+class OccurrenceCounter(Base):
+    """How many times a branch's lineage asked a key; a fork copies the parent's rows."""
+
+    __tablename__ = "gh_occurrences"
+
+    branch_id: Mapped[int] = mapped_column(
+        ForeignKey("gh_branches.id", ondelete="CASCADE"), primary_key=True
+    )
+    key_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    count: Mapped[int] = mapped_column(Integer)
+
+
+class ResourceVersion(Base):
+    """A branch's version of a resource it (or its lineage) wrote; a fork copies these rows."""
+
+    __tablename__ = "gh_versions"
+
+    branch_id: Mapped[int] = mapped_column(
+        ForeignKey("gh_branches.id", ondelete="CASCADE"), primary_key=True
+    )
+    resource: Mapped[str] = mapped_column(String(1000), primary_key=True)
+    version: Mapped[str] = mapped_column(String(64))
+
+
+class Blob(Base):
+    """A body, stored once per content hash."""
+
+    __tablename__ = "gh_blobs"
+
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class Exchange(Base):
+    """The world's answer at one address (tape, request key, occurrence, fingerprint)."""
+
+    __tablename__ = "gh_exchanges"
+    __table_args__ = (UniqueConstraint("tape_id", "key_hash", "occurrence", "fingerprint"),)
+
+    id: Mapped[int] = mapped_column(IdType, primary_key=True, autoincrement=True)
+    tape_id: Mapped[int] = mapped_column(ForeignKey("gh_tapes.id", ondelete="CASCADE"), index=True)
+    key_hash: Mapped[str] = mapped_column(String(64))
+    occurrence: Mapped[int] = mapped_column(Integer)
+    fingerprint: Mapped[str] = mapped_column(String(100))
+    key_readable: Mapped[str] = mapped_column(Text)
+    request_method: Mapped[str] = mapped_column(String(20))
+    request_host: Mapped[str] = mapped_column(String(300))
+    request_url: Mapped[str] = mapped_column(Text)
+    request_headers: Mapped[list[list[str]]] = mapped_column(JSON)
+    request_body_sha: Mapped[str] = mapped_column(String(64))
+    response_status: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    response_headers: Mapped[list[list[str]] | None] = mapped_column(JSON, nullable=True)
+    response_body_sha: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    error_kind: Mapped[str | None] = mapped_column(String(20), nullable=True)
+    error_message: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class Event(Base):
+    """What one branch was served for one ask, in the branch's own order."""
+
+    __tablename__ = "gh_events"
+    __table_args__ = (UniqueConstraint("branch_id", "seq"),)
+
+    id: Mapped[int] = mapped_column(IdType, primary_key=True, autoincrement=True)
+    branch_id: Mapped[int] = mapped_column(
+        ForeignKey("gh_branches.id", ondelete="CASCADE"), index=True
+    )
+    seq: Mapped[int] = mapped_column(Integer)
+    method: Mapped[str] = mapped_column(String(20))
+    url: Mapped[str] = mapped_column(Text)
+    key_hash: Mapped[str] = mapped_column(String(64))
+    occurrence: Mapped[int] = mapped_column(Integer)
+    fingerprint: Mapped[str] = mapped_column(String(100))
+    decision: Mapped[str] = mapped_column(String(20))
+    is_read: Mapped[bool] = mapped_column(Boolean)
+    true_fingerprint_nonempty: Mapped[bool] = mapped_column(Boolean, default=False)
+    exchange_id: Mapped[int | None] = mapped_column(
+        ForeignKey("gh_exchanges.id", ondelete="SET NULL"), nullable=True
+    )
+
+
+class KeyHint(Base):
+    """Resources a cooperative world named for a key (X-Groundhog-Reads / -Writes)."""
+
+    __tablename__ = "gh_key_hints"
+
+    tape_id: Mapped[int] = mapped_column(
+        ForeignKey("gh_tapes.id", ondelete="CASCADE"), primary_key=True
+    )
+    key_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    # None: the world never named this key's reads; "": it said the key reads nothing.
+    reads: Mapped[str | None] = mapped_column(Text, nullable=True)
+    writes: Mapped[str] = mapped_column(Text, default="")
+
+
+class Claim(Base):
+    """Single flight: the one asker fetching an address holds this row until its lease ends."""
+
+    __tablename__ = "gh_claims"
+    __table_args__ = (UniqueConstraint("tape_id", "key_hash", "occurrence", "fingerprint"),)
+
+    id: Mapped[int] = mapped_column(IdType, primary_key=True, autoincrement=True)
+    tape_id: Mapped[int] = mapped_column(ForeignKey("gh_tapes.id", ondelete="CASCADE"))
+    key_hash: Mapped[str] = mapped_column(String(64))
+    occurrence: Mapped[int] = mapped_column(Integer)
+    fingerprint: Mapped[str] = mapped_column(String(100))
+    ticket: Mapped[str] = mapped_column(String(64), index=True)
+    lease_expires: Mapped[float] = mapped_column(Float)
+
+
+class PendingRecord(Base):
+    """A forward the resolver is waiting to hear back about (the ticket's state)."""
+
+    __tablename__ = "gh_pending"
+
+    ticket: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tape_id: Mapped[int] = mapped_column(ForeignKey("gh_tapes.id", ondelete="CASCADE"))
+    branch_id: Mapped[int] = mapped_column(ForeignKey("gh_branches.id", ondelete="CASCADE"))
+    event_id: Mapped[int] = mapped_column(ForeignKey("gh_events.id", ondelete="CASCADE"))
+    key_hash: Mapped[str] = mapped_column(String(64))
+    occurrence: Mapped[int] = mapped_column(Integer)
+    fingerprint: Mapped[str] = mapped_column(String(100))
+    decision: Mapped[str] = mapped_column(String(20))
+    is_write: Mapped[bool] = mapped_column(Boolean)
+    request: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created: Mapped[float] = mapped_column(Float)

@@ -1,0 +1,226 @@
+"""Repository functions for tapes, branches and the branch state the resolver's hot path needs.
+
+Every function takes `session=` and never commits: the caller owns the transaction, so one
+resolve is one short transaction and an acknowledged record is committed exactly once. Without
+this layer the routes would speak SQL directly and the SQLite/PostgreSQL differences would leak.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import delete, func, literal, select
+from sqlalchemy.orm import Session
+
+from store import hot
+from store.models import (
+    Branch,
+    Claim,
+    Event,
+    Exchange,
+    KeyHint,
+    OccurrenceCounter,
+    PendingRecord,
+    ResourceVersion,
+    Tape,
+)
+from store.upsert import insert_for
+
+ROOT = "root"
+
+
+def get_tape(name: str, *, session: Session) -> Tape | None:
+    return session.scalars(select(Tape).where(Tape.name == name)).one_or_none()
+
+
+def list_tapes(*, session: Session) -> list[Tape]:
+    return list(session.scalars(select(Tape).order_by(Tape.name)))
+
+
+def create_tape(
+    *,
+    session: Session,
+    name: str,
+    world_seed: int,
+    mode: str,
+    online: bool,
+    dependency_model: str,
+    config: dict[str, Any],
+) -> Tape:
+    """A new tape with its `root` branch."""
+    tape = Tape(
+        name=name,
+        world_seed=world_seed,
+        mode=mode,
+        online=online,
+        dependency_model=dependency_model,
+        config=config,
+    )
+    session.add(tape)
+    session.flush()
+    session.add(Branch(tape_id=tape.id, path=ROOT, parent_path=None, shim_counters={}))
+    session.flush()
+    return tape
+
+
+def set_online(tape: Tape, online: bool, *, session: Session) -> Tape:
+    tape.online = online
+    session.flush()
+    return tape
+
+
+def delete_tape(tape: Tape, *, session: Session) -> None:
+    """Remove a tape and everything hanging off it (blobs are shared and left alone)."""
+    branch_ids = select(Branch.id).where(Branch.tape_id == tape.id)
+    session.execute(delete(PendingRecord).where(PendingRecord.tape_id == tape.id))
+    session.execute(delete(Claim).where(Claim.tape_id == tape.id))
+    session.execute(delete(Event).where(Event.branch_id.in_(branch_ids)))
+    session.execute(delete(OccurrenceCounter).where(OccurrenceCounter.branch_id.in_(branch_ids)))
+    session.execute(delete(ResourceVersion).where(ResourceVersion.branch_id.in_(branch_ids)))
+    session.execute(delete(KeyHint).where(KeyHint.tape_id == tape.id))
+    session.execute(delete(Exchange).where(Exchange.tape_id == tape.id))
+    session.execute(delete(Branch).where(Branch.tape_id == tape.id))
+    session.execute(delete(Tape).where(Tape.id == tape.id))
+
+
+def count_exchanges(tape_id: int, *, session: Session) -> int:
+    query = select(func.count()).select_from(Exchange).where(Exchange.tape_id == tape_id)
+    return session.scalar(query) or 0
+
+
+def count_branches(tape_id: int, *, session: Session) -> int:
+    query = select(func.count()).select_from(Branch).where(Branch.tape_id == tape_id)
+    return session.scalar(query) or 0
+
+
+def get_branch(tape_id: int, path: str, *, session: Session) -> Branch | None:
+    query = select(Branch).where(Branch.tape_id == tape_id, Branch.path == path)
+    return session.scalars(query).one_or_none()
+
+
+@dataclass(frozen=True)
+class TapeRef:
+    """The tape fields the resolve hot path reads, without ORM identity-map overhead."""
+
+    id: int
+    name: str
+    world_seed: int
+    mode: str
+    online: bool
+    dependency_model: str
+    config: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class BranchRef:
+    id: int
+    path: str
+
+
+def get_tape_and_branch(
+    tape_name: str, path: str, *, session: Session
+) -> tuple[TapeRef, BranchRef] | None:
+    """Both in one round trip (the resolve hot path), or None if either is missing."""
+    row = hot.tape_and_branch(tape_name, path, session=session)
+    if row is None:
+        return None
+    tape = TapeRef(
+        row.id, row.name, row.world_seed, row.mode, row.online, row.dependency_model, row.config
+    )
+    return tape, BranchRef(row.branch_id, path)
+
+
+def list_branches(tape_id: int, *, session: Session) -> list[Branch]:
+    return list(
+        session.scalars(select(Branch).where(Branch.tape_id == tape_id).order_by(Branch.path))
+    )
+
+
+def child_paths(tape_id: int, path: str, *, session: Session) -> list[str]:
+    query = select(Branch.path).where(Branch.tape_id == tape_id, Branch.parent_path == path)
+    return sorted(session.scalars(query))
+
+
+def fork_branch(
+    parent: Branch, child_path: str, shim_counters: dict[str, Any], *, session: Session
+) -> Branch:
+    """A child at the parent's current state: its counters and versions are copied."""
+    child = Branch(
+        tape_id=parent.tape_id,
+        path=child_path,
+        parent_path=parent.path,
+        fork_point=parent.event_count,
+        event_count=0,
+        shim_counters=shim_counters,
+    )
+    session.add(child)
+    session.flush()
+    counters = select(
+        literal(child.id),
+        OccurrenceCounter.key_hash,
+        OccurrenceCounter.count,
+    ).where(OccurrenceCounter.branch_id == parent.id)
+    session.execute(
+        OccurrenceCounter.__table__.insert().from_select(
+            ["branch_id", "key_hash", "count"], counters
+        )
+    )
+    versions = select(
+        literal(child.id),
+        ResourceVersion.resource,
+        ResourceVersion.version,
+    ).where(ResourceVersion.branch_id == parent.id)
+    session.execute(
+        ResourceVersion.__table__.insert().from_select(
+            ["branch_id", "resource", "version"], versions
+        )
+    )
+    return child
+
+
+def take_occurrence(branch_id: int, key_hash: str, *, session: Session) -> int:
+    """This ask's occurrence (asks of the key before it), counting it atomically."""
+    return hot.take_occurrence(branch_id, key_hash, session=session)
+
+
+def take_event_seq(branch_id: int, *, session: Session) -> int:
+    """The branch's next event number, taken atomically."""
+    return hot.take_event_seq(branch_id, session=session)
+
+
+def branch_versions(branch_id: int, *, session: Session) -> dict[str, str]:
+    query = select(ResourceVersion.resource, ResourceVersion.version).where(
+        ResourceVersion.branch_id == branch_id
+    )
+    return {resource: version for resource, version in session.execute(query)}
+
+
+def versions_of(branch_id: int, resources: set[str], *, session: Session) -> dict[str, str]:
+    """The branch's versions of those of `resources` its lineage wrote."""
+    return hot.versions_of(branch_id, resources, session=session)
+
+
+def set_versions(branch_id: int, versions: dict[str, str], *, session: Session) -> None:
+    for resource, version in sorted(versions.items()):
+        statement = insert_for(session, ResourceVersion.__table__).values(
+            branch_id=branch_id, resource=resource, version=version
+        )
+        statement = statement.on_conflict_do_update(
+            index_elements=["branch_id", "resource"], set_={"version": version}
+        )
+        session.execute(statement)
+
+
+def get_hint(tape_id: int, key_hash: str, *, session: Session) -> KeyHint | None:
+    return session.get(KeyHint, (tape_id, key_hash))
+
+
+def set_hint(
+    tape_id: int, key_hash: str, reads: str | None, writes: str, *, session: Session
+) -> None:
+    statement = insert_for(session, KeyHint.__table__).values(
+        tape_id=tape_id, key_hash=key_hash, reads=reads, writes=writes
+    )
+    statement = statement.on_conflict_do_nothing(index_elements=["tape_id", "key_hash"])
+    session.execute(statement)

@@ -1,0 +1,23 @@
+"""Dialect-neutral `INSERT … ON CONFLICT` for the two databases the store runs on.
+
+Counters, claims and first-wins exchanges must be atomic under concurrent writers; doing
+read-then-insert instead would race between resolver replicas. SQLite (>= 3.35) and PostgreSQL
+both speak ON CONFLICT, but SQLAlchemy exposes it per dialect, so callers go through here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+
+def insert_for(session: Session, table: Any) -> Any:
+    """An `insert(table)` construct that has `.on_conflict_do_*` for the session's dialect."""
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        return postgresql.insert(table)
+    if dialect == "sqlite":
+        return sqlite.insert(table)
+    raise RuntimeError(f"unsupported database dialect {dialect!r} (use sqlite or postgresql)")

@@ -1,0 +1,101 @@
+"""Constructed measurements for the bench analysis tests: three conditions with known structure.
+
+(A) draws independent noise per branch, (B) and (C) share one draw per world; (B) hides the
+verify bonus (a lying replay), (C) keeps it. The live reference draws independent worlds with
+an observed attention shock entering the reward with coefficient one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from bench.config import ACTIONS, BenchConfig, quick_config
+from bench.measurements import (
+    ConditionData,
+    EquivalenceCheck,
+    ReferenceData,
+    Rollout,
+)
+
+QUALITY = {"guess": 0.0, "skim": 0.2, "deep": 0.4, "verify": 0.6}
+VERIFY_BONUS = 0.2
+
+
+def _condition(name: str, worlds: int, rng: np.random.Generator) -> ConditionData:
+    data = ConditionData(name=name, actions=ACTIONS, groups=worlds, world_calls=10 * worlds)
+    for world in range(worlds):
+        shared = rng.normal(scale=1.4)
+        for action in ACTIONS:
+            attention = rng.normal(scale=1.4) if name == "naive" else shared
+            bonus = VERIFY_BONUS if action == "verify" and name != "replay" else 0.0
+            base = QUALITY[action] - (VERIFY_BONUS if action == "verify" else 0.0)
+            reward = base + bonus + attention + rng.normal(scale=0.05)
+            saw = None if action != "verify" else name != "replay"
+            data.rollouts.append(Rollout(world, f"b{world}", action, reward, attention, saw))
+    data.totals.add({"reads": 100, "reads_shared": 70 if name != "naive" else 0, "lies": 0})
+    if name == "replay":
+        data.totals.add({"reads": 0, "lies": 5})
+    return data
+
+
+def _reference(pairs: int, rng: np.random.Generator) -> ReferenceData:
+    reference = ReferenceData(attention_coefficient=1.0)
+    for pair in range(pairs):
+        attention_a, attention_b = rng.normal(scale=1.4, size=2)
+        verify = QUALITY["verify"] + attention_a + rng.normal(scale=0.05)
+        deep_b = QUALITY["deep"] + attention_b + rng.normal(scale=0.05)
+        deep_a = QUALITY["deep"] + attention_a + rng.normal(scale=0.05)
+        reference.better.append(Rollout(2 * pair, "live", "verify", verify, attention_a))
+        reference.worse_independent.append(
+            Rollout(2 * pair + 1, "live", "deep", deep_b, attention_b)
+        )
+        reference.worse_coupled.append(Rollout(2 * pair, "live", "deep", deep_a, attention_a))
+        for action in ACTIONS:
+            reward = QUALITY[action] + attention_a
+            reference.per_action.setdefault(action, []).append(reward)
+    return reference
+
+
+@pytest.fixture
+def small_config() -> BenchConfig:
+    return replace(quick_config(), worlds=80, grpo_steps=60, grpo_seeds=(0, 1))
+
+
+@pytest.fixture
+def constructed_raw() -> dict:
+    rng = np.random.default_rng(2024)
+    conditions = {name: _condition(name, 80, rng) for name in ("naive", "replay", "groundhog")}
+    equivalence = {
+        "groundhog": [EquivalenceCheck(1, "verify", 1.5, 1.5, True)] * 4,
+        "replay": [EquivalenceCheck(1, "verify", 1.3, 1.5, False)]
+        + [EquivalenceCheck(1, "deep", 1.0, 1.0, True)] * 3,
+    }
+    return {
+        "reference": _reference(300, rng),
+        "conditions": conditions,
+        "equivalence": equivalence,
+        "curve": {
+            "sizes": [1, 2, 4],
+            "live_calls_per_group": {
+                "naive": [3, 8, 24],
+                "replay": [8, 9, 11],
+                "groundhog": [8, 9, 13],
+            },
+        },
+        "dependency_models": {
+            "closure": {
+                "pairs": [(True, True), (True, False), (True, False)],
+                "live_calls_per_group": 20,
+            },
+            "path": {
+                "pairs": [(False, True), (False, False), (False, False)],
+                "live_calls_per_group": 12,
+            },
+        },
+        "reproducibility": [("a", "a"), ("b", "b")],
+        "speed": {"resolver": "not measured (test)", "proxy": [{"name": "p50", "ms": 1.5}]},
+        "timings": {"total": 1.0},
+    }

@@ -1,0 +1,126 @@
+"""bench.analysis and bench.assemble on constructed measurements with known structure."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from bench import analysis
+from bench.assemble import assemble
+from bench.harness import Services
+from bench.measurements import ConditionData, EquivalenceCheck, Rollout
+
+SERVICES = Services("http://w", "http://r", "http://p")
+
+
+def test_condition_rows_follow_from_the_rewards(small_config, constructed_raw) -> None:
+    data: ConditionData = constructed_raw["conditions"]["naive"]
+    row, contrast = analysis.analyze_condition(data, small_config, truth_sign=1)
+    by_world: dict[int, dict[str, float]] = {}
+    for rollout in data.rollouts:
+        by_world.setdefault(rollout.world_seed, {})[rollout.action] = rollout.reward
+    expected = [world["verify"] - world["deep"] for world in by_world.values()]
+    np.testing.assert_allclose(contrast, expected)
+    assert row["contrast_variance"] == pytest.approx(np.var(expected, ddof=1))
+    assert row["estimated_contrast"]["value"] == pytest.approx(np.mean(expected))
+    assert row["live_calls_per_group"] == pytest.approx(10.0)
+    assert row["recording_calls_per_group"] == 0.0
+    assert row["blind_to_own_write"] == 0.0
+    assert row["lie_rate"] == 0.0
+    assert row["reads_shared"] == 0.0
+
+
+def test_replay_rows_count_lies_and_blindness(small_config, constructed_raw) -> None:
+    row, _ = analysis.analyze_condition(constructed_raw["conditions"]["replay"], small_config, 1)
+    assert row["lie_rate"] == pytest.approx(5 / 100)
+    assert row["reads_shared"] == pytest.approx(0.7)
+    assert row["blind_to_own_write"] == 1.0
+
+
+def test_first_significant_is_reported_in_rollouts(small_config) -> None:
+    data = ConditionData(name="groundhog", actions=small_config.actions, groups=10)
+    for world in range(10):
+        for action in small_config.actions:
+            reward = 1.0 + 0.01 * world if action == "verify" else 0.0
+            data.rollouts.append(Rollout(world, "b", action, reward))
+    row, _ = analysis.analyze_condition(data, small_config, truth_sign=-1)
+    # Every prefix of a positive sequence with spread is significant from n = 5 (min_samples).
+    assert row["first_significant"] == {"rollouts": 10, "sign": 1, "correct": False}
+    assert row["stable_rollouts"] is None
+
+
+def test_reference_uses_the_attention_control_variate(small_config, constructed_raw) -> None:
+    reference = constructed_raw["reference"]
+    result = analysis.analyze_reference(reference, small_config)
+    adjusted = [
+        (b.reward - b.attention) - (w.reward - w.attention)
+        for b, w in zip(reference.better, reference.worse_independent, strict=True)
+    ]
+    assert result["contrast"]["value"] == pytest.approx(np.mean(adjusted))
+    assert result["contrast"]["stderr"] == pytest.approx(
+        np.std(adjusted, ddof=1) / math.sqrt(len(adjusted))
+    )
+    assert result["control_variate_gain"] > 10
+    assert result["best_action"] == "verify"
+    coupled = [
+        b.reward - w.reward for b, w in zip(reference.better, reference.worse_coupled, strict=True)
+    ]
+    assert result["estimand_variance"]["value"] == pytest.approx(np.var(coupled, ddof=1))
+
+
+def test_equivalence_counts_only_identical_rewards_and_observations() -> None:
+    checks = [
+        EquivalenceCheck(1, "deep", 1.0, 1.0, True),
+        EquivalenceCheck(1, "verify", 1.0, 1.25, False),
+        EquivalenceCheck(2, "deep", 2.0, 2.0, False),
+    ]
+    assert analysis.analyze_equivalence(checks) == {
+        "identical": 1,
+        "total": 3,
+        "max_abs_diff": 0.25,
+    }
+    assert analysis.analyze_equivalence([]) is None
+
+
+def test_assembled_results_carry_the_known_directions(small_config, constructed_raw) -> None:
+    results = assemble(small_config, constructed_raw, run_id="t", services=SERVICES)
+    rows = results["conditions"]
+    naive_variance = rows["naive"]["contrast_variance"]
+    assert rows["groundhog"]["reduction_vs_naive"] == pytest.approx(
+        naive_variance / rows["groundhog"]["contrast_variance"]
+    )
+    assert rows["groundhog"]["reduction_vs_naive"] > 100
+    assert rows["groundhog"]["levene_vs_naive"]["p"] < 0.01
+    assert rows["groundhog"]["verdict"] == "unbiased"
+    assert rows["naive"]["verdict"] == "unbiased"
+    assert rows["replay"]["verdict"] == "biased"
+    assert rows["replay"]["bias"]["value"] == pytest.approx(-0.2, abs=0.05)
+    assert rows["groundhog"]["exact_equivalence"]["identical"] == 4
+    assert rows["replay"]["exact_equivalence"]["identical"] == 3
+    assert rows["naive"]["exact_equivalence"] == {"is_live_world": True}
+    assert results["reproducibility"]["identical"] == 2
+    closure = results["dependency_models"]["closure"]
+    assert (closure["precision"], closure["recall"]) == (pytest.approx(1 / 3), 1.0)
+    assert results["dependency_models"]["path"]["recall"] == 0.0
+    assert results["meta"]["config"]["worlds"] == small_config.worlds
+    assert set(results["raw"]["grpo_best_probability"]) == {"naive", "replay", "groundhog"}
+
+
+def test_claims_say_not_supported_when_the_data_do_not_back_them(
+    small_config, constructed_raw
+) -> None:
+    good = {
+        c["claim"]: c["supported"]
+        for c in assemble(small_config, constructed_raw, run_id="t", services=SERVICES)["claims"]
+    }
+    assert all(good.values()), good
+    constructed_raw["equivalence"]["groundhog"] = [EquivalenceCheck(1, "verify", 1.5, 1.4, True)]
+    constructed_raw["reproducibility"] = [("a", "b")]
+    bad = {
+        c["claim"]: c["supported"]
+        for c in assemble(small_config, constructed_raw, run_id="t", services=SERVICES)["claims"]
+    }
+    assert not bad["(C) reproduces a live rollout bit for bit"]
+    assert not bad["Recording the same world twice gives identical digests"]

@@ -1,0 +1,59 @@
+"""End to end: forking branches and reading them back."""
+
+from __future__ import annotations
+
+from tests.resolver.proxy_double import ProxyDouble
+
+
+def test_fork_by_count_takes_next_free_names(proxy: ProxyDouble, tape_name: str) -> None:
+    proxy.open(tape_name)
+    assert proxy.fork(tape_name, children=2) == ["root/b0", "root/b1"]
+    assert proxy.fork(tape_name, children=["x"]) == ["root/x"]
+    assert proxy.fork(tape_name, children=1) == ["root/b2"]
+    assert proxy.fork(tape_name, parent="root/b0", children=1) == ["root/b0/b0"]
+    listed = proxy.http.get(f"/v1/tapes/{tape_name}/branches").json()["branches"]
+    assert [b["path"] for b in listed] == [
+        "root",
+        "root/b0",
+        "root/b0/b0",
+        "root/b1",
+        "root/b2",
+        "root/x",
+    ]
+    root = proxy.http.get(f"/v1/tapes/{tape_name}/branches/root").json()
+    assert root["children"] == ["root/b0", "root/b1", "root/b2", "root/x"]
+    assert root["parent"] is None
+
+
+def test_shim_counters_are_stored_on_children(proxy: ProxyDouble, tape_name: str) -> None:
+    proxy.open(tape_name)
+    reply = proxy.http.post(
+        f"/v1/tapes/{tape_name}/fork",
+        json={"parent": "root", "children": 1, "shim_counters": {"random": 4}},
+    )
+    assert reply.status_code == 201
+    child = proxy.http.get(f"/v1/tapes/{tape_name}/branches/root/b0").json()
+    assert child["shim_counters"] == {"random": 4}
+
+
+def test_fork_errors(proxy: ProxyDouble, tape_name: str) -> None:
+    proxy.open(tape_name)
+    proxy.fork(tape_name, children=["a"])
+    missing = proxy.http.post(
+        f"/v1/tapes/{tape_name}/fork", json={"parent": "root/zz", "children": 1}
+    )
+    assert missing.status_code == 404 and "root/zz" in missing.json()["detail"]
+    clash = proxy.http.post(
+        f"/v1/tapes/{tape_name}/fork", json={"parent": "root", "children": ["a"]}
+    )
+    assert clash.status_code == 409 and clash.json()["branches"] == ["root/a"]
+    malformed = proxy.http.post(
+        f"/v1/tapes/{tape_name}/fork", json={"parent": "trunk", "children": 1}
+    )
+    assert malformed.status_code == 422 and "'root'" in malformed.json()["detail"]
+    bad_child = proxy.http.post(f"/v1/tapes/{tape_name}/fork", json={"children": ["a/b"]})
+    assert bad_child.status_code == 422
+    no_tape = proxy.http.post("/v1/tapes/none-such/fork", json={"children": 1})
+    assert no_tape.status_code == 404
+    no_branch = proxy.http.get(f"/v1/tapes/{tape_name}/branches/root%2Fnope")
+    assert no_branch.status_code == 404

@@ -1,0 +1,316 @@
+"""End to end: the internal protocol against a real resolver process, the test playing the proxy."""
+
+from __future__ import annotations
+
+import json
+
+from tests.resolver.proxy_double import ProxyDouble
+from tests.support.servers import ServerProcess
+
+
+def test_siblings_get_identical_bytes_for_action_independent_reads(
+    proxy: ProxyDouble, tape_name: str
+) -> None:
+    proxy.open(tape_name, world_seed=7)
+    branches = proxy.fork(tape_name, children=4)
+    served = [
+        proxy.ask(tape_name, branch, path="/search", query=[["q", "solar"]]) for branch in branches
+    ]
+    assert [s.decision for s in served] == ["recorded", "shared", "shared", "shared"]
+    assert len({s.body for s in served}) == 1
+    assert proxy.world.live_calls == 1
+    first = served[0].resolution
+    assert first["response"] is None and first["ticket"] is not None
+    # Headers keep their order and duplicates.
+    assert served[1].resolution["response"]["headers"][1:] == [["X-Dup", "1"], ["X-Dup", "2"]]
+
+
+def test_sharing_survives_divergent_read_order(proxy: ProxyDouble, tape_name: str) -> None:
+    proxy.open(tape_name)
+    a, b = proxy.fork(tape_name, children=2)
+    paths = ["/x", "/y", "/x", "/z"]
+    first = {p_i: proxy.ask(tape_name, a, path=p).body for p_i, p in enumerate(paths)}
+    order = [3, 2, 1, 0]
+    second = {i: proxy.ask(tape_name, b, path=paths[i]) for i in order}
+    # Same key + same occurrence = same bytes, regardless of the order asked.
+    assert second[1].body == first[1] and second[3].body == first[3]
+    # /x asked twice: occurrence 0 then 1, each shared with the sibling's same occurrence.
+    assert second[2].occurrence == 0 and second[0].occurrence == 1
+    assert second[2].body == first[0] and second[0].body == first[2]
+    assert all(s.decision == "shared" for s in second.values())
+
+
+def test_fingerprint_empty_until_relevant_write_then_refetched(
+    proxy: ProxyDouble, tape_name: str
+) -> None:
+    proxy.open(tape_name)
+    a, b = proxy.fork(tape_name, children=2)
+    before = proxy.ask(tape_name, a, path="/docs/1")
+    assert before.fingerprint == ""
+    write = proxy.ask(tape_name, a, "POST", "/docs/1", body=b"mine")
+    assert write.decision == "write"
+    after = proxy.ask(tape_name, a, path="/docs/1")
+    assert after.decision == "refetched" and after.fingerprint != ""
+    assert after.json()["doc"] == "mine"
+    other_host = proxy.ask(tape_name, a, path="/docs/1", host="other.example.com")
+    assert other_host.fingerprint == ""  # closure: a write to one host leaves others alone
+    sibling = proxy.ask(tape_name, b, path="/docs/1")
+    assert sibling.decision == "shared" and sibling.body == before.body
+
+
+def test_two_branches_making_the_same_write_share_afterwards(
+    proxy: ProxyDouble, tape_name: str
+) -> None:
+    proxy.open(tape_name)
+    a, b, c = proxy.fork(tape_name, children=3)
+    for branch in (a, b):
+        assert proxy.ask(tape_name, branch, "POST", "/docs/1", body=b"same").decision == "write"
+    proxy.ask(tape_name, c, "POST", "/docs/1", body=b"different")
+    read_a = proxy.ask(tape_name, a, path="/docs/1")
+    read_b = proxy.ask(tape_name, b, path="/docs/1")
+    read_c = proxy.ask(tape_name, c, path="/docs/1")
+    assert read_a.decision == "refetched" and read_b.decision == "shared"
+    assert read_a.body == read_b.body and read_a.fingerprint == read_b.fingerprint
+    assert read_c.decision == "refetched" and read_c.fingerprint != read_a.fingerprint
+
+
+def test_child_forked_mid_run_continues_parent_occurrences(
+    proxy: ProxyDouble, tape_name: str
+) -> None:
+    proxy.open(tape_name)
+    first = proxy.ask(tape_name, "root", path="/tick")
+    second = proxy.ask(tape_name, "root", path="/tick")
+    (child,) = proxy.fork(tape_name, children=1)
+    (other,) = proxy.fork(tape_name, children=["other"])
+    assert proxy.ask(tape_name, "root", path="/tick").occurrence == 2
+    continued = proxy.ask(tape_name, child, path="/tick")
+    assert continued.occurrence == 2 and continued.decision == "shared"
+    assert {first.occurrence, second.occurrence} == {0, 1}
+    assert proxy.ask(tape_name, other, path="/tick").body == continued.body
+
+
+def test_child_inherits_parent_writes(proxy: ProxyDouble, tape_name: str) -> None:
+    proxy.open(tape_name)
+    proxy.ask(tape_name, "root", "POST", "/docs/1", body=b"v1")
+    parent_read = proxy.ask(tape_name, "root", path="/docs/1")
+    (child,) = proxy.fork(tape_name, children=1)
+    child_read = proxy.ask(tape_name, child, path="/docs/1")
+    assert child_read.fingerprint == parent_read.fingerprint != ""
+    branch = proxy.http.get(f"/v1/tapes/{tape_name}/branches/root%2Fb0").json()
+    assert (
+        branch["versions"]
+        == proxy.http.get(f"/v1/tapes/{tape_name}/branches/root").json()["versions"]
+    )
+    assert branch["fork_point"] == 2 and branch["parent"] == "root"
+
+
+def test_replay_serves_stale_after_a_write(proxy: ProxyDouble, tape_name: str) -> None:
+    proxy.open(tape_name, mode="replay")
+    a, b, c = proxy.fork(tape_name, children=3)
+    original = proxy.ask(tape_name, a, path="/docs/1")
+    proxy.ask(tape_name, b, "POST", "/docs/1", body=b"changed")
+    lie = proxy.ask(tape_name, b, path="/docs/1")
+    assert lie.decision == "stale" and lie.body == original.body
+    assert lie.fingerprint == ""
+    assert proxy.ask(tape_name, c, path="/docs/1").decision == "shared"
+
+
+def test_naive_never_shares(proxy: ProxyDouble, tape_name: str) -> None:
+    proxy.open(tape_name, mode="naive", cooperative_hosts=["api.example.com"], world_seed=5)
+    a, b = proxy.fork(tape_name, children=2)
+    served = [proxy.ask(tape_name, branch, path="/search") for branch in (a, b, a)]
+    assert [s.decision for s in served] == ["recorded"] * 3
+    assert len({s.body for s in served}) == 3
+    assert (
+        served[0].fingerprint.startswith("naive:")
+        and served[0].fingerprint != served[1].fingerprint
+    )
+    seeds = [dict(s.resolution["upstream_headers"])["X-Groundhog-Seed"] for s in served]
+    assert seeds[0] != seeds[1] and seeds[0] == seeds[2]
+
+
+def test_cooperative_headers_only_for_cooperative_hosts(proxy: ProxyDouble, tape_name: str) -> None:
+    proxy.open(tape_name, world_seed=11, cooperative_hosts=["world.test"])
+    coop = proxy.ask(tape_name, "root", path="/a", host="world.test")
+    assert coop.resolution["upstream_headers"] == [
+        ["X-Groundhog-Branch", "root"],
+        ["X-Groundhog-Seed", "11"],
+        ["X-Groundhog-Occurrence", "0"],
+    ]
+    assert proxy.ask(tape_name, "root", path="/a").resolution["upstream_headers"] == []
+
+
+def test_sealed_miss_is_502_naming_key_and_nearest_keys(proxy: ProxyDouble, tape_name: str) -> None:
+    proxy.open(tape_name)
+    for query in ("solar", "wind", "coal", "tidal"):
+        proxy.ask(tape_name, "root", path="/search", query=[["q", query]])
+    proxy.ask(tape_name, "root", "POST", "/docs/1", body=b"x")
+    assert proxy.http.post(f"/v1/tapes/{tape_name}/seal").json()["online"] is False
+    live_before = proxy.world.live_calls
+    miss = proxy.ask(tape_name, "root", path="/search", query=[["q", "solarx"]])
+    assert miss.decision == "refused" and miss.status == 502
+    problem = miss.json()
+    assert problem["tape"] == tape_name and problem["branch"] == "root"
+    assert problem["request_key"] == "v1 GET https://api.example.com/search?q=solarx"
+    assert problem["nearest_keys"][0] == "v1 GET https://api.example.com/search?q=solar"
+    assert len(problem["nearest_keys"]) == 3
+    assert problem["occurrence"] == 0 and "fingerprint" in problem
+    assert miss.resolution["response"]["headers"] == [["Content-Type", "application/problem+json"]]
+    refused_write = proxy.ask(tape_name, "root", "POST", "/docs/2", body=b"x")
+    assert refused_write.decision == "refused"
+    events = proxy.http.get(f"/v1/tapes/{tape_name}/events", params={"branch": "root"}).json()
+    assert [(e["decision"], e["status"]) for e in events["events"][-2:]] == [("refused", 502)] * 2
+    assert proxy.world.live_calls == live_before
+    proxy.http.post(f"/v1/tapes/{tape_name}/unseal")
+    # The root wrote to the host, so the read's fingerprint is non-empty: fetched fresh.
+    assert (
+        proxy.ask(tape_name, "root", path="/search", query=[["q", "solarx"]]).decision
+        == "refetched"
+    )
+
+
+def test_sealed_tape_replays_recorded_writes_and_their_effects(
+    proxy: ProxyDouble, tape_name: str
+) -> None:
+    proxy.open(tape_name)
+    (a,) = proxy.fork(tape_name, children=1)
+    proxy.ask(tape_name, a, "POST", "/docs/1", body=b"w")
+    fresh = proxy.ask(tape_name, a, path="/docs/1")
+    proxy.http.post(f"/v1/tapes/{tape_name}/seal")
+    (b,) = proxy.fork(tape_name, children=1)
+    assert proxy.ask(tape_name, b, "POST", "/docs/1", body=b"w").decision == "replayed-write"
+    again = proxy.ask(tape_name, b, path="/docs/1")
+    assert again.decision == "shared" and again.body == fresh.body
+
+
+def test_upstream_error_is_recorded_and_served_to_siblings_as_same_bytes(
+    proxy: ProxyDouble, tape_name: str
+) -> None:
+    proxy.open(tape_name)
+    a, b = proxy.fork(tape_name, children=2)
+    failed = proxy.ask(tape_name, a, path="/flaky", error="timeout")
+    assert failed.status == 502 and failed.json()["error_kind"] == "timeout"
+    sibling = proxy.ask(tape_name, b, path="/flaky")
+    assert sibling.decision == "shared" and sibling.body == failed.body
+
+
+def test_passthrough_hosts_are_forwarded_unrecorded(proxy: ProxyDouble, tape_name: str) -> None:
+    proxy.open(tape_name, passthrough_hosts=["live.example.com"])
+    first = proxy.ask(tape_name, "root", path="/p", host="live.example.com")
+    assert first.decision == "passthrough" and first.resolution["ticket"] is None
+    assert proxy.ask(tape_name, "root", path="/p", host="live.example.com").body != first.body
+    tape = proxy.http.get(f"/v1/tapes/{tape_name}").json()
+    assert tape["exchanges"] == 0
+
+
+def test_unknown_ticket_is_409(proxy: ProxyDouble) -> None:
+    reply = proxy.http.post("/v1/record", json={"ticket": "nope", "passthrough": "streamed"})
+    assert reply.status_code == 409
+    assert reply.headers["content-type"] == "application/problem+json"
+    assert "nope" in reply.json()["detail"]
+
+
+def test_ticket_records_once(proxy: ProxyDouble, tape_name: str) -> None:
+    proxy.open(tape_name)
+    ticket = proxy.resolve(tape_name, "root", path="/once").json()["ticket"]
+    record = {"ticket": ticket, "response": {"status": 200, "headers": [], "body": ""}}
+    assert proxy.http.post("/v1/record", json=record).status_code == 200
+    assert proxy.http.post("/v1/record", json=record).status_code == 409
+
+
+def test_bad_resolve_inputs_are_precise_problems(proxy: ProxyDouble, tape_name: str) -> None:
+    assert proxy.resolve("missing-tape", "root").status_code == 404
+    proxy.open(tape_name)
+    missing_branch = proxy.resolve(tape_name, "root/nope")
+    assert missing_branch.status_code == 404 and "root/nope" in missing_branch.json()["detail"]
+    malformed = proxy.resolve(tape_name, "main/../x")
+    assert malformed.status_code == 422 and "malformed" in malformed.json()["detail"]
+    bad_name = proxy.resolve("../etc", "root")
+    assert bad_name.status_code == 422
+    no_method = proxy.http.post("/v1/resolve", json={"tape": tape_name})
+    assert no_method.status_code == 422
+    assert no_method.headers["content-type"] == "application/problem+json"
+    assert "method" in no_method.json()["detail"]
+
+
+def test_non_utf8_and_invalid_json_bodies_are_keyed_as_bytes(
+    proxy: ProxyDouble, tape_name: str
+) -> None:
+    proxy.open(tape_name)
+    json_headers = [["Content-Type", "application/json"]]
+    for body in (b"\xff\xfe\x00binary", b"{not json", b'{"b": 1, "a": 2}'):
+        first = proxy.ask(tape_name, "root", "PUT", "/blob", body=body, headers=json_headers)
+        assert first.decision == "write"
+    key = proxy.resolve(
+        tape_name, "root", "PUT", "/blob", body=b'{"a":2,"b":1}', headers=json_headers
+    )
+    assert key.status_code == 200
+    events = proxy.http.get(f"/v1/tapes/{tape_name}/exchanges/3")
+    if events.status_code == 200:  # the exchange route arrives with the inspection routes
+        assert 'body:{"a":2,"b":1}' in events.json()["key_readable"]
+    assert json.loads(b'{"a":2}') == {"a": 2}
+
+
+def test_bodies_over_the_limit_are_413_and_lose_nothing(
+    tight_server: ServerProcess, tape_name: str
+) -> None:
+    proxy = ProxyDouble(tight_server.url)
+    proxy.open(tape_name)
+    (child,) = proxy.fork(tape_name, children=1)
+    kept = proxy.ask(tape_name, "root", path="/kept")
+    big = proxy.resolve(tape_name, "root", "POST", "/upload", body=b"x" * 1001)
+    assert big.status_code == 413 and "max_body_bytes=1000" in big.json()["detail"]
+    flagged = proxy.http.post(
+        "/v1/resolve",
+        json={
+            "tape": tape_name,
+            "branch": "root",
+            "method": "POST",
+            "host": "h",
+            "port": 80,
+            "path": "/up",
+            "body_too_large": True,
+        },
+    ).json()
+    assert flagged["decision"] == "passthrough" and flagged["ticket"] is None
+    assert proxy.http.get(f"/v1/tapes/{tape_name}").json()["exchanges"] == 1
+    again = proxy.ask(tape_name, child, path="/kept")
+    assert again.decision == "shared" and again.body == kept.body
+    # Far over the limit: refused from Content-Length, before the JSON is parsed.
+    huge = proxy.http.post("/v1/record", content=b"x" * 400_000)
+    assert huge.status_code == 413 and "max_body_bytes=1000" in huge.json()["detail"]
+    assert huge.headers["content-type"] == "application/problem+json"
+
+
+def test_a_waiter_gives_up_at_the_deadline_with_a_504(
+    tight_server: ServerProcess, tape_name: str
+) -> None:
+    proxy = ProxyDouble(tight_server.url)
+    proxy.open(tape_name)
+    a, b = proxy.fork(tape_name, children=2)
+    holder = proxy.resolve(tape_name, a, path="/slow").json()
+    assert holder["action"] == "forward"
+    waiter = proxy.resolve(tape_name, b, path="/slow")
+    assert waiter.status_code == 504
+    problem = waiter.json()
+    assert problem["branch"] == b and "nothing was sent upstream" in problem["detail"]
+    record = {"ticket": holder["ticket"], "response": {"status": 200, "headers": [], "body": ""}}
+    assert proxy.http.post("/v1/record", json=record).status_code == 200
+
+
+def test_first_recording_at_an_address_wins_for_concurrent_writes(
+    proxy: ProxyDouble, tape_name: str
+) -> None:
+    proxy.open(tape_name)
+    a, b = proxy.fork(tape_name, children=2)
+    first = proxy.resolve(tape_name, a, "POST", "/docs/1", body=b"same").json()
+    second = proxy.resolve(tape_name, b, "POST", "/docs/1", body=b"same").json()
+    assert first["action"] == second["action"] == "forward"  # writes always go live online
+    response = {"status": 201, "headers": [], "body": "b2s="}
+    ok = proxy.http.post("/v1/record", json={"ticket": first["ticket"], "response": response})
+    failed = proxy.http.post(
+        "/v1/record", json={"ticket": second["ticket"], "error": {"kind": "reset", "message": "x"}}
+    )
+    assert failed.json()["exchange_id"] == ok.json()["exchange_id"]
+    assert failed.json()["response"]["status"] == 201  # nothing recorded is overwritten
+    assert proxy.http.get(f"/v1/tapes/{tape_name}").json()["exchanges"] == 1

@@ -1,0 +1,92 @@
+"""Unit tests of the four dependency models."""
+
+from __future__ import annotations
+
+import json
+
+from resolver.dependencies import classify, match_rule, recorded_writes, response_hints
+from resolver.policy import DependencyModel
+from resolver.request import RequestParts
+
+
+def request(method: str = "GET", path: str = "/docs/1", **changes: object) -> RequestParts:
+    return RequestParts(method, "https", "Api.Example.com", 443, path).with_changes(**changes)
+
+
+def test_closure_names_the_host() -> None:
+    read = classify(request(), DependencyModel.CLOSURE)
+    assert not read.is_write and read.reads == {"host:api.example.com"} and not read.writes
+    write = classify(request("DELETE"), DependencyModel.CLOSURE)
+    assert write.is_write and write.writes == {"host:api.example.com"}
+
+
+def test_path_names_host_and_path() -> None:
+    read = classify(request(), DependencyModel.PATH)
+    assert read.reads == {"path:api.example.com/docs/1"}
+    assert classify(request("PUT"), DependencyModel.PATH).writes == {"path:api.example.com/docs/1"}
+
+
+RULES = [
+    {
+        "method": "POST",
+        "path": "/docs/{id}",
+        "reads": ["doc:{id}"],
+        "writes": ["doc:{id}", "index:{body.meta.topic}"],
+    },
+    {"method": "GET", "host": "other.com", "path": "/docs/{id}", "reads": ["x"], "writes": []},
+    {"method": "GET", "path": "/search", "reads": ["index:{query.topic}"], "writes": []},
+    {"method": "POST", "path": "/search", "reads": ["index:{body.topic}"], "writes": []},
+]
+
+
+def test_rules_fill_placeholders_from_path_query_and_body() -> None:
+    body = json.dumps({"meta": {"topic": "solar"}}).encode()
+    write = classify(request("POST", "/docs/42", body=body), DependencyModel.RULES, rules=RULES)
+    assert write.is_write
+    assert write.writes == {"doc:42", "index:solar", "host:api.example.com"}
+    search = classify(
+        request(path="/search", query=(("topic", "wind"),)), DependencyModel.RULES, rules=RULES
+    )
+    assert search.reads == {"index:wind"}
+
+
+def test_rules_can_make_a_post_a_read_and_unmatched_fall_back_to_closure() -> None:
+    post_read = classify(
+        request("POST", "/search", body=b'{"topic":"t"}'), DependencyModel.RULES, rules=RULES
+    )
+    assert not post_read.is_write and post_read.reads == {"index:t"}
+    unmatched = classify(request(path="/docs/1"), DependencyModel.RULES, rules=RULES)
+    assert unmatched.reads == {"host:api.example.com"}  # host-specific rule is for other.com
+    assert match_rule(request(host="other.com"), RULES) is not None
+
+
+def test_rules_tolerate_bad_bodies() -> None:
+    write = classify(request("POST", "/docs/1", body=b"\xff"), DependencyModel.RULES, rules=RULES)
+    assert write.writes == {"doc:1", "index:", "host:api.example.com"}
+
+
+def test_hints_use_recorded_reads_and_fall_back_to_closure() -> None:
+    hinted = classify(request(), DependencyModel.HINTS, hinted_reads="doc:1, doc:2")
+    assert hinted.reads == {"doc:1", "doc:2"}
+    assert classify(request(), DependencyModel.HINTS).reads == {"host:api.example.com"}
+    # Hinted-empty ("reads no state") is not "never hinted": it reads nothing.
+    assert classify(request(), DependencyModel.HINTS, hinted_reads="").reads == frozenset()
+
+
+def test_write_resources_come_from_the_response_for_hints() -> None:
+    write = classify(request("POST"), DependencyModel.HINTS)
+    headers = [["X-Groundhog-Writes", "doc:1,doc:9"]]
+    assert recorded_writes(request("POST"), DependencyModel.HINTS, write, headers) == {
+        "doc:1",
+        "doc:9",
+        "host:api.example.com",
+    }
+    closure = classify(request("POST"), DependencyModel.CLOSURE)
+    assert (
+        recorded_writes(request("POST"), DependencyModel.CLOSURE, closure, headers)
+        == closure.writes
+    )
+    assert response_hints([["x-groundhog-reads", "b, a"]]) == ("a,b", "")
+    assert response_hints([["Content-Type", "x"]]) is None
+    assert response_hints([["X-Groundhog-Reads", ""]]) == ("", "")
+    assert response_hints([["X-Groundhog-Writes", "doc:1"]]) == (None, "doc:1")

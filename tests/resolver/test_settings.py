@@ -1,0 +1,27 @@
+"""Unit tests of settings: environment prefix, overrides and derived paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from resolver.settings import load_settings
+
+
+def test_defaults_and_derived_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GROUNDHOG_DATABASE_URL", raising=False)
+    settings = load_settings(data_dir=Path("/tmp/gh-x"))
+    assert settings.database_url == "sqlite:////tmp/gh-x/groundhog.sqlite3"
+    assert settings.ca_dir == Path("/tmp/gh-x/ca")
+    assert settings.max_body_bytes == 8 * 1024 * 1024 and settings.claim_lease_seconds == 30.0
+
+
+def test_environment_prefix_and_override_precedence(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GROUNDHOG_PROXY_TOKEN", "t")
+    monkeypatch.setenv("GROUNDHOG_RESOLVE_WAIT_SECONDS", "5")
+    settings = load_settings(resolve_wait_seconds=None, database_url="sqlite:///x.db")
+    assert settings.proxy_token == "t" and settings.resolve_wait_seconds == 5.0
+    assert settings.database_url == "sqlite:///x.db"
+    with pytest.raises(ValueError, match="greater than 0"):
+        load_settings(max_body_bytes=0)

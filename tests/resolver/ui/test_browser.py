@@ -1,0 +1,124 @@
+"""The viewer in headless Chromium, against a real resolver process and a fork recorded over HTTP.
+
+Checks what a person sees: the tape name, decision badges, the branch timeline, the sibling
+diff, a screenshot that is not blank, and that the browser asked nothing of any host but the
+resolver. Skips, naming the fix, where Debian's chromium is not installed.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.resolver.proxy_double import ProxyDouble, World
+from tests.resolver.ui.workflow import Recorded, record_fork
+from tests.support.servers import LOOPBACK, ServerProcess, running_server
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(),
+    reason="needs Debian's chromium at /usr/bin/chromium: apt-get install -y chromium",
+)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    data = tmp_path_factory.mktemp("ui-browser")
+    with running_server(["tests.resolver.ui.ui_server", "--data", str(data)]) as process:
+        yield process
+
+
+@pytest.fixture(scope="module")
+def tape(server: ServerProcess) -> Recorded:
+    double = ProxyDouble(server.url, World())
+    try:
+        return record_fork(double, "browser-demo")
+    finally:
+        double.http.close()
+
+
+@pytest.fixture(scope="module")
+def browser_page(server: ServerProcess):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1200, "height": 900})
+            page.foreign_requests = []  # type: ignore[attr-defined]
+            page.console_errors = []  # type: ignore[attr-defined]
+
+            def only_loopback(route) -> None:
+                if urlsplit(route.request.url).hostname == LOOPBACK:
+                    route.continue_()
+                else:
+                    page.foreign_requests.append(route.request.url)
+                    route.abort()
+
+            page.route("**/*", only_loopback)
+            page.on(
+                "console",
+                lambda message: (
+                    message.type == "error" and page.console_errors.append(message.text)
+                ),
+            )
+            yield page
+        finally:
+            browser.close()
+
+
+def _pixel_spread(png: bytes) -> tuple[float, int]:
+    """(standard deviation of grey levels, number of distinct colours) of a screenshot."""
+    image_module = pytest.importorskip("PIL.Image")
+    stat_module = pytest.importorskip("PIL.ImageStat")
+    image = image_module.open(io.BytesIO(png)).convert("RGB")
+    spread = stat_module.Stat(image.convert("L")).stddev[0]
+    colours = image.getcolors(maxcolors=1 << 20) or []
+    return spread, len(colours)
+
+
+def test_a_person_can_follow_a_fork_in_the_browser(server, tape: Recorded, browser_page) -> None:
+    page = browser_page
+    page.goto(f"{server.url}/ui")
+    page.get_by_role("link", name=tape.tape).click()
+    assert page.locator("h1").inner_text() == f"Tape {tape.tape}"
+    assert page.locator("#report-chart svg rect").count() >= 4
+    assert page.locator("ul.tree").get_by_role("link", name="root/b1").is_visible()
+
+    page.locator("ul.tree").get_by_role("link", name="root/b1").click()
+    assert page.locator("h1").inner_text() == "Branch root/b1"
+    badges = page.locator("#timeline .badge").all_inner_texts()
+    assert badges == ["shared", "write", "refetched"]
+    assert page.locator("#strip a.d-refetched").is_visible()
+    screenshot = page.screenshot(full_page=True)
+    spread, colours = _pixel_spread(screenshot)
+    assert spread > 10 and colours > 20, (spread, colours)
+
+    page.locator("#timeline tr", has_text="refetched").get_by_role("link", name="siblings").click()
+    assert page.locator("h1").inner_text() == "Address across siblings"
+    assert "#2 POST https://api.example.com/docs/1" in page.locator("#siblings").inner_text()
+    changed = page.locator("#diff tr.changed").all_inner_texts()
+    assert any("b1 wrote this" in row for row in changed)
+
+    page.goto(f"{server.url}/ui/tapes/{tape.tape}/timeline?branch=root%2Fb0")
+    page.locator("#timeline tr", has_text="/notes/").get_by_role("link", name="exchange").click()
+    body = page.locator("pre.body").last.inner_text()
+    assert "<script>alert('x')</script>" in body  # shown as text
+    assert page.evaluate("document.querySelectorAll('main script').length") == 0
+
+    assert page.foreign_requests == []  # type: ignore[attr-defined]
+    assert page.console_errors == []  # type: ignore[attr-defined]

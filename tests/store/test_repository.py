@@ -1,0 +1,92 @@
+"""Repository functions on SQLite and PostgreSQL: tapes, branches, counters, versions, hints."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+
+from store import repository
+from store.db import Store, transaction
+from store.models import Branch, Event, Exchange
+
+
+def make_tape(store: Store, name: str = "t") -> int:
+    with transaction(store.write) as session:
+        tape = repository.create_tape(
+            session=session,
+            name=name,
+            world_seed=1,
+            mode="groundhog",
+            online=True,
+            dependency_model="closure",
+            config={"rules": []},
+        )
+        return tape.id
+
+
+def test_create_tape_has_root_branch_and_unique_name(store: Store) -> None:
+    tape_id = make_tape(store)
+    with transaction(store.read) as session:
+        assert [b.path for b in repository.list_branches(tape_id, session=session)] == ["root"]
+        assert repository.get_tape("t", session=session).config == {"rules": []}
+        assert repository.count_branches(tape_id, session=session) == 1
+    with pytest.raises(IntegrityError):
+        make_tape(store)
+
+
+def test_occurrences_count_per_branch_and_key(store: Store) -> None:
+    tape_id = make_tape(store)
+    with transaction(store.write) as session:
+        root = repository.get_branch(tape_id, "root", session=session)
+        taken = [repository.take_occurrence(root.id, "k", session=session) for _ in range(3)]
+        other = repository.take_occurrence(root.id, "other", session=session)
+    assert taken == [0, 1, 2] and other == 0
+
+
+def test_fork_copies_counters_and_versions(store: Store) -> None:
+    tape_id = make_tape(store)
+    with transaction(store.write) as session:
+        root = repository.get_branch(tape_id, "root", session=session)
+        repository.take_occurrence(root.id, "k", session=session)
+        repository.set_versions(root.id, {"host:a": "v1"}, session=session)
+        repository.take_event_seq(root.id, session=session)
+        session.refresh(root)
+        child = repository.fork_branch(root, "root/b0", {"random": 2}, session=session)
+        assert child.fork_point == 1 and child.parent_path == "root"
+        assert repository.take_occurrence(child.id, "k", session=session) == 1
+        assert repository.branch_versions(child.id, session=session) == {"host:a": "v1"}
+        repository.set_versions(child.id, {"host:a": "v2", "host:b": "w"}, session=session)
+        # The parent is unaffected by the child's later state.
+        assert repository.branch_versions(root.id, session=session) == {"host:a": "v1"}
+        assert repository.take_occurrence(root.id, "k", session=session) == 1
+        assert repository.versions_of(child.id, {"host:b", "host:z"}, session=session) == {
+            "host:b": "w"
+        }
+        assert repository.child_paths(tape_id, "root", session=session) == ["root/b0"]
+
+
+def test_hints_keep_the_first_recording(store: Store) -> None:
+    tape_id = make_tape(store)
+    with transaction(store.write) as session:
+        repository.set_hint(tape_id, "k", "doc:1", "", session=session)
+        repository.set_hint(tape_id, "k", "doc:2", "", session=session)
+        assert repository.get_hint(tape_id, "k", session=session).reads == "doc:1"
+
+
+def test_delete_tape_removes_its_rows_only(store: Store) -> None:
+    keep = make_tape(store, "keep")
+    gone = make_tape(store, "gone")
+    with transaction(store.write) as session:
+        for tape_id in (keep, gone):
+            root = repository.get_branch(tape_id, "root", session=session)
+            repository.take_occurrence(root.id, "k", session=session)
+            repository.fork_branch(root, "root/x", {}, session=session)
+    with transaction(store.write) as session:
+        repository.delete_tape(repository.get_tape("gone", session=session), session=session)
+    with transaction(store.read) as session:
+        assert repository.get_tape("gone", session=session) is None
+        branches = session.scalar(select(func.count()).select_from(Branch))
+        assert branches == 2
+        assert session.scalar(select(func.count()).select_from(Exchange)) == 0
+        assert session.scalar(select(func.count()).select_from(Event)) == 0

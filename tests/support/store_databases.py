@@ -1,0 +1,32 @@
+"""Private PostgreSQL schemas for store and resolver tests (owned by the store/resolver tests).
+
+Several engineers run tests against one PostgreSQL database at once; each test gets its own
+schema (via the connection's search_path) and drops it afterwards, so runs never collide.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from collections.abc import Iterator
+from urllib.parse import quote
+
+import psycopg
+
+
+def _plain(url: str) -> str:
+    return url.replace("postgresql+psycopg://", "postgresql://")
+
+
+@contextlib.contextmanager
+def private_schema_url(postgres_url: str) -> Iterator[str]:
+    """A SQLAlchemy URL whose connections live in a fresh schema, dropped on exit."""
+    schema = f"gh_test_{secrets.token_hex(6)}"
+    with psycopg.connect(_plain(postgres_url), autocommit=True) as connection:
+        connection.execute(f'CREATE SCHEMA "{schema}"')
+    separator = "&" if "?" in postgres_url else "?"
+    try:
+        yield f"{postgres_url}{separator}options={quote(f'-csearch_path={schema}')}"
+    finally:
+        with psycopg.connect(_plain(postgres_url), autocommit=True) as connection:
+            connection.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')

@@ -190,6 +190,9 @@ def assemble(
                 "The endogenous ceiling is (A)'s contrast variance over the variance of the "
                 "coupled live contrast (both actions in the same live world): what remains when "
                 "every exogenous draw is shared.",
+                "Every statistic is a deterministic function of the configuration: world, agent "
+                "and GRPO seeds are fixed and branch names carry no run id. Tape digests also "
+                "depend on the world's address (host and port are part of request keys).",
                 "(B) and (C) groups start with a prefix probe: a read-only pass of the deepest "
                 "strategy's reads on a sibling branch, recording the base world once.",
             ],

@@ -62,6 +62,7 @@ def collect_condition(
         group = run_group(
             context,
             tape=f"b{context.run_id}-{mode}-{world_seed}",
+            branch_label=f"{mode}-{world_seed}",
             world_seed=world_seed,
             mode=mode,
             dependency_model=model,
@@ -114,7 +115,7 @@ def collect_reference(context: RunContext, config: BenchConfig, advance: Advance
             outcomes[strategy] = run_live(
                 context,
                 world_seed=world_seed,
-                branch=f"live-{context.run_id}-{world_seed}-{index}",
+                branch=f"live-{world_seed}-{index}",
                 strategy=strategy,
                 seed=agent_seed(config.agent_seed, world_seed, index),
             )
@@ -150,11 +151,11 @@ def check_equivalence(
 
     def one(group: GroupResult) -> list[EquivalenceCheck]:
         checks = []
-        for index, branch in enumerate(group.branches):
+        for branch in group.branches:
             live = run_live(
                 context,
                 world_seed=group.world_seed,
-                branch=f"eq-{group.tape}-{index}",
+                branch=f"eq-{branch.branch.replace('/', '-')}",
                 strategy=branch.strategy,
                 seed=branch.agent_seed,
             )
@@ -190,6 +191,7 @@ def collect_group_size_curve(
                 run_group(
                     context,
                     tape=f"b{context.run_id}-curve-{mode}-{size}-{world_seed}",
+                    branch_label=f"curve-{mode}-{size}-{world_seed}",
                     world_seed=world_seed,
                     mode=mode,
                     dependency_model=model,
@@ -216,6 +218,7 @@ def collect_dependency_models(
             group = run_group(
                 context,
                 tape=f"b{context.run_id}-dep-{model}-{world_seed}",
+                branch_label=f"dep-{model}-{world_seed}",
                 world_seed=world_seed,
                 mode="groundhog",
                 dependency_model=model,
@@ -252,7 +255,7 @@ def collect_reproducibility(
                 strategies=config.actions,
                 seed_base=config.agent_seed,
                 probe=True,
-                branch_label=f"repro-{context.run_id}-{world_seed}",
+                branch_label=f"repro-{world_seed}",
             )
             pair.append(context.admin.digest(tape).digest)
         digests.append((pair[0], pair[1]))

@@ -135,16 +135,17 @@ def run_group(
     judge: bool = False,
     reread: bool = False,
     rules: Sequence[dict[str, Any]] = (),
-    branch_label: str | None = None,
+    branch_label: str,
 ) -> GroupResult:
     """Open ``tape``, fork one branch per strategy (plus the probe), run them in order.
 
-    Branch names start with ``branch_label`` (default: the tape name): the world keys its
-    sandboxes by branch name alone, so concurrent groups need distinct names, while two
-    recordings of the same world must use the same ones. Each group's sandboxes are dropped
-    when it ends, standing in for the environment's rollback. With ``reread`` each branch, after
-    its rollout, reads every URL it read once more: reads after its writes, for scoring the
-    dependency model against the oracle (``judge``).
+    Branch names start with ``branch_label``: the world keys its sandboxes by branch name
+    alone, so concurrent groups need distinct labels, while two recordings of the same world
+    must use the same one. Labels carry no run id, so naive mode's branch-salted noise, and
+    with it every statistic, is the same in every run of the same configuration. Each group's
+    sandboxes are dropped when it ends, standing in for the environment's rollback. With
+    ``reread`` each branch, after its rollout, reads every URL it read once more: reads after
+    its writes, for scoring the dependency model against the oracle (``judge``).
     """
     context.admin.open_tape(
         tape,
@@ -154,7 +155,7 @@ def run_group(
         cooperative_hosts=[context.world_host],
         rules=list(rules),
     )
-    stem = f"{branch_label or tape}-"
+    stem = f"{branch_label}-"
     names = [f"{stem}{index}-{strategy}" for index, strategy in enumerate(strategies)]
     if probe:
         names.append(f"{stem}{PROBE_BRANCH}")

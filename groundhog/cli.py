@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from groundhog import cli_servers, cli_worker
+from groundhog import cli_migrate, cli_servers, cli_worker
 from groundhog.cli_common import CliSettings
 from groundhog.cli_tape import tape_app
 
@@ -67,6 +67,7 @@ app.command(
     add_help_option=False,  # `groundhog bench --help` shows the benchmark's own options
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
 )(cli_servers.bench)
+app.command(rich_help_panel="Servers")(cli_migrate.migrate)
 app.add_typer(tape_app, name="tape", rich_help_panel="Tapes")
 app.command(rich_help_panel="Workers")(cli_worker.env)
 app.command(rich_help_panel="Workers")(cli_worker.run)

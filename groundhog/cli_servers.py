@@ -25,7 +25,12 @@ from groundhog.worker_env import shell_exports
 
 DEFAULT_DATA = Path(".groundhog")
 Host = Annotated[str, typer.Option(help="Address to listen on (loopback by default).")]
-Data = Annotated[Path, typer.Option("--data", help="Directory for the SQLite store and the CA.")]
+Data = Annotated[
+    Path,
+    typer.Option(
+        "--data", envvar="GROUNDHOG_DATA_DIR", help="Directory for the SQLite store and the CA."
+    ),
+]
 
 
 def _run_module(module: str, args: list[str]) -> None:

@@ -8,10 +8,12 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sys
 from collections.abc import Sequence
+from typing import Any
 
 from proxy.options import DEFAULT_MAX_BODY_BYTES
-from proxy.server import run
+from proxy.server import CAUnavailable, run
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,6 +31,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get("GROUNDHOG_DATA_DIR", ".groundhog"),
         help="deployment directory; the CA is generated once into DATA/ca",
     )
+    parser.add_argument(
+        "--ca-dir",
+        default=os.environ.get("GROUNDHOG_CA_DIR"),
+        help="the interception CA's directory, shared with the resolver (default: DATA/ca)",
+    )
     parser.add_argument("--tape", default=None, help="tape for requests that name none")
     parser.add_argument(
         "--branch", default=None, help="branch for requests that name none (root with --tape)"
@@ -40,6 +47,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
     parser.add_argument(
+        "--upstream-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="seconds to connect upstream and to wait between upstream bytes (10 and 60)",
+    )
+    parser.add_argument(
         "--ssl-insecure",
         action="store_true",
         help="do not verify upstream certificates (tests against self-signed servers only)",
@@ -49,22 +63,36 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.upstream_timeout is not None and args.upstream_timeout <= 0:
+        parser.error(
+            f"--upstream-timeout must be a positive number of seconds, not {args.upstream_timeout}"
+        )
     # mitmproxy's own terminal log prints our records; one line per connection is noise.
     logging.getLogger("mitmproxy.proxy.server").setLevel(logging.WARNING)
     branch = args.branch or ("root" if args.tape else None)
-    run(
-        args.host,
-        args.port,
-        args.resolver_url,
-        args.data,
-        tape=args.tape,
-        branch=branch,
-        proxy_token=args.proxy_token,
-        max_body_bytes=args.max_body_bytes,
-        ssl_insecure=args.ssl_insecure,
-        extra_options={"termlog_verbosity": args.log_level.lower()},
-    )
+    extra_options: dict[str, Any] = {"termlog_verbosity": args.log_level.lower()}
+    if args.upstream_timeout is not None:
+        extra_options["groundhog_upstream_connect_timeout"] = args.upstream_timeout
+        extra_options["groundhog_upstream_read_timeout"] = args.upstream_timeout
+    try:
+        run(
+            args.host,
+            args.port,
+            args.resolver_url,
+            args.data,
+            ca_dir=args.ca_dir,
+            tape=args.tape,
+            branch=branch,
+            proxy_token=args.proxy_token,
+            max_body_bytes=args.max_body_bytes,
+            ssl_insecure=args.ssl_insecure,
+            extra_options=extra_options,
+        )
+    except CAUnavailable as error:
+        sys.stderr.write(f"{error}\n")
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

@@ -3,8 +3,10 @@
 The CLI (`groundhog proxy`, `groundhog up`) and `python -m proxy` both call `run`. The
 options set here are part of the contract: `connection_strategy=lazy` and
 `upstream_cert=false` mean a tape hit opens no upstream connection at all (not even a TLS
-peek for the certificate), and the CA lives in `<data>/ca`, generated once per deployment and
-never committed. Without this module each caller would assemble those options by hand.
+peek for the certificate), and the CA lives in `<data>/ca` (or `--ca-dir`), generated once per
+deployment by `resolver.ca.ensure_ca` — the same function the resolver uses, so a proxy and a
+resolver starting together can never create two different CAs. Without this module each caller
+would assemble those options by hand.
 """
 
 from __future__ import annotations
@@ -34,10 +36,15 @@ from mitmproxy.addons import (
 
 from proxy.addon import Groundhog
 from proxy.options import DEFAULT_MAX_BODY_BYTES
+from resolver.ca import ensure_ca
 
 log = logging.getLogger(__name__)
 
 CA_CERT_FILENAME = "mitmproxy-ca-cert.pem"
+
+
+class CAUnavailable(RuntimeError):
+    """The CA directory has no CA and none can be created there."""
 
 
 @dataclass
@@ -52,15 +59,17 @@ class ProxyConfig:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     ssl_insecure: bool = False
     extra_options: dict[str, Any] = field(default_factory=dict)
+    ca_directory: Path | None = None
 
     @property
     def ca_dir(self) -> Path:
-        return Path(self.data_dir) / "ca"
+        """`ca_directory` when given (the resolver's GROUNDHOG_CA_DIR), else `<data>/ca`."""
+        return Path(self.ca_directory or Path(self.data_dir) / "ca")
 
 
-def ca_cert_path(data_dir: Path | str) -> Path:
+def ca_cert_path(data_dir: Path | str, ca_dir: Path | str | None = None) -> Path:
     """Where the deployment's CA certificate (what workers must trust) is written."""
-    return Path(data_dir) / "ca" / CA_CERT_FILENAME
+    return Path(ca_dir or Path(data_dir) / "ca") / CA_CERT_FILENAME
 
 
 def mitmproxy_options(config: ProxyConfig) -> dict[str, Any]:
@@ -112,7 +121,14 @@ def build_master() -> mitm_master.Master:
 
 async def serve(config: ProxyConfig, on_ready: Callable[[], None] | None = None) -> None:
     """Run the proxy in the current event loop until it is shut down (SIGINT/SIGTERM)."""
-    config.ca_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        # Before mitmproxy starts: its CertStore would otherwise create a CA of its own.
+        await asyncio.to_thread(ensure_ca, config.ca_dir)
+    except Exception as error:  # mitmproxy and the OS raise assorted errors here
+        raise CAUnavailable(
+            f"no CA in {str(config.ca_dir)!r} and none can be created there ({error}); "
+            "point --ca-dir (or GROUNDHOG_CA_DIR) at the resolver's CA directory"
+        ) from error
     master = build_master()
     master.options.update(**mitmproxy_options(config), **groundhog_options(config))
 
@@ -130,7 +146,7 @@ async def serve(config: ProxyConfig, on_ready: Callable[[], None] | None = None)
             config.host,
             config.port,
             config.resolver_url,
-            ca_cert_path(config.data_dir),
+            ca_cert_path(config.data_dir, config.ca_dir),
         )
         if on_ready is not None:
             on_ready()
@@ -148,6 +164,7 @@ def run(
     resolver_url: str,
     data_dir: Path | str,
     *,
+    ca_dir: Path | str | None = None,
     tape: str | None = None,
     branch: str | None = None,
     proxy_token: str | None = None,
@@ -162,6 +179,7 @@ def run(
         port=port,
         resolver_url=resolver_url,
         data_dir=Path(data_dir),
+        ca_directory=Path(ca_dir) if ca_dir else None,
         tape=tape,
         branch=branch,
         proxy_token=proxy_token,

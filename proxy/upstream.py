@@ -109,6 +109,11 @@ class UpstreamClient:
                 trust_env=False,
                 skip_auto_headers=SKIP_AUTO_HEADERS,
             )
+            # aiohttp silently re-sends an idempotent request once when a kept-alive connection
+            # is reset; one live ask must be exactly one upstream call (single flight), and the
+            # reset is the world's answer to record. No public switch: aiohttp's own test_utils
+            # sets this private flag the same way.
+            self._session._retry_connection = False
             self._loop = loop
         return self._session
 

@@ -1,15 +1,63 @@
-"""`python -m resolver --host H --port P --data DIR [--database-url URL]`: run the resolver."""
+"""`python -m resolver --host H --port P --data DIR [--database-url URL]`: run the resolver.
+
+Start-up refuses, with one line naming the fix, the two mistakes that would otherwise be silent
+or cryptic: listening beyond loopback without tokens (anyone on the network could rewrite tapes
+and record answers) and a store that cannot be written (a 40-line SQLAlchemy traceback).
+"""
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
+import sys
 from pathlib import Path
 
 import uvicorn
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 
 from resolver.app import create_app
-from resolver.settings import load_settings
+from resolver.settings import Settings, load_settings
+from store.migrate import SchemaError
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` only accepts connections from this machine (0.0.0.0 and :: do not)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name other than localhost may resolve anywhere
+        return False
+
+
+def refuse_open_bind(host: str, settings: Settings) -> None:
+    if is_loopback(host) or (settings.admin_token and settings.proxy_token):
+        return
+    sys.stderr.write(
+        f"refusing to listen on {host} without GROUNDHOG_ADMIN_TOKEN and GROUNDHOG_PROXY_TOKEN: "
+        "anyone who can reach this port could rewrite tapes and record answers. Set both tokens, "
+        "or use --host 127.0.0.1.\n"
+    )
+    raise SystemExit(2)
+
+
+def store_refusal(database_url: str, error: OperationalError) -> str:
+    """One line saying why the store cannot be opened and what to do about it."""
+    url = make_url(database_url)
+    shown = url.render_as_string(hide_password=True)
+    if url.get_backend_name() == "sqlite":
+        return (
+            f"cannot open the store {shown} for writing ({error.orig}): it is read-only or its "
+            "directory is not writable; fix its permissions or point --data/--database-url "
+            "elsewhere"
+        )
+    return (
+        f"cannot open the store {shown} ({error.orig}): check that the database server is "
+        "running and reachable and that the user may create tables, or point --database-url "
+        "elsewhere"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -21,11 +69,29 @@ def main(argv: list[str] | None = None) -> None:
         "--database-url", default=None, help="sqlite:///… or postgresql+psycopg://…"
     )
     parser.add_argument("--log-level", default="info")
+    parser.add_argument(
+        "--no-migrate",
+        action="store_true",
+        help="refuse a store whose schema is behind instead of migrating it (groundhog migrate)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper())
-    settings = load_settings(data_dir=args.data, database_url=args.database_url)
+    settings = load_settings(
+        data_dir=args.data,
+        database_url=args.database_url,
+        migrate_on_start=False if args.no_migrate else None,
+    )
+    refuse_open_bind(args.host, settings)
+    try:
+        app = create_app(settings)
+    except OperationalError as error:
+        sys.stderr.write(store_refusal(settings.database_url, error) + "\n")
+        raise SystemExit(2) from None
+    except SchemaError as error:
+        sys.stderr.write(f"refusing to start: {error}\n")
+        raise SystemExit(2) from None
     uvicorn.run(
-        create_app(settings),
+        app,
         host=args.host,
         port=args.port,
         log_level=args.log_level,

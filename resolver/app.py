@@ -10,10 +10,13 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from fastapi import FastAPI
+from starlette.concurrency import run_in_threadpool
 
 from resolver import ui
+from resolver.ca import ensure_ca
 from resolver.errors import install_error_handlers
 from resolver.limits import BodyLimit
 from resolver.metrics import Metrics
@@ -26,12 +29,26 @@ from store.db import open_store
 logger = logging.getLogger(__name__)
 
 
+async def _create_ca(settings: Settings) -> None:
+    """Create the deployment's CA before serving, so a proxy started alongside finds it.
+
+    A CA directory that cannot be written is logged, not fatal: the admin API still works and
+    `/v1/ca.pem` answers a problem naming the directory until it is fixed.
+    """
+    ca_dir = Path(settings.ca_dir or settings.data_dir / "ca")
+    try:
+        await run_in_threadpool(ensure_ca, ca_dir)
+    except Exception as error:  # mitmproxy and the OS raise assorted errors here
+        logger.error("could not create a CA in %s: %s; check GROUNDHOG_CA_DIR", ca_dir, error)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or load_settings()
-    store = open_store(settings.database_url)
+    store = open_store(settings.database_url, migrate_schema=settings.migrate_on_start)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        await _create_ca(settings)
         yield
         store.dispose()
 

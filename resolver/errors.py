@@ -13,6 +13,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
@@ -101,6 +102,20 @@ def install_error_handlers(app: FastAPI) -> None:
         ]
         detail = "; ".join(f"{issue['field']}: {issue['message']}" for issue in issues)
         return problem_response(422, "invalid-input", "Invalid input", detail, errors=issues)
+
+    @app.exception_handler(OperationalError)
+    async def _store_unavailable(_request: Request, error: OperationalError) -> Response:
+        # A full disk, a read-only file, a lock held past busy_timeout or a lost PostgreSQL
+        # connection: the transaction was rolled back, so the client may simply retry.
+        logger.error("the store could not be written", exc_info=error)
+        return problem_response(
+            503,
+            "store-unavailable",
+            "Store unavailable",
+            f"the store could not be written ({error.orig}); nothing was recorded or forwarded. "
+            "Free disk space or make the store writable, then retry.",
+            headers={"Retry-After": "1"},
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, error: StarletteHTTPException) -> Response:

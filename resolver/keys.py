@@ -67,11 +67,16 @@ def canonical_body(body: bytes, content_type: str | None, content_encoding: str 
     except UnicodeDecodeError:
         return _hashed(decoded)
     if "json" in media or (not media and text.lstrip()[:1] in ("{", "[")):
+        # Nesting deeper than the interpreter's recursion limit is not a ValueError; such a
+        # body is still a valid ask and is keyed by its hash rather than crashing the resolve.
         try:
             value = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return _hashed(decoded)
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        try:
+            return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        except RecursionError:
+            return _hashed(decoded)
     if media == "application/x-www-form-urlencoded":
         pairs = sorted(parse_qsl(text, keep_blank_values=True))
         return "form:" + urlencode(pairs, quote_via=quote)

@@ -3,11 +3,13 @@
 The record is one transaction: the exchange (first recording at an address wins), the event's
 exchange link, the single-flight claim release, cooperative hints and — for writes — the branch's
 version bumps. The proxy is told `200` only after the commit, so an acknowledged record survives
-a crash of the resolver.
+a crash of the resolver. A record that fails releases its claim in a transaction of its own, so
+siblings waiting on the address take over at once.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +23,7 @@ from resolver.dependencies import (
     recorded_writes,
     response_hints,
 )
-from resolver.errors import BodyTooLarge, Conflict
+from resolver.errors import BodyTooLarge, Conflict, GroundhogError
 from resolver.policy import Decision, DependencyModel
 from resolver.redaction import redact_response_headers
 from resolver.request import RequestParts
@@ -29,6 +31,8 @@ from resolver.schemas import RecordRequest, decode_base64
 from store import claims, exchanges, repository
 from store.db import Store, transaction
 from store.models import PendingRecord, Tape
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,28 @@ class Recorder:
                     f"{self.max_body_bytes}; record it as passthrough 'too-large'",
                     limit=self.max_body_bytes,
                 )
+        try:
+            return self._commit(wire, kind, body)
+        except GroundhogError:
+            raise  # an unknown ticket or a deleted tape: no claim of this ticket is left
+        except Exception:
+            self._release_after_failure(wire.ticket)
+            raise
+
+    def _release_after_failure(self, ticket: str) -> None:
+        """Let a waiting sibling fetch the address now rather than when the lease lapses.
+
+        The failed transaction rolled back, so the claim would otherwise hold for the whole
+        lease (30 s) while siblings wait. The pending record stays, so the proxy may still
+        retry this ticket; the first recording at the address wins either way.
+        """
+        try:
+            with transaction(self.store.write) as session:
+                claims.release_claim(ticket, session=session)
+        except Exception:  # the store may still be failing; the lease is the fallback
+            logger.warning("could not release the claim of ticket %s after a failed record", ticket)
+
+    def _commit(self, wire: RecordRequest, kind: str, body: bytes) -> RecordResult:
         with transaction(self.store.write) as session:
             pending = claims.pop_pending(wire.ticket, session=session)
             if pending is None:

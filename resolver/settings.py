@@ -26,6 +26,8 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=8 * 1024 * 1024, gt=0)
     claim_lease_seconds: float = Field(default=30.0, gt=0)
     resolve_wait_seconds: float = Field(default=60.0, gt=0)
+    # False: refuse a store whose schema is not current instead of migrating it (store/migrate.py).
+    migrate_on_start: bool = True
 
     @model_validator(mode="after")
     def _derive_paths(self) -> Settings:

@@ -19,7 +19,7 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
-from store.models import Base
+from store import migrate
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +55,11 @@ def _install_sqlite_pragmas(engine: Engine) -> None:
 
 
 def make_engine(url: str, *, create_schema: bool = True) -> Engine:
-    """An engine for `url` (sqlite:///… or postgresql+psycopg://…), schema created if asked."""
+    """An engine for `url` (sqlite:///… or postgresql+psycopg://…), schema migrated if asked.
+
+    `create_schema` brings the store to the newest schema revision (store/migrate.py), under a
+    lock so concurrent openers of one database do not race; False leaves the schema alone.
+    """
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
     if url.startswith("sqlite"):
@@ -65,7 +69,11 @@ def make_engine(url: str, *, create_schema: bool = True) -> Engine:
     else:
         engine = create_engine(url, pool_size=20, max_overflow=20, pool_pre_ping=True)
     if create_schema:
-        Base.metadata.create_all(engine)
+        try:
+            migrate.upgrade(engine)
+        except BaseException:
+            engine.dispose()
+            raise
     logger.debug("store engine ready for %s", engine.url.render_as_string(hide_password=True))
     return engine
 
@@ -98,8 +106,19 @@ class Store:
         self.engine.dispose()
 
 
-def open_store(url: str, *, create_schema: bool = True) -> Store:
-    engine = make_engine(url, create_schema=create_schema)
+def open_store(url: str, *, migrate_schema: bool = True) -> Store:
+    """The store at `url`, its schema migrated to the newest revision.
+
+    With `migrate_schema=False` the schema is left alone and must already be current:
+    otherwise `store.migrate.SchemaOutOfDate` names the command that migrates it.
+    """
+    engine = make_engine(url, create_schema=migrate_schema)
+    if not migrate_schema:
+        try:
+            migrate.check(engine)
+        except BaseException:
+            engine.dispose()
+            raise
     reader = engine.execution_options(sqlite_begin="DEFERRED")
     info = {"write_lock": threading.Lock()} if engine.dialect.name == "sqlite" else {}
     return Store(

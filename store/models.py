@@ -136,8 +136,10 @@ class Event(Base):
     decision: Mapped[str] = mapped_column(String(20))
     is_read: Mapped[bool] = mapped_column(Boolean)
     true_fingerprint_nonempty: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Indexed: deleting an exchange makes the database find the events pointing at it
+    # (ON DELETE SET NULL); without the index that is a scan of every event per exchange.
     exchange_id: Mapped[int | None] = mapped_column(
-        ForeignKey("gh_exchanges.id", ondelete="SET NULL"), nullable=True
+        ForeignKey("gh_exchanges.id", ondelete="SET NULL"), nullable=True, index=True
     )
 
 

@@ -19,6 +19,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
+from groundhog import cli_servers
 from groundhog.cli import app
 from groundhog.client import Groundhog
 from groundhog.shim import shim
@@ -321,3 +322,19 @@ def test_open_takes_settings_from_a_config_file(cli, name: str, tmp_path: Path) 
     assert refused.exit_code == 1 and "must hold a JSON object" in refused.stderr
     unknown = cli("tape", "open", f"{name}-3", "--config", str(tmp_path / "absent.json"))
     assert unknown.exit_code == 1 and "cannot read --config" in unknown.stderr
+
+
+@pytest.mark.parametrize("command", ["resolver", "proxy"])
+def test_server_commands_take_data_from_groundhog_data_dir(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[list[str]] = []
+    monkeypatch.setattr(cli_servers, "_run_module", lambda _module, args: started.append(args))
+    from_env = runner.invoke(app, [command], env={"GROUNDHOG_DATA_DIR": str(tmp_path / "env")})
+    assert from_env.exit_code == 0, from_env.output
+    flag = runner.invoke(
+        app, [command, "--data", str(tmp_path / "flag")], env={"GROUNDHOG_DATA_DIR": "ignored"}
+    )
+    assert flag.exit_code == 0, flag.output
+    data = [args[args.index("--data") + 1] for args in started]
+    assert data == [str(tmp_path / "env"), str(tmp_path / "flag")]

@@ -38,11 +38,6 @@ def test_key_property_check_catches_an_order_sensitive_key(
     assert figures["failures"] > 0 and not figures["held"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs resolver/keys.py canonical_body to catch RecursionError (reliability-"
-    "requests.txt R4)",
-)
 def test_deeply_nested_json_body_is_keyed_not_a_crash() -> None:
     depth = 100_000
     body = b"[" * depth + b"]" * depth

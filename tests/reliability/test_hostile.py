@@ -10,12 +10,6 @@ from bench.reliability.hostile import _cases, gzip_bomb, run_hostile
 
 pytestmark = pytest.mark.slow
 
-NESTED_JSON = pytest.mark.xfail(
-    strict=True,
-    reason="needs resolver/keys.py canonical_body to catch RecursionError and key the body by "
-    "hash (reliability-requests.txt R4): deeply nested JSON is a 500 today",
-)
-NEEDS_FIX = {"resolve: deeply nested JSON body", "proxy: deeply nested JSON body"}
 CASE_NAMES = [case.name for case in _cases(b"")]
 
 
@@ -26,7 +20,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     "name",
-    [pytest.param(n, marks=NESTED_JSON) if n in NEEDS_FIX else n for n in CASE_NAMES],
+    CASE_NAMES,
 )
 def test_hostile_input_gets_a_clear_answer_and_no_crash(hostile: dict[str, Any], name: str) -> None:
     (case,) = [case for case in hostile["cases"] if case["case"] == name]

@@ -17,11 +17,6 @@ def secrets_and_ca(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return security.check_secrets_and_ca(tmp_path_factory.mktemp("secrets"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs resolver/__main__.py to refuse a non-loopback --host without both tokens "
-    "(reliability-requests.txt R1)",
-)
 def test_resolver_refuses_to_listen_beyond_loopback_without_tokens(tmp_path: Path) -> None:
     figures = security.check_refuses_open_bind(tmp_path)
     assert not figures["listened_without_tokens"], figures

@@ -32,11 +32,6 @@ def test_full_disk_loses_nothing_and_recovers(store_faults: dict[str, Any]) -> N
     assert full["recovered_without_restart"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs resolver/errors.py to map SQLAlchemy OperationalError to a 503 "
-    "store-unavailable problem (reliability-requests.txt R2)",
-)
 def test_full_disk_resolver_answers_503_problem_itself(store_faults: dict[str, Any]) -> None:
     answer = store_faults["full_disk"]["direct_resolve_while_full"]
     assert answer["status"] == 503 and answer["problem"], answer
@@ -50,11 +45,6 @@ def test_read_only_store_loses_nothing(store_faults: dict[str, Any]) -> None:
     assert read_only.get("world_calls", 0) == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs the resolver to refuse a read-only store with one clear line, not a "
-    "traceback (reliability-requests.txt R3)",
-)
 def test_read_only_store_is_refused_clearly(store_faults: dict[str, Any]) -> None:
     if store_faults["read_only"].get("skipped"):
         pytest.skip(store_faults["read_only"]["skipped"])

@@ -10,12 +10,6 @@ from bench.reliability.faults import run_claim_takeover, run_world_faults
 
 pytestmark = pytest.mark.slow
 
-RESET_RETRIED = pytest.mark.xfail(
-    strict=True,
-    reason="needs proxy/upstream.py to stop aiohttp retrying a reset GET "
-    "(reliability-requests.txt P1): the world sees the reset request twice",
-)
-
 
 @pytest.fixture(scope="module")
 def world_faults(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
@@ -26,7 +20,7 @@ def world_faults(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str
 @pytest.mark.parametrize(
     "case",
     [
-        pytest.param("reset", marks=RESET_RETRIED),
+        "reset",
         "timeout",
         "5xx-500",
         "5xx-503",

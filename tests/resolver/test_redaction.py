@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from hashlib import sha256
 
 from resolver.keys import request_key
 from resolver.redaction import REDACTED, redact_request, redact_response_headers
@@ -58,3 +59,12 @@ def test_non_json_bodies_are_left_alone() -> None:
 def test_response_set_cookie_dropped_with_order_and_duplicates_kept() -> None:
     headers = [["A", "1"], ["Set-Cookie", "s"], ["A", "2"], ["X-Private", "p"]]
     assert redact_response_headers(headers, ["x-private"]) == [("A", "1"), ("A", "2")]
+
+
+def test_json_nested_past_the_recursion_limit_is_left_as_sent() -> None:
+    depth = 100_000
+    body = b"[" * depth + b"]" * depth
+    nested = REQUEST.with_changes(body=body)
+    redacted = redact_request(nested, json_paths=["password"])
+    assert redacted.body == body
+    assert request_key(redacted).readable.endswith("body:sha256:" + sha256(body).hexdigest())

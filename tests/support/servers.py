@@ -108,14 +108,17 @@ def start_server(
     child_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
         child_env.pop(name, None)
-    log_file = tempfile.NamedTemporaryFile(prefix="groundhog-server-", suffix=".log", delete=False)
-    process = subprocess.Popen(
-        command,
-        stdout=log_file,
-        stderr=subprocess.STDOUT,
-        cwd=cwd or REPO_ROOT,
-        env=child_env,
-    )
+    # The child keeps its own copy of the descriptor, so ours can close once it has started.
+    with tempfile.NamedTemporaryFile(
+        prefix="groundhog-server-", suffix=".log", delete=False
+    ) as log_file:
+        process = subprocess.Popen(
+            command,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            cwd=cwd or REPO_ROOT,
+            env=child_env,
+        )
     server = ServerProcess(command, port, process, Path(log_file.name), env or {})
 
     def ready() -> bool:

@@ -1,0 +1,1 @@
+"""Alembic migrations of the store's schema (env.py, versions/); run them with store.migrate."""

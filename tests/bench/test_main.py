@@ -1,0 +1,33 @@
+"""The `python -m bench` command line: modes, overrides and refusals, without servers."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench import __main__ as cli
+
+
+def test_quick_and_full_modes_differ_and_are_recorded() -> None:
+    quick = cli.build_config(cli.parse_args(["--quick"]))
+    full = cli.build_config(cli.parse_args([]))
+    assert quick.quick and not full.quick
+    assert quick.worlds < full.worlds
+    assert full.group_sizes[-1] == 16 and quick.group_sizes == (1, 2, 4, 8)
+    assert full.equivalence_worlds * full.group_size == 100
+    assert full.reproducibility_runs == 20
+
+
+def test_overrides_apply() -> None:
+    config = cli.build_config(cli.parse_args(["--quick", "--worlds", "12", "--no-speed"]))
+    assert (config.worlds, config.measure_speed) == (12, False)
+    assert config.to_json()["rollouts_horizon"] == 24
+
+
+def test_too_few_worlds_is_refused_with_the_fix() -> None:
+    with pytest.raises(SystemExit, match="at least 8"):
+        cli.build_config(cli.parse_args(["--worlds", "3"]))
+
+
+def test_some_but_not_all_service_urls_is_refused(capsys) -> None:
+    assert cli.main(["--world-url", "http://127.0.0.1:1"]) == 2
+    assert "all three" in capsys.readouterr().err

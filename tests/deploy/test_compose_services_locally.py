@@ -1,0 +1,115 @@
+"""docker-compose.yml's default profile, run as local processes: the quick benchmark completes.
+
+There is no Docker engine here, so tests/deploy/compose_local.py turns each service into the
+command and environment its container would run (service names become loopback ports, volumes
+become folders). This test starts worldsim, the resolver and the proxy exactly so, then runs
+the bench service's own command against them and checks what it wrote. It fails when the
+compose file and the programs drift apart: a flag a program no longer takes, a variable it no
+longer reads, a health path that never answers, a volume layout that hides the CA.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+
+from tests.deploy.compose_local import LocalService, local_services
+from tests.support.servers import REPO_ROOT, ServerProcess, free_port, start_server
+
+pytestmark = pytest.mark.slow
+
+# Appended to the bench service's command: they only shrink the workload (the fewest worlds
+# the statistics accept, no speed rows), so the run fits a test's budget while every flag,
+# URL and variable the compose file gives is still parsed and used. The full --quick run
+# takes about two minutes on a busy 2-core machine.
+SHRINK_FLAGS = ["--worlds", "8", "--no-speed", "--no-progress"]
+BENCH_TIMEOUT_SECONDS = 240
+# What a benchmark.json must hold for the table and figures (bench/assemble.py).
+BENCH_SECTIONS = {
+    "meta",
+    "reference",
+    "conditions",
+    "group_size_curve",
+    "dependency_models",
+    "reproducibility",
+    "speed",
+}
+
+
+def start_service(service: LocalService) -> ServerProcess:
+    service.prepare()
+    return start_server(
+        service.module_args(),
+        port=service.port,
+        health_path=service.health_path if service.readiness == "http" else None,
+        env=service.env,
+    )
+
+
+@pytest.fixture
+def services(tmp_path: Path) -> dict[str, LocalService]:
+    servers = ["worldsim", "resolver", "proxy"]
+    return local_services(volumes_root=tmp_path, ports={name: free_port() for name in servers})
+
+
+@pytest.fixture
+def running(services: dict[str, LocalService]) -> Iterator[dict[str, ServerProcess]]:
+    """Every server of the default profile, in compose's start order, stopped afterwards."""
+    with ExitStack() as stack:
+        started: dict[str, ServerProcess] = {}
+        for name, service in services.items():
+            if service.is_server:
+                started[name] = start_service(service)
+                stack.callback(started[name].stop)
+        yield started
+
+
+def test_the_default_profile_is_the_four_parts(services: dict[str, LocalService]) -> None:
+    assert list(services) == ["worldsim", "resolver", "proxy", "bench"]
+    bench = services["bench"]
+    assert not bench.is_server
+    assert "--quick" in bench.arguments
+
+
+def test_the_bench_service_runs_the_quick_benchmark_through_the_services(
+    services: dict[str, LocalService], running: dict[str, ServerProcess]
+) -> None:
+    bench = services["bench"]
+    bench.prepare()
+    out = Path(bench.arguments[bench.arguments.index("--out") + 1])
+    # The proxy fetches the CA the resolver created in the shared volume.
+    assert (services["proxy"].folders["/data/ca"] / "mitmproxy-ca-cert.pem").exists()
+
+    child_env = {**os.environ, "PYTHONUNBUFFERED": "1", **bench.env}
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
+        child_env.pop(name, None)
+    command = [*bench.command_line(), *SHRINK_FLAGS]
+    result = subprocess.run(
+        command,
+        env=child_env,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=BENCH_TIMEOUT_SECONDS,
+    )
+    assert result.returncode == 0, f"{command}\n{result.stdout}\n{result.stderr}"
+
+    report = json.loads((out / "benchmark.json").read_text())
+    assert set(report) >= BENCH_SECTIONS, sorted(report)
+    assert set(report["conditions"]) == {"naive", "replay", "groundhog"}
+    assert report["meta"]["quick"] is True
+    assert (out / "benchmark.md").exists()
+    # It used the compose services instead of starting its own.
+    assert report["meta"]["services"] == {
+        "world_url": running["worldsim"].url,
+        "resolver_url": running["resolver"].url,
+        "proxy_url": running["proxy"].url,
+    }
+    for name, server in running.items():
+        assert server.process.poll() is None, f"{name} exited during the benchmark:\n{server.log()}"

@@ -54,6 +54,9 @@ class ResolverClient:
         self.token = token
         self.resolve_timeout = resolve_timeout
         self.record_timeout = record_timeout
+        # Built once: a hit should not pay for timeout objects and header lists it never uses.
+        self._resolve_timeout = aiohttp.ClientTimeout(total=resolve_timeout)
+        self._record_timeout = aiohttp.ClientTimeout(total=record_timeout)
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -73,23 +76,25 @@ class ResolverClient:
         return self._session
 
     async def resolve(self, payload: dict[str, Any]) -> dict[str, Any]:
-        return await self._post("/v1/resolve", payload, self.resolve_timeout)
+        return await self._post("/v1/resolve", payload, self._resolve_timeout)
 
     async def record(self, payload: dict[str, Any]) -> dict[str, Any]:
-        return await self._post("/v1/record", payload, self.record_timeout)
+        return await self._post("/v1/record", payload, self._record_timeout)
 
-    async def _post(self, route: str, payload: dict[str, Any], timeout: float) -> dict[str, Any]:
+    async def _post(
+        self, route: str, payload: dict[str, Any], timeout: aiohttp.ClientTimeout
+    ) -> dict[str, Any]:
         session = self._ensure_session()
         url = self.base_url + route
         try:
             async with session.post(
                 url,
                 data=json.dumps(payload, separators=(",", ":")),
-                timeout=aiohttp.ClientTimeout(total=timeout),
+                timeout=timeout,
             ) as response:
                 body = await response.read()
                 status = response.status
-                headers = [(k, v) for k, v in response.headers.items()]
+                headers = list(response.headers.items()) if status >= 400 else []
         except (aiohttp.ClientError, TimeoutError, OSError) as error:
             raise ResolverUnavailable(f"{route}: {type(error).__name__}: {error}") from error
         if status >= 500:

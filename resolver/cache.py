@@ -2,15 +2,17 @@
 
 An exchange never changes once recorded (first recording wins) and tape ids are never reused,
 so an address's answer can be kept in memory safely by every replica: a hit then costs only the
-branch bookkeeping (occurrence, event), not the exchange and body reads and the base64 encoding.
+branch bookkeeping (occurrence, event), not the exchange and body reads, the base64 encoding or
+even the JSON encoding (each entry keeps its answer's JSON text, spliced into the reply as is).
 Bounded by an approximate byte budget, least recently used first out.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 Address = tuple[int, str, int, str]
@@ -19,14 +21,22 @@ DEFAULT_BUDGET_BYTES = 64 * 1024 * 1024
 
 @dataclass(frozen=True)
 class Recorded:
-    """A recorded answer ready to serve: its exchange id, wire response, response headers."""
+    """A recorded answer ready to serve: its exchange id, wire response, response headers.
+
+    `response_json` is `response` as JSON text, encoded once here instead of on every hit.
+    """
 
     exchange_id: int
     response: dict[str, Any]
     response_headers: list[list[str]]
+    response_json: bytes = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        encoded = json.dumps(self.response, ensure_ascii=False, separators=(",", ":")).encode()
+        object.__setattr__(self, "response_json", encoded)
 
     def size(self) -> int:
-        return len(self.response.get("body") or "") + 64 * (len(self.response_headers) + 4)
+        return len(self.response_json) + 64 * (len(self.response_headers) + 4)
 
 
 class AnswerCache:

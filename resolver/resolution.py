@@ -20,8 +20,8 @@ from resolver.cache import AnswerCache, Recorded
 from resolver.dependencies import recorded_writes
 from resolver.errors import BodyTooLarge
 from resolver.policy import Action, Decision, Mode, decide
-from resolver.schemas import ResolveRequest, decode_base64
-from store import claims, exchanges, repository
+from resolver.schemas import ResolveRequest, decode_base64, encode_base64
+from store import claims, exchanges, hot, repository
 from store.db import Store, relax_commit_durability, transaction
 
 # Forwards whose proxy never called /v1/record are forgotten after this long (or 10 leases).
@@ -39,6 +39,8 @@ class Resolution:
     ticket: str | None = None
     response: dict[str, object] | None = None
     upstream_headers: list[list[str]] = field(default_factory=list)
+    # `response` already encoded as JSON (a cached recording), so the reply need not re-encode it.
+    response_json: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,7 @@ class Resolver:
         self._forwards = itertools.count(1)
 
     def resolve(self, wire: ResolveRequest) -> Resolution | Waiting:
-        body = decode_base64(wire.body, "body")
+        body = decode_base64(wire.body, "body") if wire.body else b""
         if len(body) > self.max_body_bytes:
             raise BodyTooLarge(
                 f"request body is {len(body)} bytes, over max_body_bytes={self.max_body_bytes}; "
@@ -148,14 +150,22 @@ class Resolver:
         cached = self.cache.get(address)
         if cached is not None:
             return cached
-        exchange = exchanges.find_exchange(*address, session=session)
-        if exchange is None:
+        answer = hot.find_answer(*address, session=session)
+        if answer is None:
             return None
-        found = Recorded(
-            exchange.id,
-            answers.recorded(exchange, session=session, tape_name=ask.tape_name),
-            exchange.response_headers or [],
-        )
+        if answer.error_kind is not None:  # rare: its 502 problem names the whole exchange
+            exchange = exchanges.find_exchange(*address, session=session)
+            assert exchange is not None
+            response = answers.recorded(exchange, session=session, tape_name=ask.tape_name)
+        else:
+            if answer.body_sha and answer.body is None:
+                raise LookupError(f"blob {answer.body_sha} is missing from the store")
+            response = {
+                "status": answer.status,
+                "headers": answer.headers,
+                "body": encode_base64(answer.body or b""),
+            }
+        found = Recorded(answer.exchange_id, response, answer.headers)
         self.cache.put(address, found)
         return found
 
@@ -194,7 +204,9 @@ class Resolver:
         self._event(session, ask, decision, found.exchange_id)
         if decision is Decision.REPLAYED_WRITE:
             self.bump(session, ask, found.response_headers)
-        return Resolution(Action.SERVE, decision, ask, response=found.response)
+        return Resolution(
+            Action.SERVE, decision, ask, response=found.response, response_json=found.response_json
+        )
 
     def _claim_or_wait(
         self, session: Session, ask: Ask, decision: Decision

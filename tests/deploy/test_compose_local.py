@@ -116,9 +116,9 @@ def test_readiness_follows_each_healthcheck(default_services: dict[str, LocalSer
     }
 
 
-def test_pass_through_variables_are_set_only_when_the_caller_has_them(tmp_path: Path) -> None:
-    unset = local_services(volumes_root=tmp_path, ports=PORTS)["resolver"].env
-    assert "GROUNDHOG_ADMIN_TOKEN" not in unset
+def test_tokens_take_the_callers_value_over_the_compose_default(tmp_path: Path) -> None:
+    unset = local_services(volumes_root=tmp_path, ports=PORTS, environ={})["resolver"].env
+    assert unset["GROUNDHOG_ADMIN_TOKEN"] == "compose-local-admin-token"
     given = local_services(
         volumes_root=tmp_path, ports=PORTS, environ={"GROUNDHOG_ADMIN_TOKEN": "secret"}
     )

@@ -63,14 +63,18 @@ class ChildService:
         return self.log_path.read_text(errors="replace")[-characters:]
 
     def stop(self) -> None:
-        """SIGTERM, then SIGKILL if it lingers; only this child, by its own id."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        stop_process(self.process)
+
+
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL if it lingers; only this child, by its own id."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
 
 
 def free_port() -> int:
@@ -91,10 +95,10 @@ def wait_until(predicate: Callable[[], bool], *, timeout: float, what: str) -> N
     raise ServiceError(f"gave up after {timeout:.0f}s waiting for {what}")
 
 
-def healthy(url: str) -> bool:
-    """True when ``url``/healthz answers 200."""
+def healthy(url: str, *, timeout: float = 1.0) -> bool:
+    """True when ``url``/healthz answers 200 within ``timeout`` seconds."""
     try:
-        return httpx.get(f"{url}/healthz", timeout=1.0, trust_env=False).status_code == 200
+        return httpx.get(f"{url}/healthz", timeout=timeout, trust_env=False).status_code == 200
     except httpx.HTTPError:
         return False
 
@@ -110,6 +114,52 @@ def accepting(url: str) -> bool:
     return False
 
 
+def child_command(module_args: Sequence[str], port: int) -> list[str]:
+    """``python -m <module_args> --host 127.0.0.1 --port P`` with this interpreter."""
+    return [sys.executable, "-m", *module_args, "--host", LOOPBACK, "--port", str(port)]
+
+
+def child_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """This environment plus ``extra``, unbuffered, without proxy variables.
+
+    A child that inherited HTTP_PROXY would send its own traffic through whatever proxy the
+    caller uses, and measure or test that instead of itself.
+    """
+    environment = {**os.environ, "PYTHONUNBUFFERED": "1", **(extra or {})}
+    for variable in _PROXY_ENVIRONMENT:
+        environment.pop(variable, None)
+    return environment
+
+
+def wait_for_child(
+    name: str,
+    command: Sequence[str],
+    process: subprocess.Popen[bytes],
+    *,
+    url: str,
+    health: str,
+    timeout: float,
+    log_tail: Callable[[], str],
+    http_timeout: float = 1.0,
+) -> None:
+    """Poll until the child answers on ``url``; stop it and raise ServiceError if it never does.
+
+    ``health`` is "http" (GET /healthz) or "tcp" (the port accepts connections). A child that
+    exits while we wait is reported at once with ``log_tail()``, not after the whole deadline.
+    """
+
+    def ready() -> bool:
+        if process.poll() is not None:
+            raise ServiceError(f"{name} exited early ({' '.join(command)}):\n{log_tail()}")
+        return healthy(url, timeout=http_timeout) if health == "http" else accepting(url)
+
+    try:
+        wait_until(ready, timeout=timeout, what=f"{name} on port {httpx.URL(url).port}")
+    except BaseException:
+        stop_process(process)
+        raise
+
+
 def start_child(
     name: str,
     module_args: Sequence[str],
@@ -123,27 +173,26 @@ def start_child(
     ``health`` is "http" (GET /healthz) or "tcp" (the port accepts connections).
     """
     port = free_port()
-    command = [sys.executable, "-m", *module_args, "--host", LOOPBACK, "--port", str(port)]
-    environment = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    for variable in _PROXY_ENVIRONMENT:
-        environment.pop(variable, None)
+    command = child_command(module_args, port)
     log_path = log_dir / f"{name}.log"
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(
-            command, stdout=log_file, stderr=subprocess.STDOUT, cwd=REPO_ROOT, env=environment
+            command,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            cwd=REPO_ROOT,
+            env=child_environment(),
         )
     child = ChildService(name, command, port, process, log_path)
-
-    def ready() -> bool:
-        if process.poll() is not None:
-            raise ServiceError(f"{name} exited early ({' '.join(command)}):\n{child.log_tail()}")
-        return healthy(child.url) if health == "http" else accepting(child.url)
-
-    try:
-        wait_until(ready, timeout=timeout, what=f"{name} on port {port}")
-    except BaseException:
-        child.stop()
-        raise
+    wait_for_child(
+        name,
+        command,
+        process,
+        url=child.url,
+        health=health,
+        timeout=timeout,
+        log_tail=child.log_tail,
+    )
     logger.info("%s ready at %s", name, child.url)
     return child
 

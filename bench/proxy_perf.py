@@ -24,14 +24,14 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import httpx
 
-from bench.harness import LOOPBACK, ChildService, free_port, start_child, wait_until
+from bench.harness import LOOPBACK, ChildService, free_port, start_child, wait_for_child
 
 BODY = json.dumps({"items": [{"id": i, "title": f"result {i}"} for i in range(24)]}).encode()
 CONCURRENCY = (1, 8)
@@ -85,24 +85,36 @@ async def _serve_fixed(host: str, port: int, body: bytes) -> None:
 
 async def _load(proxies: Sequence[str | None], urls: list[list[str]]) -> dict[str, float]:
     """Client i asks its urls in order, one at a time, through proxies[i]; all clients at once."""
-    latencies: list[float] = []
     async with aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=0), trust_env=False
     ) as session:
 
-        async def client(proxy: str | None, sequence: list[str]) -> None:
-            for url in sequence:
-                started = time.perf_counter()
-                async with session.get(url, proxy=proxy) as response:
-                    await response.read()
-                    if response.status != 200:
-                        raise RuntimeError(f"{url} via {proxy} answered {response.status}")
-                latencies.append(time.perf_counter() - started)
+        async def ask(proxy: str | None, url: str) -> None:
+            async with session.get(url, proxy=proxy) as response:
+                await response.read()
+                if response.status != 200:
+                    raise RuntimeError(f"{url} via {proxy} answered {response.status}")
 
-        started = time.perf_counter()
-        await asyncio.gather(*(client(p, u) for p, u in zip(proxies, urls, strict=True)))
-        elapsed = time.perf_counter() - started
-    return _summary(latencies, elapsed)
+        return await _timed_concurrently(ask, proxies, urls)
+
+
+async def _timed_concurrently[Asker](
+    ask: Callable[[Asker, str], Awaitable[None]],
+    askers: Sequence[Asker],
+    url_lists: list[list[str]],
+) -> dict[str, float]:
+    """Asker i asks url_lists[i] one at a time, all askers at once; each ask's latency counts."""
+    latencies: list[float] = []
+
+    async def one(asker: Asker, sequence: list[str]) -> None:
+        for url in sequence:
+            started = time.perf_counter()
+            await ask(asker, url)
+            latencies.append(time.perf_counter() - started)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one(a, s) for a, s in zip(askers, url_lists, strict=True)))
+    return _summary(latencies, time.perf_counter() - started)
 
 
 def _urls(base: str, clients: int, per_client: int, tag: str) -> list[list[str]]:
@@ -135,22 +147,19 @@ def _start_mitmdump(name: str, arguments: Sequence[str], log_dir: Path) -> Child
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)
     child = ChildService(name, command, port, process, log_path)
-    try:
-        wait_until(lambda: _accepting(port, process), timeout=60, what=f"{name} on {port}")
-    except BaseException:
-        child.stop()
-        raise
+    wait_for_child(
+        name, command, process, url=child.url, health="tcp", timeout=60, log_tail=child.log_tail
+    )
     return child
 
 
-def _accepting(port: int, process) -> bool:
-    import socket
-
-    if process.poll() is not None:
-        raise RuntimeError(f"process on {port} exited early")
-    with contextlib.suppress(OSError), socket.create_connection((LOOPBACK, port), timeout=0.5):
-        return True
-    return False
+def _start_proxy(name: str, resolver_url: str, work: Path) -> ChildService:
+    return start_child(
+        name,
+        ["proxy", "--resolver-url", resolver_url, "--data", str(work), "--log-level", "warn"],
+        health="tcp",
+        log_dir=work,
+    )
 
 
 @contextlib.contextmanager
@@ -180,12 +189,7 @@ def measure(quick: bool = False) -> list[dict[str, Any]]:
             "resolver", ["resolver", "--data", str(work)], health="http", log_dir=work
         )
         kids.append(resolver)
-        proxy = start_child(
-            "proxy",
-            ["proxy", "--resolver-url", resolver.url, "--data", str(work), "--log-level", "warn"],
-            health="tcp",
-            log_dir=work,
-        )
+        proxy = _start_proxy("proxy", resolver.url, work)
         kids.append(proxy)
         plain = _start_mitmdump("mitmdump", [], work)
         kids.append(plain)
@@ -196,12 +200,7 @@ def measure(quick: bool = False) -> list[dict[str, Any]]:
             log_dir=work,
         )
         kids.append(instant)
-        lone_proxy = start_child(
-            "proxy-on-instant-resolver",
-            ["proxy", "--resolver-url", instant.url, "--data", str(work), "--log-level", "warn"],
-            health="tcp",
-            log_dir=work,
-        )
+        lone_proxy = _start_proxy("proxy-on-instant-resolver", instant.url, work)
         kids.append(lone_proxy)
         for clients in CONCURRENCY:
             per_client = max(total // clients, 10)
@@ -284,7 +283,6 @@ async def _resolve_directly(
     resolver_url: str, tape: str, branches: list[str], url_lists: list[list[str]], library: str
 ) -> dict[str, float]:
     """Ask `/v1/resolve` for the hit path's addresses with no proxy in between."""
-    latencies: list[float] = []
     endpoint = f"{resolver_url}/v1/resolve"
 
     def payload(branch: str, url: str) -> dict[str, Any]:
@@ -308,22 +306,16 @@ async def _resolve_directly(
         httpx.AsyncClient(trust_env=False, timeout=60) as client,
     ):
 
-        async def one(branch: str, sequence: list[str]) -> None:
-            for url in sequence:
-                started = time.perf_counter()
-                if library == "aiohttp":
-                    async with session.post(endpoint, json=payload(branch, url)) as response:
-                        answer = await response.json()
-                else:
-                    answer = (await client.post(endpoint, json=payload(branch, url))).json()
-                if answer.get("decision") != "shared":
-                    raise RuntimeError(f"expected a hit for {url} as {branch}, got {answer}")
-                latencies.append(time.perf_counter() - started)
+        async def ask(branch: str, url: str) -> None:
+            if library == "aiohttp":
+                async with session.post(endpoint, json=payload(branch, url)) as response:
+                    answer = await response.json()
+            else:
+                answer = (await client.post(endpoint, json=payload(branch, url))).json()
+            if answer.get("decision") != "shared":
+                raise RuntimeError(f"expected a hit for {url} as {branch}, got {answer}")
 
-        started = time.perf_counter()
-        await asyncio.gather(*(one(b, s) for b, s in zip(branches, url_lists, strict=True)))
-        elapsed = time.perf_counter() - started
-    return _summary(latencies, elapsed)
+        return await _timed_concurrently(ask, branches, url_lists)
 
 
 def _summary(latencies: list[float], elapsed: float) -> dict[str, float]:

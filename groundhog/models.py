@@ -17,8 +17,17 @@ def _split(cls: type, data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, A
     return known, extra
 
 
+class _Extensible:
+    """A result the server may add fields to: unknown keys are kept in ``extra``, not refused."""
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Self:
+        known, extra = _split(cls, data)
+        return cls(**known, extra=extra)
+
+
 @dataclass(frozen=True)
-class TapeInfo:
+class TapeInfo(_Extensible):
     name: str
     world_seed: int
     mode: str
@@ -36,14 +45,9 @@ class TapeInfo:
     rules: list[dict[str, Any]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Self:
-        known, extra = _split(cls, data)
-        return cls(**known, extra=extra)
-
 
 @dataclass(frozen=True)
-class BranchInfo:
+class BranchInfo(_Extensible):
     path: str
     parent: str | None
     children: list[str] = field(default_factory=list)
@@ -67,7 +71,7 @@ class ForkResult:
 
 
 @dataclass(frozen=True)
-class DecisionCounts:
+class DecisionCounts(_Extensible):
     decisions: dict[str, int] = field(default_factory=dict)
     reads: int = 0
     reads_shared: int = 0
@@ -77,11 +81,6 @@ class DecisionCounts:
     lies: int = 0
     lie_rate: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Self:
-        known, extra = _split(cls, data)
-        return cls(**known, extra=extra)
 
 
 @dataclass(frozen=True)
@@ -112,7 +111,7 @@ class TapeDigest:
 
 
 @dataclass(frozen=True)
-class Event:
+class Event(_Extensible):
     seq: int
     branch: str
     method: str
@@ -124,8 +123,3 @@ class Event:
     exchange_id: int | None = None
     status: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Self:
-        known, extra = _split(cls, data)
-        return cls(**known, extra=extra)

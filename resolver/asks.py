@@ -21,7 +21,8 @@ from resolver.policy import DependencyModel, Mode, lookup_fingerprint
 from resolver.redaction import redact_request
 from resolver.request import RequestParts
 from resolver.schemas import ResolveRequest, check_branch_path, check_tape_name
-from store import exchanges, repository
+from store import exchanges, hot, repository
+from store.hot import Executor
 from store.repository import BranchRef, TapeRef
 
 
@@ -61,12 +62,25 @@ def cooperative_headers(ask: Ask) -> list[list[str]]:
     ]
 
 
+def find_tape_and_branch(
+    session: Executor, tape_name: str, branch_path: str
+) -> tuple[TapeRef, BranchRef] | None:
+    """Both in one round trip, or None if either is missing; malformed names are refused."""
+    check_tape_name(tape_name)
+    check_branch_path(branch_path)
+    row = hot.tape_and_branch(tape_name, branch_path, session=session)
+    if row is None:
+        return None
+    tape = TapeRef(
+        row.id, row.name, row.world_seed, row.mode, row.online, row.dependency_model, row.config
+    )
+    return tape, BranchRef(row.branch_id, branch_path)
+
+
 def load_tape_and_branch(
     session: Session, tape_name: str, branch_path: str
 ) -> tuple[TapeRef, BranchRef]:
-    check_tape_name(tape_name)
-    check_branch_path(branch_path)
-    found = repository.get_tape_and_branch(tape_name, branch_path, session=session)
+    found = find_tape_and_branch(session, tape_name, branch_path)
     if found is not None:
         return found
     if repository.get_tape(tape_name, session=session) is None:
@@ -79,9 +93,13 @@ def load_tape_and_branch(
 
 
 def build_ask(
-    session: Session, tape: TapeRef, branch: BranchRef, wire: ResolveRequest, body: bytes
+    session: Executor, tape: TapeRef, branch: BranchRef, wire: ResolveRequest, body: bytes
 ) -> Ask:
-    """Redact, key and classify the request; take its occurrence; compute its fingerprints."""
+    """Redact, key and classify the request; take its occurrence; compute its fingerprints.
+
+    `session` may be a bare driver transaction (the resolve hit path) unless the tape's model
+    is `hints`, whose hint lookup needs the ORM.
+    """
     config = tape.config
     raw = RequestParts(
         method=wire.method.upper(),
@@ -105,11 +123,11 @@ def build_ask(
         match_headers=config.get("match_headers", []),
     )
     model = DependencyModel(tape.dependency_model)
-    hint = (
-        repository.get_hint(tape.id, key.hash, session=session)
-        if model is DependencyModel.HINTS
-        else None
-    )
+    hint = None
+    if model is DependencyModel.HINTS:
+        if not isinstance(session, Session):
+            raise TypeError("the hints model looks its hints up through an ORM session")
+        hint = repository.get_hint(tape.id, key.hash, session=session)
     classification = classify(
         request,
         model,
@@ -117,9 +135,9 @@ def build_ask(
         hinted_reads=hint.reads if hint else None,
         hinted_writes=hint.writes if hint else None,
     )
-    occurrence = repository.take_occurrence(branch.id, key.hash, session=session)
+    occurrence = hot.take_occurrence(branch.id, key.hash, session=session)
     resources = classification.own_resources if classification.is_write else classification.reads
-    versions = repository.versions_of(branch.id, set(resources), session=session)
+    versions = hot.versions_of(branch.id, set(resources), session=session)
     true_fingerprint = fingerprint(resources, versions)
     mode = Mode(tape.mode)
     address = lookup_fingerprint(

@@ -120,4 +120,11 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, error: StarletteHTTPException) -> Response:
         slug = "not-found" if error.status_code == 404 else "http-error"
-        return problem_response(error.status_code, slug, str(error.detail), str(error.detail))
+        # Framework errors carry headers the status needs (Allow on a 405, WWW-Authenticate).
+        return problem_response(
+            error.status_code,
+            slug,
+            str(error.detail),
+            str(error.detail),
+            headers=getattr(error, "headers", None),
+        )

@@ -4,29 +4,55 @@ and either serves from tape, hands out a ticket to go live, or says "wait, someo
 This is the edge where the pure modules (keys, redaction, dependencies, fingerprint, policy) meet
 the store. Without it the proxy would have nobody to ask. Waiting itself (single flight) is
 driven by the async route, which calls `poll` until the address is recorded or the lease lapses.
+
+A plain hit (a read served from tape) is most of the traffic, so it is tried first on a bare
+driver transaction (store/hot.py) that does the same writes (occurrence, event) without the ORM;
+anything else rolls that back and takes the general path, which decides afresh.
 """
 
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
 
 from resolver import answers
-from resolver.asks import Ask, build_ask, bump_branch, cooperative_headers, load_tape_and_branch
+from resolver.asks import (
+    Ask,
+    build_ask,
+    bump_branch,
+    cooperative_headers,
+    find_tape_and_branch,
+    load_tape_and_branch,
+)
 from resolver.cache import AnswerCache, Recorded
 from resolver.dependencies import recorded_writes
 from resolver.errors import BodyTooLarge
-from resolver.policy import Action, Decision, Mode, decide
+from resolver.policy import Action, Decision, DependencyModel, Mode, decide
 from resolver.schemas import ResolveRequest, decode_base64, encode_base64
-from store import claims, exchanges, hot, repository
+from store import claims, exchanges, hot
 from store.db import Store, relax_commit_durability, transaction
+from store.hot import Executor
+from store.repository import TapeRef
 
 # Forwards whose proxy never called /v1/record are forgotten after this long (or 10 leases).
 STALE_PENDING_SECONDS = 3600.0
 STALE_SWEEP_EVERY = 256
+
+
+# Served from tape with nothing but an occurrence and an event: what `_serve_hit` handles.
+_PLAIN_HITS = frozenset({Decision.SHARED, Decision.STALE})
+
+
+class _NotAPlainHit(Exception):
+    """The ask needs the general path (ORM, claims, live calls); nothing was committed."""
+
+
+def _passthrough_hosts(tape: TapeRef) -> set[str]:
+    return {host.lower() for host in tape.config.get("passthrough_hosts", [])}
 
 
 @dataclass
@@ -66,6 +92,9 @@ class Resolver:
         self.lease_seconds = lease_seconds
         self.cache = cache if cache is not None else AnswerCache()
         self._forwards = itertools.count(1)
+        # The in-process SQLite writer lock `transaction(store.write)` takes; the hit path's
+        # driver transaction must queue on the same one.
+        self._write_lock: threading.Lock | None = store.write.kw.get("info", {}).get("write_lock")
 
     def resolve(self, wire: ResolveRequest) -> Resolution | Waiting:
         body = decode_base64(wire.body, "body") if wire.body else b""
@@ -75,13 +104,18 @@ class Resolver:
                 "send body_too_large=true to pass it through unrecorded",
                 limit=self.max_body_bytes,
             )
+        if not wire.body_too_large:
+            try:
+                return self._serve_hit(wire, body)
+            except _NotAPlainHit:
+                pass  # rolled back, nothing taken: the general path decides afresh
         with transaction(self.store.write) as session:
             relax_commit_durability(session)
             tape, branch = load_tape_and_branch(session, wire.tape, wire.branch)
             ask = build_ask(session, tape, branch, wire, body)
-            passthrough = wire.body_too_large or ask.request.normalised_host in {
-                host.lower() for host in tape.config.get("passthrough_hosts", [])
-            }
+            passthrough = wire.body_too_large or (
+                ask.request.normalised_host in _passthrough_hosts(tape)
+            )
             is_write = ask.classification.is_write
             looks_up = not passthrough and not (
                 tape.online and (is_write or ask.mode is Mode.NAIVE)
@@ -106,6 +140,41 @@ class Resolver:
             if is_write or ask.mode is Mode.NAIVE:
                 return self._forward(session, ask, outcome.decision)
             return self._claim_or_wait(session, ask, outcome.decision)
+
+    def _serve_hit(self, wire: ResolveRequest, body: bytes) -> Resolution:
+        """The common case, a read served from tape, on a bare driver transaction.
+
+        Exactly what the general path does for a `shared` or `stale` answer (occurrence taken,
+        event written, one transaction), minus the ORM's cost. Anything else (unknown tape or
+        branch, passthrough, hints, a live call, a miss, a write) raises `_NotAPlainHit`, which
+        rolls the transaction back so the general path starts from the same state.
+        """
+        with hot.driver_transaction(self.store.engine, self._write_lock) as driver:
+            found_refs = find_tape_and_branch(driver, wire.tape, wire.branch)
+            if found_refs is None:
+                raise _NotAPlainHit
+            tape, branch = found_refs
+            if tape.dependency_model == DependencyModel.HINTS:
+                raise _NotAPlainHit
+            ask = build_ask(driver, tape, branch, wire, body)
+            if ask.request.normalised_host in _passthrough_hosts(tape):
+                raise _NotAPlainHit
+            if ask.classification.is_write or (tape.online and ask.mode is Mode.NAIVE):
+                raise _NotAPlainHit
+            found = self._find(driver, ask)
+            if found is None:
+                raise _NotAPlainHit
+            outcome = decide(
+                is_write=False,
+                mode=ask.mode,
+                online=ask.online,
+                true_fingerprint=ask.true_fingerprint,
+                branch=ask.branch,
+                recorded=True,
+            )
+            if outcome.action is not Action.SERVE or outcome.decision not in _PLAIN_HITS:
+                raise _NotAPlainHit
+            return self._serve(driver, ask, outcome.decision, found)
 
     def poll(self, waiting: Waiting) -> Resolution | Waiting:
         """One look at an address someone else is fetching."""
@@ -145,7 +214,7 @@ class Resolver:
                 return self._forward(session, ask, decision, ticket=ticket)
             return waiting
 
-    def _find(self, session: Session, ask: Ask) -> Recorded | None:
+    def _find(self, session: Executor, ask: Ask) -> Recorded | None:
         address = (ask.tape_id, ask.key.hash, ask.occurrence, ask.fingerprint)
         cached = self.cache.get(address)
         if cached is not None:
@@ -154,6 +223,8 @@ class Resolver:
         if answer is None:
             return None
         if answer.error_kind is not None:  # rare: its 502 problem names the whole exchange
+            if not isinstance(session, Session):
+                raise _NotAPlainHit
             exchange = exchanges.find_exchange(*address, session=session)
             assert exchange is not None
             response = answers.recorded(exchange, session=session, tape_name=ask.tape_name)
@@ -170,10 +241,10 @@ class Resolver:
         return found
 
     def _event(
-        self, session: Session, ask: Ask, decision: Decision, exchange_id: int | None
+        self, session: Executor, ask: Ask, decision: Decision, exchange_id: int | None
     ) -> int:
-        seq = repository.take_event_seq(ask.branch_id, session=session)
-        return exchanges.add_event(
+        seq = hot.take_event_seq(ask.branch_id, session=session)
+        return hot.add_event(
             session=session,
             branch_id=ask.branch_id,
             seq=seq,
@@ -189,9 +260,11 @@ class Resolver:
         )
 
     def _serve(
-        self, session: Session, ask: Ask, decision: Decision, found: Recorded | None
+        self, session: Executor, ask: Ask, decision: Decision, found: Recorded | None
     ) -> Resolution:
         if decision is Decision.REFUSED or found is None:
+            if not isinstance(session, Session):
+                raise _NotAPlainHit
             self._event(session, ask, Decision.REFUSED, None)
             nearest = answers.nearest_keys(
                 exchanges.recorded_keys(
@@ -203,6 +276,8 @@ class Resolver:
             return Resolution(Action.SERVE, Decision.REFUSED, ask, response=response)
         self._event(session, ask, decision, found.exchange_id)
         if decision is Decision.REPLAYED_WRITE:
+            if not isinstance(session, Session):
+                raise _NotAPlainHit
             self.bump(session, ask, found.response_headers)
         return Resolution(
             Action.SERVE, decision, ask, response=found.response, response_json=found.response_json

@@ -156,27 +156,29 @@ def fork_branch(
     )
     session.add(child)
     session.flush()
-    counters = select(
-        literal(child.id),
-        OccurrenceCounter.key_hash,
-        OccurrenceCounter.count,
-    ).where(OccurrenceCounter.branch_id == parent.id)
-    session.execute(
-        OccurrenceCounter.__table__.insert().from_select(
-            ["branch_id", "key_hash", "count"], counters
-        )
+    _copy_branch_rows(
+        OccurrenceCounter, ("key_hash", "count"), parent.id, child.id, session=session
     )
-    versions = select(
-        literal(child.id),
-        ResourceVersion.resource,
-        ResourceVersion.version,
-    ).where(ResourceVersion.branch_id == parent.id)
-    session.execute(
-        ResourceVersion.__table__.insert().from_select(
-            ["branch_id", "resource", "version"], versions
-        )
+    _copy_branch_rows(
+        ResourceVersion, ("resource", "version"), parent.id, child.id, session=session
     )
     return child
+
+
+def _copy_branch_rows(
+    model: type[OccurrenceCounter] | type[ResourceVersion],
+    columns: tuple[str, ...],
+    parent_id: int,
+    child_id: int,
+    *,
+    session: Session,
+) -> None:
+    """Copy one branch's rows of ``model`` to another in a single INSERT … SELECT."""
+    table = model.__table__
+    rows = select(literal(child_id), *(table.c[name] for name in columns)).where(
+        table.c.branch_id == parent_id
+    )
+    session.execute(table.insert().from_select(["branch_id", *columns], rows))
 
 
 def take_occurrence(branch_id: int, key_hash: str, *, session: Session) -> int:

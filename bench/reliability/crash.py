@@ -9,15 +9,15 @@ workers to keep going; stop. Then audit the store against the ledger and the wor
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from bench.harness import wait_until
 from bench.reliability.audit import audit
 from bench.reliability.load import BackgroundLoad, LoadPlan, Outcome
-from bench.reliability.processes import children, wait_until
+from bench.reliability.processes import scenario_children
 from bench.reliability.stack import start_stack
 from bench.reliability.tap import read_ledger
 
@@ -33,11 +33,7 @@ def run_crash(
     root: Path | None = None, *, workers: int = 16, branches: int = 8, quick: bool = True
 ) -> dict[str, Any]:
     scale = 1 if quick else 4
-    with (
-        tempfile.TemporaryDirectory(prefix="gh-crash-") as scratch,
-        children(Path(root or scratch)) as group,
-    ):
-        base = Path(root or scratch)
+    with scenario_children("gh-crash-", root) as (base, group):
         stack = start_stack(
             group,
             base,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -19,9 +18,10 @@ from typing import Any
 
 import httpx
 
+from bench.harness import free_port, wait_until
 from bench.reliability.audit import open_read_only
 from bench.reliability.client import Answer, through_proxy
-from bench.reliability.processes import children, free_port, wait_until
+from bench.reliability.processes import scenario_children
 from bench.reliability.stack import start_stack
 
 UPSTREAM_TIMEOUT_SECONDS = 1.0
@@ -40,11 +40,8 @@ def _world_fault_cases(upstream_url: str) -> list[tuple[str, str, int]]:
 
 
 def run_world_faults(root: Path | None = None) -> dict[str, Any]:
-    with (
-        tempfile.TemporaryDirectory(prefix="gh-faults-") as scratch,
-        children(Path(root or scratch)) as group,
-    ):
-        stack = start_stack(group, Path(root or scratch), upstream_timeout=UPSTREAM_TIMEOUT_SECONDS)
+    with scenario_children("gh-faults-", root) as (base, group):
+        stack = start_stack(group, base, upstream_timeout=UPSTREAM_TIMEOUT_SECONDS)
         tape, (first, second) = stack.open_tape("world-faults", 2)
         proxy = stack.proxies[0].url
         cases = []
@@ -90,11 +87,7 @@ def _single_flight_waits(resolver_url: str) -> float:
 
 def run_claim_takeover(root: Path | None = None) -> dict[str, Any]:
     """Proxy 0 holds the claim (its fetch hangs) and is killed; proxy 1's sibling takes over."""
-    with (
-        tempfile.TemporaryDirectory(prefix="gh-claim-") as scratch,
-        children(Path(root or scratch)) as group,
-    ):
-        base = Path(root or scratch)
+    with scenario_children("gh-claim-", root) as (base, group):
         stack = start_stack(
             group,
             base,

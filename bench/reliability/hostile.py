@@ -14,7 +14,6 @@ import gzip
 import io
 import json
 import socket
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from bench.reliability.client import Answer, direct, through_proxy
-from bench.reliability.processes import children
+from bench.reliability.processes import scenario_children
 from bench.reliability.stack import Stack, start_stack
 
 BOMB_DECOMPRESSED_BYTES = 512 * 1024 * 1024
@@ -249,11 +248,7 @@ def _verdict(case: Case, answer: Answer) -> bool:
 
 def run_hostile(root: Path | None = None) -> dict[str, Any]:
     bomb = gzip_bomb()
-    with (
-        tempfile.TemporaryDirectory(prefix="gh-hostile-") as scratch,
-        children(Path(root or scratch)) as group,
-    ):
-        base = Path(root or scratch)
+    with scenario_children("gh-hostile-", root) as (base, group):
         stack = start_stack(group, base)
         tape, branches = stack.open_tape("hostile", 2)
         results = []

@@ -2,71 +2,35 @@
 
 Crash scenarios need more than the benchmark harness offers: a resolver restarted on the *same*
 port and store after `kill -9` (so proxies keep their URL), environment overrides (tokens, short
-leases), and the resident memory of each process. Every child is ended by its own pid; all
-listen on loopback only.
+leases), and the resident memory of each process. Starting, polling and stopping one process is
+bench.harness's; this adds the restartable, inspectable child around it. Every child is ended
+by its own pid; all listen on loopback only.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import signal
-import socket
 import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator, Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
+from bench.harness import (
+    LOOPBACK,
+    REPO_ROOT,
+    child_command,
+    child_environment,
+    free_port,
+    stop_process,
+    wait_for_child,
+)
 
-LOOPBACK = "127.0.0.1"
-REPO_ROOT = Path(__file__).resolve().parents[2]
-_PROXY_ENVIRONMENT = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY")
+# The resolver under crash and fault load can take longer than a benchmark run's to answer.
+_HEALTH_TIMEOUT_SECONDS = 2.0
 
 logger = logging.getLogger(__name__)
-
-
-class ChildFailed(RuntimeError):
-    """A child process did not become ready, or exited when it should not have."""
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((LOOPBACK, 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_until(predicate: Callable[[], bool], *, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        # A short pause between polls of a condition, not a guess at readiness.
-        time.sleep(0.05)
-    raise ChildFailed(f"gave up after {timeout:.0f}s waiting for {what}")
-
-
-def accepting(port: int, host: str = LOOPBACK) -> bool:
-    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.5):
-        return True
-    return False
-
-
-def healthy(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/healthz", timeout=2.0, trust_env=False).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
-def child_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
-    environment = {**os.environ, "PYTHONUNBUFFERED": "1", **(extra or {})}
-    for variable in _PROXY_ENVIRONMENT:
-        environment.pop(variable, None)
-    return environment
 
 
 def rss_kib(pid: int) -> int | None:
@@ -119,15 +83,7 @@ class Child:
             return handle.read().decode(errors="replace")
 
     def start(self, timeout: float = 60.0) -> Child:
-        command = [
-            sys.executable,
-            "-m",
-            *self.module_args,
-            "--host",
-            LOOPBACK,
-            "--port",
-            str(self.port),
-        ]
+        command = child_command(self.module_args, self.port)
         self.log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         with self.log_path.open("ab") as log_file:
             self.process = subprocess.Popen(
@@ -138,19 +94,16 @@ class Child:
                 env=child_environment(self.env),
             )
         self.starts += 1
-
-        def ready() -> bool:
-            if not self.alive():
-                raise ChildFailed(
-                    f"{self.name} exited early ({' '.join(command)}):\n{self.log_of_this_start()}"
-                )
-            return healthy(self.url) if self.health == "http" else accepting(self.port)
-
-        try:
-            wait_until(ready, timeout=timeout, what=f"{self.name} on port {self.port}")
-        except BaseException:
-            self.stop()
-            raise
+        wait_for_child(
+            self.name,
+            command,
+            self.process,
+            url=self.url,
+            health=self.health,
+            timeout=timeout,
+            log_tail=self.log_of_this_start,
+            http_timeout=_HEALTH_TIMEOUT_SECONDS,
+        )
         logger.info("%s ready at %s (pid %d)", self.name, self.url, self.pid)
         return self
 
@@ -162,14 +115,8 @@ class Child:
             self.process.wait(timeout=10)
 
     def stop(self) -> None:
-        if self.alive():
-            assert self.process is not None
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        if self.process is not None:
+            stop_process(self.process)
 
     def rss_kib(self) -> int | None:
         return rss_kib(self.pid) if self.alive() else None
@@ -221,6 +168,19 @@ def children(log_dir: Path) -> Iterator[Children]:
         group.close()
 
 
+@contextlib.contextmanager
+def scenario_children(prefix: str, root: Path | None = None) -> Iterator[tuple[Path, Children]]:
+    """A scenario's working directory (``root``, else a temporary one) and its children.
+
+    The children are stopped before the temporary directory goes, so none writes into a
+    directory being removed.
+    """
+    with tempfile.TemporaryDirectory(prefix=prefix) as scratch:
+        base = Path(root or scratch)
+        with children(base) as group:
+            yield base, group
+
+
 def resolver_args(data_dir: Path, database_url: str | None = None) -> list[str]:
     args = ["resolver", "--data", str(data_dir), "--log-level", "warning"]
     if database_url:
@@ -230,7 +190,7 @@ def resolver_args(data_dir: Path, database_url: str | None = None) -> list[str]:
 
 def proxy_args(resolver_url: str, data_dir: Path, *, upstream_timeout: float = 10.0) -> list[str]:
     return [
-        "bench.reliability.proxy_runner",
+        "proxy",
         "--resolver-url",
         resolver_url,
         "--data",

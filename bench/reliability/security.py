@@ -20,14 +20,9 @@ from typing import Any
 
 import httpx
 
+from bench.harness import LOOPBACK, REPO_ROOT, accepting, child_environment, free_port
 from bench.reliability.client import direct, through_proxy
-from bench.reliability.processes import (
-    REPO_ROOT,
-    accepting,
-    child_environment,
-    children,
-    free_port,
-)
+from bench.reliability.processes import children
 from bench.reliability.stack import start_stack
 from bench.reliability.upstream import SECRET_COOKIE
 
@@ -66,7 +61,7 @@ def check_refuses_open_bind(root: Path) -> dict[str, Any]:
     deadline = time.monotonic() + REFUSAL_WAIT_SECONDS
     try:
         while process.poll() is None and time.monotonic() < deadline:
-            if accepting(port):
+            if accepting(f"http://{LOOPBACK}:{port}"):
                 listening = True
                 break
             time.sleep(0.05)  # polling the child's state, not waiting for readiness

@@ -20,9 +20,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from bench.harness import ServiceError
 from bench.reliability.audit import audit
 from bench.reliability.client import Answer, direct, through_proxy
-from bench.reliability.processes import ChildFailed, children
+from bench.reliability.processes import children
 from bench.reliability.stack import Stack, start_stack
 from bench.reliability.tap import read_ledger
 
@@ -226,7 +227,7 @@ def _read_only_phase(stack: Stack, tape: str, branches: list[str], mounted: bool
             }
         try:
             stack.resolver.start(timeout=30)
-        except ChildFailed as error:
+        except ServiceError as error:
             started = False
             startup_message = str(error)[-1500:]
         if started:

@@ -15,6 +15,7 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from tests.support.servers import LOOPBACK
+from tests.support.threaded_server import ThreadedServer
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -52,16 +53,13 @@ class _Server(ThreadingHTTPServer):
         super().__init__((LOOPBACK, 0), _Handler)
 
 
-class CountingWorld:
+class CountingWorld(ThreadedServer):
     """`with CountingWorld() as world:` … `world.count("GET")`, `world.reset()`."""
 
+    _server: _Server
+
     def __init__(self) -> None:
-        self._server = _Server()
-        self.port = self._server.server_address[1]
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.05,), daemon=True
-        )
-        self._thread.start()
+        super().__init__(_Server())
 
     @property
     def url(self) -> str:
@@ -79,14 +77,3 @@ class CountingWorld:
     def reset(self) -> None:
         with self._server.lock:
             self._server.seen.clear()
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-    def __enter__(self) -> CountingWorld:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

@@ -7,8 +7,6 @@ answers with a value that differs on every live call.
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import json
 import ssl
 import threading
@@ -18,10 +16,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+from tests.support.certs import write_self_signed
+from tests.support.threaded_server import ThreadedServer
 
 
 @dataclass
@@ -54,37 +50,6 @@ def _handler(upstream: Upstream) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def self_signed(directory: Path) -> tuple[Path, Path]:
-    """A certificate for 127.0.0.1 and its key (the proxy runs with --ssl-insecure to it)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=2))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = directory / "upstream.pem", directory / "upstream.key"
-    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_path, key_path
-
-
 @contextmanager
 def serving(tls_directory: Path | None = None) -> Iterator[Upstream]:
     """An upstream on an ephemeral loopback port; HTTPS when given a directory for its cert."""
@@ -92,17 +57,11 @@ def serving(tls_directory: Path | None = None) -> Iterator[Upstream]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(upstream))
     scheme = "http"
     if tls_directory is not None:
-        cert_path, key_path = self_signed(tls_directory)
+        cert_path, key_path = write_self_signed(tls_directory, ["127.0.0.1"])
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert_path, key_path)
         server.socket = context.wrap_socket(server.socket, server_side=True)
         scheme = "https"
     upstream.url = f"{scheme}://127.0.0.1:{server.server_port}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with ThreadedServer(server):
         yield upstream
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.proxy.certs import write_self_signed
 from tests.proxy.stack import Stack, running_stack
 from tests.proxy.upstream_server import Upstream
+from tests.support.certs import write_self_signed
 
 
 @pytest.fixture(scope="session")

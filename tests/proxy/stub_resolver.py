@@ -12,6 +12,8 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.support.threaded_server import ThreadedServer
+
 Answer = tuple[int, Any]
 Script = Callable[[str, dict], Answer]
 
@@ -48,15 +50,12 @@ class _Server(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
 
 
-class StubResolver:
+class StubResolver(ThreadedServer):
+    _server: _Server
+
     def __init__(self, script: Script) -> None:
-        self._server = _Server(script)
-        self.port = self._server.server_address[1]
+        super().__init__(_Server(script))
         self.url = f"http://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.05,), daemon=True
-        )
-        self._thread.start()
 
     @property
     def received(self) -> list[tuple[str, dict, dict]]:
@@ -64,14 +63,3 @@ class StubResolver:
 
     def routes(self) -> list[str]:
         return [route for route, _, _ in self.received]
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-    def __enter__(self) -> StubResolver:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()

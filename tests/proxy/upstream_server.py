@@ -19,6 +19,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+from tests.support.threaded_server import ThreadedServer
+
 GZIP_BODY = gzip.compress(b'{"compressed": true}', mtime=0)
 
 
@@ -128,7 +130,7 @@ class _Server(ThreadingHTTPServer):
         return sock, address
 
 
-class Upstream:
+class Upstream(ThreadedServer):
     """A running upstream: `.url`, `.state`; use as a context manager or call stop()."""
 
     def __init__(
@@ -145,27 +147,11 @@ class Upstream:
         self.state = UpstreamState()
         self.host = host
         self.scheme = "https" if tls else "http"
-        self._server = _Server((host, 0), self.state, name, tls)
-        self.port = self._server.server_address[1]
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.05,), daemon=True
-        )
-        self._thread.start()
+        super().__init__(_Server((host, 0), self.state, name, tls))
 
     @property
     def url(self) -> str:
         return f"{self.scheme}://{self.host}:{self.port}"
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-    def __enter__(self) -> Upstream:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
 
 
 class AcceptCounter:

@@ -1,7 +1,8 @@
-"""Self-signed certificates for the HTTPS upstream in tests, made fresh in each run.
+"""Self-signed certificates for the HTTPS upstreams in tests, made fresh in each run.
 
 An HTTPS upstream needs a certificate; committing one would put key material in the repo and
-let it expire. The proxy reaches it with `ssl_insecure` (tests only).
+let it expire. The proxy reaches it with `ssl_insecure` (tests only). Shared by the proxy's and
+the worker's test upstreams so both make their certificates the same way.
 """
 
 from __future__ import annotations

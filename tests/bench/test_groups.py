@@ -1,0 +1,135 @@
+"""Unit tests of bench/groups.py: seeds, context, the live run and a group's bookkeeping.
+
+The full proxied path is exercised in tests/bench/test_end_to_end.py; here the admin client
+and world control are recording doubles, and the world is a real worldsim on loopback.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from bench import agent_adapter
+from bench.groups import RunContext, agent_seed, proxied_client, run_group, run_live
+from groundhog.models import ForkResult
+from tests.support.servers import ServerProcess, running_server
+from worldsim import agent
+
+
+class AdminDouble:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+
+    def open_tape(self, *args: Any, **kwargs: Any) -> None:
+        self.calls.append(("open_tape", args, kwargs))
+
+    def fork(self, tape: str, parent: str, names: list[str], **kwargs: Any) -> ForkResult:
+        self.calls.append(("fork", (tape, parent, names), kwargs))
+        return ForkResult(parent, [f"{parent}/{name}" for name in names])
+
+
+class WorldDouble:
+    def __init__(self) -> None:
+        self.dropped: list[list[str]] = []
+
+    def drop_sandboxes(self, branches: list[str]) -> None:
+        self.dropped.append(list(branches))
+
+
+def _closed_port_url() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}"
+
+
+def _context(world_url: str, proxy_url: str = "http://127.0.0.1:9") -> RunContext:
+    return RunContext(
+        admin=AdminDouble(),  # type: ignore[arg-type]
+        world=WorldDouble(),  # type: ignore[arg-type]
+        world_url=world_url,
+        proxy_url=proxy_url,
+        run_id="r1",
+    )
+
+
+@pytest.fixture(scope="module")
+def world() -> Iterator[ServerProcess]:
+    with running_server(["worldsim", "--seed", "7"]) as server:
+        yield server
+
+
+def test_agent_seeds_are_distinct_and_reproducible() -> None:
+    assert agent_seed(7, 1000, 2) == 7 * 1_000_003 + 1000 * 64 + 2
+    seeds = {agent_seed(7, world, index) for world in range(1000, 1010) for index in range(5)}
+    assert len(seeds) == 50
+
+
+def test_world_host_is_the_world_urls_host() -> None:
+    assert _context("http://127.0.0.1:8090/").world_host == "127.0.0.1"
+    assert _context("http://World.Local:1").world_host == "world.local"
+
+
+def test_proxied_client_names_tape_and_branch_and_hooks() -> None:
+    seen: list[str] = []
+    context = _context("http://127.0.0.1:1")
+    with proxied_client(context, "t", "root/b0", [seen.append], [seen.append]) as client:
+        assert client.headers[agent_adapter.TAPE_HEADER] == "t"
+        assert client.headers[agent_adapter.BRANCH_HEADER] == "root/b0"
+        assert client.event_hooks["response"] == [seen.append]
+        assert client.event_hooks["request"] == [seen.append]
+        assert client.timeout.read == 120.0
+        assert client.trust_env is False
+    with proxied_client(context, "t", "root", []) as client:
+        assert client.event_hooks["request"] == []
+
+
+def test_run_live_talks_to_the_world_and_drops_the_sandbox(world: ServerProcess) -> None:
+    context = _context(world.url)
+    got = run_live(context, world_seed=11, branch="live-11-0", strategy="verify", seed=3)
+    headers = {"X-Groundhog-Branch": "live-11-x", "X-Groundhog-Seed": "11"}
+    with httpx.Client(trust_env=False) as client:
+        direct = agent.run_rollout(agent.HttpTransport(client, world.url, headers), "verify", 3)
+    assert got.reward == direct.reward and got.attention == direct.attention
+    assert context.world.dropped == [["live-11-0"]]  # type: ignore[attr-defined]
+
+
+def test_run_live_drops_the_sandbox_even_when_the_rollout_fails(world: ServerProcess) -> None:
+    context = _context(world.url)
+    with pytest.raises(ValueError):
+        run_live(context, world_seed=1, branch="live-x", strategy="teleport", seed=0)
+    assert context.world.dropped == [["live-x"]]  # type: ignore[attr-defined]
+
+
+def test_run_group_opens_forks_and_always_drops_its_sandboxes() -> None:
+    context = _context("http://127.0.0.1:8090", proxy_url=_closed_port_url())
+    with pytest.raises(httpx.TransportError):
+        run_group(
+            context,
+            tape="tape-1",
+            world_seed=5,
+            mode="groundhog",
+            dependency_model="rules",
+            strategies=["guess", "verify"],
+            seed_base=7,
+            probe=True,
+            rules=[{"method": "GET", "path": "/x"}],
+            branch_label="lbl",
+        )
+    admin_calls = context.admin.calls  # type: ignore[attr-defined]
+    assert admin_calls[0] == (
+        "open_tape",
+        ("tape-1", 5),
+        {
+            "mode": "groundhog",
+            "dependency_model": "rules",
+            "cooperative_hosts": ["127.0.0.1"],
+            "rules": [{"method": "GET", "path": "/x"}],
+        },
+    )
+    names = ["lbl-0-guess", "lbl-1-verify", "lbl-probe"]
+    assert admin_calls[1] == ("fork", ("tape-1", "root", names), {"shim_counters": None})
+    assert context.world.dropped == [[f"root/{name}" for name in names]]  # type: ignore[attr-defined]

@@ -1,0 +1,124 @@
+"""Unit tests of groundhog/worker_env.py: proxy credentials, CA files and worker exports."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from groundhog import worker_env
+from groundhog.worker_env import (
+    CaFiles,
+    proxy_url_from_env,
+    proxy_url_with_credentials,
+    shell_exports,
+    store_ca,
+)
+
+PEM = b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"
+
+
+def test_proxy_url_precedence(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GROUNDHOG_PROXY_URL", raising=False)
+    assert proxy_url_from_env() == "http://127.0.0.1:8080"
+    monkeypatch.setenv("GROUNDHOG_PROXY_URL", "http://env:1/")
+    assert proxy_url_from_env() == "http://env:1"
+    assert proxy_url_from_env("http://given:2/") == "http://given:2"
+
+
+@pytest.mark.parametrize(
+    ("proxy", "expected"),
+    [
+        ("http://127.0.0.1:8080", "http://my%20tape:root%2Fb0@127.0.0.1:8080"),
+        ("https://proxy.local", "https://my%20tape:root%2Fb0@proxy.local"),
+        ("http://old:cred@[::1]:9/path", "http://my%20tape:root%2Fb0@[::1]:9"),
+    ],
+)
+def test_credentials_are_url_encoded_and_replace_old_ones(proxy: str, expected: str) -> None:
+    assert proxy_url_with_credentials(proxy, "my tape", "root/b0") == expected
+
+
+@pytest.mark.parametrize("proxy", ["socks5://h:1", "127.0.0.1:8080", "http://"])
+def test_bad_proxy_urls_are_refused(proxy: str) -> None:
+    with pytest.raises(ValueError, match="must look like http://host:port"):
+        proxy_url_with_credentials(proxy, "t", "root")
+
+
+def test_store_ca_writes_the_ca_and_a_bundle(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(worker_env, "public_roots", lambda: b"PUBLIC ROOTS\n\n")
+    files = store_ca(PEM, "http://r", tmp_path / "ca.pem")
+    assert files == CaFiles((tmp_path / "ca.pem").resolve(), (tmp_path / "ca-bundle.pem").resolve())
+    assert files.ca_file.read_bytes() == PEM
+    assert files.bundle_file.read_bytes() == b"PUBLIC ROOTS\n" + PEM
+
+
+def test_store_ca_defaults_to_a_cache_per_resolver(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    one = store_ca(PEM, "http://one:1")
+    two = store_ca(PEM, "http://two:2")
+    assert one.ca_file.parent != two.ca_file.parent
+    assert one.ca_file.is_relative_to(tmp_path / "groundhog")
+    # Rewriting identical bytes leaves the file alone (same inode, no temporary leftovers).
+    inode = one.ca_file.stat().st_ino
+    store_ca(PEM, "http://one:1")
+    assert one.ca_file.stat().st_ino == inode
+    assert sorted(path.name for path in one.ca_file.parent.iterdir()) == [
+        "ca-bundle.pem",
+        "ca.pem",
+    ]
+
+
+def test_store_ca_refuses_what_is_not_a_certificate(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="PEM certificate"):
+        store_ca(b"<html>oops</html>", "http://r", tmp_path / "ca.pem")
+    assert not (tmp_path / "ca.pem").exists()
+
+
+def test_worker_env_sets_every_variable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("GROUNDHOG_NO_PROXY", "extra.local, ,localhost")
+    ca = CaFiles(tmp_path / "ca.pem", tmp_path / "ca-bundle.pem")
+    env = worker_env.worker_env(
+        tape="t",
+        branch="root/b1",
+        world_seed=7,
+        resolver_url="http://127.0.0.1:8070",
+        proxy_url="http://127.0.0.1:8080",
+        ca=ca,
+        no_proxy=["localhost", "127.0.0.1"],
+        shim_counters={"version": 1, "b": 2},
+    )
+    proxy = "http://t:root%2Fb1@127.0.0.1:8080"
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+        assert env[name] == proxy
+    assert env["NO_PROXY"] == env["no_proxy"] == "localhost,127.0.0.1,extra.local"
+    for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
+        assert env[name] == str(ca.bundle_file)
+    assert env["NODE_EXTRA_CA_CERTS"] == env["GROUNDHOG_CA_FILE"] == str(ca.ca_file)
+    assert env["GROUNDHOG_WORLD_SEED"] == "7" and env["GROUNDHOG_BRANCH"] == "root/b1"
+    assert json.loads(env["GROUNDHOG_SHIM_COUNTERS"]) == {"version": 1, "b": 2}
+
+
+def test_no_proxy_is_set_even_when_empty(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("GROUNDHOG_NO_PROXY", raising=False)
+    env = worker_env.worker_env(
+        tape="t",
+        branch="root",
+        world_seed=1,
+        resolver_url="r",
+        proxy_url="http://p:1",
+        ca=CaFiles(tmp_path / "a", tmp_path / "b"),
+    )
+    assert env["NO_PROXY"] == "" and "GROUNDHOG_SHIM_COUNTERS" not in env
+
+
+def test_shell_exports_survive_a_real_shell() -> None:
+    env = {"PLAIN": "x", "QUOTED": 'it\'s a "test" $HOME `x`'}
+    script = shell_exports(env) + '\nprintf "%s\\n%s" "$PLAIN" "$QUOTED"'
+    out = subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout == 'x\nit\'s a "test" $HOME `x`'

@@ -1,0 +1,124 @@
+"""Unit tests of proxy/resolver_client.py against a scripted resolver on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from proxy.resolver_client import (
+    ResolverClient,
+    ResolverProtocolError,
+    ResolverRejected,
+    ResolverUnavailable,
+)
+from tests.proxy.stub_resolver import StubResolver
+
+
+def _run[T](client: ResolverClient, call: Callable[[], Awaitable[T]]) -> T:
+    async def go() -> T:
+        try:
+            return await call()
+        finally:
+            await client.close()
+
+    return asyncio.run(go())
+
+
+def _echo(route: str, payload: dict) -> tuple[int, Any]:
+    return 200, {"route": route, "seen": payload}
+
+
+def test_resolve_and_record_post_json_to_their_routes() -> None:
+    with StubResolver(_echo) as stub:
+        client = ResolverClient(stub.url + "/", token="proxy-secret")
+
+        async def both() -> tuple[dict, dict]:
+            return await client.resolve({"tape": "t"}), await client.record({"ticket": "x"})
+
+        resolved, recorded = _run(client, both)
+    assert resolved == {"route": "/v1/resolve", "seen": {"tape": "t"}}
+    assert recorded == {"route": "/v1/record", "seen": {"ticket": "x"}}
+    assert stub.routes() == ["/v1/resolve", "/v1/record"]
+    _, _, headers = stub.received[0]
+    assert headers["Authorization"] == "Bearer proxy-secret"
+    assert headers["Content-Type"] == "application/json"
+    assert "User-Agent" not in headers
+
+
+def test_without_a_token_no_authorization_is_sent() -> None:
+    with StubResolver(_echo) as stub:
+        client = ResolverClient(stub.url)
+        _run(client, lambda: client.resolve({}))
+    assert "Authorization" not in stub.received[0][2]
+
+
+def test_a_4xx_is_relayed_unchanged() -> None:
+    problem = {"type": "https://groundhog.dev/problems/not-found", "status": 404, "detail": "d"}
+    with StubResolver(lambda route, payload: (404, problem)) as stub:
+        client = ResolverClient(stub.url)
+        with pytest.raises(ResolverRejected) as rejected:
+            _run(client, lambda: client.resolve({"tape": "none"}))
+    assert rejected.value.status == 404
+    assert json.loads(rejected.value.body) == problem
+    headers = {name.lower(): value for name, value in rejected.value.headers}
+    assert headers["content-type"] == "application/problem+json"
+    assert str(rejected.value).startswith("resolver answered 404: b'")
+
+
+def test_a_5xx_means_the_resolver_is_unavailable() -> None:
+    with StubResolver(lambda route, payload: (503, {"detail": "disk full"})) as stub:
+        client = ResolverClient(stub.url)
+        with pytest.raises(ResolverUnavailable, match=r"/v1/record answered 503.*disk full"):
+            _run(client, lambda: client.record({}))
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [(b"<html>", "non-JSON"), ([1, 2], "answered list, not an object")],
+)
+def test_a_2xx_that_breaks_the_protocol_is_a_protocol_error(answer: Any, message: str) -> None:
+    with StubResolver(lambda route, payload: (200, answer)) as stub:
+        client = ResolverClient(stub.url)
+        with pytest.raises(ResolverProtocolError, match=message):
+            _run(client, lambda: client.resolve({}))
+
+
+def test_nothing_listening_means_unavailable() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    client = ResolverClient(f"http://127.0.0.1:{port}")
+    with pytest.raises(ResolverUnavailable, match="/v1/resolve"):
+        _run(client, lambda: client.resolve({}))
+
+
+def test_a_slow_resolver_times_out_as_unavailable() -> None:
+    release = threading.Event()
+
+    def stall(route: str, payload: dict) -> tuple[int, Any]:
+        release.wait(5)
+        return 200, {}
+
+    with StubResolver(stall) as stub:
+        client = ResolverClient(stub.url, resolve_timeout=0.2)
+        try:
+            with pytest.raises(ResolverUnavailable, match="TimeoutError"):
+                _run(client, lambda: client.resolve({}))
+        finally:
+            release.set()
+
+
+def test_the_client_survives_close_and_a_new_event_loop() -> None:
+    with StubResolver(_echo) as stub:
+        client = ResolverClient(stub.url)
+        first = asyncio.run(client.resolve({"n": 1}))
+        # A second asyncio.run is a new loop: the client must not reuse the dead loop's session.
+        second = _run(client, lambda: client.resolve({"n": 2}))
+        third = _run(client, lambda: client.resolve({"n": 3}))
+    assert [answer["seen"]["n"] for answer in (first, second, third)] == [1, 2, 3]

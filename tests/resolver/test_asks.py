@@ -1,0 +1,210 @@
+"""Unit tests of resolver/asks.py: loading a tape and branch, building one ask, bumping versions."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from resolver.asks import (
+    Ask,
+    build_ask,
+    bump_branch,
+    cooperative_headers,
+    find_tape_and_branch,
+    load_tape_and_branch,
+)
+from resolver.errors import InvalidInput, NotFound
+from resolver.policy import DependencyModel, Mode
+from resolver.schemas import ResolveRequest
+from store import repository
+from store.db import Store, open_store, transaction
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    opened = open_store(f"sqlite:///{tmp_path / 'asks.sqlite3'}")
+    yield opened
+    opened.dispose()
+
+
+def _make_tape(store: Store, name: str = "t", **fields: Any) -> None:
+    values: dict[str, Any] = {
+        "world_seed": 42,
+        "mode": "groundhog",
+        "online": True,
+        "dependency_model": "closure",
+        "config": {},
+    }
+    values.update(fields)
+    with transaction(store.write) as session:
+        tape = repository.create_tape(session=session, name=name, **values)
+        root = repository.get_branch(tape.id, "root", session=session)
+        assert root is not None
+        repository.fork_branch(root, "root/b0", {}, session=session)
+
+
+def _wire(**fields: Any) -> ResolveRequest:
+    values: dict[str, Any] = {
+        "tape": "t",
+        "branch": "root/b0",
+        "method": "get",
+        "scheme": "https",
+        "host": "API.example.com",
+        "port": 443,
+        "path": "/docs/1",
+    }
+    values.update(fields)
+    return ResolveRequest(**values)
+
+
+def _ask(store: Store, wire: ResolveRequest, body: bytes = b"") -> Ask:
+    with transaction(store.write) as session:
+        tape, branch = load_tape_and_branch(session, wire.tape, wire.branch)
+        return build_ask(session, tape, branch, wire, body)
+
+
+def test_load_names_the_missing_tape_then_the_missing_branch(store: Store) -> None:
+    _make_tape(store)
+    with transaction(store.read) as session:
+        tape, branch = load_tape_and_branch(session, "t", "root/b0")
+        assert (tape.name, branch.path) == ("t", "root/b0")
+        with pytest.raises(NotFound) as no_tape:
+            load_tape_and_branch(session, "absent", "root")
+        assert no_tape.value.extras == {"tape": "absent"}
+        assert "tape 'absent' does not exist" in no_tape.value.detail
+        with pytest.raises(NotFound) as no_branch:
+            load_tape_and_branch(session, "t", "root/zz")
+        assert no_branch.value.extras == {"tape": "t", "branch": "root/zz"}
+        assert no_branch.value.detail == "branch 'root/zz' does not exist on tape 't'"
+
+
+@pytest.mark.parametrize(("tape", "branch"), [("bad name", "root"), ("t", "trunk/b0")])
+def test_load_rejects_malformed_names_before_the_store(
+    store: Store, tape: str, branch: str
+) -> None:
+    with transaction(store.read) as session, pytest.raises(InvalidInput):
+        load_tape_and_branch(session, tape, branch)
+
+
+def test_build_ask_normalises_the_request_and_counts_occurrences(store: Store) -> None:
+    _make_tape(store)
+    first = _ask(store, _wire(headers=[["Authorization", "Bearer s"], ["Accept", "x"]]))
+    second = _ask(store, _wire(headers=[["Accept", "x"]]))
+    assert first.request.method == "GET"
+    assert first.request.headers == (("Accept", "x"),)  # the credential is redacted
+    assert (first.occurrence, second.occurrence) == (0, 1)
+    # The Authorization header was redacted before keying, so both asks share one key.
+    assert first.key == second.key
+    assert first.body_sha == hashlib.sha256(b"").hexdigest()
+    assert first.mode is Mode.GROUNDHOG and first.model is DependencyModel.CLOSURE
+    assert first.classification.is_write is False
+    assert first.classification.reads == frozenset({"host:api.example.com"})
+    # Nothing written yet on this lineage: the base recording is sound to share.
+    assert first.true_fingerprint == "" and first.fingerprint == ""
+    assert (first.tape_name, first.branch, first.world_seed) == ("t", "root/b0", 42)
+
+
+def test_empty_path_becomes_slash_and_params_are_redacted(store: Store) -> None:
+    _make_tape(store, config={"redact_params": ["token"]})
+    ask = _ask(store, _wire(path="", query=[["token", "abc"], ["q", "1"]]))
+    assert ask.request.path == "/"
+    assert dict(ask.request.query)["q"] == "1"
+    assert dict(ask.request.query)["token"] != "abc"
+
+
+def test_a_write_changes_the_next_reads_fingerprint(store: Store) -> None:
+    _make_tape(store)
+    write = _ask(store, _wire(method="POST"), body=b"new text")
+    assert write.classification.is_write
+    assert write.body_sha == hashlib.sha256(b"new text").hexdigest()
+    with transaction(store.write) as session:
+        bump_branch(
+            session,
+            write.branch_id,
+            write.classification.writes,
+            write.key.hash,
+            write.body_sha,
+        )
+    read = _ask(store, _wire())
+    expected_version = hashlib.sha256(
+        "\x1f".join(("", write.key.hash, write.body_sha)).encode()
+    ).hexdigest()
+    expected = hashlib.sha256(f"host:api.example.com\x1f{expected_version}".encode()).hexdigest()
+    assert read.true_fingerprint == expected
+    assert read.fingerprint == expected
+    # A sibling that did not write still reads the base recording.
+    sibling = _ask(store, _wire(branch="root"))
+    assert sibling.fingerprint == ""
+
+
+def test_bump_branch_chains_versions(store: Store) -> None:
+    _make_tape(store)
+    ask = _ask(store, _wire())
+    with transaction(store.write) as session:
+        bump_branch(session, ask.branch_id, {"r"}, "k", "b")
+        once = repository.branch_versions(ask.branch_id, session=session)["r"]
+        bump_branch(session, ask.branch_id, {"r"}, "k", "b")
+        twice = repository.branch_versions(ask.branch_id, session=session)["r"]
+    assert once == hashlib.sha256(b"\x1fk\x1fb").hexdigest()
+    assert twice == hashlib.sha256(f"{once}\x1fk\x1fb".encode()).hexdigest()
+
+
+def test_naive_mode_reads_at_a_private_address(store: Store) -> None:
+    _make_tape(store, mode="naive")
+    ask = _ask(store, _wire())
+    assert ask.true_fingerprint == ""
+    assert ask.fingerprint == "naive:" + hashlib.sha256(b"root/b0").hexdigest()[:16]
+
+
+def test_hints_model_uses_a_recorded_hint(store: Store) -> None:
+    _make_tape(store, dependency_model="hints")
+    unhinted = _ask(store, _wire())
+    assert unhinted.classification.reads == frozenset({"host:api.example.com"})
+    with transaction(store.write) as session:
+        repository.set_hint(unhinted.tape_id, unhinted.key.hash, "doc:1", "", session=session)
+    hinted = _ask(store, _wire())
+    assert hinted.classification.reads == frozenset({"doc:1"})
+
+
+def test_cooperative_headers_only_for_listed_hosts(store: Store) -> None:
+    _make_tape(store, config={"cooperative_hosts": ["api.EXAMPLE.com"]})
+    cooperative = _ask(store, _wire())
+    assert cooperative.cooperative
+    assert cooperative_headers(cooperative) == [
+        ["X-Groundhog-Branch", "root/b0"],
+        ["X-Groundhog-Seed", "42"],
+        ["X-Groundhog-Occurrence", "0"],
+    ]
+    other = _ask(store, _wire(host="other.example.com"))
+    assert not other.cooperative and cooperative_headers(other) == []
+
+
+def test_naive_cooperative_seed_is_salted_per_branch(store: Store) -> None:
+    _make_tape(store, mode="naive", config={"cooperative_hosts": ["api.example.com"]})
+    ask = _ask(store, _wire())
+    salted = hashlib.sha256(b"42/root/b0").digest()
+    headers = dict((name, value) for name, value in cooperative_headers(ask))
+    assert headers["X-Groundhog-Seed"] == str(int.from_bytes(salted[:4], "big"))
+    assert headers["X-Groundhog-Seed"] != "42"
+
+
+def test_find_answers_none_for_a_missing_tape_or_branch(store: Store) -> None:
+    _make_tape(store)
+    with transaction(store.read) as session:
+        found = find_tape_and_branch(session, "t", "root/b0")
+        assert found is not None
+        tape, branch = found
+        assert (tape.name, tape.world_seed, tape.mode, branch.path) == (
+            "t",
+            42,
+            "groundhog",
+            "root/b0",
+        )
+        assert find_tape_and_branch(session, "t", "root/zz") is None
+        assert find_tape_and_branch(session, "absent", "root") is None
+        with pytest.raises(InvalidInput):
+            find_tape_and_branch(session, "t", "trunk")

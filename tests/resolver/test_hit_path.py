@@ -1,0 +1,123 @@
+"""The plain-hit path of `Resolver.resolve` (a bare driver transaction) and its fallbacks.
+
+A hit must do exactly what the general path did: take one occurrence, write one event, commit.
+Anything it does not handle must roll back completely, or a fallback would count an ask twice.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from resolver import resolution
+from resolver.policy import Action, Decision
+from resolver.recording import Recorder
+from resolver.resolution import Resolution, Resolver
+from resolver.schemas import RecordRequest, ResolveRequest, ResponseIn
+from store import repository
+from store.db import Store, open_store, transaction
+from store.models import Event, OccurrenceCounter
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    opened = open_store(f"sqlite:///{tmp_path / 'hits.sqlite3'}")
+    with transaction(opened.write) as session:
+        tape = repository.create_tape(
+            session=session,
+            name="t",
+            world_seed=1,
+            mode="groundhog",
+            online=True,
+            dependency_model="closure",
+            config={},
+        )
+        root = repository.get_branch(tape.id, "root", session=session)
+        assert root is not None
+        for name in ("root/a", "root/b"):
+            repository.fork_branch(root, name, {}, session=session)
+    yield opened
+    opened.dispose()
+
+
+def ask(path: str, branch: str) -> ResolveRequest:
+    return ResolveRequest(
+        tape="t", branch=branch, method="GET", scheme="http", host="w.example", port=80, path=path
+    )
+
+
+def record(store: Store, resolver: Resolver, path: str, branch: str, body: bytes) -> None:
+    forward = resolver.resolve(ask(path, branch))
+    assert isinstance(forward, Resolution) and forward.action is Action.FORWARD
+    response = ResponseIn(
+        status=200, headers=[("X-Dup", "1"), ("X-Dup", "2")], body=base64.b64encode(body).decode()
+    )
+    Recorder(store, max_body_bytes=1024).record(
+        RecordRequest(ticket=forward.ticket, response=response)
+    )
+
+
+def branch_rows(store: Store, branch: str) -> tuple[list[tuple[int, str, int]], dict[str, int]]:
+    with transaction(store.read) as session:
+        tape = repository.get_tape("t", session=session)
+        branch_id = repository.get_branch(tape.id, branch, session=session).id
+        events = session.execute(
+            select(Event.seq, Event.decision, Event.occurrence)
+            .where(Event.branch_id == branch_id)
+            .order_by(Event.seq)
+        ).all()
+        counters = session.execute(
+            select(OccurrenceCounter.key_hash, OccurrenceCounter.count).where(
+                OccurrenceCounter.branch_id == branch_id
+            )
+        ).all()
+    return [tuple(row) for row in events], {key: count for key, count in counters}
+
+
+def test_a_hit_takes_one_occurrence_and_one_event_without_the_general_path(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    record(store, resolver, "/x", "root/a", b"answer")
+    resolver.cache = type(resolver.cache)()  # a cold cache: the answer comes from the store
+
+    def general_path(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("a plain hit must not need the general path")
+
+    monkeypatch.setattr(resolution, "transaction", general_path)
+    served = resolver.resolve(ask("/x", "root/b"))
+    assert isinstance(served, Resolution) and served.decision is Decision.SHARED
+    assert served.response is not None and served.response_json is not None
+    assert base64.b64decode(served.response["body"]) == b"answer"
+    assert served.response["headers"] == [["X-Dup", "1"], ["X-Dup", "2"]]
+    events, counters = branch_rows(store, "root/b")
+    assert events == [(1, "shared", 0)] and list(counters.values()) == [1]
+
+
+def test_a_miss_falls_back_having_counted_nothing(store: Store) -> None:
+    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    record(store, resolver, "/x", "root/a", b"first")
+    # Occurrence 1 of /x was never recorded: the hit path declines, the general path forwards.
+    again = resolver.resolve(ask("/x", "root/a"))
+    assert isinstance(again, Resolution) and again.decision is Decision.RECORDED
+    assert again.ask.occurrence == 1
+    events, counters = branch_rows(store, "root/a")
+    assert [(seq, decision) for seq, decision, _ in events] == [(1, "recorded"), (2, "recorded")]
+    assert list(counters.values()) == [2]  # not 3: the declined attempt was rolled back
+
+
+def test_a_sealed_miss_is_refused_by_the_general_path(store: Store) -> None:
+    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    record(store, resolver, "/x", "root/a", b"first")
+    with transaction(store.write) as session:
+        repository.set_online(repository.get_tape("t", session=session), False, session=session)
+    refused = resolver.resolve(ask("/y", "root/b"))
+    shared = resolver.resolve(ask("/x", "root/b"))
+    assert isinstance(refused, Resolution) and refused.decision is Decision.REFUSED
+    assert isinstance(shared, Resolution) and shared.decision is Decision.SHARED
+    events, _ = branch_rows(store, "root/b")
+    assert [decision for _, decision, _ in events] == ["refused", "shared"]

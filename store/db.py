@@ -9,7 +9,9 @@ locked` errors under load, or silently lose foreign keys.
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,14 +34,32 @@ def _prepare_sqlite_path(url: str) -> None:
         Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
 
 
+def _switch_to_wal(cursor: sqlite3.Cursor) -> None:
+    """Put the file in WAL mode, waiting out a concurrent opener that holds its lock.
+
+    Switching a new file to WAL needs an exclusive lock, and SQLite answers "database is
+    locked" at once instead of calling the busy handler, so replicas that open a fresh store
+    together would fail without this retry.
+    """
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)  # another connection holds the lock for a moment
+
+
 def _install_sqlite_pragmas(engine: Engine) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
         # pysqlite's own transaction handling issues a deferred BEGIN; we issue our own below.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        _switch_to_wal(cursor)
         cursor.execute("PRAGMA foreign_keys=ON")
         # A process crash (kill -9) cannot lose a committed WAL transaction at NORMAL.
         cursor.execute("PRAGMA synchronous=NORMAL")

@@ -42,7 +42,7 @@ def variance_bars(results: Mapping[str, Any], path: Path) -> None:
     if ceiling:
         axis.axhline(ceiling["value"], color="black", linestyle="--", label="estimand variance")
         axis.legend()
-    axis.set_title("Advantage-contrast variance across worlds (one group per world)")
+    axis.set_title("Advantage-contrast variance across worlds\n(one group per world)")
     _save(figure, path)
 
 

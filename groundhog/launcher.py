@@ -13,12 +13,15 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+
+HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 logger = logging.getLogger(__name__)
 
@@ -155,8 +158,27 @@ def stack(
         )
         yield resolver, proxy
     finally:
-        for child in reversed(children):
-            child.stop()
+        with signals_held():
+            for child in reversed(children):
+                child.stop()
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Ignore Ctrl-C and SIGTERM while children are being stopped.
+
+    A second signal (a double Ctrl-C, or `make` passing one on) would otherwise raise inside the
+    clean-up and leave the children that were not yet stopped running, detached, on their ports.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {number: signal.signal(number, signal.SIG_IGN) for number in HELD_SIGNALS}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def wait_for_exit(children: tuple[Child, ...]) -> Child:

@@ -17,6 +17,7 @@ from groundhog.launcher import (
     connect_host,
     http_ready,
     port_ready,
+    signals_held,
     sigterm_as_interrupt,
     spawn,
     url_for,
@@ -150,3 +151,13 @@ def test_sigterm_becomes_keyboard_interrupt_only_inside_the_block() -> None:
     with pytest.raises(KeyboardInterrupt), sigterm_as_interrupt():
         os.kill(os.getpid(), signal.SIGTERM)
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_signals_held_while_stopping_children_then_restored() -> None:
+    # A second SIGTERM during clean-up must not abort it and leave children running.
+    with sigterm_as_interrupt():
+        with signals_held():
+            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGINT)
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGTERM)

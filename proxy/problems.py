@@ -14,6 +14,11 @@ from typing import Any
 from mitmproxy import http
 from mitmproxy.net.http import status_codes
 
+from proxy.wire import HEADER_DECISION
+
+# The proxy's own answers forward nothing upstream, and every answer names its decision.
+REFUSED = "refused"
+
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 PROBLEM_BASE = "https://groundhog.dev/problems/"
 
@@ -43,6 +48,7 @@ def problem_response(
         headers=(
             (b"Content-Type", PROBLEM_CONTENT_TYPE.encode()),
             (b"Content-Length", str(len(content)).encode()),
+            (HEADER_DECISION.encode(), REFUSED.encode()),
         ),
         content=content,
         trailers=None,

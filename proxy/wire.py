@@ -131,4 +131,6 @@ def relayed_response(status: int, headers: Sequence[tuple[str, str]], body: byte
     response.headers["Content-Type"] = content_type
     response.headers["Content-Length"] = str(len(body))
     response.raw_content = body
+    # Nothing was forwarded: the worker sees the same decision as for any other refusal.
+    response.headers[HEADER_DECISION] = "refused"
     return response

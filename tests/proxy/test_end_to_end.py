@@ -149,6 +149,7 @@ def test_missing_identity_is_a_400_and_nothing_goes_live(stack: Stack) -> None:
     finally:
         world.stop()
     assert answer.status == 400
+    assert answer.decision == "refused"
     assert "X-Groundhog-Tape" in json.loads(answer.body)["detail"]
     assert world.accepts == 0
 
@@ -163,6 +164,7 @@ def test_resolver_down_is_a_503_and_nothing_forwarded(tmp_path: Path) -> None:
         finally:
             world.stop()
     assert answer.status == 503
+    assert answer.decision == "refused"
     assert json.loads(answer.body)["type"].endswith("resolver-unavailable")
     assert world.accepts == 0
 

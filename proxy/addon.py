@@ -168,10 +168,10 @@ class Groundhog:
                 default_branch=options.groundhog_branch,
             )
         except CredentialsError as error:
-            strip_private_headers(flow.request)
             flow.response = problems.bad_credentials(str(error))
             return
-        strip_private_headers(flow.request)
+        finally:
+            strip_private_headers(flow.request)
         if identity is None:
             flow.response = problems.missing_identity(missing or "tape")
             return

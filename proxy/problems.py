@@ -14,10 +14,7 @@ from typing import Any
 from mitmproxy import http
 from mitmproxy.net.http import status_codes
 
-from proxy.wire import HEADER_DECISION
-
-# The proxy's own answers forward nothing upstream, and every answer names its decision.
-REFUSED = "refused"
+from proxy.wire import REFUSED, mark_response
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 PROBLEM_BASE = "https://groundhog.dev/problems/"
@@ -41,20 +38,22 @@ def problem_response(
     }
     now = time.time()
     content = json.dumps(body, sort_keys=True).encode()
-    return http.Response(
+    response = http.Response(
         http_version=b"HTTP/1.1",
         status_code=status,
         reason=status_codes.RESPONSES.get(status, "").encode("ascii"),
         headers=(
             (b"Content-Type", PROBLEM_CONTENT_TYPE.encode()),
             (b"Content-Length", str(len(content)).encode()),
-            (HEADER_DECISION.encode(), REFUSED.encode()),
         ),
         content=content,
         trailers=None,
         timestamp_start=now,
         timestamp_end=now,
     )
+    # The proxy's own answers forward nothing upstream; every answer still names its decision.
+    mark_response(response, decision=REFUSED, occurrence=None, fingerprint=None)
+    return response
 
 
 def missing_identity(missing: str) -> http.Response:

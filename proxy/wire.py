@@ -24,6 +24,8 @@ PROXY_AUTHORIZATION = b"proxy-authorization"
 HEADER_DECISION = "X-Groundhog-Decision"
 HEADER_OCCURRENCE = "X-Groundhog-Occurrence"
 HEADER_FINGERPRINT = "X-Groundhog-Fingerprint"
+# The decision of every answer that forwarded nothing and served nothing from tape.
+REFUSED = "refused"
 
 HeaderPairs = list[list[str]]
 
@@ -132,5 +134,5 @@ def relayed_response(status: int, headers: Sequence[tuple[str, str]], body: byte
     response.headers["Content-Length"] = str(len(body))
     response.raw_content = body
     # Nothing was forwarded: the worker sees the same decision as for any other refusal.
-    response.headers[HEADER_DECISION] = "refused"
+    mark_response(response, decision=REFUSED, occurrence=None, fingerprint=None)
     return response

@@ -16,7 +16,7 @@ from resolver.asks import Ask
 from resolver.errors import PROBLEM_MEDIA_TYPE, problem_body
 from resolver.schemas import encode_base64
 from store import exchanges
-from store.models import Exchange, Tape
+from store.models import Exchange
 
 NEAREST_KEYS = 3
 PROBLEM_HEADERS = [["Content-Type", PROBLEM_MEDIA_TYPE]]
@@ -65,12 +65,10 @@ def upstream_error_body(exchange: Exchange, tape_name: str) -> bytes:
     )
 
 
-def recorded(exchange: Exchange, *, session: Session, tape_name: str = "") -> dict[str, Any]:
+def recorded(exchange: Exchange, *, session: Session, tape_name: str) -> dict[str, Any]:
     """The wire form of an exchange's answer."""
     if exchange.error_kind is not None:
-        tape = session.get(Tape, exchange.tape_id)
-        name = tape_name or (tape.name if tape else "")
-        body = upstream_error_body(exchange, name)
+        body = upstream_error_body(exchange, tape_name)
         return {"status": 502, "headers": PROBLEM_HEADERS, "body": encode_base64(body)}
     body = exchanges.get_blob(exchange.response_body_sha, session=session)
     return {

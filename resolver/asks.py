@@ -176,7 +176,7 @@ def bump_branch(
     key_hash: str,
     body_sha: str,
 ) -> None:
-    current = repository.versions_of(branch_id, set(resources), session=session)
+    current = hot.versions_of(branch_id, set(resources), session=session)
     repository.set_versions(
         branch_id, bump_versions(current, resources, key_hash, body_sha), session=session
     )

@@ -32,11 +32,15 @@ class Recorded:
     response_json: bytes = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        encoded = json.dumps(self.response, ensure_ascii=False, separators=(",", ":")).encode()
-        object.__setattr__(self, "response_json", encoded)
+        object.__setattr__(self, "response_json", dumps_compact(self.response))
 
     def size(self) -> int:
         return len(self.response_json) + 64 * (len(self.response_headers) + 4)
+
+
+def dumps_compact(value: Any) -> bytes:
+    """JSON bytes with no whitespace: the one encoding of resolve answers and cached parts."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 class AnswerCache:

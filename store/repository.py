@@ -118,19 +118,6 @@ class BranchRef:
     path: str
 
 
-def get_tape_and_branch(
-    tape_name: str, path: str, *, session: Session
-) -> tuple[TapeRef, BranchRef] | None:
-    """Both in one round trip (the resolve hot path), or None if either is missing."""
-    row = hot.tape_and_branch(tape_name, path, session=session)
-    if row is None:
-        return None
-    tape = TapeRef(
-        row.id, row.name, row.world_seed, row.mode, row.online, row.dependency_model, row.config
-    )
-    return tape, BranchRef(row.branch_id, path)
-
-
 def list_branches(tape_id: int, *, session: Session) -> list[Branch]:
     return list(
         session.scalars(select(Branch).where(Branch.tape_id == tape_id).order_by(Branch.path))

@@ -13,7 +13,6 @@ same `body.<field>` locations, and the OpenAPI document still describes the requ
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from typing import Any
 
@@ -23,6 +22,7 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from resolver.auth import require_proxy
+from resolver.cache import dumps_compact
 from resolver.errors import ResolveTimeout
 from resolver.resolution import Resolution, Waiting
 from resolver.schemas import RecordRequest, ResolveRequest
@@ -52,15 +52,11 @@ def resolution_json(result: Resolution) -> dict[str, Any]:
 
 def resolution_bytes(result: Resolution) -> bytes:
     """`resolution_json` as JSON bytes, reusing the cached recording's encoded response."""
-    if result.response_json is None:
-        return _dumps(resolution_json(result))
     answer = resolution_json(result)
+    if result.response_json is None:
+        return dumps_compact(answer)
     del answer["response"]  # the last key: spliced back in below, already encoded
-    return _dumps(answer)[:-1] + b',"response":' + result.response_json + b"}"
-
-
-def _dumps(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    return dumps_compact(answer)[:-1] + b',"response":' + result.response_json + b"}"
 
 
 def parse_resolve(raw: bytes) -> ResolveRequest:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -23,11 +22,12 @@ from pathlib import Path
 
 import httpx
 
+from groundhog.launcher import PROXY_VARIABLES, stop_process
+
 LOOPBACK = "127.0.0.1"
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # Groups drop their sandboxes when they end; the cap only bounds concurrent groups' branches.
 SANDBOX_CAP = 4096
-_PROXY_ENVIRONMENT = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY")
 
 logger = logging.getLogger(__name__)
 
@@ -64,17 +64,6 @@ class ChildService:
 
     def stop(self) -> None:
         stop_process(self.process)
-
-
-def stop_process(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM, then SIGKILL if it lingers; only this child, by its own id."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
 
 
 def free_port() -> int:
@@ -126,7 +115,7 @@ def child_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     caller uses, and measure or test that instead of itself.
     """
     environment = {**os.environ, "PYTHONUNBUFFERED": "1", **(extra or {})}
-    for variable in _PROXY_ENVIRONMENT:
+    for variable in PROXY_VARIABLES:
         environment.pop(variable, None)
     return environment
 

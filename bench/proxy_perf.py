@@ -32,6 +32,7 @@ import aiohttp
 import httpx
 
 from bench.harness import LOOPBACK, ChildService, free_port, start_child, wait_for_child
+from groundhog.worker_env import proxy_url_with_credentials
 
 BODY = json.dumps({"items": [{"id": i, "title": f"result {i}"} for i in range(24)]}).encode()
 CONCURRENCY = (1, 8)
@@ -122,7 +123,7 @@ def _urls(base: str, clients: int, per_client: int, tag: str) -> list[list[str]]
 
 
 def _proxy_with_identity(port: int, tape: str, branch: str) -> str:
-    return f"http://{tape}:{branch.replace('/', '%2F')}@{LOOPBACK}:{port}"
+    return proxy_url_with_credentials(f"http://{LOOPBACK}:{port}", tape, branch)
 
 
 # -- processes --------------------------------------------------------------------------------

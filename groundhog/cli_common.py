@@ -10,6 +10,7 @@ import contextlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -25,6 +26,9 @@ from rich.progress import (
 
 from groundhog.client import Groundhog
 from groundhog.errors import GroundhogError, ResolverUnreachable
+
+# Where the store and the CA live unless --data or GROUNDHOG_DATA_DIR says otherwise.
+DEFAULT_DATA = Path(".groundhog")
 
 console = Console(highlight=False)
 errors = Console(stderr=True, highlight=False)

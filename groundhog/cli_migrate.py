@@ -14,9 +14,7 @@ from typing import Annotated
 import typer
 from sqlalchemy.exc import OperationalError
 
-from groundhog.cli_common import console, fail
-
-DEFAULT_DATA = Path(".groundhog")
+from groundhog.cli_common import DEFAULT_DATA, console, fail
 
 
 def migrate(
@@ -28,7 +26,10 @@ def migrate(
         ),
     ] = None,
     data: Annotated[
-        Path, typer.Option("--data", help="Directory of the default SQLite store.")
+        Path,
+        typer.Option(
+            "--data", envvar="GROUNDHOG_DATA_DIR", help="Directory of the default SQLite store."
+        ),
     ] = DEFAULT_DATA,
     check: Annotated[
         bool, typer.Option("--check", help="Change nothing; exit 1 unless the schema is current.")

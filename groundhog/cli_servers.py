@@ -18,12 +18,11 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from groundhog import launcher
-from groundhog.cli_common import console, errors, fail
+from groundhog.cli_common import DEFAULT_DATA, console, errors, fail
 from groundhog.client import Groundhog
 from groundhog.errors import GroundhogError
 from groundhog.worker_env import shell_exports
 
-DEFAULT_DATA = Path(".groundhog")
 Host = Annotated[str, typer.Option(help="Address to listen on (loopback by default).")]
 Data = Annotated[
     Path,

@@ -22,6 +22,8 @@ from pathlib import Path
 import httpx
 
 HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# Variables that would route a server's own outgoing calls through a proxy.
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY")
 
 logger = logging.getLogger(__name__)
 
@@ -46,14 +48,19 @@ class Child:
         return "\n".join(text.splitlines()[-lines:])
 
     def stop(self, timeout: float = 10.0) -> None:
-        if self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=timeout)
+        stop_process(self.process, timeout=timeout)
+
+
+def stop_process(process: subprocess.Popen[bytes], *, timeout: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL if it lingers; only this child, by its own id."""
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=timeout)
 
 
 def spawn(name: str, module_args: list[str], log_dir: Path) -> Child:
@@ -61,7 +68,7 @@ def spawn(name: str, module_args: list[str], log_dir: Path) -> Child:
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{name}.log"
     env = dict(os.environ)
-    for variable in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
+    for variable in PROXY_VARIABLES:
         env.pop(variable, None)  # the servers' own calls must never loop through a proxy
     with log_path.open("ab") as log:
         # A session of its own: a terminal's Ctrl-C reaches only `up`, which then stops the

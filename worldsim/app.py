@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from worldsim import admin, render, routes
 from worldsim.config import WorldConfig, load_config
-from worldsim.errors import PROBLEM_MEDIA_TYPE, WorldError
+from worldsim.errors import PROBLEM_MEDIA_TYPE, WorldError, problem_document
 from worldsim.world import World
 
 logger = logging.getLogger(__name__)
@@ -40,15 +40,7 @@ def problem_response(problem: dict[str, object]) -> Response:
 
 
 def _problem(status: int, kind: str, title: str, detail: str, **extras: object) -> Response:
-    return problem_response(
-        {
-            **extras,
-            "type": f"urn:groundhog:worldsim:problem:{kind}",
-            "title": title,
-            "status": status,
-            "detail": detail,
-        }
-    )
+    return problem_response(problem_document(status, kind, title, detail, **extras))
 
 
 def install_error_handlers(app: FastAPI) -> None:

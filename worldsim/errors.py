@@ -12,6 +12,19 @@ from dataclasses import dataclass, field
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 
 
+def problem_document(
+    status: int, kind: str, title: str, detail: str, **extras: object
+) -> dict[str, object]:
+    """An RFC 9457 problem with the world's own type URN: the one shape of every refusal."""
+    return {
+        **extras,
+        "type": f"urn:groundhog:worldsim:problem:{kind}",
+        "title": title,
+        "status": status,
+        "detail": detail,
+    }
+
+
 @dataclass
 class WorldError(Exception):
     """A request the world refuses; `extras` become extra problem members."""
@@ -23,13 +36,7 @@ class WorldError(Exception):
     title = "Bad request"
 
     def problem(self) -> dict[str, object]:
-        return {
-            **self.extras,
-            "type": f"urn:groundhog:worldsim:problem:{self.kind}",
-            "title": self.title,
-            "status": self.status,
-            "detail": self.detail,
-        }
+        return problem_document(self.status, self.kind, self.title, self.detail, **self.extras)
 
 
 class UnknownEndpoint(WorldError):

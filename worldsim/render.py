@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 
 from worldsim import noise
 from worldsim.corpus import TOPICS, CorpusView, tokens
+from worldsim.errors import PROBLEM_MEDIA_TYPE, problem_document
 
 # Calibration (see tests/worldsim/test_calibration.py): the attention shock's standard
 # deviation is about nine times the expected verify-minus-deep reward gap.
@@ -119,14 +120,14 @@ def render_search(view: CorpusView, seed: int, key: str, occurrence: int, q: str
 
 
 def not_found(doc_id: str, reads: tuple[str, ...]) -> Rendered:
-    problem: JsonObject = {
-        "type": "urn:groundhog:worldsim:problem:not-found",
-        "title": "Document not found",
-        "status": 404,
-        "detail": f"no document with id {doc_id!r} in this branch's corpus",
-        "doc": doc_id,
-    }
-    return Rendered(404, problem, reads, media_type="application/problem+json")
+    problem = problem_document(
+        404,
+        "not-found",
+        "Document not found",
+        f"no document with id {doc_id!r} in this branch's corpus",
+        doc=doc_id,
+    )
+    return Rendered(404, problem, reads, media_type=PROBLEM_MEDIA_TYPE)
 
 
 def render_doc(view: CorpusView, doc_id: str) -> Rendered:

@@ -7,45 +7,38 @@ keys) so a user can see why a replay diverged. Both are built here, deterministi
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from resolver.asks import Ask
 from resolver.errors import PROBLEM_MEDIA_TYPE, problem_body
+from resolver.near_miss import NearMiss
 from resolver.schemas import encode_base64
 from store import exchanges
 from store.models import Exchange
 
-NEAREST_KEYS = 3
 PROBLEM_HEADERS = [["Content-Type", PROBLEM_MEDIA_TYPE]]
 
 
-def nearest_keys(candidates: list[str], key: str, count: int = NEAREST_KEYS) -> list[str]:
-    """The recorded keys most similar to `key` (difflib ratio), best first, ties by key."""
-    scored = sorted(
-        ((difflib.SequenceMatcher(None, key, other).ratio(), other) for other in candidates),
-        key=lambda pair: (-pair[0], pair[1]),
-    )
-    return [other for _score, other in scored[:count]]
-
-
-def refused(ask: Ask, nearest: list[str]) -> dict[str, Any]:
+def refused(ask: Ask, near: list[NearMiss]) -> dict[str, Any]:
+    """The sealed-miss 502: the address asked, and what differs in the nearest recordings."""
+    hint = f"; nearest recording: {near[0].summary}" if near else "; the tape has nothing like it"
     body = problem_body(
         502,
         "sealed-miss",
         "Not on tape",
         f"tape {ask.tape_name!r} is sealed and has no recording for this request on branch "
         f"{ask.branch!r} (occurrence {ask.occurrence}, fingerprint {ask.fingerprint!r}); "
-        "nothing was sent upstream",
+        f"nothing was sent upstream{hint}",
         tape=ask.tape_name,
         branch=ask.branch,
         request_key=ask.key.readable,
         request_key_hash=ask.key.hash,
         occurrence=ask.occurrence,
         fingerprint=ask.fingerprint,
-        nearest_keys=nearest,
+        nearest_keys=[miss.key for miss in near],
+        near_misses=[miss.as_json() for miss in near],
     )
     return {"status": 502, "headers": PROBLEM_HEADERS, "body": encode_base64(body)}
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
 
-from resolver import answers
+from resolver import answers, misses
 from resolver.asks import (
     Ask,
     build_ask,
@@ -266,13 +266,7 @@ class Resolver:
             if not isinstance(session, Session):
                 raise _NotAPlainHit
             self._event(session, ask, Decision.REFUSED, None)
-            nearest = answers.nearest_keys(
-                exchanges.recorded_keys(
-                    ask.tape_id, ask.request.method, ask.request.normalised_host, session=session
-                ),
-                ask.key.readable,
-            )
-            response = answers.refused(ask, nearest)
+            response = misses.sealed_miss(session, ask)  # near-miss explanations
             return Resolution(Action.SERVE, Decision.REFUSED, ask, response=response)
         self._event(session, ask, decision, found.exchange_id)
         if decision is Decision.REPLAYED_WRITE:

@@ -115,20 +115,3 @@ def finish_event(
     session.execute(
         update(Event).where(Event.id == event_id).values(decision=decision, exchange_id=exchange_id)
     )
-
-
-def recorded_keys(
-    tape_id: int, method: str, host: str, *, session: Session, limit: int = 5000
-) -> list[str]:
-    """Readable keys recorded for this method and host, for 'nearest key' hints."""
-    query = (
-        select(Exchange.key_readable)
-        .where(
-            Exchange.tape_id == tape_id,
-            Exchange.request_method == method,
-            Exchange.request_host == host,
-        )
-        .distinct()
-        .limit(limit)
-    )
-    return list(session.scalars(query))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import HTMLResponse
 
-from resolver.ui import branch_pages, compare_page, tape_pages
+from resolver.ui import branch_pages, compare_page, miss_page, tape_pages
 from resolver.ui.access import COOKIE_NAME, submitted_token, token_is_valid
 from resolver.ui.access import require_viewer as _require_viewer
 from resolver.ui.assets import STYLESHEET
@@ -21,7 +21,7 @@ __all__ = ["router"]
 
 router = APIRouter(prefix=UI_ROOT, route_class=HtmlRoute, include_in_schema=False)
 _pages = APIRouter(route_class=HtmlRoute, dependencies=[Depends(_require_viewer)])
-for _module in (tape_pages, branch_pages, compare_page):
+for _module in (tape_pages, branch_pages, compare_page, miss_page):
     _module.register(_pages)
 
 

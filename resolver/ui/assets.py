@@ -17,6 +17,8 @@ DECISION_COLOURS: dict[str, str] = {
     "replayed-write": "#b98ad9",
     "refused": "#6b1f1f",
     "passthrough": "#8c8c8c",
+    "injected": "#c2185b",
+    "simulated": "#00838f",
 }
 UNKNOWN_COLOUR = "#444444"
 

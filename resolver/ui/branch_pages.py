@@ -19,6 +19,7 @@ from resolver.ui.assets import decision_class
 from resolver.ui.bodies import ShownBody, show_body
 from resolver.ui.layout import UI_ROOT, badge, hash_cell, legend, page
 from resolver.ui.markup import Markup, link, table, tag, url
+from resolver.ui.miss_page import miss_href
 from resolver.ui.queries import events_serving
 from resolver.ui.tape_pages import tape_href, timeline_href
 from store import exchanges, inspect, repository
@@ -67,6 +68,8 @@ def _event_row(tape: str, parent: str | None, row: EventRow) -> list[object]:
     actions: list[object] = []
     if row.exchange_id is not None:
         actions.append(link(exchange_href(tape, row.exchange_id), "exchange"))
+    elif row.decision == "refused":
+        actions.append(link(miss_href(tape, row.branch, row.seq), "why missed", class_="why-miss"))
     if parent is not None:
         actions += [
             " · ",

@@ -54,9 +54,6 @@ def test_first_recording_at_an_address_wins(store: Store) -> None:
         found = exchanges.find_exchange(tape_id, "k", 0, "", session=session)
         assert found.response_headers == [["X-Dup", "1"], ["Content-Type", "t"], ["X-Dup", "2"]]
         assert exchanges.get_exchange(tape_id + 1000, found.id, session=session) is None
-        assert exchanges.recorded_keys(tape_id, "GET", "a", session=session) == [
-            "v1 GET https://a/x"
-        ]
 
 
 def test_events_are_numbered_per_branch_and_finished_by_record(store: Store) -> None:

@@ -1,0 +1,35 @@
+"""The sealed-miss answer with its near-miss explanations (the store side of `near_miss`).
+
+The resolve path calls `sealed_miss` when a sealed tape has nothing at an address; it gathers
+candidate recordings from the store and renders the 502 problem, so the resolution module only
+needs one call and the explaining stays a pure function.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from resolver import answers
+from resolver.asks import Ask
+from resolver.near_miss import NearMiss, Recording, explain
+from store import nearby
+
+
+def near_misses(session: Session, ask: Ask) -> list[NearMiss]:
+    candidates = nearby.recorded_addresses(
+        ask.tape_id, ask.request.method, ask.request.normalised_host, session=session
+    )
+    recorded = {
+        key: [Recording(occurrence, fingerprint) for occurrence, fingerprint in addresses]
+        for key, addresses in candidates.items()
+    }
+    return explain(
+        ask.key.readable, recorded, occurrence=ask.occurrence, fingerprint=ask.fingerprint
+    )
+
+
+def sealed_miss(session: Session, ask: Ask) -> dict[str, Any]:
+    """The wire response of a sealed miss: a 502 problem naming the nearest recordings."""
+    return answers.refused(ask, near_misses(session, ask))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from resolver.policy import LIVE_DECISIONS, Decision
+from resolver.signals import summary
 
 
 class Metrics:
@@ -38,6 +39,40 @@ class Metrics:
             ["tape"],
             registry=self.registry,
         )
+
+        # Per-fork signals, summarised over every fork the store holds: one series per statistic,
+        # never one per tape or branch (their names are unbounded).
+        self.forks = Gauge(
+            "groundhog_forks", "Forks (parents with children)", registry=self.registry
+        )
+        self.fork_share_rate = Gauge(
+            "groundhog_fork_share_rate",
+            "Reads served shared / reads, over a fork's children (min, mean, max over forks)",
+            ["stat"],
+            registry=self.registry,
+        )
+        self.fork_refetch_rate = Gauge(
+            "groundhog_fork_refetch_rate",
+            "Reads refetched / reads, over a fork's children (min, mean, max over forks)",
+            ["stat"],
+            registry=self.registry,
+        )
+        self.fork_live_calls = Gauge(
+            "groundhog_fork_live_calls",
+            "Live calls made by a fork's children (min, mean, max over forks)",
+            ["stat"],
+            registry=self.registry,
+        )
+
+    def set_fork_signals(self, forks: list[dict[str, float]]) -> None:
+        self.forks.set(len(forks))
+        for gauge, field in (
+            (self.fork_share_rate, "share_rate"),
+            (self.fork_refetch_rate, "refetch_rate"),
+            (self.fork_live_calls, "live_calls"),
+        ):
+            for stat, value in summary(fork[field] for fork in forks).items():
+                gauge.labels(stat=stat).set(value)
 
     def observe(self, decision: Decision, seconds: float) -> None:
         self.decisions.labels(decision=str(decision)).inc()

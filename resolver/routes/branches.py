@@ -10,6 +10,7 @@ from resolver.auth import require_admin
 from resolver.errors import Conflict, NotFound
 from resolver.routes.tapes import find_tape, store_of
 from resolver.schemas import ForkRequest, check_branch_path
+from resolver.tape_signals import branch_signal_views, signed_report
 from resolver.views import branch_view
 from store import repository
 from store.db import transaction
@@ -65,7 +66,13 @@ def list_branches(tape: str, request: Request) -> dict[str, Any]:
     with transaction(store_of(request).read) as session:
         found = find_tape(tape, session=session)
         branches = repository.list_branches(found.id, session=session)
-        return {"branches": [branch_view(branch, session=session) for branch in branches]}
+        signals = branch_signal_views(signed_report(found, session=session))
+        return {
+            "branches": [
+                {**branch_view(branch, session=session), **signals.get(branch.path, {})}
+                for branch in branches
+            ]
+        }
 
 
 @router.get("/{tape}/branches/{branch:path}")
@@ -78,4 +85,5 @@ def show_branch(tape: str, branch: str, request: Request) -> dict[str, Any]:
             raise NotFound(
                 f"branch {branch!r} does not exist on tape {tape!r}", tape=tape, branch=branch
             )
-        return branch_view(row, session=session)
+        signals = branch_signal_views(signed_report(found, session=session))
+        return {**branch_view(row, session=session), **signals.get(row.path, {})}

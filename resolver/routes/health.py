@@ -16,6 +16,9 @@ from sqlalchemy import func, select
 
 from resolver.ca import ensure_ca
 from resolver.errors import GroundhogError
+from resolver.policy import LIVE_DECISIONS
+from resolver.signals import fork_rates_from_tallies
+from store import signals
 from store.db import transaction
 from store.models import Exchange, Tape
 
@@ -44,6 +47,12 @@ def metrics(request: Request) -> Response:
         )
         for name, count in session.execute(query):
             state.metrics.tape_exchanges.labels(tape=name).set(count)
+        tallies = [
+            (t.tape_id, t.parent, t.decision, t.is_read, t.count)
+            for t in signals.fork_tallies(session=session)
+        ]
+        live = frozenset(str(decision) for decision in LIVE_DECISIONS)
+        state.metrics.set_fork_signals(fork_rates_from_tallies(tallies, live))
     return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
 

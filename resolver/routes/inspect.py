@@ -9,9 +9,9 @@ from fastapi import APIRouter, Depends, Query, Request
 from resolver.auth import require_admin
 from resolver.errors import NotFound
 from resolver.policy import Decision
-from resolver.report import build_report
 from resolver.routes.tapes import find_tape, store_of
 from resolver.schemas import check_branch_path, encode_base64
+from resolver.tape_signals import signed_report
 from store import exchanges, inspect, repository
 from store.db import transaction
 from store.digest import tape_digest
@@ -99,9 +99,7 @@ def exchange(tape: str, exchange_id: int, request: Request) -> dict[str, Any]:
 def report(tape: str, request: Request) -> dict[str, Any]:
     with transaction(store_of(request).read) as session:
         found = find_tape(tape, session=session)
-        branches = [b.path for b in repository.list_branches(found.id, session=session)]
-        tallies = inspect.decision_tallies(found.id, session=session)
-        return build_report(found.name, found.mode, branches, tallies)
+        return signed_report(found, session=session)
 
 
 @router.get("/{tape}/digest")

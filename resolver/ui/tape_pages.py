@@ -12,13 +12,14 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from resolver.report import build_report
 from resolver.routes.tapes import find_tape
+from resolver.tape_signals import signed_report
 from resolver.ui.chart import decisions_chart
 from resolver.ui.layout import UI_ROOT, badge, legend, page
 from resolver.ui.markup import Markup, link, path_segment, table, tag, url
+from resolver.ui.tree import parents_of, tree_svg
 from resolver.views import tape_view
-from store import inspect, repository
+from store import repository
 from store.db import transaction
 from store.models import Branch
 
@@ -75,7 +76,7 @@ def list_tapes(request: Request) -> HTMLResponse:
     return page("Tapes", body)
 
 
-def _tree(branches: list[Branch], tape: str) -> Markup:
+def _tree(branches: list[Branch], tape: str, report: Mapping[str, Any]) -> Markup:
     children: dict[str | None, list[Branch]] = {}
     paths = {branch.path for branch in branches}
     for branch in branches:
@@ -83,7 +84,11 @@ def _tree(branches: list[Branch], tape: str) -> Markup:
         children.setdefault(parent, []).append(branch)
 
     def node(branch: Branch) -> Markup:
-        detail = f" · {branch.event_count} events"
+        counts = report["branches"].get(branch.path, {})
+        detail = (
+            f" · {branch.event_count} events · {counts.get('reads_shared', 0)} shared"
+            f" · {counts.get('refetched', 0)} refetched"
+        )
         if branch.parent_path:
             detail += f" · forked at {branch.parent_path} event {branch.fork_point}"
         below = children.get(branch.path, [])
@@ -119,14 +124,37 @@ def _report(tape: str, report: Mapping[str, Any]) -> Markup:
     )
 
 
+def _forks(tape: str, report: Mapping[str, Any]) -> Markup:
+    """Per fork: how much of the group's reading was shared, refetched, and went live."""
+    forks = report.get("forks", {})
+    if not forks:
+        return tag("p", "No forks yet.", class_="muted")
+    rows = [
+        [
+            link(timeline_href(tape, parent), parent),
+            len(fork["children"]),
+            fork["reads"],
+            f"{fork['share_rate']:.3f}",
+            f"{fork['refetch_rate']:.3f}",
+            fork["live_calls"],
+            fork["distinct_worlds"],
+        ]
+        for parent, fork in forks.items()
+    ]
+    headings = ["fork of", "children", "reads", "share rate", "refetch rate", "live calls"]
+    return table([*headings, "distinct worlds"], rows, id="forks")
+
+
 def show_tape(tape: str, request: Request) -> HTMLResponse:
     with transaction(request.app.state.store.read) as session:
         found = find_tape(tape, session=session)
         view = tape_view(found, session=session)
         branches = repository.list_branches(found.id, session=session)
-        tree = _tree(branches, found.name)
-        tallies = inspect.decision_tallies(found.id, session=session)
-        report = build_report(found.name, found.mode, [b.path for b in branches], tallies)
+        report = signed_report(found, session=session)
+        tree = _tree(branches, found.name, report)
+        drawing = tree_svg(
+            parents_of(branches), report["branches"], lambda path: timeline_href(found.name, path)
+        )
     summary = table(
         ["mode", "state", "dependency model", "world seed", "exchanges", "branches"],
         [
@@ -145,7 +173,10 @@ def show_tape(tape: str, request: Request) -> HTMLResponse:
         f"Tape {found.name}",
         summary,
         tag("h2", "Branches"),
+        tag("figure", drawing, id="tree-figure"),
         tree,
+        tag("h2", "Forks"),
+        _forks(found.name, report),
         tag("h2", "Report"),
         _report(found.name, report),
         crumbs=[(UI_ROOT, "tapes"), (tape_href(found.name), found.name)],

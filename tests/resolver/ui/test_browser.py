@@ -122,3 +122,27 @@ def test_a_person_can_follow_a_fork_in_the_browser(server, tape: Recorded, brows
 
     assert page.foreign_requests == []  # type: ignore[attr-defined]
     assert page.console_errors == []  # type: ignore[attr-defined]
+
+
+def test_the_branch_tree_is_drawn_with_counts_and_links(
+    server, tape: Recorded, browser_page
+) -> None:
+    page = browser_page
+    page.goto(f"{server.url}/ui/tapes/{tape.tape}")
+    tree = page.locator("svg#branch-tree")
+    assert tree.is_visible()
+    box = tree.bounding_box()
+    assert box is not None and box["width"] > 200 and box["height"] > 80
+    nodes = page.locator("svg#branch-tree a.tree-node")
+    assert nodes.count() == 3
+    b1 = page.locator('svg#branch-tree a[data-branch="root/b1"]')
+    assert "1 shared · 1 refetched" in (b1.text_content() or "")
+    # Children are drawn to the right of their parent, on separate rows.
+    root_box = page.locator('svg#branch-tree a[data-branch="root"] circle').bounding_box()
+    b0_box = page.locator('svg#branch-tree a[data-branch="root/b0"] circle').bounding_box()
+    b1_box = page.locator('svg#branch-tree a[data-branch="root/b1"] circle').bounding_box()
+    assert b0_box["x"] > root_box["x"] and b1_box["x"] == b0_box["x"]
+    assert b0_box["y"] != b1_box["y"]
+    b1.locator("circle").click()
+    assert page.locator("h1").inner_text() == "Branch root/b1"
+    assert page.foreign_requests == []  # type: ignore[attr-defined]

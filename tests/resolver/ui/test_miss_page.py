@@ -1,4 +1,4 @@
-"""The viewer's near-miss page: a refused event links to what differs from the nearest recordings."""
+"""The viewer's near-miss page: a refused event links to what differs from the nearest ones."""
 
 from __future__ import annotations
 

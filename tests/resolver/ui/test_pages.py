@@ -32,14 +32,15 @@ def test_tape_list_links_each_tape(ui_client: TestClient, recorded: Recorded) ->
 
 def test_tape_page_shows_tree_and_report(ui_client: TestClient, recorded: Recorded) -> None:
     page = _main(ui_client.get(f"/ui/tapes/{recorded.tape}").text)
-    tree = page[page.index('class="tree"') : page.index("<h2>Report")]
+    tree = page[page.index('class="tree"') : page.index("<h2>Forks")]
     # b0 and b1 are nested under root in the tree.
     assert re.search(r">root</a>.*<ul>.*>root/b0</a>.*>root/b1</a>.*</ul>", tree, flags=re.S)
     totals = _row(page, "all branches")
     cells = re.findall(r"<td>([^<]*)</td>", totals)
     # reads, reads shared, live calls, upstream errors, passthrough, lies
     assert cells[:6] == ["5", "1", "5", "0", "0", "0"]
-    chart = page[page.index("<svg") : page.index("</svg>")]
+    figure = page.index('id="report-chart"')
+    chart = page[page.index("<svg", figure) : page.index("</svg>", figure)]
     assert chart.count('data-decision="shared"') == 1
     assert chart.count('data-decision="write"') == 1
 
@@ -141,3 +142,16 @@ def test_compare_picks_the_differing_sibling_and_offers_the_others(ui_client, ui
     assert choose and "right=root%2Fb1" in choose.group(1)
     switched = ui_client.get(html.unescape(choose.group(1))).text
     assert "root/b0 ↔ root/b1: identical bytes: one recording shared" in switched
+
+
+def test_tape_page_draws_the_branch_tree_with_counts(ui_client: TestClient, recorded) -> None:
+    page = _main(ui_client.get(f"/ui/tapes/{recorded.tape}").text)
+    drawing = page[page.index('id="branch-tree"') : page.index("</svg>")]
+    nodes = re.findall(r'data-branch="([^"]+)" data-shared="(\d+)" data-refetched="(\d+)"', drawing)
+    # b0 recorded the search and b1 shared it; b1 refetched the document it wrote.
+    assert sorted(nodes) == [("root", "0", "0"), ("root/b0", "0", "0"), ("root/b1", "1", "1")]
+    assert drawing.count("<path") == 2  # root -> b0, root -> b1
+    forks = page[page.index('id="forks"') :]
+    cells = re.findall(r"<td>([^<]*)</td>", forks[: forks.index("</table>")])
+    # children, reads, share rate, refetch rate, live calls, distinct worlds
+    assert cells[:6] == ["2", "5", "0.200", "0.200", "5", "2"]

@@ -1,0 +1,54 @@
+"""The report with its trainer signals, gathered from the store in one place.
+
+The report route, the branch routes, the viewer and `/metrics` all need the same numbers (per
+branch counts and exogenous digest, per fork rates); computing them here keeps the four in
+agreement. The arithmetic is `resolver/signals.py`; this module only reads the store.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from resolver.report import build_report
+from resolver.signals import EMPTY_DIGEST, branch_signals, exogenous_digests, fork_signals
+from store import inspect, repository, signals
+from store.models import Tape
+
+
+def signed_report(tape: Tape, *, session: Session) -> dict[str, Any]:
+    """`build_report` plus, per branch, its signals and digest, and per fork the group's."""
+    branches = repository.list_branches(tape.id, session=session)
+    tallies = inspect.decision_tallies(tape.id, session=session)
+    report = build_report(tape.name, tape.mode, [b.path for b in branches], tallies)
+    digests = exogenous_digests(signals.consumed_answers(tape.id, session=session))
+    for path, counts in report["branches"].items():
+        found = digests.get(path, {})
+        counts.update(
+            {
+                key: value
+                for key, value in branch_signals(counts).items()
+                if key in ("share_rate", "refetch_rate", "refetched")
+            }
+        )
+        counts["exogenous_digest"] = found.get("digest", EMPTY_DIGEST)
+        counts["exogenous_answers"] = found.get("answers", 0)
+    parents = {b.path: b.parent_path for b in branches}
+    report["forks"] = fork_signals(report["branches"], parents, digests)
+    return report
+
+
+def branch_signal_views(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Branch path -> the fields the branch routes add: its signals, and its fork's if forked."""
+    views: dict[str, dict[str, Any]] = {}
+    for path, counts in report["branches"].items():
+        view: dict[str, Any] = {
+            "exogenous_digest": counts["exogenous_digest"],
+            "exogenous_answers": counts["exogenous_answers"],
+            "signals": branch_signals(counts),
+        }
+        if path in report["forks"]:
+            view["fork"] = report["forks"][path]
+        views[path] = view
+    return views

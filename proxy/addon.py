@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from mitmproxy import connection, ctx, http
 from mitmproxy.addonmanager import Loader
 
-from proxy import problems
+from proxy import faults, problems
 from proxy.identity import (
     HEADER_BRANCH,
     HEADER_TAPE,
@@ -183,6 +183,7 @@ class Groundhog:
         answer = await self._ask(flow, self.resolver.resolve, payload)
         if answer is None:
             return
+        await faults.hold(answer)  # injected latency or timeout (proxy/faults.py)
         try:
             action = answer["action"]
             state.decision = str(answer["decision"])
@@ -191,6 +192,7 @@ class Groundhog:
             state.ticket = answer.get("ticket")
             if action == "serve":
                 self._serve(flow, state, answer["response"])
+                faults.enact(flow)  # an injected reset closes the connection
                 return
             if action != "forward":
                 raise KeyError(f"action {action!r}")

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from resolver.dependencies import Classification, classify
 from resolver.errors import NotFound
+from resolver.faults import FaultRule, rules_of
 from resolver.fingerprint import bump_versions, fingerprint
 from resolver.keys import RequestKey, request_key
 from resolver.policy import DependencyModel, Mode, lookup_fingerprint
@@ -46,6 +47,10 @@ class Ask:
     occurrence: int
     true_fingerprint: str
     fingerprint: str
+    # The tape's `faults` rules and simulator (resolver/injection.py, resolver/simulation.py).
+    fault_rules: tuple[FaultRule, ...] = ()
+    simulator_url: str | None = None
+    simulate_writes: bool = False
 
 
 def cooperative_headers(ask: Ask) -> list[list[str]]:
@@ -166,6 +171,9 @@ def build_ask(
         occurrence=occurrence,
         true_fingerprint=true_fingerprint,
         fingerprint=address,
+        fault_rules=tuple(rules_of(config)),
+        simulator_url=config.get("simulator_url"),
+        simulate_writes=bool(config.get("simulate_writes", False)),
     )
 
 

@@ -36,6 +36,8 @@ class Decision(StrEnum):
     REPLAYED_WRITE = "replayed-write"
     REFUSED = "refused"
     PASSTHROUGH = "passthrough"
+    INJECTED = "injected"
+    SIMULATED = "simulated"
 
 
 class Action(StrEnum):

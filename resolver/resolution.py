@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
 
-from resolver import answers, misses
+from resolver import answers, injection, misses
 from resolver.asks import (
     Ask,
     build_ask,
@@ -67,6 +67,8 @@ class Resolution:
     upstream_headers: list[list[str]] = field(default_factory=list)
     # `response` already encoded as JSON (a cached recording), so the reply need not re-encode it.
     response_json: bytes | None = None
+    # How long the proxy holds the answer: a latency fault, or a timeout fault's hold.
+    delay_ms: int = 0
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,9 @@ class Resolver:
         self._write_lock: threading.Lock | None = store.write.kw.get("info", {}).get("write_lock")
 
     def resolve(self, wire: ResolveRequest) -> Resolution | Waiting:
+        return injection.with_delay(self._resolve(wire))  # faults: a latency or a hold
+
+    def _resolve(self, wire: ResolveRequest) -> Resolution | Waiting:
         body = decode_base64(wire.body, "body") if wire.body else b""
         if len(body) > self.max_body_bytes:
             raise BodyTooLarge(
@@ -113,6 +118,12 @@ class Resolver:
             relax_commit_durability(session)
             tape, branch = load_tape_and_branch(session, wire.tape, wire.branch)
             ask = build_ask(session, tape, branch, wire, body)
+            fault = injection.replacing_fault(ask)  # faults: answered without tape or world
+            if fault is not None:
+                self._event(session, ask, Decision.INJECTED, None)
+                return Resolution(
+                    Action.SERVE, Decision.INJECTED, ask, response=injection.injected(ask, fault)
+                )
             passthrough = wire.body_too_large or (
                 ask.request.normalised_host in _passthrough_hosts(tape)
             )
@@ -159,6 +170,8 @@ class Resolver:
             ask = build_ask(driver, tape, branch, wire, body)
             if ask.request.normalised_host in _passthrough_hosts(tape):
                 raise _NotAPlainHit
+            if injection.replacing_fault(ask) is not None:
+                raise _NotAPlainHit
             if ask.classification.is_write or (tape.online and ask.mode is Mode.NAIVE):
                 raise _NotAPlainHit
             found = self._find(driver, ask)
@@ -178,6 +191,9 @@ class Resolver:
 
     def poll(self, waiting: Waiting) -> Resolution | Waiting:
         """One look at an address someone else is fetching."""
+        return injection.with_delay(self._poll(waiting))  # faults: a latency or a hold
+
+    def _poll(self, waiting: Waiting) -> Resolution | Waiting:
         ask = waiting.ask
         with transaction(self.store.read) as session:
             found = self._find(session, ask)

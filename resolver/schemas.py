@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from resolver.errors import InvalidInput
+from resolver.faults import FaultKind
 from resolver.policy import DependencyModel, Mode
 
 TAPE_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,100}$"
@@ -63,6 +64,19 @@ class Rule(Strict):
     writes: list[str] = []
 
 
+class FaultRuleConfig(Strict):
+    """One `faults` rule of a tape (resolver/faults.py): where, how often, which failure."""
+
+    kind: FaultKind
+    rate: float = Field(ge=0.0, le=1.0)
+    host: str | None = None
+    path: str | None = None
+    methods: list[str] = []
+    retry_after: int = Field(default=1, ge=0, le=86400)
+    hold_ms: int = Field(default=1000, ge=0, le=600_000)
+    latency_ms: int = Field(default=200, ge=0, le=600_000)
+
+
 class TapeConfig(Strict):
     """The body of `POST /v1/tapes`: everything that defines a tape's behaviour."""
 
@@ -79,6 +93,7 @@ class TapeConfig(Strict):
     redact_params: list[str] = []
     redact_json_paths: list[str] = []
     rules: list[Rule] = []
+    faults: list[FaultRuleConfig] = []
 
     @field_validator("name")
     @classmethod

@@ -46,6 +46,7 @@ def resolution_json(result: Resolution) -> dict[str, Any]:
         "request_key": ask.key.hash,
         "ticket": result.ticket,
         "upstream_headers": result.upstream_headers,
+        "delay_ms": result.delay_ms,  # faults (resolver/faults.py): the proxy holds this long
         "response": result.response,
     }
 

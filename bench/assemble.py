@@ -207,6 +207,7 @@ def assemble(
             "digests": [list(pair) for pair in repro_pairs],
         },
         "speed": raw.get("speed"),
+        "faults": raw.get("faults"),
         "raw": {
             "contrasts": {name: values.tolist() for name, values in contrasts.items()},
             "coupled_live_contrasts": coupled,

@@ -238,6 +238,21 @@ def _speed_rows(name: str, rows: list[Mapping[str, Any]]) -> list[str]:
     return [*lines, ""]
 
 
+def _faults_lines(row: Mapping[str, Any] | None) -> list[str]:
+    """The bench/faults.py row: does a fault shared by the group cancel in the advantage?"""
+    if not row:
+        return [f"- (9) faults shared vs independent: {NOT_MEASURED}"]
+    shared, independent = row["shared"], row["independent"]
+    return [
+        f"- (9) recovering from injected 503s (rate {row['fault_rate']}, {row['groups']} groups"
+        f" of {row['group_size']}): same-policy reward variance shared "
+        f"{shared['same_policy_reward_variance']:.4f} vs independent "
+        f"{independent['same_policy_reward_variance']:.4f}; patient-minus-impatient contrast "
+        f"variance shared {shared['contrast_variance']:.4f} vs independent "
+        f"{independent['contrast_variance']:.4f}"
+    ]
+
+
 def _other_section(results: Mapping[str, Any]) -> list[str]:
     lines = ["## Reproducibility and speed", ""]
     repro = results.get("reproducibility")
@@ -248,6 +263,7 @@ def _other_section(results: Mapping[str, Any]) -> list[str]:
         )
     else:
         lines.append(f"- (7) reproducibility: {NOT_MEASURED}")
+    lines += _faults_lines(results.get("faults"))
     tables: list[str] = []
     for name, rows in (results.get("speed") or {}).items():
         if isinstance(rows, str):

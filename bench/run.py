@@ -18,7 +18,7 @@ from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from bench import collect, figures, report, speed
+from bench import collect, faults, figures, report, speed
 from bench.assemble import assemble
 from bench.config import BenchConfig
 from bench.groups import RunContext
@@ -93,6 +93,18 @@ def collect_all(
     with _phase(progress, "reproducibility", config.reproducibility_runs) as advance:
         raw["reproducibility"] = collect.collect_reproducibility(context, config, advance)
     timed("reproducibility", started)
+    started = time.perf_counter()
+    fault_groups = 8 if config.quick else 24
+    with _phase(progress, "faults: shared vs independent", 1) as advance:
+        raw["faults"] = faults.measure(
+            context.proxy_url,
+            context.world_url,
+            context.admin,
+            groups=fault_groups,
+            run_id=context.run_id,
+        )
+        advance(1)
+    timed("faults", started)
     started = time.perf_counter()
     with _phase(progress, "speed (resolver, proxy)", 2) as advance:
         raw["speed"] = speed.measure(config, advance)

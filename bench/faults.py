@@ -1,0 +1,148 @@
+"""`python -m bench.faults [--groups N]`: do shared faults cancel in the group advantage?
+
+A tool-using agent is rewarded for recovering from failing tools. Here each rollout makes
+`STEPS` calls to a tool (worldsim's `/context`, through the real proxy and resolver); a call
+that meets an injected `503` is retried (the retry is the next occurrence: a new address with
+its own draw) until the policy's retry budget runs out. The reward is the fraction of steps
+completed minus a small cost per retry. Each group forks `GROUP` branches off one tape: half
+run a patient policy (2 retries), half an impatient one (1 retry). The row reports, per
+condition, the variance of rewards between branches running the *same* policy in a group (pure
+fault noise in the advantage: it should be zero), and the mean and variance across groups of
+the advantage contrast between the two policies.
+
+- shared faults: a `groundhog` tape, so every branch meets the same fault at the same address;
+- independent faults: a `naive` tape, whose addresses are private to each branch, so each
+  branch draws its own faults — as a real flaky tool would fail.
+
+Same fault rate, same policies, same seeds; only who shares a fault differs. Standalone, it
+starts worldsim, the resolver and the proxy as child processes and prints the row as JSON;
+`python -m bench` runs `measure` on its own services as the faults phase (row 9).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from bench.harness import started_services
+from groundhog.client import Groundhog
+
+STEPS = 6
+GROUP = 4
+FAULT_RATE = 0.4
+BUDGETS = (2, 2, 1, 1)  # per branch of a group: patient, patient, impatient, impatient
+RETRY_COST = 0.05  # each retry costs the rollout a little: recovering fast is worth more
+
+
+@dataclass(frozen=True)
+class GroupResult:
+    rewards: list[float]
+    injected: int
+
+    @property
+    def contrast(self) -> float:
+        """Mean advantage of the patient half minus that of the impatient half."""
+        mean = statistics.fmean(self.rewards)
+        advantages = [r - mean for r in self.rewards]
+        half = len(advantages) // 2
+        return statistics.fmean(advantages[:half]) - statistics.fmean(advantages[half:])
+
+
+def rollout(
+    proxy_url: str, world_url: str, tape: str, branch: str, budget: int
+) -> tuple[float, int]:
+    """Reward and faults met by one rollout."""
+    credentials = f"{quote(tape, safe='')}:{quote(branch, safe='')}"
+    proxy = proxy_url.replace("http://", f"http://{credentials}@", 1)
+    done = injected = 0
+    with httpx.Client(proxy=proxy, trust_env=False, timeout=60) as client:
+        for step in range(STEPS):
+            for _attempt in range(budget + 1):
+                answer = client.get(f"{world_url}/context", params={"step": step})
+                if answer.headers.get("x-groundhog-fault"):
+                    injected += 1
+                    continue
+                done += answer.status_code == 200
+                break
+            else:
+                break  # the budget ran out: the rollout gives up
+    return done / STEPS - RETRY_COST * injected, injected
+
+
+def run_group(
+    urls: tuple[str, str], admin: Groundhog, tape: str, mode: str, seed: int
+) -> GroupResult:
+    admin.open_tape(
+        tape,
+        world_seed=seed,
+        mode=mode,
+        faults=[{"kind": "503", "rate": FAULT_RATE, "path": "/context"}],
+    )
+    branches = admin.fork(tape, "root", GROUP).branches
+    results = [
+        rollout(urls[0], urls[1], tape, branch, budget)
+        for branch, budget in zip(branches, BUDGETS, strict=True)
+    ]
+    return GroupResult([reward for reward, _ in results], sum(n for _, n in results))
+
+
+def _variance(values: Sequence[float]) -> float:
+    return statistics.pvariance(values) if len(values) > 1 else 0.0
+
+
+def measure(
+    proxy_url: str, world_url: str, admin: Groundhog, *, groups: int = 16, run_id: str = "faults"
+) -> dict[str, Any]:
+    """The row: per condition, the same-policy reward variance and the contrast's spread."""
+    half = GROUP // 2
+    row: dict[str, Any] = {"groups": groups, "group_size": GROUP, "fault_rate": FAULT_RATE}
+    for label, mode in (("shared", "groundhog"), ("independent", "naive")):
+        results = [
+            run_group((proxy_url, world_url), admin, f"{run_id}-faults-{label}-{seed}", mode, seed)
+            for seed in range(groups)
+        ]
+        contrasts = [result.contrast for result in results]
+        row[label] = {
+            "mode": mode,
+            "contrast_mean": statistics.fmean(contrasts),
+            "contrast_variance": _variance(contrasts),
+            "same_policy_reward_variance": statistics.fmean(
+                statistics.fmean([_variance(r.rewards[:half]), _variance(r.rewards[half:])])
+                for r in results
+            ),
+            "faults_injected": sum(result.injected for result in results),
+        }
+    shared, independent = (
+        row["shared"]["contrast_variance"],
+        row["independent"]["contrast_variance"],
+    )
+    row["variance_reduction"] = 1 - shared / independent if independent else None
+    return row
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.faults", description=__doc__)
+    parser.add_argument("--groups", type=int, default=16)
+    parser.add_argument("--out", type=Path, help="write the row as JSON here")
+    args = parser.parse_args(argv)
+    with (
+        started_services() as services,
+        Groundhog(services.resolver_url, proxy_url=services.proxy_url) as admin,
+    ):
+        row = measure(services.proxy_url, services.world_url, admin, groups=args.groups)
+    text = json.dumps(row, indent=2, sort_keys=True)
+    if args.out:
+        args.out.write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+"""The faults row: through real services, shared faults leave no same-policy reward noise."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench import faults
+from bench.harness import started_services
+from bench.report import _faults_lines
+from groundhog.client import Groundhog
+
+
+def test_contrast_is_patient_minus_impatient_advantage() -> None:
+    assert faults.GroupResult([1.0, 1.0, 0.5, 0.5], 2).contrast == 0.5
+    assert faults.GroupResult([0.5, 0.5, 0.5, 0.5], 0).contrast == 0.0
+
+
+@pytest.mark.slow
+def test_shared_faults_give_same_policy_branches_identical_rewards(tmp_path) -> None:
+    with (
+        started_services(data_dir=tmp_path) as services,
+        Groundhog(services.resolver_url, proxy_url=services.proxy_url) as admin,
+    ):
+        row = faults.measure(services.proxy_url, services.world_url, admin, groups=2)
+    shared, independent = row["shared"], row["independent"]
+    assert shared["faults_injected"] > 0 and independent["faults_injected"] > 0
+    assert shared["same_policy_reward_variance"] == 0.0
+    assert (shared["mode"], independent["mode"]) == ("groundhog", "naive")
+    (line,) = _faults_lines(row)
+    assert "same-policy reward variance shared 0.0000" in line
+    assert _faults_lines(None) == ["- (9) faults shared vs independent: not measured"]

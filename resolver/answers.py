@@ -21,7 +21,7 @@ from store.models import Exchange
 PROBLEM_HEADERS = [["Content-Type", PROBLEM_MEDIA_TYPE]]
 
 
-def refused(ask: Ask, near: list[NearMiss]) -> dict[str, Any]:
+def refused(ask: Ask, near: list[NearMiss], **extras: Any) -> dict[str, Any]:
     """The sealed-miss 502: the address asked, and what differs in the nearest recordings."""
     hint = f"; nearest recording: {near[0].summary}" if near else "; the tape has nothing like it"
     body = problem_body(
@@ -39,6 +39,7 @@ def refused(ask: Ask, near: list[NearMiss]) -> dict[str, Any]:
         fingerprint=ask.fingerprint,
         nearest_keys=[miss.key for miss in near],
         near_misses=[miss.as_json() for miss in near],
+        **extras,
     )
     return {"status": 502, "headers": PROBLEM_HEADERS, "body": encode_base64(body)}
 

@@ -30,6 +30,6 @@ def near_misses(session: Session, ask: Ask) -> list[NearMiss]:
     )
 
 
-def sealed_miss(session: Session, ask: Ask) -> dict[str, Any]:
+def sealed_miss(session: Session, ask: Ask, **extras: Any) -> dict[str, Any]:
     """The wire response of a sealed miss: a 502 problem naming the nearest recordings."""
-    return answers.refused(ask, near_misses(session, ask))
+    return answers.refused(ask, near_misses(session, ask), **extras)

@@ -33,6 +33,8 @@ from resolver.dependencies import recorded_writes
 from resolver.errors import BodyTooLarge
 from resolver.policy import Action, Decision, DependencyModel, Mode, decide
 from resolver.schemas import ResolveRequest, decode_base64, encode_base64
+from resolver.simulation import served_decision, should_simulate
+from resolver.simulator_client import SimulatorClient
 from store import claims, exchanges, hot
 from store.db import Store, relax_commit_durability, transaction
 from store.hot import Executor
@@ -93,13 +95,14 @@ class Resolver:
         self.max_body_bytes = max_body_bytes
         self.lease_seconds = lease_seconds
         self.cache = cache if cache is not None else AnswerCache()
+        self.simulator = SimulatorClient(store, max_body_bytes=max_body_bytes)
         self._forwards = itertools.count(1)
         # The in-process SQLite writer lock `transaction(store.write)` takes; the hit path's
         # driver transaction must queue on the same one.
         self._write_lock: threading.Lock | None = store.write.kw.get("info", {}).get("write_lock")
 
     def resolve(self, wire: ResolveRequest) -> Resolution | Waiting:
-        return injection.with_delay(self._resolve(wire))  # faults: a latency or a hold
+        return injection.with_delay(self._simulate(self._resolve(wire)))
 
     def _resolve(self, wire: ResolveRequest) -> Resolution | Waiting:
         body = decode_base64(wire.body, "body") if wire.body else b""
@@ -141,6 +144,8 @@ class Resolver:
                 recorded=found is not None,
                 passthrough=passthrough,
             )
+            if should_simulate(outcome.decision, ask, passthrough=passthrough):
+                return self._claim_or_wait(session, ask, Decision.SIMULATED)  # simulators
             if outcome.action is Action.SERVE:
                 return self._serve(session, ask, outcome.decision, found)
             if outcome.decision is Decision.PASSTHROUGH:
@@ -191,7 +196,16 @@ class Resolver:
 
     def poll(self, waiting: Waiting) -> Resolution | Waiting:
         """One look at an address someone else is fetching."""
-        return injection.with_delay(self._poll(waiting))  # faults: a latency or a hold
+        return injection.with_delay(self._simulate(self._poll(waiting)))
+
+    def _simulate(self, result: Resolution | Waiting) -> Resolution | Waiting:
+        """A claimed `simulated` ask: ask the tape's simulator, record and serve its answer."""
+        if not (isinstance(result, Resolution) and result.decision is Decision.SIMULATED):
+            return result
+        if result.action is not Action.FORWARD or result.ticket is None:
+            return result
+        decision, response = self.simulator.answer(result.ask, result.ticket)
+        return Resolution(Action.SERVE, decision, result.ask, response=response)
 
     def _poll(self, waiting: Waiting) -> Resolution | Waiting:
         ask = waiting.ask
@@ -212,6 +226,8 @@ class Resolver:
             if found is not None:
                 return self._serve(session, ask, Decision.SHARED, found)
             decision = Decision.RECORDED if ask.fingerprint == "" else Decision.REFETCHED
+            if not ask.online:  # a sealed tape's claims are its simulator's
+                decision = Decision.SIMULATED
             claim = claims.get_claim(
                 ask.tape_id, ask.key.hash, ask.occurrence, ask.fingerprint, session=session
             )
@@ -284,6 +300,7 @@ class Resolver:
             self._event(session, ask, Decision.REFUSED, None)
             response = misses.sealed_miss(session, ask)  # near-miss explanations
             return Resolution(Action.SERVE, Decision.REFUSED, ask, response=response)
+        decision = served_decision(decision, found.response_headers)  # simulators' recordings
         self._event(session, ask, decision, found.exchange_id)
         if decision is Decision.REPLAYED_WRITE:
             if not isinstance(session, Session):

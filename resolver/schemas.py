@@ -94,6 +94,8 @@ class TapeConfig(Strict):
     redact_json_paths: list[str] = []
     rules: list[Rule] = []
     faults: list[FaultRuleConfig] = []
+    simulator_url: str | None = Field(default=None, pattern=r"^https?://[^\s]+$", max_length=2000)
+    simulate_writes: bool = False
 
     @field_validator("name")
     @classmethod

@@ -1,0 +1,109 @@
+"""Asks a tape's simulator for a sealed miss's answer and records it at the address.
+
+The resolve path has already claimed the address (single flight, as for a live fetch) and
+written a pending record with decision `simulated`; this module makes the call, outside any
+store transaction, and commits the answer through the same `Recorder` the proxy's records go
+through — so siblings waiting on the address are served it as they would the world's. A
+simulator that fails (unreachable, slow, malformed answer) records nothing: the ask gets the
+sealed-miss 502 saying why, and the next ask tries again.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import httpx
+from sqlalchemy.orm import Session
+
+from resolver import misses
+from resolver.asks import Ask
+from resolver.near_miss import NearMiss
+from resolver.policy import Decision
+from resolver.recording import Recorder
+from resolver.schemas import RecordRequest, ResponseIn, encode_base64
+from resolver.simulation import marked_response, simulator_request
+from store import claims, exchanges, hot
+from store.db import Store, transaction
+
+logger = logging.getLogger(__name__)
+
+SIMULATOR_TIMEOUT_SECONDS = 30.0
+NEAREST_SENT = 3
+
+
+class SimulatorClient:
+    def __init__(self, store: Store, *, max_body_bytes: int) -> None:
+        self.store = store
+        self.recorder = Recorder(store, max_body_bytes=max_body_bytes)
+        self.max_body_bytes = max_body_bytes
+
+    def answer(self, ask: Ask, ticket: str) -> tuple[Decision, dict[str, Any]]:
+        """Turn a claimed `simulated` forward into a recorded answer, or a refusal saying why."""
+        assert ask.simulator_url
+        with transaction(self.store.read) as session:
+            near = misses.near_misses(session, ask)
+            nearest = [self._with_response(session, ask, miss) for miss in near[:NEAREST_SENT]]
+        try:
+            reply = httpx.post(
+                ask.simulator_url,
+                json=simulator_request(ask, nearest),
+                timeout=SIMULATOR_TIMEOUT_SECONDS,
+                trust_env=False,
+            )
+            reply.raise_for_status()
+            status, headers, body = marked_response(reply.json())
+            if len(body) > self.max_body_bytes:
+                raise ValueError(f"body of {len(body)} bytes is over max_body_bytes")
+        except (httpx.HTTPError, ValueError) as error:
+            logger.warning("simulator %s failed: %s", ask.simulator_url, error)
+            return self._refuse(ask, ticket, f"the tape's simulator failed ({error})")
+        record = RecordRequest(
+            ticket=ticket,
+            response=ResponseIn(status=status, headers=headers, body=encode_base64(body)),
+        )
+        result = self.recorder.record(record)
+        with transaction(self.store.read) as session:
+            exchange = exchanges.find_exchange(
+                ask.tape_id, ask.key.hash, ask.occurrence, ask.fingerprint, session=session
+            )
+            assert exchange is not None and exchange.id == result.exchange_id
+            response = {
+                "status": exchange.response_status,
+                "headers": exchange.response_headers or [],
+                "body": encode_base64(
+                    exchanges.get_blob(exchange.response_body_sha, session=session)
+                ),
+            }
+        return Decision.SIMULATED, response
+
+    @staticmethod
+    def _with_response(session: Session, ask: Ask, miss: NearMiss) -> dict[str, Any]:
+        """A near miss as the simulator sees it: the explanation and its first recording."""
+        shown = miss.as_json()
+        first = miss.recordings[0] if miss.recordings else None
+        if first is not None:
+            key_hash = exchanges.sha256_hex(miss.key.encode())
+            answer = hot.find_answer(
+                ask.tape_id, key_hash, first.occurrence, first.fingerprint, session=session
+            )
+            if answer is not None and answer.error_kind is None:
+                shown["response"] = {
+                    "status": answer.status,
+                    "headers": answer.headers,
+                    "body": encode_base64(answer.body or b""),
+                }
+        return shown
+
+    def _refuse(self, ask: Ask, ticket: str, reason: str) -> tuple[Decision, dict[str, Any]]:
+        with transaction(self.store.write) as session:
+            record = claims.pop_pending(ticket, session=session)
+            claims.release_claim(ticket, session=session)
+            if record is not None:
+                exchanges.finish_event(
+                    record.event_id,
+                    decision=str(Decision.REFUSED),
+                    exchange_id=None,
+                    session=session,
+                )
+            return Decision.REFUSED, misses.sealed_miss(session, ask, simulator_error=reason)

@@ -1,0 +1,78 @@
+"""Miss simulators end to end: real resolver, real proxy, the example simulator as a process."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from tests.proxy.stack import Stack
+from tests.proxy.test_end_to_end import ask
+from tests.proxy.upstream_server import Upstream
+from tests.support.servers import ServerProcess, start_server
+
+
+@pytest.fixture(scope="module")
+def simulator() -> Iterator[ServerProcess]:
+    server = start_server(["examples.simulator"])
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_a_sealed_read_miss_is_simulated_recorded_and_shared_never_live(
+    stack: Stack, upstream: Upstream, simulator: ServerProcess
+) -> None:
+    tape = stack.open_tape(simulator_url=f"{simulator.url}/simulate")
+    first, second = stack.fork(tape, 2)
+    base = f"http://localhost:{upstream.port}"
+    recorded = ask(stack, tape, first, f"{base}/search?q=solar")
+    stack.seal(tape)
+    live_before = upstream.state.count()
+
+    simulated = ask(stack, tape, first, f"{base}/search?q=wind")
+    sibling = ask(stack, tape, second, f"{base}/search?q=wind")
+    write = ask(stack, tape, second, f"{base}/docs/1", method="POST", body=b'{"t": 1}')
+
+    assert recorded.decision == "recorded"
+    assert simulated.status == 200 and simulated.decision == "simulated"
+    assert simulated.headers["x-groundhog-simulated"] == "1"
+    content = json.loads(simulated.body)
+    assert content["simulated"] is True and content["changed"] == ["q"]
+    assert content["based_on"].endswith("/search?q=solar")
+    assert content["answer"] == json.loads(recorded.body)
+    assert sibling.decision == "simulated" and sibling.body == simulated.body
+    assert write.status == 502 and write.decision == "refused"  # writes are not simulated
+    assert upstream.state.count() == live_before
+
+    report = stack.admin("GET", f"/v1/tapes/{tape}/report").json()
+    assert report["totals"]["decisions"]["simulated"] == 2
+    events = stack.admin("GET", f"/v1/tapes/{tape}/events", params={"branch": second}).json()
+    exchange_id = events["events"][0]["exchange_id"]
+    stored = stack.admin("GET", f"/v1/tapes/{tape}/exchanges/{exchange_id}").json()
+    assert ["X-Groundhog-Simulated", "1"] in stored["response"]["headers"]  # kept in exports
+
+
+def test_writes_are_simulated_only_when_the_tape_says_so(
+    stack: Stack, upstream: Upstream, simulator: ServerProcess
+) -> None:
+    tape = stack.open_tape(simulator_url=f"{simulator.url}/simulate", simulate_writes=True)
+    stack.seal(tape)
+    write = ask(stack, tape, "root", f"http://localhost:{upstream.port}/docs/1", "POST", b"x")
+    assert write.status == 200 and write.decision == "simulated"
+    assert json.loads(write.body)["based_on"] is None
+    assert upstream.state.count() == 0
+
+
+def test_a_failing_simulator_refuses_and_records_nothing(stack: Stack, upstream: Upstream) -> None:
+    dead = start_server(["examples.simulator"])
+    dead_url = f"{dead.url}/simulate"
+    dead.stop()
+    tape = stack.open_tape(simulator_url=dead_url)
+    stack.seal(tape)
+    miss = ask(stack, tape, "root", f"http://localhost:{upstream.port}/x")
+    assert miss.status == 502 and miss.decision == "refused"
+    assert "simulator failed" in json.loads(miss.body)["simulator_error"]
+    assert stack.admin("GET", f"/v1/tapes/{tape}").json()["exchanges"] == 0

@@ -15,6 +15,7 @@ from fastapi.responses import HTMLResponse
 from resolver.errors import NotFound
 from resolver.routes.tapes import find_tape
 from resolver.schemas import check_branch_path
+from resolver.simulation import is_simulated
 from resolver.ui.assets import decision_class
 from resolver.ui.bodies import ShownBody, show_body
 from resolver.ui.layout import UI_ROOT, badge, hash_cell, legend, page
@@ -27,6 +28,10 @@ from store.db import transaction
 from store.inspect import EventRow
 
 PAGE_SIZE = 500
+SIMULATED_NOTE = (
+    "Simulated: the tape's simulator wrote this answer for a sealed miss; the world never "
+    "gave it. Reward code can mask asks served it (decision simulated)."
+)
 
 
 def register(router: APIRouter) -> None:
@@ -207,8 +212,14 @@ def show_exchange(tape: str, exchange_id: int, request: Request) -> HTMLResponse
             ]
         else:
             headers = row.response_headers or []
+            simulated = (
+                [tag("p", SIMULATED_NOTE, class_="note simulated", id="simulated")]
+                if is_simulated(headers)
+                else []
+            )
             response_part = [
                 tag("h2", "Response"),
+                *simulated,
                 tag("p", tag("strong", f"status {row.response_status}")),
                 _headers_table(headers),
                 _body(show_body(response_body, headers)),

@@ -146,3 +146,47 @@ def test_the_branch_tree_is_drawn_with_counts_and_links(
     b1.locator("circle").click()
     assert page.locator("h1").inner_text() == "Branch root/b1"
     assert page.foreign_requests == []  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="module")
+def simulator() -> Iterator[ServerProcess]:
+    with running_server(["examples.simulator"]) as process:
+        yield process
+
+
+def test_simulated_answers_and_near_misses_are_shown(
+    server, simulator: ServerProcess, browser_page
+) -> None:
+    double = ProxyDouble(server.url, World())
+    try:
+        tape = "browser-sim"
+        double.open(tape, simulator_url=f"{simulator.url}/simulate")
+        recorder, replayer = double.fork(tape, children=2)
+        double.ask(tape, recorder, path="/search", query=[["q", "solar"]])
+        assert double.http.post(f"/v1/tapes/{tape}/seal").status_code == 200
+        assert double.ask(tape, replayer, path="/search", query=[["q", "wind"]]).decision == (
+            "simulated"
+        )
+        tidal = double.ask(tape, replayer, path="/search", query=[["q", "tidal"], ["p", "2"]])
+        assert tidal.decision == "simulated"  # reads are simulated; a write is refused:
+        assert double.ask(tape, replayer, "POST", "/search", body=b"x").decision == "refused"
+    finally:
+        double.http.close()
+
+    page = browser_page
+    page.goto(f"{server.url}/ui/tapes/{tape}/timeline?branch=root%2Fb1")
+    badges = page.locator("#timeline .badge").all_inner_texts()
+    assert badges == ["simulated", "simulated", "refused"]
+    assert page.locator("#strip a.d-simulated").count() == 2
+    page.locator("#timeline tr", has_text="refused").get_by_role("link", name="why missed").click()
+    assert page.locator("h1").inner_text().startswith("Why event 3 of root/b1 missed")
+    summary = page.locator(".near-summary").first.inner_text()
+    assert "method: asked 'POST', recorded 'GET'" in summary
+    assert page.locator("table.near-miss").first.is_visible()
+
+    page.goto(f"{server.url}/ui/tapes/{tape}/timeline?branch=root%2Fb1")
+    page.locator("#timeline tr").nth(1).get_by_role("link", name="exchange").click()
+    assert page.locator("#simulated").is_visible()
+    assert "simulator" in page.locator("#simulated").inner_text()
+    assert page.foreign_requests == []  # type: ignore[attr-defined]
+    assert page.console_errors == []  # type: ignore[attr-defined]

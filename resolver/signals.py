@@ -17,24 +17,15 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any, Protocol
+from typing import Any
+
+from store.signals import ConsumedAnswer
 
 DIGEST_VERSION = "groundhog-exogenous-v1"
 EMPTY_DIGEST = hashlib.sha256(DIGEST_VERSION.encode()).hexdigest()
 
 
-class Consumed(Protocol):
-    branch: str
-    key_hash: str
-    occurrence: int
-    decision: str
-    status: int | None
-    headers: list[list[str]] | None
-    body_sha: str | None
-    error_kind: str | None
-
-
-def answer_identity(answer: Consumed) -> str:
+def answer_identity(answer: ConsumedAnswer) -> str:
     """What the branch was served, independent of which row or branch recorded it."""
     if answer.error_kind is not None:
         return f"error:{answer.error_kind}"
@@ -50,7 +41,7 @@ def fold(digest: str, key_hash: str, occurrence: int, identity: str) -> str:
     return hashlib.sha256(step.encode()).hexdigest()
 
 
-def exogenous_digests(answers: Iterable[Consumed]) -> dict[str, dict[str, Any]]:
+def exogenous_digests(answers: Iterable[ConsumedAnswer]) -> dict[str, dict[str, Any]]:
     """Branch path -> {"digest", "answers"}, folding `answers` (ordered by branch, then seq)."""
     found: dict[str, dict[str, Any]] = {}
     for answer in answers:

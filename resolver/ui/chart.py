@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from resolver.ui.assets import DECISION_COLOURS, decision_colour
-from resolver.ui.markup import Markup, tag
+from resolver.ui.markup import Markup, svg, tag
 
 LABEL_WIDTH = 170
 BAR_WIDTH = 520
@@ -54,16 +54,4 @@ def decisions_chart(branches: Mapping[str, Mapping[str, Any]]) -> Markup:
             left += span
         total = sum(n for _, n in segments)
         shapes.append(tag("text", total, x=f"{left + 6:.1f}", y=baseline))
-    return tag(
-        "svg",
-        tag("title", "Decisions per branch"),
-        *shapes,
-        xmlns="http://www.w3.org/2000/svg",
-        width=width,
-        height=height,
-        viewBox=f"0 0 {width} {height}",
-        role="img",
-        class_="chart",
-        font_size="12",
-        font_family="system-ui, sans-serif",
-    )
+    return svg("Decisions per branch", shapes, width=width, height=height, class_="chart")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from resolver.ui.markup import Markup, tag
+from resolver.ui.markup import Markup, svg, tag
 
 COLUMN = 190
 ROW = 46
@@ -103,19 +103,7 @@ def tree_svg(
                 data_refetched=refetched,
             )
         )
-    return tag(
-        "svg",
-        tag("title", "Branch tree"),
-        *shapes,
-        xmlns="http://www.w3.org/2000/svg",
-        width=width,
-        height=height,
-        viewBox=f"0 0 {width} {height}",
-        role="img",
-        id="branch-tree",
-        font_size="12",
-        font_family="system-ui, sans-serif",
-    )
+    return svg("Branch tree", shapes, width=width, height=height, id="branch-tree")
 
 
 def parents_of(branches: Sequence[Any]) -> dict[str, str | None]:

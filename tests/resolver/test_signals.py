@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from resolver.policy import LIVE_DECISIONS
 from resolver.signals import (
     EMPTY_DIGEST,
@@ -13,27 +11,31 @@ from resolver.signals import (
     fork_signals,
     summary,
 )
+from store.signals import ConsumedAnswer
 
 
-@dataclass(frozen=True)
-class Answer:
-    branch: str
-    key_hash: str
-    occurrence: int
-    decision: str = "shared"
-    status: int | None = 200
-    headers: list[list[str]] | None = None
-    body_sha: str | None = "body"
-    error_kind: str | None = None
+def consumed(
+    branch: str,
+    key_hash: str,
+    occurrence: int,
+    decision: str = "shared",
+    status: int | None = 200,
+    headers: list[list[str]] | None = None,
+    body_sha: str | None = "body",
+    error_kind: str | None = None,
+) -> ConsumedAnswer:
+    return ConsumedAnswer(
+        branch, key_hash, occurrence, decision, status, headers, body_sha, error_kind
+    )
 
 
 def test_same_answers_in_the_same_order_give_the_same_digest_whoever_recorded() -> None:
     digests = exogenous_digests(
         [
-            Answer("a", "k1", 0, "recorded"),
-            Answer("a", "k2", 0),
-            Answer("b", "k1", 0),
-            Answer("b", "k2", 0, "simulated"),
+            consumed("a", "k1", 0, "recorded"),
+            consumed("a", "k2", 0),
+            consumed("b", "k1", 0),
+            consumed("b", "k2", 0, "simulated"),
         ]
     )
     assert digests["a"] == digests["b"] and digests["a"]["answers"] == 2
@@ -41,17 +43,17 @@ def test_same_answers_in_the_same_order_give_the_same_digest_whoever_recorded() 
 
 
 def test_order_occurrence_and_content_each_change_the_digest() -> None:
-    base = exogenous_digests([Answer("a", "k1", 0), Answer("a", "k2", 0)])["a"]["digest"]
+    base = exogenous_digests([consumed("a", "k1", 0), consumed("a", "k2", 0)])["a"]["digest"]
     for other in (
-        [Answer("a", "k2", 0), Answer("a", "k1", 0)],
-        [Answer("a", "k1", 1), Answer("a", "k2", 0)],
-        [Answer("a", "k1", 0, body_sha="other"), Answer("a", "k2", 0)],
-        [Answer("a", "k1", 0, headers=[["X", "1"]]), Answer("a", "k2", 0)],
+        [consumed("a", "k2", 0), consumed("a", "k1", 0)],
+        [consumed("a", "k1", 1), consumed("a", "k2", 0)],
+        [consumed("a", "k1", 0, body_sha="other"), consumed("a", "k2", 0)],
+        [consumed("a", "k1", 0, headers=[["X", "1"]]), consumed("a", "k2", 0)],
         [
-            Answer("a", "k1", 0, status=None, body_sha=None, error_kind="timeout"),
-            Answer("a", "k2", 0),
+            consumed("a", "k1", 0, status=None, body_sha=None, error_kind="timeout"),
+            consumed("a", "k2", 0),
         ],
-        [Answer("a", "k1", 0, "injected", None, None, None), Answer("a", "k2", 0)],
+        [consumed("a", "k1", 0, "injected", None, None, None), consumed("a", "k2", 0)],
     ):
         assert exogenous_digests(other)["a"]["digest"] != base
 

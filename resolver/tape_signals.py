@@ -17,12 +17,19 @@ from store import inspect, repository, signals
 from store.models import Tape
 
 
-def signed_report(tape: Tape, *, session: Session) -> dict[str, Any]:
-    """`build_report` plus, per branch, its signals and digest, and per fork the group's."""
+def signed_report(tape: Tape, *, session: Session, around: str | None = None) -> dict[str, Any]:
+    """`build_report` plus, per branch, its signals and digest, and per fork the group's.
+
+    With `around`, digests are folded only for that branch and its children (what its branch
+    view shows), so showing one branch does not read every answer of a large tape.
+    """
     branches = repository.list_branches(tape.id, session=session)
     tallies = inspect.decision_tallies(tape.id, session=session)
     report = build_report(tape.name, tape.mode, [b.path for b in branches], tallies)
-    digests = exogenous_digests(signals.consumed_answers(tape.id, session=session))
+    wanted = None
+    if around is not None:
+        wanted = {around} | {b.path for b in branches if b.parent_path == around}
+    digests = exogenous_digests(signals.consumed_answers(tape.id, session=session, branches=wanted))
     for path, counts in report["branches"].items():
         found = digests.get(path, {})
         counts.update(

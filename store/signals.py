@@ -8,7 +8,7 @@ branch and sequence, so the digest is computed without loading a tape's events a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 from sqlalchemy import func, select
@@ -33,9 +33,9 @@ class ConsumedAnswer:
 
 
 def consumed_answers(
-    tape_id: int, *, session: Session, branch: str | None = None
+    tape_id: int, *, session: Session, branches: Collection[str] | None = None
 ) -> Iterator[ConsumedAnswer]:
-    """Exogenous answers served on the tape (or one branch), by branch path then seq."""
+    """Exogenous answers served on the tape (or those branches), by branch path then seq."""
     query = (
         select(
             Branch.path,
@@ -58,8 +58,8 @@ def consumed_answers(
         .order_by(Branch.path, Event.seq)
         .execution_options(yield_per=2000)
     )
-    if branch is not None:
-        query = query.where(Branch.path == branch)
+    if branches is not None:
+        query = query.where(Branch.path.in_(sorted(branches)))
     for row in session.execute(query):
         yield ConsumedAnswer(*row)
 

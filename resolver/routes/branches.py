@@ -85,5 +85,6 @@ def show_branch(tape: str, branch: str, request: Request) -> dict[str, Any]:
             raise NotFound(
                 f"branch {branch!r} does not exist on tape {tape!r}", tape=tape, branch=branch
             )
-        signals = branch_signal_views(signed_report(found, session=session))
+        report = signed_report(found, session=session, around=row.path)
+        signals = branch_signal_views(report)
         return {**branch_view(row, session=session), **signals.get(row.path, {})}

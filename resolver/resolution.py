@@ -226,7 +226,7 @@ class Resolver:
             if found is not None:
                 return self._serve(session, ask, Decision.SHARED, found)
             decision = Decision.RECORDED if ask.fingerprint == "" else Decision.REFETCHED
-            if not ask.online:  # a sealed tape's claims are its simulator's
+            if not ask.online and ask.simulator_url:  # a sealed tape's claims are its simulator's
                 decision = Decision.SIMULATED
             claim = claims.get_claim(
                 ask.tape_id, ask.key.hash, ask.occurrence, ask.fingerprint, session=session
@@ -300,14 +300,14 @@ class Resolver:
             self._event(session, ask, Decision.REFUSED, None)
             response = misses.sealed_miss(session, ask)  # near-miss explanations
             return Resolution(Action.SERVE, Decision.REFUSED, ask, response=response)
-        decision = served_decision(decision, found.response_headers)  # simulators' recordings
-        self._event(session, ask, decision, found.exchange_id)
+        shown = served_decision(decision, found.response_headers)  # simulators' recordings
+        self._event(session, ask, shown, found.exchange_id)
         if decision is Decision.REPLAYED_WRITE:
             if not isinstance(session, Session):
                 raise _NotAPlainHit
             self.bump(session, ask, found.response_headers)
         return Resolution(
-            Action.SERVE, decision, ask, response=found.response, response_json=found.response_json
+            Action.SERVE, shown, ask, response=found.response, response_json=found.response_json
         )
 
     def _claim_or_wait(

@@ -59,10 +59,16 @@ def test_writes_are_simulated_only_when_the_tape_says_so(
     stack: Stack, upstream: Upstream, simulator: ServerProcess
 ) -> None:
     tape = stack.open_tape(simulator_url=f"{simulator.url}/simulate", simulate_writes=True)
+    first, second = stack.fork(tape, 2)
     stack.seal(tape)
-    write = ask(stack, tape, "root", f"http://localhost:{upstream.port}/docs/1", "POST", b"x")
+    url = f"http://localhost:{upstream.port}/docs/1"
+    write = ask(stack, tape, first, url, "POST", b"x")
+    replayed = ask(stack, tape, second, url, "POST", b"x")
     assert write.status == 200 and write.decision == "simulated"
     assert json.loads(write.body)["based_on"] is None
+    # The sibling is served the recorded simulated write, and its versions move on as well.
+    assert replayed.decision == "simulated" and replayed.body == write.body
+    assert stack.branch(tape, first)["versions"] == stack.branch(tape, second)["versions"] != {}
     assert upstream.state.count() == 0
 
 

@@ -25,6 +25,7 @@ import argparse
 import json
 import statistics
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,10 +88,14 @@ def run_group(
         faults=[{"kind": "503", "rate": FAULT_RATE, "path": "/context"}],
     )
     branches = admin.fork(tape, "root", GROUP).branches
-    results = [
-        rollout(urls[0], urls[1], tape, branch, budget)
-        for branch, budget in zip(branches, BUDGETS, strict=True)
-    ]
+    # The group's rollouts run at once, as a trainer runs them; who asks first does not matter.
+    with ThreadPoolExecutor(max_workers=GROUP) as pool:
+        results = list(
+            pool.map(
+                lambda pair: rollout(urls[0], urls[1], tape, *pair),
+                zip(branches, BUDGETS, strict=True),
+            )
+        )
     return GroupResult([reward for reward, _ in results], sum(n for _, n in results))
 
 

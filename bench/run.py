@@ -94,7 +94,7 @@ def collect_all(
         raw["reproducibility"] = collect.collect_reproducibility(context, config, advance)
     timed("reproducibility", started)
     started = time.perf_counter()
-    fault_groups = 8 if config.quick else 24
+    fault_groups = 4 if config.quick else 24
     with _phase(progress, "faults: shared vs independent", 1) as advance:
         raw["faults"] = faults.measure(
             context.proxy_url,

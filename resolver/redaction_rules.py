@@ -20,6 +20,7 @@ import hashlib
 import hmac
 import re
 from dataclasses import dataclass, field
+from urllib.parse import unquote
 
 CREDENTIAL_WORDS = frozenset(
     {
@@ -111,6 +112,8 @@ def fired_rules(texts: list[str]) -> dict[str, int]:
     """How often each rule's placeholder appears in stored `texts` (for reports and exports)."""
     counts: dict[str, int] = {}
     for text in texts:
+        if "%5Bredacted%3A" in text:  # a query value in a readable key is URL-quoted
+            text = unquote(text)
         if PLACEHOLDER_MARK not in text:
             continue
         for match in PLACEHOLDER.finditer(text):

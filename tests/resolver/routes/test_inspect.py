@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import base64
 
 from tests.resolver.proxy_double import ProxyDouble

@@ -71,7 +71,9 @@ def test_headers_query_form_and_json_at_depth_are_replaced() -> None:
     for secret in ("QK1", "QT1", "QK2", "H1", "H2", "H3", "H4", "H5", "hunter22"):
         assert secret not in text
     assert ("q", "wind") in redacted.request.query
-    assert redacted.request.header("Authorization", ).startswith("Bearer [redacted:")
+    assert redacted.request.header(
+        "Authorization",
+    ).startswith("Bearer [redacted:")
     assert json.loads(redacted.request.body)["user"]["profile"]["name"] == "ann"
     assert {f.where for f in redacted.findings} == {"header", "query", "json"}
 
@@ -163,8 +165,9 @@ def test_tape_widens_and_narrows() -> None:
         method="POST",
         query=(("account", "A1"), ("session", "S1"), ("q", "ACME-123456")),
         headers=(("X-Customer", "C1"), ("Content-Type", "application/json")),
-        body=json.dumps({"items": [{"card": "4111"}], "id": "Zq3xT9vLmN2pQ8rS4tU6wY1aB5cD7eF0"})
-        .encode(),
+        body=json.dumps(
+            {"items": [{"card": "4111"}], "id": "Zq3xT9vLmN2pQ8rS4tU6wY1aB5cD7eF0"}
+        ).encode(),
     )
     redacted = redact_request(request, policy, KEY).request
     text = _flat(redacted)

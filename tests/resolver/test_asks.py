@@ -102,6 +102,9 @@ def test_build_ask_normalises_the_request_and_counts_occurrences(store: Store) -
     assert (first.occurrence, second.occurrence, other.occurrence) == (0, 1, 0)
     assert first.key == second.key != other.key
     assert [f.rule for f in first.findings] == ["name-authorization"]
+    assert first.body_sha == hashlib.sha256(b"").hexdigest()
+    assert first.mode is Mode.GROUNDHOG and first.model is DependencyModel.CLOSURE
+    assert first.classification.is_write is False
 
 
 def test_empty_path_becomes_slash_and_params_are_redacted(store: Store) -> None:

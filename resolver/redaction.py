@@ -24,7 +24,13 @@ from typing import Any
 from resolver.redaction_bodies import redact_body
 from resolver.redaction_rules import Finding, Placeholders, credential_word
 from resolver.request import RequestParts
-from resolver.secret_formats import HIGH_ENTROPY, Format, FormatScanner, builtin_formats
+from resolver.secret_formats import (
+    HIGH_ENTROPY,
+    MIN_TOKEN,
+    Format,
+    FormatScanner,
+    builtin_formats,
+)
 
 DEFAULT_RESPONSE_HEADERS = frozenset({"set-cookie", "set-cookie2"})
 # The scheme of an Authorization value stays readable; only its credentials are replaced.
@@ -80,6 +86,9 @@ class Policy:
 
     def name_rule(self, name: str, configured: frozenset[str], kind: str) -> str | None:
         """The rule redacting a field called `name`, or None."""
+        if not configured and not self.keep and "names" not in self.disable:
+            word = credential_word(name)  # the common case: defaults only, cached
+            return f"name-{word}" if word else None
         lowered = name.lower()
         if lowered in self.keep:
             return None
@@ -95,6 +104,8 @@ class Policy:
 
     def scan(self, text: str, where: str, marks: Placeholders) -> str:
         """`text` with every secret found by format replaced."""
+        if len(text) < MIN_TOKEN and not self.scanner.extra:
+            return text  # too short for any built-in format: the common case, kept cheap
         found = self.scanner.find(text)
         if not found:
             return text

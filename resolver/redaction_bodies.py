@@ -9,11 +9,13 @@ a body that cannot be decoded (an unknown encoding) is left as sent and keys by 
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, urlencode
 
 from resolver.keys import decode_content
 from resolver.redaction_rules import Placeholders
+from resolver.secret_formats import MIN_TOKEN
 
 if TYPE_CHECKING:
     from resolver.redaction import Policy
@@ -38,19 +40,28 @@ class _JsonWalker:
         self.changed = False
 
     def walk(self, value: Any, path: tuple[str, ...]) -> Any:
-        if isinstance(value, dict):
-            return {name: self.field(name, item, (*path, name)) for name, item in value.items()}
-        if isinstance(value, list):
-            return [self.walk(item, (*path, str(i))) for i, item in enumerate(value)]
         if isinstance(value, str):
+            if len(value) < MIN_TOKEN and not self.policy.scanner.extra:
+                return value
             scanned = self.policy.scan(value, "json", self.marks)
             self.changed = self.changed or scanned != value
             return scanned
+        # Paths are only tracked when the tape names JSON paths; most tapes do not.
+        tracked = bool(self.policy.json_paths)
+        if isinstance(value, dict):
+            return {
+                name: self.field(name, item, (*path, name) if tracked else path)
+                for name, item in value.items()
+            }
+        if isinstance(value, list):
+            if not tracked:
+                return [self.walk(item, path) for item in value]
+            return [self.walk(item, (*path, str(i))) for i, item in enumerate(value)]
         return value
 
     def field(self, name: str, value: Any, path: tuple[str, ...]) -> Any:
         rule = self.policy.name_rule(name, frozenset(), "json")
-        if rule is None and self._configured(path):
+        if rule is None and self.policy.json_paths and self._configured(path):
             rule = "tape-json_path"
         if rule is None:
             return self.walk(value, path)
@@ -71,10 +82,23 @@ class _JsonWalker:
 
 
 _NOT_JSON = object()
+_JSON_NAME = re.compile(r'"([^"\\]*)"\s*:')
+
+
+def _json_may_hold_secrets(text: str, policy: Policy) -> bool:
+    """A cheap look before the walk: a credential-looking field name or a secret format
+    anywhere in the text. Most bodies hold neither and are never parsed here."""
+    if policy.json_paths or policy.scanner.extra or "\\" in text:
+        return True  # escapes could hide a name from the quick look: walk it
+    if any(policy.name_rule(name, frozenset(), "json") for name in _JSON_NAME.findall(text)):
+        return True
+    return bool(policy.scanner.find(text))
 
 
 def _redact_json(text: str, policy: Policy, marks: Placeholders) -> Any:
     """The redacted JSON bytes, None if nothing changed, `_NOT_JSON` if it does not parse."""
+    if not _json_may_hold_secrets(text, policy):
+        return None
     try:
         document = json.loads(text)
     except (ValueError, RecursionError):

@@ -20,6 +20,7 @@ import hashlib
 import hmac
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from urllib.parse import unquote
 
 CREDENTIAL_WORDS = frozenset(
@@ -56,8 +57,9 @@ def name_words(name: str) -> list[str]:
     return [word.lower() for word in _WORD_BREAK.split(name) if word]
 
 
+@lru_cache(maxsize=8192)
 def credential_word(name: str) -> str | None:
-    """The credential word in `name` (the rule that fires), or None."""
+    """The credential word in `name` (the rule that fires), or None (cached: names repeat)."""
     for word in name_words(name):
         if word in CREDENTIAL_WORDS:
             return word

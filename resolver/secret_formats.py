@@ -136,6 +136,12 @@ def _alternation(formats: list[Format]) -> tuple[re.Pattern[str] | None, dict[st
     return (re.compile("|".join(parts)) if parts else None), rules
 
 
+# Formats that start with a character class defeat the regex engine's first-character skip for
+# the whole alternation; each runs alone, and only on tokens holding the literal it needs.
+_GATED = {"mailchimp-key": "-us", "telegram-token": ":", "discord-token": "."}
+_HAS_LETTER = re.compile(r"[A-Za-z]")
+
+
 class FormatScanner:
     """Finds secret values by format: named formats first, then the entropy rule over what no
     named format claimed (so a key inside a long run is named for what it is)."""
@@ -143,7 +149,12 @@ class FormatScanner:
     def __init__(
         self, formats: tuple[Format, ...], *, entropy: bool = True, extra: tuple[Format, ...] = ()
     ) -> None:
-        token_formats = [f for f in formats if f.rule not in _WHOLE_TEXT_LITERALS]
+        token_formats = [
+            f for f in formats if f.rule not in _WHOLE_TEXT_LITERALS and f.rule not in _GATED
+        ]
+        self.gated = [
+            (_GATED[f.rule], re.compile(f.pattern), f.rule) for f in formats if f.rule in _GATED
+        ]
         whole = [f for f in formats if f.rule in _WHOLE_TEXT_LITERALS]
         self.token_regex, self.token_rules = _alternation(token_formats)
         self.whole = [
@@ -181,7 +192,14 @@ class FormatScanner:
         return found
 
     def _in_token(self, token: str, offset: int) -> list[tuple[int, int, str]]:
-        found = []
+        found: list[tuple[int, int, str]] = []
+        if not _HAS_LETTER.search(token):
+            return found  # numbers, dates, versions: every format holds a letter
+        for literal, regex, rule in self.gated:
+            if literal in token:
+                found += [
+                    (offset + m.start(), offset + m.end(), rule) for m in regex.finditer(token)
+                ]
         if self.token_regex is not None:
             for match in self.token_regex.finditer(token):
                 end = _TAIL.match(token, match.end()).end()

@@ -18,7 +18,7 @@ from resolver.errors import NotFound
 from resolver.fingerprint import bump_versions, fingerprint
 from resolver.keys import RequestKey, request_key
 from resolver.policy import DependencyModel, Mode, lookup_fingerprint
-from resolver.redaction import policy_from_config, redact_request
+from resolver.redaction import policy_from_config, redact_request_cached
 from resolver.redaction_rules import Finding
 from resolver.request import RequestParts
 from resolver.schemas import ResolveRequest, check_branch_path, check_tape_name
@@ -122,7 +122,7 @@ def build_ask(
         headers=tuple((name, value) for name, value in wire.headers),
         body=body,
     )
-    redacted = redact_request(raw, policy_from_config(config), redaction_key)
+    redacted = redact_request_cached(raw, policy_from_config(config), redaction_key)
     request = redacted.request
     key = request_key(
         request,

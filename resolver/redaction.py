@@ -176,6 +176,13 @@ def redact_request(request: RequestParts, policy: Policy, key: bytes) -> Redacte
     return Redacted(redacted, tuple(marks.findings), tuple(marks.secrets))
 
 
+@lru_cache(maxsize=2048)
+def redact_request_cached(request: RequestParts, policy: Policy, key: bytes) -> Redacted:
+    """`redact_request`, remembered: the siblings of a group send the same request, and each
+    of them is redacted on the hit path. Memory only, bounded, like the request itself."""
+    return redact_request(request, policy, key)
+
+
 def redact_response_headers(
     headers: Iterable[Sequence[str]], extra: Iterable[str] = ()
 ) -> list[tuple[str, str]]:

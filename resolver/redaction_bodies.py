@@ -82,6 +82,7 @@ class _JsonWalker:
 
 
 _NOT_JSON = object()
+_NONE: frozenset[str] = frozenset()
 _JSON_NAME = re.compile(r'"([^"\\]*)"\s*:')
 
 
@@ -90,7 +91,8 @@ def _json_may_hold_secrets(text: str, policy: Policy) -> bool:
     anywhere in the text. Most bodies hold neither and are never parsed here."""
     if policy.json_paths or policy.scanner.extra or "\\" in text:
         return True  # escapes could hide a name from the quick look: walk it
-    if any(policy.name_rule(name, frozenset(), "json") for name in _JSON_NAME.findall(text)):
+    names = set(_JSON_NAME.findall(text))
+    if any(policy.name_rule(name, _NONE, "json") for name in names):
         return True
     return bool(policy.scanner.find(text))
 

@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from resolver import ui
 from resolver.ca import ensure_ca
-from resolver.deployment_key import load_or_create_key, make_private_dir
+from resolver.deployment_key import load_or_create_key, make_private_dir, parse_key
 from resolver.echoes import EchoBook
 from resolver.errors import install_error_handlers
 from resolver.limits import BodyLimit
@@ -47,7 +47,11 @@ async def _create_ca(settings: Settings) -> None:
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or load_settings()
     make_private_dir(Path(settings.data_dir))
-    redaction_key = load_or_create_key(Path(settings.redaction_key_file or ""))
+    redaction_key = (
+        parse_key(settings.redaction_key.get_secret_value(), "GROUNDHOG_REDACTION_KEY")
+        if settings.redaction_key
+        else load_or_create_key(Path(settings.redaction_key_file or ""))
+    )
     store = open_store(settings.database_url, migrate_schema=settings.migrate_on_start)
 
     @asynccontextmanager

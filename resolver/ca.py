@@ -29,7 +29,10 @@ def _keep_key_private(ca_dir: Path) -> None:
     for name in CA_PRIVATE_FILES:
         path = ca_dir / name
         if path.exists() and path.stat().st_mode & 0o077:
-            os.chmod(path, 0o600)
+            try:
+                os.chmod(path, 0o600)
+            except OSError as error:  # a read-only mount (a Kubernetes Secret): its owner's call
+                logger.warning("could not make the CA key %s private: %s", path, error)
 
 
 def ensure_ca(ca_dir: Path) -> Path:

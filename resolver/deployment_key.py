@@ -3,7 +3,8 @@
 Placeholders are HMACs under this key, so a secret keys the same way on every ask yet cannot
 be recovered or tested from a tape, an export or the store without the key. It is created once
 in the data directory (0600, the directory 0700), by whichever process starts first, and never
-leaves it: replicas that share a store must share this file (`GROUNDHOG_REDACTION_KEY_FILE`).
+leaves it. Replicas that share a store must share the key: point `GROUNDHOG_REDACTION_KEY_FILE`
+at one file, or give the hex key itself in `GROUNDHOG_REDACTION_KEY` (a Kubernetes Secret).
 """
 
 from __future__ import annotations
@@ -26,12 +27,19 @@ class KeyFileError(Exception):
     """The key file exists but is not a key (truncated, edited, or not ours)."""
 
 
+def _tighten(path: Path) -> None:
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+        try:
+            os.chmod(path, mode & ~0o077)
+        except OSError as error:  # a read-only mount: its owner decides
+            logger.warning("could not make %s private: %s", path, error)
+
+
 def make_private_dir(path: Path) -> None:
     """Create `path` (0700) or tighten an existing one that others could read."""
     path.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
-    mode = stat.S_IMODE(path.stat().st_mode)
-    if mode & 0o077:
-        os.chmod(path, mode & ~0o077)
+    _tighten(path)
 
 
 def make_private_file(path: Path) -> None:
@@ -39,13 +47,24 @@ def make_private_file(path: Path) -> None:
     try:
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, PRIVATE_FILE))
     except FileExistsError:
-        mode = stat.S_IMODE(path.stat().st_mode)
-        if mode & 0o077:
-            os.chmod(path, mode & ~0o077)
+        _tighten(path)
+
+
+def parse_key(text: str, source: str) -> bytes:
+    try:
+        key = bytes.fromhex(text.strip())
+    except ValueError as error:
+        raise KeyFileError(f"{source} does not hold a hex redaction key") from error
+    if len(key) < 16:
+        raise KeyFileError(f"{source} holds a key of {len(key)} bytes; at least 16 are needed")
+    return key
 
 
 def load_or_create_key(path: Path) -> bytes:
     """The key in `path`, created (atomically, 0600) if there is none yet."""
+    if path.exists():  # perhaps a read-only mount shared by replicas
+        _tighten(path)
+        return parse_key(path.read_text(), str(path))
     make_private_dir(path.parent)
     if not path.exists():
         staging = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
@@ -63,11 +82,4 @@ def load_or_create_key(path: Path) -> bytes:
         finally:
             staging.unlink(missing_ok=True)
     make_private_file(path)
-    text = path.read_text().strip()
-    try:
-        key = bytes.fromhex(text)
-    except ValueError as error:
-        raise KeyFileError(f"{path} does not hold a hex redaction key") from error
-    if len(key) < 16:
-        raise KeyFileError(f"{path} holds a key of {len(key)} bytes; at least 16 are needed")
-    return key
+    return parse_key(path.read_text(), str(path))

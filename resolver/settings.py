@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DATA_DIR = Path("./.groundhog")
@@ -23,6 +23,8 @@ class Settings(BaseSettings):
     ca_dir: Path | None = None
     # The HMAC key of redaction placeholders; replicas sharing a store must share it.
     redaction_key_file: Path | None = None
+    # Or the key itself, hex (at least 32 digits): how replicas in a cluster share one.
+    redaction_key: SecretStr | None = None
     admin_token: str | None = None
     proxy_token: str | None = None
     max_body_bytes: int = Field(default=8 * 1024 * 1024, gt=0)

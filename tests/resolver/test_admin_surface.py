@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from resolver.ca import CA_KEY_NAME, ensure_ca
-from resolver.deployment_key import load_or_create_key
+from resolver.deployment_key import KeyFileError, load_or_create_key
 from resolver.ui.access import (
     COOKIE_NAME,
     MAX_FAILED_LOGINS,
@@ -120,3 +120,13 @@ def test_throttle_window_slides() -> None:
     throttle.failed("a", now=1.0)
     assert throttle.retry_after("a", now=2.0) > 0 and throttle.retry_after("b", now=2.0) == 0
     assert throttle.retry_after("a", now=10.5) == 0
+
+
+def test_replicas_share_a_key_given_in_the_environment(tmp_path: Path) -> None:
+    shared = "ab" * 32
+    apps = [app_with_ui(data_dir=tmp_path / name, redaction_key=shared) for name in ("a", "b")]
+    keys = {app.state.resolver.redaction_key for app in apps}
+    assert keys == {bytes.fromhex(shared)}
+    assert not (tmp_path / "a" / "redaction.key").exists()
+    with pytest.raises(KeyFileError, match="GROUNDHOG_REDACTION_KEY"):
+        app_with_ui(data_dir=tmp_path / "c", redaction_key="change-me")

@@ -110,7 +110,8 @@ def request_key(
 
     Headers in the key: the negotiation headers (less `ignore_headers`), the tape's
     `match_headers`, and every header holding a redaction placeholder (a credential: two
-    identities must not share an answer). Sorting is stable, so repeated names keep their order.
+    identities must not share an answer). Query pairs sort by name only (stable), so a repeated
+    name keeps its values' order; headers sort by name and value.
     """
     ignored = set(ignore_params)
     query = sorted(
@@ -121,12 +122,9 @@ def request_key(
         name.lower() for name in match_headers
     }
     headers = sorted(
-        (
-            (name.lower(), value.strip())
-            for name, value in request.headers
-            if name.lower() in wanted or _PLACEHOLDER_MARK in value
-        ),
-        key=lambda pair: pair[0],
+        (name.lower(), value.strip())
+        for name, value in request.headers
+        if name.lower() in wanted or _PLACEHOLDER_MARK in value
     )
     query_text = f"?{urlencode(query, quote_via=quote)}" if query else ""
     parts = [

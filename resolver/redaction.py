@@ -176,11 +176,26 @@ def redact_request(request: RequestParts, policy: Policy, key: bytes) -> Redacte
     return Redacted(redacted, tuple(marks.findings), tuple(marks.secrets))
 
 
-@lru_cache(maxsize=2048)
-def redact_request_cached(request: RequestParts, policy: Policy, key: bytes) -> Redacted:
-    """`redact_request`, remembered: the siblings of a group send the same request, and each
-    of them is redacted on the hit path. Memory only, bounded, like the request itself."""
+# Requests up to this size (body, path, header and query values) are remembered (at most CACHED_REQUESTS of them), so the
+# cache holds a few tens of MiB at worst.
+CACHED_BODY_BYTES = 16 * 1024
+CACHED_REQUESTS = 2048
+
+
+@lru_cache(maxsize=CACHED_REQUESTS)
+def _redact_cached(request: RequestParts, policy: Policy, key: bytes) -> Redacted:
     return redact_request(request, policy, key)
+
+
+def redact_request_cached(request: RequestParts, policy: Policy, key: bytes) -> Redacted:
+    """`redact_request`, remembered for small requests: the siblings of a group send the same
+    request, and each of them is redacted on the hit path. Memory only, and bounded."""
+    size = len(request.body) + len(request.path)
+    size += sum(len(value) for _name, value in request.headers)
+    size += sum(len(value) for _name, value in request.query)
+    if size > CACHED_BODY_BYTES:
+        return redact_request(request, policy, key)
+    return _redact_cached(request, policy, key)
 
 
 def redact_response_headers(

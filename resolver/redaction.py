@@ -176,8 +176,8 @@ def redact_request(request: RequestParts, policy: Policy, key: bytes) -> Redacte
     return Redacted(redacted, tuple(marks.findings), tuple(marks.secrets))
 
 
-# Requests up to this size (body, path, header and query values) are remembered (at most CACHED_REQUESTS of them), so the
-# cache holds a few tens of MiB at worst.
+# Requests up to this size (body, path, header and query values) are remembered, at most
+# CACHED_REQUESTS of them, so the cache holds a few tens of MiB at worst.
 CACHED_BODY_BYTES = 16 * 1024
 CACHED_REQUESTS = 2048
 

@@ -106,7 +106,7 @@ def collect_all(
         advance(1)
     timed("faults", started)
     started = time.perf_counter()
-    with _phase(progress, "speed (resolver, proxy)", 2) as advance:
+    with _phase(progress, "speed (resolver, proxy, redaction)", len(speed.SCRIPTS)) as advance:
         raw["speed"] = speed.measure(config, advance)
     timed("speed", started)
     return raw

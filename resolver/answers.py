@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from resolver.asks import Ask
 from resolver.errors import PROBLEM_MEDIA_TYPE, problem_body
 from resolver.near_miss import NearMiss
+from resolver.redaction_rules import without_identity
 from resolver.schemas import encode_base64
 from store import exchanges
 from store.models import Exchange
@@ -21,8 +22,22 @@ from store.models import Exchange
 PROBLEM_HEADERS = [["Content-Type", PROBLEM_MEDIA_TYPE]]
 
 
+def credential_only_difference(key: str, nearest: list[str]) -> bool:
+    """A recorded key differs from `key` only in its credential placeholders."""
+    anonymous = without_identity(key)
+    return any(other != key and without_identity(other) == anonymous for other in nearest)
+
+
 def refused(ask: Ask, near: list[NearMiss], **extras: Any) -> dict[str, Any]:
     """The sealed-miss 502: the address asked, and what differs in the nearest recordings."""
+    credential_only = credential_only_difference(ask.key.readable, [miss.key for miss in near])
+    because = (
+        "; the tape holds this request recorded with another credential (only the redacted "
+        "credentials differ): list the host in the tape's interchangeable_credentials "
+        "if its credentials name no identity"
+        if credential_only
+        else ""
+    )
     hint = f"; nearest recording: {near[0].summary}" if near else "; the tape has nothing like it"
     body = problem_body(
         502,
@@ -30,7 +45,8 @@ def refused(ask: Ask, near: list[NearMiss], **extras: Any) -> dict[str, Any]:
         "Not on tape",
         f"tape {ask.tape_name!r} is sealed and has no recording for this request on branch "
         f"{ask.branch!r} (occurrence {ask.occurrence}, fingerprint {ask.fingerprint!r}); "
-        f"nothing was sent upstream{hint}",
+        f"nothing was sent upstream{because}{hint}",
+        credential_only_difference=credential_only,
         tape=ask.tape_name,
         branch=ask.branch,
         request_key=ask.key.readable,

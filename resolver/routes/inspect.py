@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from resolver.auth import require_admin
 from resolver.errors import NotFound
 from resolver.policy import Decision
+from resolver.redaction_report import redaction_summary
 from resolver.routes.tapes import find_tape, store_of
 from resolver.schemas import check_branch_path, encode_base64
 from resolver.tape_signals import signed_report
@@ -99,7 +100,9 @@ def exchange(tape: str, exchange_id: int, request: Request) -> dict[str, Any]:
 def report(tape: str, request: Request) -> dict[str, Any]:
     with transaction(store_of(request).read) as session:
         found = find_tape(tape, session=session)
-        return signed_report(found, session=session)
+        result = signed_report(found, session=session)
+        result["redaction"] = redaction_summary(found.id, found.config, session=session)
+        return result
 
 
 @router.get("/{tape}/digest")

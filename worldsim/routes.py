@@ -97,6 +97,13 @@ async def read_doc(
     return await serve(request, world, config)
 
 
+@router.post("/sessions", status_code=201, summary="Open a session: a sandbox named by a token")
+async def open_session(
+    request: Request, world: WorldDependency, config: ConfigDependency
+) -> Response:
+    return await serve(request, world, config)
+
+
 @router.post("/docs", status_code=201, summary="Publish (or revise) a brief: a write")
 async def publish(request: Request, world: WorldDependency, config: ConfigDependency) -> Response:
     return await serve(request, world, config)

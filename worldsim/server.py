@@ -26,6 +26,7 @@ def run(
     *,
     sandbox_cap: int | None = None,
     hints: bool | None = None,
+    cooperative: bool | None = None,
     sleep_latency: bool | None = None,
     max_body_bytes: int | None = None,
     log_level: str = "warning",
@@ -35,6 +36,7 @@ def run(
         seed=seed,
         sandbox_cap=sandbox_cap,
         hints=hints,
+        cooperative=cooperative,
         sleep_latency=sleep_latency,
         max_body_bytes=max_body_bytes,
     )

@@ -39,6 +39,8 @@ def outcome(rollout: agent.Rollout) -> AgentOutcome:
     """The fields the statistics use, and a digest of everything the reward came from."""
     record = json.dumps(rollout.to_json(), sort_keys=True, default=repr, separators=(",", ":"))
     observed = json.loads(record)
+    # The session token names the sandbox, not what the agent observed.
+    observed.pop("session", None)
     for step in observed["steps"]:
         # The decision header says how Groundhog served a reply, not what the agent observed.
         step.pop("decision", None)
@@ -52,10 +54,25 @@ def outcome(rollout: agent.Rollout) -> AgentOutcome:
     )
 
 
-def run(client: httpx.Client, base_url: str, headers: Mapping[str, str], strategy: str, seed: int):
+def run(
+    client: httpx.Client,
+    base_url: str,
+    headers: Mapping[str, str],
+    strategy: str,
+    seed: int,
+    *,
+    epoch: int | None = None,
+    client_key: str | None = None,
+) -> AgentOutcome:
     """Run worldsim's agent for one strategy over ``client``; returns its outcome."""
     transport = agent.HttpTransport(client, base_url, headers)
-    return outcome(agent.run_rollout(transport, strategy, seed))
+    rollout = agent.run_rollout(transport, strategy, seed, epoch=epoch, client=client_key)
+    return outcome(rollout)
+
+
+def bearer(session: str | None) -> dict[str, str]:
+    """The header that names a session's sandbox (none without a session)."""
+    return {"Authorization": f"Bearer {session}"} if session else {}
 
 
 class ProbeTransport:
@@ -70,20 +87,34 @@ class ProbeTransport:
         self.inner = inner
 
     def send(
-        self, method: str, path: str, params: Sequence[tuple[str, str]], body: bytes | None
+        self,
+        method: str,
+        path: str,
+        params: Sequence[tuple[str, str]],
+        body: bytes | None,
+        headers: Mapping[str, str] | None = None,
     ) -> agent.Reply:
-        if method.upper() == "GET":
-            return self.inner.send(method, path, params, body)
+        # Reads, and the session that names the probe's own sandbox, go to the world.
+        if method.upper() == "GET" or path == "/sessions":
+            return self.inner.send(method, path, params, body, headers)
         brief = json.loads(body or b"{}")
         payload = {"id": brief.get("id"), "revision": 1, "terms": []}
         headers = {agent.LATENCY_HEADER: PROBE_WRITE_LATENCY}
         return agent.Reply(201, headers, json.dumps(payload).encode())
 
 
-def run_probe(client: httpx.Client, base_url: str, headers: Mapping[str, str], seed: int) -> None:
+def run_probe(
+    client: httpx.Client,
+    base_url: str,
+    seed: int,
+    *,
+    epoch: int | None = None,
+    client_key: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> None:
     """Make the deepest strategy's reads (verify's) in the base state, and no write."""
     transport = ProbeTransport(agent.HttpTransport(client, base_url, headers))
-    agent.run_rollout(transport, agent.Strategy.VERIFY, seed)
+    agent.run_rollout(transport, agent.Strategy.VERIFY, seed, epoch=epoch, client=client_key)
 
 
 def attention_coefficient() -> float | None:

@@ -28,9 +28,10 @@ class BenchConfig:
     curve_worlds: int
     dependency_worlds: int
     grpo_steps: int
-    grpo_learning_rate: float = 0.5
+    grpo_fresh_steps: int = 3
+    grpo_learning_rate: float = 1.0
     grpo_threshold: float = 0.9
-    grpo_seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    grpo_seeds: tuple[int, ...] = (0, 1, 2)
     alpha: float = 0.05
     min_samples: int = 5
     first_world_seed: int = 1000
@@ -38,14 +39,16 @@ class BenchConfig:
     agent_seed: int = 7
     better_action: str = "verify"
     worse_action: str = "deep"
-    groundhog_dependency_model: str = "hints"
+    cooperative_model: str = "hints"
+    uncooperative_model: str = "rules"
+    modes: tuple[str, ...] = ("uncooperative", "cooperative")
     dependency_models: tuple[str, ...] = ("closure", "path", "rules", "hints")
-    workers: int = 1
+    workers: int = 4
     reference_workers: int = 2
     actions: tuple[str, ...] = ACTIONS
     conditions: tuple[str, ...] = CONDITIONS
     rollouts_per_contrast: int = 2
-    measure_speed: bool = True
+    measure_speed: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -66,28 +69,32 @@ class BenchConfig:
 def full_config() -> BenchConfig:
     return BenchConfig(
         quick=False,
-        worlds=400,
-        reference_pairs=1200,
-        reference_ranking_worlds=200,
-        equivalence_worlds=25,
-        reproducibility_runs=20,
-        group_sizes=(1, 2, 4, 8, 16),
-        curve_worlds=3,
-        dependency_worlds=20,
-        grpo_steps=800,
+        worlds=120,
+        reference_pairs=150,
+        reference_ranking_worlds=40,
+        equivalence_worlds=10,
+        reproducibility_runs=4,
+        group_sizes=(1, 2, 4, 8),
+        curve_worlds=2,
+        dependency_worlds=6,
+        grpo_steps=0,
+        grpo_fresh_steps=12,
+        grpo_seeds=tuple(range(8)),
     )
 
 
 def quick_config() -> BenchConfig:
     return BenchConfig(
         quick=True,
-        worlds=24,
-        reference_pairs=60,
-        reference_ranking_worlds=24,
-        equivalence_worlds=4,
-        reproducibility_runs=2,
-        group_sizes=(1, 2, 4, 8),
-        curve_worlds=1,
+        worlds=10,
+        reference_pairs=10,
+        reference_ranking_worlds=4,
+        equivalence_worlds=2,
+        reproducibility_runs=1,
+        group_sizes=(),
+        curve_worlds=0,
         dependency_worlds=1,
-        grpo_steps=400,
+        grpo_steps=0,
+        grpo_fresh_steps=2,
+        grpo_seeds=(0, 1, 2),
     )

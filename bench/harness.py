@@ -43,6 +43,15 @@ class Services:
     world_url: str
     resolver_url: str
     proxy_url: str
+    uncooperative_world_url: str | None = None
+
+    def world(self, mode: str) -> str:
+        """The world serving ``mode`` ("cooperative" or "uncooperative")."""
+        if mode == "uncooperative":
+            if self.uncooperative_world_url is None:
+                raise ServiceError("no uncooperative world: give --uncooperative-world-url")
+            return self.uncooperative_world_url
+        return self.world_url
 
 
 @dataclass
@@ -201,6 +210,20 @@ def started_services(*, world_seed: int = 0, data_dir: Path | None = None) -> It
             log_dir=data_dir,
         )
         stack.callback(world.stop)
+        uncooperative = start_child(
+            "worldsim-uncooperative",
+            [
+                "worldsim",
+                "--seed",
+                str(world_seed),
+                "--sandbox-cap",
+                str(SANDBOX_CAP),
+                "--uncooperative",
+            ],
+            health="http",
+            log_dir=data_dir,
+        )
+        stack.callback(uncooperative.stop)
         resolver = start_child(
             "resolver",
             ["resolver", "--data", str(data_dir / "resolver")],
@@ -215,15 +238,31 @@ def started_services(*, world_seed: int = 0, data_dir: Path | None = None) -> It
             log_dir=data_dir,
         )
         stack.callback(proxy.stop)
-        yield Services(world_url=world.url, resolver_url=resolver.url, proxy_url=proxy.url)
+        yield Services(
+            world_url=world.url,
+            resolver_url=resolver.url,
+            proxy_url=proxy.url,
+            uncooperative_world_url=uncooperative.url,
+        )
 
 
 @contextlib.contextmanager
 def connected_services(
-    world_url: str, resolver_url: str, proxy_url: str, *, timeout: float = 30.0
+    world_url: str,
+    resolver_url: str,
+    proxy_url: str,
+    *,
+    uncooperative_world_url: str | None = None,
+    timeout: float = 30.0,
 ) -> Iterator[Services]:
     """Use services someone else runs (docker-compose); check each answers first."""
-    wait_until(lambda: healthy(world_url), timeout=timeout, what=f"worldsim at {world_url}")
+    for url in filter(None, (world_url, uncooperative_world_url)):
+        wait_until(lambda url=url: healthy(url), timeout=timeout, what=f"worldsim at {url}")
     wait_until(lambda: healthy(resolver_url), timeout=timeout, what=f"resolver at {resolver_url}")
     wait_until(lambda: accepting(proxy_url), timeout=timeout, what=f"proxy at {proxy_url}")
-    yield Services(world_url=world_url, resolver_url=resolver_url, proxy_url=proxy_url)
+    yield Services(
+        world_url=world_url,
+        resolver_url=resolver_url,
+        proxy_url=proxy_url,
+        uncooperative_world_url=uncooperative_world_url,
+    )

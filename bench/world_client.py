@@ -59,3 +59,9 @@ class WorldControl:
             return []
         results = self._call("POST", "/_oracle/batch", json={"reads": list(reads)})["results"]
         return [bool(result["differs"]) for result in results]
+
+    def grade(self, reads: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """The oracle on served reads: ``stale`` (a lie to this asker) and ``changed``."""
+        if not reads:
+            return []
+        return list(self._call("POST", "/_oracle/served", json={"reads": list(reads)})["results"])

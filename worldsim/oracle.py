@@ -140,7 +140,8 @@ def judge_served(world: World, query: ServedQuery) -> dict[str, object]:
     sandbox = query.sandbox if query.sandbox in world.branches() else None
     if sandbox is None:
         raise UnknownServed(
-            f"no sandbox {query.sandbox[:80]!r} (never opened, or reset)", {"sandbox": query.sandbox}
+            f"no sandbox {query.sandbox[:80]!r} (never opened, or reset)",
+            {"sandbox": query.sandbox},
         )
     now = _digest(world, sandbox, served)
     base = _digest(world, None, served)

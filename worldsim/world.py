@@ -9,9 +9,9 @@ what a real environment's snapshot/rollback layer would provide.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
-import hashlib
 import urllib.parse
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
@@ -24,9 +24,9 @@ from worldsim.dispatch import (
     endpoint_label,
     parse_branch,
     parse_brief,
-    parse_session_request,
     parse_int_header,
     parse_session,
+    parse_session_request,
     render_read,
 )
 from worldsim.errors import BodyTooLarge, ReadOnlyConflict, SandboxCapReached, UnknownSession

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import statistics
 import subprocess
 import sys
+from dataclasses import replace
 
 import httpx
 import pytest

@@ -129,7 +129,7 @@ def assemble_cell(
                 contrasts["naive"], coupled, paired=False
             )
             reference["ceiling"] = reference["ceiling_interval"]["value"]
-    for name, row in rows.items():
+    for row in rows.values():
         if row.get("bias"):
             bias = stats.Estimate(**row["bias"])
             row["bias_interval"] = intervals.normal_interval(bias)

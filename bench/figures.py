@@ -41,7 +41,7 @@ def variance_bars(results: Mapping[str, Any], path: Path) -> None:
     cells = results["cells"]
     figure, axis = plt.subplots(figsize=(7, 4))
     width = 0.35
-    for offset, (cell_name, cell) in enumerate(cells.items()):
+    for offset, cell in enumerate(cells.values()):
         for index, name in enumerate(("replay", "groundhog")):
             row = cell["conditions"].get(name, {}).get("reduction")
             if not row or row.get("low") is None:

@@ -64,10 +64,10 @@ def collect(
     runs: dict[str, list[dict[str, Any]]] = {}
     for condition in config.conditions:
         with ThreadPoolExecutor(max_workers=max(1, config.workers)) as pool:
-            runs[condition] = list(
-                pool.map(
-                    lambda seed: train_one(context, config, condition, seed), config.grpo_seeds
-                )
-            )
+            futures = [
+                pool.submit(train_one, context, config, condition, seed)
+                for seed in config.grpo_seeds
+            ]
+            runs[condition] = [future.result() for future in futures]
     advance(1)
     return runs

@@ -94,7 +94,7 @@ def _rate(value: Mapping[str, Any] | None) -> str:
         return NOT_MEASURED
     return (
         f"{100 * value['value']:.1f}% ({value['k']}/{value['n']}; "
-        f"95% CI {100 * value['low']:.1f}–{100 * value['high']:.1f}%)"
+        f"95% CI {100 * value['low']:.1f}-{100 * value['high']:.1f}%)"
     )
 
 
@@ -108,7 +108,7 @@ def _sequential(value: Mapping[str, Any] | None) -> str:
         return f">{value['horizon']}" if number_ in (math.inf, "inf", None) else f"{number_:.0f}"
 
     return (
-        f"{show(median)} (IQR {show(low)}–{show(high)}; stable in "
+        f"{show(median)} (IQR {show(low)}-{show(high)}; stable in "
         f"{100 * value['stable_reached']:.0f}% of {value['reshuffles']} orders)"
     )
 
@@ -249,10 +249,9 @@ def _grpo_section(results: Mapping[str, Any]) -> list[str]:
             if not row:
                 continue
             finals = ", ".join(f"{value:.2f}" for value in row["final_best_probability"])
-            lines.append(
-                f"| {LABELS[name]} | {row['steps']} | {finals} "
-                f"| {_interval(row['mean_final_best'], 2, '')} | {_rate(row['reached_threshold'])} |"
-            )
+            mean = _interval(row["mean_final_best"], 2, "")
+            reached = _rate(row["reached_threshold"])
+            lines.append(f"| {LABELS[name]} | {row['steps']} | {finals} | {mean} | {reached} |")
         lines.append("")
     return lines
 

@@ -43,8 +43,8 @@ class BenchConfig:
     uncooperative_model: str = "rules"
     modes: tuple[str, ...] = ("uncooperative", "cooperative")
     dependency_models: tuple[str, ...] = ("closure", "path", "rules", "hints")
-    workers: int = 4
-    reference_workers: int = 2
+    workers: int = 2
+    reference_workers: int = 3
     actions: tuple[str, ...] = ACTIONS
     conditions: tuple[str, ...] = CONDITIONS
     rollouts_per_contrast: int = 2
@@ -69,7 +69,7 @@ class BenchConfig:
 def full_config() -> BenchConfig:
     return BenchConfig(
         quick=False,
-        worlds=120,
+        worlds=100,
         reference_pairs=150,
         reference_ranking_worlds=40,
         equivalence_worlds=10,
@@ -78,7 +78,7 @@ def full_config() -> BenchConfig:
         curve_worlds=2,
         dependency_worlds=6,
         grpo_steps=0,
-        grpo_fresh_steps=12,
+        grpo_fresh_steps=10,
         grpo_seeds=tuple(range(8)),
     )
 

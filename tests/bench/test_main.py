@@ -12,9 +12,12 @@ def test_quick_and_full_modes_differ_and_are_recorded() -> None:
     full = cli.build_config(cli.parse_args([]))
     assert quick.quick and not full.quick
     assert quick.worlds < full.worlds
-    assert full.group_sizes[-1] == 16 and quick.group_sizes == (1, 2, 4, 8)
-    assert full.equivalence_worlds * full.group_size == 100
-    assert full.reproducibility_runs == 20
+    assert quick.group_sizes == () and full.group_sizes == (1, 2, 4, 8)
+    assert quick.modes == full.modes == ("uncooperative", "cooperative")
+    assert len(full.grpo_seeds) > len(quick.grpo_seeds)
+    # Speed rows run only when asked for.
+    assert not quick.measure_speed and not full.measure_speed
+    assert cli.build_config(cli.parse_args(["--quick", "--speed"])).measure_speed
 
 
 def test_overrides_apply() -> None:

@@ -34,7 +34,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--uncooperative-world-url", help="a running worldsim started with --uncooperative"
     )
     parser.add_argument("--resolver-url", help="a running resolver")
-    parser.add_argument("--proxy-url", help="a running proxy")
+    parser.add_argument(
+        "--proxy-url", help="a running proxy, or several comma-separated (used in turn)"
+    )
     parser.add_argument("--worlds", type=int, help="worlds per condition (overrides the mode)")
     parser.add_argument("--workers", type=int, help="groups run concurrently")
     parser.add_argument(

@@ -47,6 +47,12 @@ class RunContext:
     def world_host(self) -> str:
         return str(httpx.URL(self.world_url).host)
 
+    def proxy_for(self, index: int) -> str:
+        """Branch ``index``'s proxy: several (comma-separated) are used in turn, so siblings
+        of one group go through different proxies and resolver replicas."""
+        proxies = [url.strip() for url in self.proxy_url.split(",") if url.strip()]
+        return proxies[index % len(proxies)]
+
 
 @dataclass
 class Grades:
@@ -147,9 +153,10 @@ def proxied_client(
     branch: str,
     hooks: list[Any],
     request_hooks: list[Any] | None = None,
+    index: int = 0,
 ) -> httpx.Client:
     return httpx.Client(
-        proxy=context.proxy_url,
+        proxy=context.proxy_for(index),
         trust_env=False,
         timeout=CLIENT_TIMEOUT,
         headers={agent_adapter.TAPE_HEADER: tape, agent_adapter.BRANCH_HEADER: branch},
@@ -218,7 +225,8 @@ def run_group(
             grader = Grader(context.world)
             seed = agent_seed(seed_base, world_seed, index)
             read_log = _ReadLog()
-            with proxied_client(context, tape, branches[index], [grader], [read_log]) as client:
+            client = proxied_client(context, tape, branches[index], [grader], [read_log], index)
+            with client:
                 try:
                     outcome = agent_adapter.run(
                         client,

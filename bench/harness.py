@@ -259,7 +259,8 @@ def connected_services(
     for url in filter(None, (world_url, uncooperative_world_url)):
         wait_until(lambda url=url: healthy(url), timeout=timeout, what=f"worldsim at {url}")
     wait_until(lambda: healthy(resolver_url), timeout=timeout, what=f"resolver at {resolver_url}")
-    wait_until(lambda: accepting(proxy_url), timeout=timeout, what=f"proxy at {proxy_url}")
+    for url in [part.strip() for part in proxy_url.split(",") if part.strip()]:
+        wait_until(lambda url=url: accepting(url), timeout=timeout, what=f"proxy at {url}")
     yield Services(
         world_url=world_url,
         resolver_url=resolver_url,

@@ -72,9 +72,17 @@ def worldsim(
     host: Host = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port of the simulated world.")] = 8090,
     seed: Annotated[int, typer.Option(help="The world's seed.")] = 0,
+    uncooperative: Annotated[
+        bool,
+        typer.Option(
+            "--uncooperative",
+            help="Ignore X-Groundhog-* headers, draw noise per call, announce no hints.",
+        ),
+    ] = False,
 ) -> None:
     """Run worldsim, the seeded research world the benchmark records."""
-    _run_module("worldsim", ["--host", host, "--port", str(port), "--seed", str(seed)])
+    arguments = ["--host", host, "--port", str(port), "--seed", str(seed)]
+    _run_module("worldsim", [*arguments, "--uncooperative"] if uncooperative else arguments)
 
 
 def _download_ca(resolver_url: str, data: Path) -> Path | None:

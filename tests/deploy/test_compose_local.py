@@ -154,7 +154,7 @@ def test_postgres_profile_adds_two_resolvers_on_one_database(tmp_path: Path) -> 
 
 
 def test_two_services_on_one_local_port_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(ComposeError, match="both listen on local port 80[79]0"):
+    with pytest.raises(ComposeError, match=r"both listen on local port 80[79]0"):
         local_services(volumes_root=tmp_path, profiles=["postgres"])
 
 

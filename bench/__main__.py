@@ -33,6 +33,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--uncooperative-world-url", help="a running worldsim started with --uncooperative"
     )
+    parser.add_argument("--shop-world-url", help="a running worldsim --world shop")
+    parser.add_argument(
+        "--shop-uncooperative-world-url", help="a running worldsim --world shop --uncooperative"
+    )
+    parser.add_argument(
+        "--worlds-run",
+        default=None,
+        help="comma-separated worlds to run (default: research,shop; without shop URLs under "
+        "--world-url, research only)",
+    )
     parser.add_argument("--resolver-url", help="a running resolver")
     parser.add_argument(
         "--proxy-url", help="a running proxy, or several comma-separated (used in turn)"
@@ -58,6 +68,14 @@ def build_config(args: argparse.Namespace) -> bench_config.BenchConfig:
     if args.workers is not None:
         overrides["workers"] = max(1, args.workers)
     overrides["measure_speed"] = bool(args.speed) and not args.no_speed
+    if args.worlds_run:
+        chosen = tuple(name.strip() for name in args.worlds_run.split(",") if name.strip())
+        unknown = sorted(set(chosen) - set(bench_config.WORLDS))
+        if unknown or not chosen:
+            raise SystemExit(f"--worlds-run: choose from {', '.join(bench_config.WORLDS)}")
+        overrides["worlds_run"] = chosen
+    elif args.world_url and not args.shop_world_url:
+        overrides["worlds_run"] = ("research",)
     return replace(config, **overrides) if overrides else config
 
 
@@ -74,7 +92,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         services = (
-            connected_services(*urls, uncooperative_world_url=args.uncooperative_world_url)
+            connected_services(
+                *urls,
+                uncooperative_world_url=args.uncooperative_world_url,
+                shop_world_url=args.shop_world_url,
+                shop_uncooperative_world_url=args.shop_uncooperative_world_url,
+            )
             if all(urls)
             else started_services()
         )

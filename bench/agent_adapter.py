@@ -13,10 +13,11 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 
 import httpx
 
-from worldsim import agent
+from worldsim import agent, shop_agent
 
 TAPE_HEADER = "X-Groundhog-Tape"
 BRANCH_HEADER = "X-Groundhog-Branch"
@@ -54,6 +55,9 @@ def outcome(rollout: agent.Rollout) -> AgentOutcome:
     )
 
 
+AGENTS: dict[str, ModuleType] = {"research": agent, "shop": shop_agent}
+
+
 def run(
     client: httpx.Client,
     base_url: str,
@@ -63,10 +67,11 @@ def run(
     *,
     epoch: int | None = None,
     client_key: str | None = None,
+    world: str = "research",
 ) -> AgentOutcome:
-    """Run worldsim's agent for one strategy over ``client``; returns its outcome."""
+    """Run ``world``'s agent for one strategy over ``client``; returns its outcome."""
     transport = agent.HttpTransport(client, base_url, headers)
-    rollout = agent.run_rollout(transport, strategy, seed, epoch=epoch, client=client_key)
+    rollout = AGENTS[world].run_rollout(transport, strategy, seed, epoch=epoch, client=client_key)
     return outcome(rollout)
 
 
@@ -83,8 +88,9 @@ class ProbeTransport:
     the tape, so without the probe B would fetch the post-write review live and look honest.
     """
 
-    def __init__(self, inner: agent.HttpTransport) -> None:
+    def __init__(self, inner: agent.HttpTransport, world: str = "research") -> None:
         self.inner = inner
+        self.world = world
 
     def send(
         self,
@@ -97,8 +103,7 @@ class ProbeTransport:
         # Reads, and the session that names the probe's own sandbox, go to the world.
         if method.upper() == "GET" or path == "/sessions":
             return self.inner.send(method, path, params, body, headers)
-        brief = json.loads(body or b"{}")
-        payload = {"id": brief.get("id"), "revision": 1, "terms": []}
+        payload = AGENTS[self.world].probe_write_reply(path, body)
         headers = {agent.LATENCY_HEADER: PROBE_WRITE_LATENCY}
         return agent.Reply(201, headers, json.dumps(payload).encode())
 
@@ -111,10 +116,12 @@ def run_probe(
     epoch: int | None = None,
     client_key: str | None = None,
     headers: Mapping[str, str] | None = None,
+    world: str = "research",
 ) -> None:
-    """Make the deepest strategy's reads (verify's) in the base state, and no write."""
-    transport = ProbeTransport(agent.HttpTransport(client, base_url, headers))
-    agent.run_rollout(transport, agent.Strategy.VERIFY, seed, epoch=epoch, client=client_key)
+    """Make the deepest strategy's reads in the base state, and no write."""
+    module = AGENTS[world]
+    transport = ProbeTransport(agent.HttpTransport(client, base_url, headers), world)
+    module.run_rollout(transport, module.PROBE_STRATEGY, seed, epoch=epoch, client=client_key)
 
 
 def attention_coefficient() -> float | None:

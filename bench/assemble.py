@@ -16,10 +16,9 @@ from typing import Any
 import numpy as np
 
 from bench import analysis, claims, intervals, stats
-from bench.config import BenchConfig
+from bench.config import BenchConfig, for_world
 from bench.harness import Services
 
-WORLD = "research"
 NOTES = [
     "Staleness is graded by the world's oracle on every read a rollout was served: the read is "
     "re-rendered with the exogenous draw it was served with against the asker's own sandbox; "
@@ -40,6 +39,10 @@ NOTES = [
     "protocol's first run; nothing was tuned on this run's results.",
     "The uncooperative ceiling is the cooperative cell's: per-call noise makes no live contrast "
     "coupled in the uncooperative world.",
+    "The shop world (worldsim/shop.py) differs in structure: much of its exogenous noise is drawn "
+    "by writes (the checkout's quote and shipping fee), which are always live, so no proxy can "
+    "share it; its write-read dependency is the cart's offer. Its constants and claims were "
+    "declared in bench/protocol.toml before its first benchmark run.",
 ]
 
 
@@ -196,14 +199,23 @@ def assemble(
     """The full results dictionary written to benchmark.json."""
     protocol = claims.load()
     margin = float(protocol["constants"]["bias_margin"])
-    cells = {
-        f"{WORLD}/{mode}": assemble_cell(
-            config, raw, cooperative=mode == "cooperative", margin=margin
+    cells = {}
+    for name, raw in raws.items():
+        kind, mode = name.split("/")
+        cells[name] = assemble_cell(
+            for_world(config, kind), raw, cooperative=mode == "cooperative", margin=margin
         )
-        for mode, raw in raws.items()
-    }
-    ceiling = cells.get(f"{WORLD}/cooperative", {}).get("reference", {}).get("ceiling_interval")
-    metrics = {name: gate_metrics(cell, ceiling) for name, cell in cells.items()}
+        cells[name]["world"] = kind
+        cells[name]["actions"] = list(for_world(config, kind).actions)
+        cells[name]["contrast"] = [
+            for_world(config, kind).better_action,
+            for_world(config, kind).worse_action,
+        ]
+    metrics = {}
+    for name, cell in cells.items():
+        ceiling_cell = cells.get(f"{cell['world']}/cooperative", {})
+        ceiling = ceiling_cell.get("reference", {}).get("ceiling_interval")
+        metrics[name] = gate_metrics(cell, ceiling)
     return {
         "meta": {
             "version": 2,

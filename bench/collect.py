@@ -40,7 +40,21 @@ RULES: list[dict[str, Any]] = [
         "writes": ["doc:{body.id}", "review:{body.id}", "index:{body.topic}"],
     },
 ]
-"""Route rules for the world, written from its API as a user would (not from its oracle)."""
+"""Route rules for the research world, written from its API as a user would (not its oracle)."""
+
+SHOP_RULES: list[dict[str, Any]] = [
+    {"method": "POST", "path": "/sessions", "reads": [], "writes": ["sessions"]},
+    {"method": "GET", "path": "/catalog", "reads": [], "writes": []},
+    {"method": "GET", "path": "/items/{id}", "reads": [], "writes": []},
+    {"method": "GET", "path": "/cart", "reads": ["cart"], "writes": []},
+    {"method": "POST", "path": "/cart", "reads": [], "writes": ["cart"]},
+    {"method": "POST", "path": "/checkout", "reads": [], "writes": ["cart", "orders"]},
+]
+"""Route rules for the shop, from its public routes: quotes read no state; the cart is state."""
+
+
+def rules_for(context: RunContext) -> list[dict[str, Any]]:
+    return SHOP_RULES if context.world_kind == "shop" else RULES
 
 
 def _pool_map[T, R](function: Callable[[T], R], items: Iterable[T], workers: int) -> list[R]:
@@ -77,7 +91,7 @@ def collect_condition(
             strategies=config.actions,
             seed_base=config.agent_seed,
             probe=mode != "naive",
-            rules=RULES if model == "rules" else (),
+            rules=rules_for(context) if model == "rules" else (),
         )
         advance(1)
         return group
@@ -208,7 +222,7 @@ def collect_group_size_curve(
                     strategies=strategies,
                     seed_base=config.agent_seed,
                     probe=mode != "naive",
-                    rules=RULES if model == "rules" else (),
+                    rules=rules_for(context) if model == "rules" else (),
                 )
                 advance(1)
             spent = context.world.total_calls() - before
@@ -239,7 +253,7 @@ def collect_dependency_models(
                 seed_base=config.agent_seed,
                 probe=True,
                 reread=True,
-                rules=RULES if model == "rules" else (),
+                rules=rules_for(context) if model == "rules" else (),
             )
             pairs.extend(group.judged)
             reads += sum(branch.grades.reads for branch in group.branches)
@@ -275,7 +289,7 @@ def collect_reproducibility(
                 seed_base=config.agent_seed,
                 probe=True,
                 branch_label=f"repro-{world_seed}",
-                rules=RULES if groundhog_model(context, config) == "rules" else (),
+                rules=rules_for(context) if groundhog_model(context, config) == "rules" else (),
                 concurrent=False,
             )
             pair.append(context.admin.digest(tape).digest)

@@ -7,10 +7,19 @@ what a run measured, and a quick run can never be mistaken for a full one.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 ACTIONS: tuple[str, ...] = ("guess", "skim", "deep", "verify")
+# Each world's actions and the contrast the benchmark measures (better minus worse).
+WORLDS: dict[str, dict[str, object]] = {
+    "research": {"actions": ACTIONS, "better_action": "verify", "worse_action": "deep"},
+    "shop": {
+        "actions": ("impulse", "compare", "deal"),
+        "better_action": "deal",
+        "worse_action": "compare",
+    },
+}
 CONDITIONS: tuple[str, ...] = ("naive", "replay", "groundhog")
 
 
@@ -42,6 +51,7 @@ class BenchConfig:
     cooperative_model: str = "hints"
     uncooperative_model: str = "rules"
     modes: tuple[str, ...] = ("uncooperative", "cooperative")
+    worlds_run: tuple[str, ...] = ("research", "shop")
     dependency_models: tuple[str, ...] = ("closure", "path", "rules", "hints")
     workers: int = 2
     reference_workers: int = 3
@@ -64,6 +74,11 @@ class BenchConfig:
         data["rollouts_horizon"] = self.rollouts_horizon
         data["group_size"] = self.group_size
         return data
+
+
+def for_world(config: BenchConfig, world: str) -> BenchConfig:
+    """``config`` with ``world``'s actions and contrast."""
+    return replace(config, **WORLDS[world])  # type: ignore[arg-type]
 
 
 def full_config() -> BenchConfig:

@@ -39,6 +39,7 @@ class RunContext:
     proxy_url: str
     run_id: str
     cooperative: bool = True
+    world_kind: str = "research"
     # Extra tape settings that make the world's session credentials interchangeable (empty when
     # the resolver keys no credential at all): see bench/credentials.py.
     credential_settings: dict[str, Any] = field(default_factory=dict)
@@ -216,7 +217,12 @@ def run_group(
             with proxied_client(context, tape, branches[-1], [grader]) as client:
                 seed = agent_seed(seed_base, world_seed, len(strategies))
                 agent_adapter.run_probe(
-                    client, context.world_url, seed, epoch=world_seed, client_key=names[-1]
+                    client,
+                    context.world_url,
+                    seed,
+                    epoch=world_seed,
+                    client_key=names[-1],
+                    world=context.world_kind,
                 )
             sessions += [grader.session] if grader.session else []
 
@@ -236,6 +242,7 @@ def run_group(
                         seed,
                         epoch=world_seed,
                         client_key=names[index],
+                        world=context.world_kind,
                     )
                     for url in read_log.urls if reread else []:
                         client.get(url, headers=agent_adapter.bearer(grader.session))
@@ -277,6 +284,7 @@ def run_live(
                 seed,
                 epoch=world_seed,
                 client_key=client_key,
+                world=context.world_kind,
             )
     finally:
         context.world.drop_sandboxes([grader.session] if grader.session else [])

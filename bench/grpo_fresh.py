@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.collect import RULES, groundhog_model
+from bench.collect import groundhog_model, rules_for
 from bench.config import BenchConfig
 from bench.groups import RunContext, run_group
 from bench.grpo import softmax
@@ -47,7 +47,7 @@ def train_one(
             strategies=[actions[index] for index in chosen],
             seed_base=config.agent_seed + 1 + seed,
             probe=condition != "naive",
-            rules=RULES if model == "rules" else (),
+            rules=rules_for(context) if model == "rules" else (),
         )
         rewards = np.array([branch.outcome.reward for branch in group.branches])
         advantages = rewards - rewards.mean()

@@ -9,6 +9,7 @@ docker-compose the services already run, so the same run can connect to them by 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import socket
@@ -44,14 +45,24 @@ class Services:
     resolver_url: str
     proxy_url: str
     uncooperative_world_url: str | None = None
+    shop_world_url: str | None = None
+    shop_uncooperative_world_url: str | None = None
 
-    def world(self, mode: str) -> str:
-        """The world serving ``mode`` ("cooperative" or "uncooperative")."""
-        if mode == "uncooperative":
-            if self.uncooperative_world_url is None:
-                raise ServiceError("no uncooperative world: give --uncooperative-world-url")
-            return self.uncooperative_world_url
-        return self.world_url
+    def world(self, mode: str, kind: str = "research") -> str:
+        """The world ``kind`` ("research" or "shop") serving ``mode``."""
+        urls = {
+            ("research", "cooperative"): self.world_url,
+            ("research", "uncooperative"): self.uncooperative_world_url,
+            ("shop", "cooperative"): self.shop_world_url,
+            ("shop", "uncooperative"): self.shop_uncooperative_world_url,
+        }
+        url = urls.get((kind, mode))
+        if url is None:
+            shop = "shop-" if kind == "shop" else ""
+            uncooperative = "uncooperative-" if mode == "uncooperative" else ""
+            flag = f"--{shop}{uncooperative}world-url"
+            raise ServiceError(f"no {mode} {kind} world: give {flag}")
+        return url
 
 
 @dataclass
@@ -203,27 +214,15 @@ def started_services(*, world_seed: int = 0, data_dir: Path | None = None) -> It
             data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gh-bench-")))
         data_dir.mkdir(parents=True, exist_ok=True)
         # Each child is stopped by the stack as soon as it has started, even if a later one fails.
-        world = start_child(
-            "worldsim",
-            ["worldsim", "--seed", str(world_seed), "--sandbox-cap", str(SANDBOX_CAP)],
-            health="http",
-            log_dir=data_dir,
-        )
-        stack.callback(world.stop)
-        uncooperative = start_child(
-            "worldsim-uncooperative",
-            [
-                "worldsim",
-                "--seed",
-                str(world_seed),
-                "--sandbox-cap",
-                str(SANDBOX_CAP),
-                "--uncooperative",
-            ],
-            health="http",
-            log_dir=data_dir,
-        )
-        stack.callback(uncooperative.stop)
+        worlds = {}
+        for kind, mode in itertools.product(("research", "shop"), ("cooperative", "uncooperative")):
+            arguments = ["worldsim", "--seed", str(world_seed), "--sandbox-cap", str(SANDBOX_CAP)]
+            arguments += ["--world", kind]
+            arguments += ["--uncooperative"] if mode == "uncooperative" else []
+            worlds[kind, mode] = start_child(
+                f"worldsim-{kind}-{mode}", arguments, health="http", log_dir=data_dir
+            )
+            stack.callback(worlds[kind, mode].stop)
         resolver = start_child(
             "resolver",
             ["resolver", "--data", str(data_dir / "resolver")],
@@ -239,10 +238,12 @@ def started_services(*, world_seed: int = 0, data_dir: Path | None = None) -> It
         )
         stack.callback(proxy.stop)
         yield Services(
-            world_url=world.url,
+            world_url=worlds["research", "cooperative"].url,
             resolver_url=resolver.url,
             proxy_url=proxy.url,
-            uncooperative_world_url=uncooperative.url,
+            uncooperative_world_url=worlds["research", "uncooperative"].url,
+            shop_world_url=worlds["shop", "cooperative"].url,
+            shop_uncooperative_world_url=worlds["shop", "uncooperative"].url,
         )
 
 
@@ -253,10 +254,13 @@ def connected_services(
     proxy_url: str,
     *,
     uncooperative_world_url: str | None = None,
+    shop_world_url: str | None = None,
+    shop_uncooperative_world_url: str | None = None,
     timeout: float = 30.0,
 ) -> Iterator[Services]:
     """Use services someone else runs (docker-compose); check each answers first."""
-    for url in filter(None, (world_url, uncooperative_world_url)):
+    worlds = (world_url, uncooperative_world_url, shop_world_url, shop_uncooperative_world_url)
+    for url in filter(None, worlds):
         wait_until(lambda url=url: healthy(url), timeout=timeout, what=f"worldsim at {url}")
     wait_until(lambda: healthy(resolver_url), timeout=timeout, what=f"resolver at {resolver_url}")
     for url in [part.strip() for part in proxy_url.split(",") if part.strip()]:
@@ -266,4 +270,6 @@ def connected_services(
         resolver_url=resolver_url,
         proxy_url=proxy_url,
         uncooperative_world_url=uncooperative_world_url,
+        shop_world_url=shop_world_url,
+        shop_uncooperative_world_url=shop_uncooperative_world_url,
     )

@@ -176,9 +176,11 @@ ROWS: list[Row] = [
 ]
 
 
-def _columns(results: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _columns(results: Mapping[str, Any], world: str) -> list[tuple[str, str]]:
     columns = []
     for cell_name, cell in results["cells"].items():
+        if not cell_name.startswith(f"{world}/"):
+            continue
         for name in CONDITIONS:
             if name in cell["conditions"]:
                 columns.append((cell_name, name))
@@ -196,8 +198,12 @@ def _column_label(results: Mapping[str, Any], cell_name: str, name: str) -> str:
     return f"{LABELS[name]} {mode}{model}"
 
 
-def condition_table(results: Mapping[str, Any]) -> str:
-    columns = _columns(results)
+def worlds(results: Mapping[str, Any]) -> list[str]:
+    return list(dict.fromkeys(name.split("/")[0] for name in results["cells"]))
+
+
+def condition_table(results: Mapping[str, Any], world: str) -> str:
+    columns = _columns(results, world)
     lines = [
         "| metric | " + " | ".join(_column_label(results, *column) for column in columns) + " |",
         "|---|" + "---|" * len(columns),
@@ -338,13 +344,16 @@ def summary_block(results: Mapping[str, Any]) -> str:
         f"GRPO {len(config['grpo_seeds'])} seeds x {config['grpo_fresh_steps']} fresh groups. "
         "Uncooperative (the headline) beside cooperative (the ceiling)."
     )
-    ceiling = None
-    for cell in results["cells"].values():
-        ceiling = cell.get("reference", {}).get("ceiling_interval") or ceiling
     lines = [header, ""]
-    if ceiling:
-        lines += [f"Endogenous ceiling on the variance reduction: {_interval(ceiling)}.", ""]
-    return "\n".join([*lines, condition_table(results), "", *claims_section(results)])
+    for world in worlds(results):
+        cooperative = results["cells"].get(f"{world}/cooperative", {})
+        better, worse = cooperative.get("contrast") or ["verify", "deep"]
+        lines += [f"### World `{world}` (contrast: {better} - {worse})", ""]
+        ceiling = cooperative.get("reference", {}).get("ceiling_interval")
+        if ceiling:
+            lines += [f"Endogenous ceiling on the variance reduction: {_interval(ceiling)}.", ""]
+        lines += [condition_table(results, world), ""]
+    return "\n".join([*lines, *claims_section(results)])
 
 
 def render_markdown(results: Mapping[str, Any]) -> str:

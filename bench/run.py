@@ -9,6 +9,7 @@ another so the world's call counter can be read as a per-phase difference.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import secrets
 import time
@@ -23,7 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from bench import collect, credentials, figures, grpo_fresh, report, speed
 from bench.assemble import assemble
-from bench.config import BenchConfig
+from bench.config import BenchConfig, for_world
 from bench.groups import RunContext
 from bench.harness import Services
 from bench.world_client import WorldControl
@@ -59,7 +60,7 @@ def collect_all(
 ) -> dict[str, Any]:
     """Every raw measurement of one cell (a world in one mode), phase by phase."""
     raw: dict[str, Any] = {"timings": {}}
-    tag = "" if context.cooperative else " [uncoop]"
+    tag = f" [{context.world_kind}{'' if context.cooperative else ', uncoop'}]"
 
     def timed(name: str, started: float) -> None:
         raw["timings"][name] = time.perf_counter() - started
@@ -104,7 +105,7 @@ def collect_all(
     timed("reproducibility", started)
     if not context.cooperative:
         started = time.perf_counter()
-        with _phase(progress, "GRPO on fresh rollouts [uncoop]", 1) as advance:
+        with _phase(progress, f"GRPO on fresh rollouts{tag}", 1) as advance:
             raw["grpo"] = grpo_fresh.collect(context, config, advance)
         timed("grpo", started)
     return raw
@@ -121,23 +122,26 @@ def run_benchmark(
     raws: dict[str, dict[str, Any]] = {}
     progress = progress_bars(show_progress)
     with admin, progress or contextlib.nullcontext():
-        for mode in config.modes:
-            world_url = services.world(mode)
+        for kind, mode in itertools.product(config.worlds_run, config.modes):
+            world_url = services.world(mode, kind)
+            cell_config = for_world(config, kind)
             with WorldControl(world_url) as world:
                 context = RunContext(
                     admin=admin,
                     world=world,
                     world_url=world_url,
                     proxy_url=services.proxy_url,
-                    run_id=f"{run_id}{mode[0]}",
+                    run_id=f"{run_id}{kind[0]}{mode[0]}",
                     cooperative=mode == "cooperative",
+                    world_kind=kind,
                     credential_settings=credentials.detect(
                         services.resolver_url, str(httpx.URL(world_url).host)
                     ),
                 )
                 cell_started = time.perf_counter()
-                raws[mode] = collect_all(context, config, progress)
-                raws[mode]["timings"]["total"] = time.perf_counter() - cell_started
+                cell = f"{kind}/{mode}"
+                raws[cell] = collect_all(context, cell_config, progress)
+                raws[cell]["timings"]["total"] = time.perf_counter() - cell_started
         if config.measure_speed:
             with _phase(progress, "speed (resolver, proxy)", 2) as advance:
                 speed_rows = speed.measure(config, advance)

@@ -29,6 +29,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="omit X-Groundhog-Reads/-Writes dependency hints",
     )
     parser.add_argument(
+        "--world", choices=("research", "shop"), default=None, help="which world (research)"
+    )
+    parser.add_argument(
         "--uncooperative",
         dest="cooperative",
         action="store_false",
@@ -57,6 +60,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             sandbox_cap=args.sandbox_cap,
             hints=args.hints,
             cooperative=args.cooperative,
+            world=args.world,
             sleep_latency=args.sleep_latency,
             max_body_bytes=args.max_body_bytes,
             log_level=args.log_level,

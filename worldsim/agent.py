@@ -40,13 +40,22 @@ class Strategy(StrEnum):
     VERIFY = "verify"  # deep, then read the review of its own brief and revise
 
 
-def parse_strategy(value: Strategy | str) -> Strategy:
-    """A strategy by name; the error lists the valid names."""
+def parse_strategy[S: StrEnum](value: S | str, kind: type[S] = Strategy) -> S:  # type: ignore[assignment]
+    """A strategy by name (of ``kind``); the error lists the valid names."""
     try:
-        return Strategy(value)
+        return kind(value)
     except ValueError as error:
-        valid = ", ".join(strategy.value for strategy in Strategy)
+        valid = ", ".join(strategy.value for strategy in kind)
         raise ValueError(f"unknown strategy {value!r}; choose one of {valid}") from error
+
+
+PROBE_STRATEGY = Strategy.VERIFY
+
+
+def probe_write_reply(path: str, body: bytes | None) -> dict[str, object]:
+    """What a probe answers locally for a write (it never sends one): a publication."""
+    brief = json.loads(body or b"{}")
+    return {"id": brief.get("id"), "revision": 1, "terms": []}
 
 
 SOURCES_READ = {Strategy.GUESS: 0, Strategy.SKIM: 1, Strategy.DEEP: 3, Strategy.VERIFY: 3}

@@ -109,13 +109,13 @@ class ServedBatch(pydantic.BaseModel):
 
 def _digest(world: World, sandbox: str | None, served: Served) -> str:
     try:
-        rendered = render_read(
-            world.view(sandbox),
+        rendered = world.read_as(
+            world.sandbox(sandbox) if sandbox is not None else None,
             served.draw.seed,
             served.path,
             served.query,
             served.draw.occurrence,
-            epoch=served.draw.epoch,
+            served.draw.epoch,
         )
     except WorldError as error:
         rendered = render.Rendered(error.status, error.problem())

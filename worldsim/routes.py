@@ -117,3 +117,33 @@ async def review(
     doc: Annotated[str, Query(min_length=1, max_length=64)],
 ) -> Response:
     return await serve(request, world, config)
+
+
+# The shop world's routes (worldsim/shop.py), served when the world is started with --world shop.
+@router.get("/catalog", summary="Shop: today's items and quotes (prices move per call)")
+async def catalog(request: Request, world: WorldDependency, config: ConfigDependency) -> Response:
+    return await serve(request, world, config)
+
+
+@router.get("/items/{item_id}", summary="Shop: one item's value and quote")
+async def item(
+    request: Request, world: WorldDependency, config: ConfigDependency, item_id: str
+) -> Response:
+    return await serve(request, world, config)
+
+
+@router.get("/cart", summary="Shop: the cart, and a bundle offer for what is in it")
+async def cart(request: Request, world: WorldDependency, config: ConfigDependency) -> Response:
+    return await serve(request, world, config)
+
+
+@router.post("/cart", status_code=201, summary="Shop: add an item to the cart (a write)")
+async def add_to_cart(
+    request: Request, world: WorldDependency, config: ConfigDependency
+) -> Response:
+    return await serve(request, world, config)
+
+
+@router.post("/checkout", status_code=201, summary="Shop: place the order (a write)")
+async def checkout(request: Request, world: WorldDependency, config: ConfigDependency) -> Response:
+    return await serve(request, world, config)

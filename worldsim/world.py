@@ -16,7 +16,7 @@ import urllib.parse
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 
-from worldsim import corpus, noise, render
+from worldsim import corpus, noise, render, shop
 from worldsim.dispatch import (
     OCCURRENCE_PATTERN,
     PUBLIC_SANDBOX,
@@ -36,6 +36,7 @@ HINT_WRITES = "X-Groundhog-Writes"
 LATENCY_HEADER = "X-World-Latency-Ms"
 OCCURRENCE_ECHO_HEADER = "X-World-Occurrence"
 REQUEST_ID_HEADER = "X-Request-Id"
+KINDS = ("research", "shop")
 SESSION_PREFIX = "s-"
 # Served answers the oracle can still judge; older ones are forgotten (a bound, not a policy).
 SERVED_LOG_LIMIT = 500_000
@@ -103,6 +104,7 @@ class Sandbox:
     overlay: dict[str, corpus.Doc] = field(default_factory=dict)
     counters: Counter[str] = field(default_factory=Counter)
     epoch: int | None = None
+    cart: shop.Cart = field(default_factory=shop.Cart)
 
     def view(self) -> corpus.CorpusView:
         return corpus.CorpusView(dict(self.overlay))
@@ -119,7 +121,12 @@ class World:
         hints: bool = True,
         max_body_bytes: int = 65_536,
         cooperative: bool = True,
+        kind: str = "research",
     ) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"unknown world {kind!r}; choose one of {', '.join(KINDS)}")
+        # Which world this is: the research world, or the shop (worldsim/shop.py).
+        self.kind = kind
         self.seed = seed
         self.sandbox_cap = sandbox_cap
         # An uncooperative world reads no X-Groundhog-* header and names no dependency.
@@ -187,7 +194,10 @@ class World:
             if parent in self._sandboxes:
                 ancestor = self._sandboxes[parent]
                 created = Sandbox(
-                    dict(ancestor.overlay), Counter(ancestor.counters), ancestor.epoch
+                    dict(ancestor.overlay),
+                    Counter(ancestor.counters),
+                    ancestor.epoch,
+                    ancestor.cart.copy(),
                 )
                 break
         self._sandboxes[branch] = created
@@ -244,7 +254,7 @@ class World:
 
     def handle(self, request: WorldRequest) -> WorldResponse:
         """Answer one world request; raises `WorldError` for anything the world refuses."""
-        label = endpoint_label(request.method, request.path)
+        label = self.label(request.method, request.path)
         if label == "POST /sessions":
             opened = self.open_session(*parse_session_request(request.body))
             return WorldResponse(201, render.encode(opened), (), "application/json", 0.0)
@@ -281,15 +291,42 @@ class World:
             occurrence = counted if header_occurrence is None else header_occurrence
             if label == "POST /docs":
                 rendered = self._publish(sandbox, brief)
+            elif request.method.upper() != "GET":
+                rendered = shop.write(sandbox.cart, label, body, seed, key, occurrence, epoch)
             else:
-                rendered = render_read(
-                    sandbox.view(), seed, request.path, request.query, occurrence, epoch=epoch
+                rendered = self.read_as(
+                    sandbox, seed, request.path, request.query, occurrence, epoch
                 )
             draw = Draw(epoch, seed, occurrence)
             answer = self._respond(rendered, seed, key, occurrence, draw)
             if request.method.upper() == "GET":
                 self._remember(answer, request, draw)
         return answer
+
+    def label(self, method: str, path: str) -> str:
+        if self.kind == "shop":
+            return shop.label(method, path)
+        return endpoint_label(method, path)
+
+    def read_as(
+        self,
+        sandbox: Sandbox | None,
+        seed: int,
+        path: str,
+        query: tuple[tuple[str, str], ...],
+        occurrence: int,
+        epoch: int,
+    ) -> render.Rendered:
+        """Render a read against a sandbox's state (None: the base world); touches no state."""
+        if self.kind == "shop":
+            cart = sandbox.cart if sandbox is not None else shop.Cart()
+            return shop.read(cart, seed, path, tuple(query), occurrence, epoch)
+        view = sandbox.view() if sandbox is not None else corpus.BASE_VIEW
+        return render_read(view, seed, path, query, occurrence, epoch=epoch)
+
+    def sandbox(self, name: str) -> Sandbox | None:
+        with self._lock:
+            return self._sandboxes.get(name)
 
     def _remember(self, answer: WorldResponse, request: WorldRequest, draw: Draw) -> None:
         rid = answer.request_id

@@ -128,4 +128,4 @@ def constructed_raws(constructed_raw) -> dict:
             "groundhog": _grpo_runs(0.8),
         },
     }
-    return {"uncooperative": uncooperative, "cooperative": constructed_raw}
+    return {"research/uncooperative": uncooperative, "research/cooperative": constructed_raw}

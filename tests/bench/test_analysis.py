@@ -122,7 +122,7 @@ def test_claims_fail_when_the_data_do_not_back_them(small_config, constructed_ra
     }
     assert verdicts["C4"] == verdicts["C5"] == verdicts["U3"] == "supported"
     assert verdicts["U4"] == verdicts["U5"] == verdicts["U7"] == "supported"
-    cooperative = constructed_raws["cooperative"]
+    cooperative = constructed_raws["research/cooperative"]
     cooperative["equivalence"]["groundhog"] = [EquivalenceCheck(1, "verify", 1.5, 1.4, True)]
     cooperative["reproducibility"] = [("a", "b")]
     cooperative["conditions"]["groundhog"].oracle.stale = 1

@@ -44,7 +44,7 @@ def test_markdown_table_renders_both_modes_and_every_row(
 
 
 def test_unsupported_claims_are_printed_as_such(small_config, constructed_raws) -> None:
-    constructed_raws["cooperative"]["reproducibility"] = [("a", "b")]
+    constructed_raws["research/cooperative"]["reproducibility"] = [("a", "b")]
     text = report.render_markdown(report.clean(_results(small_config, constructed_raws)))
     line = next(line for line in text.splitlines() if line.startswith("| C5 |"))
     assert "**NOT supported**" in line
@@ -60,7 +60,7 @@ def test_missing_measurements_print_not_measured(small_config, constructed_raws)
 
 
 def test_a_claim_without_its_metric_is_not_measured(small_config, constructed_raws) -> None:
-    del constructed_raws["uncooperative"]["grpo"]
+    del constructed_raws["research/uncooperative"]["grpo"]
     claims = _results(small_config, constructed_raws)["claims"]
     assert next(c for c in claims if c["id"] == "U7")["verdict"] == "not measured"
 

@@ -226,6 +226,8 @@ def assemble(
             "services": {
                 "world_url": services.world_url,
                 "uncooperative_world_url": services.uncooperative_world_url,
+                "shop_world_url": services.shop_world_url,
+                "shop_uncooperative_world_url": services.shop_uncooperative_world_url,
                 "resolver_url": services.resolver_url,
                 "proxy_url": services.proxy_url,
             },

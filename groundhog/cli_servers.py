@@ -79,9 +79,10 @@ def worldsim(
             help="Ignore X-Groundhog-* headers, draw noise per call, announce no hints.",
         ),
     ] = False,
+    world: Annotated[str, typer.Option(help="Which world: research or shop.")] = "research",
 ) -> None:
-    """Run worldsim, the seeded research world the benchmark records."""
-    arguments = ["--host", host, "--port", str(port), "--seed", str(seed)]
+    """Run worldsim, the seeded world (research or shop) the benchmark records."""
+    arguments = ["--host", host, "--port", str(port), "--seed", str(seed), "--world", world]
     _run_module("worldsim", [*arguments, "--uncooperative"] if uncooperative else arguments)
 
 

@@ -28,7 +28,8 @@ from tests.deploy.compose_local import (
 )
 
 APT_LINE = "apt-get update && apt-get install -y docker-compose"
-DEFAULT_SERVICES = {"worldsim", "worldsim-uncooperative", "resolver", "proxy", "bench"}
+WORLDS = {"worldsim", "worldsim-uncooperative", "worldsim-shop", "worldsim-shop-uncooperative"}
+DEFAULT_SERVICES = WORLDS | {"resolver", "proxy", "bench"}
 POSTGRES_SERVICES = {
     "postgres",
     "resolver-a",
@@ -130,7 +131,7 @@ def test_every_dependency_waits_for_a_healthy_service(compose: dict[str, Any]) -
             assert rule == {"condition": "service_healthy"}, f"{name} -> {dependency}: {rule}"
             probe = services[dependency].get("healthcheck") or {}
             assert probe.get("test") and not probe.get("disable"), f"{dependency} has no probe"
-    worlds = {"worldsim", "worldsim-uncooperative"}
+    worlds = WORLDS
     assert set(services["bench"]["depends_on"]) == worlds | {"resolver", "proxy"}
     assert set(services["bench-replicas"]["depends_on"]) == worlds | {
         "resolver-a",
@@ -141,6 +142,14 @@ def test_every_dependency_waits_for_a_healthy_service(compose: dict[str, Any]) -
     command = services["bench-replicas"]["command"]
     assert command[command.index("--proxy-url") + 1] == "http://proxy-a:8080,http://proxy-b:8080"
     assert "--uncooperative" in services["worldsim-uncooperative"]["command"]
+    assert services["worldsim-shop-uncooperative"]["command"][-3:] == [
+        "--world",
+        "shop",
+        "--uncooperative",
+    ]
+    for bench in ("bench", "bench-replicas"):
+        command = services[bench]["command"]
+        assert command[command.index("--worlds-run") + 1] == "research,shop"
     assert set(services["proxy"]["depends_on"]) == {"resolver"}
     for replica in ("resolver-a", "resolver-b"):
         assert "postgres" in services[replica]["depends_on"]

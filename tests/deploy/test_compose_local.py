@@ -16,7 +16,15 @@ from tests.deploy.compose_rewrite import (
     rewrite_paths,
 )
 
-PORTS = {"resolver": 41070, "proxy": 41080, "worldsim": 41090, "worldsim-uncooperative": 41091}
+PORTS = {
+    "resolver": 41070,
+    "proxy": 41080,
+    "worldsim": 41090,
+    "worldsim-uncooperative": 41091,
+    "worldsim-shop": 41092,
+    "worldsim-shop-uncooperative": 41093,
+}
+WORLDS = ["worldsim", "worldsim-uncooperative", "worldsim-shop", "worldsim-shop-uncooperative"]
 POSTGRES_PORTS = {**PORTS, "resolver-a": 41071, "resolver-b": 41072}
 POSTGRES_PORTS |= {"proxy-a": 41081, "proxy-b": 41082}
 
@@ -38,16 +46,10 @@ def test_default_profile_runs_the_four_parts_dependencies_first(
     default_services: dict[str, LocalService],
 ) -> None:
     order = list(default_services)
-    assert set(order) == {"worldsim", "worldsim-uncooperative", "resolver", "proxy", "bench"}
+    assert set(order) == {*WORLDS, "resolver", "proxy", "bench"}
     assert order.index("resolver") < order.index("proxy") < order.index("bench")
-    assert order.index("worldsim") < order.index("bench")
-    assert order.index("worldsim-uncooperative") < order.index("bench")
-    assert default_services["bench"].depends_on == [
-        "worldsim",
-        "worldsim-uncooperative",
-        "resolver",
-        "proxy",
-    ]
+    assert all(order.index(world) < order.index("bench") for world in WORLDS)
+    assert default_services["bench"].depends_on == [*WORLDS, "resolver", "proxy"]
 
 
 def test_servers_listen_on_loopback_at_the_chosen_ports(
@@ -73,6 +75,9 @@ def test_service_host_names_become_local_addresses(
     assert urls == {
         "--world-url": "http://127.0.0.1:41090",
         "--uncooperative-world-url": "http://127.0.0.1:41091",
+        "--shop-world-url": "http://127.0.0.1:41092",
+        "--shop-uncooperative-world-url": "http://127.0.0.1:41093",
+        "--worlds-run": "research,shop",
         "--resolver-url": "http://127.0.0.1:41070",
         "--proxy-url": "http://127.0.0.1:41080",
     }
@@ -118,6 +123,8 @@ def test_readiness_follows_each_healthcheck(default_services: dict[str, LocalSer
     assert kinds == {
         "worldsim": ("http", "/healthz"),
         "worldsim-uncooperative": ("http", "/healthz"),
+        "worldsim-shop": ("http", "/healthz"),
+        "worldsim-shop-uncooperative": ("http", "/healthz"),
         "resolver": ("http", "/v1/ca.pem"),
         "proxy": ("tcp", None),
         "bench": ("none", None),

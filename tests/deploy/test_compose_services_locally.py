@@ -48,7 +48,14 @@ def start_service(service: LocalService) -> ServerProcess:
 
 @pytest.fixture
 def services(tmp_path: Path) -> dict[str, LocalService]:
-    servers = ["worldsim", "worldsim-uncooperative", "resolver", "proxy"]
+    servers = [
+        "worldsim",
+        "worldsim-uncooperative",
+        "worldsim-shop",
+        "worldsim-shop-uncooperative",
+        "resolver",
+        "proxy",
+    ]
     return local_services(volumes_root=tmp_path, ports={name: free_port() for name in servers})
 
 
@@ -65,7 +72,15 @@ def running(services: dict[str, LocalService]) -> Iterator[dict[str, ServerProce
 
 
 def test_the_default_profile_is_the_four_parts(services: dict[str, LocalService]) -> None:
-    assert list(services) == ["worldsim", "worldsim-uncooperative", "resolver", "proxy", "bench"]
+    assert list(services) == [
+        "worldsim",
+        "worldsim-uncooperative",
+        "worldsim-shop",
+        "worldsim-shop-uncooperative",
+        "resolver",
+        "proxy",
+        "bench",
+    ]
     bench = services["bench"]
     assert not bench.is_server
     assert "--quick" in bench.arguments
@@ -104,7 +119,11 @@ def test_the_bench_service_runs_the_quick_benchmark_through_the_services(
 
     report = json.loads((out / "benchmark.json").read_text())
     assert set(report) >= BENCH_SECTIONS, sorted(report)
-    assert set(report["cells"]) == {"research/uncooperative", "research/cooperative"}
+    assert set(report["cells"]) == {
+        f"{world}/{mode}"
+        for world in ("research", "shop")
+        for mode in ("uncooperative", "cooperative")
+    }
     for cell in report["cells"].values():
         assert set(cell) >= CELL_SECTIONS
         assert set(cell["conditions"]) == {"naive", "replay", "groundhog"}
@@ -114,6 +133,8 @@ def test_the_bench_service_runs_the_quick_benchmark_through_the_services(
     assert report["meta"]["services"] == {
         "world_url": running["worldsim"].url,
         "uncooperative_world_url": running["worldsim-uncooperative"].url,
+        "shop_world_url": running["worldsim-shop"].url,
+        "shop_uncooperative_world_url": running["worldsim-shop-uncooperative"].url,
         "resolver_url": running["resolver"].url,
         "proxy_url": running["proxy"].url,
     }

@@ -86,8 +86,8 @@ def full_config() -> BenchConfig:
     loaded 2-core machine (intervals are correspondingly wide; larger runs take --worlds)."""
     return BenchConfig(
         quick=False,
-        worlds=30,
-        reference_pairs=60,
+        worlds=24,
+        reference_pairs=50,
         reference_ranking_worlds=12,
         equivalence_worlds=5,
         reproducibility_runs=2,
@@ -95,8 +95,8 @@ def full_config() -> BenchConfig:
         curve_worlds=1,
         dependency_worlds=3,
         grpo_steps=0,
-        grpo_fresh_steps=5,
-        grpo_seeds=tuple(range(6)),
+        grpo_fresh_steps=4,
+        grpo_seeds=tuple(range(5)),
     )
 
 

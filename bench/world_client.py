@@ -15,7 +15,6 @@ from typing import Any
 
 import httpx
 
-
 KEEPALIVE_SECONDS = 2.0
 ATTEMPTS = 3
 logger = logging.getLogger(__name__)

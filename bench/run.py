@@ -143,7 +143,9 @@ def run_benchmark(
                 raws[cell] = collect_all(context, cell_config, progress)
                 raws[cell]["timings"]["total"] = time.perf_counter() - cell_started
         if config.measure_speed:
-            with _phase(progress, "speed (resolver, proxy)", 2) as advance:
+            with _phase(
+                progress, "speed (resolver, proxy, redaction)", len(speed.SCRIPTS)
+            ) as advance:
                 speed_rows = speed.measure(config, advance)
         else:
             speed_rows = {"skipped": "not measured (run with --speed)"}

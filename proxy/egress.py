@@ -20,12 +20,16 @@ from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
 import certifi
+from mitmproxy import http
+from mitmproxy.addons import upstream_auth
 
 log = logging.getLogger(__name__)
 
 # Read when set in the proxy's own environment; their certificates join certifi's.
 CA_ENVIRONMENT = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
 UPSTREAM_MODE_PREFIX = "upstream:"
+# The Groundhog addon's flow metadata key: present once it has decided a flow.
+DECIDED_META = "groundhog"
 PEM_CERTIFICATE = b"-----BEGIN CERTIFICATE-----"
 INSECURE_WARNING = (
     "UPSTREAM TLS VERIFICATION IS OFF (--insecure-upstream): the proxy accepts any certificate "
@@ -144,3 +148,20 @@ def upstream_proxy_url(modes: Sequence[str], auth: str | None = None) -> str | N
                 target = f"{scheme}://{quote(user, safe='')}:{quote(password, safe='')}@{rest}"
             return target
     return None
+
+
+class EgressAuth(upstream_auth.UpstreamAuth):
+    """mitmproxy's upstream-proxy credentials, added only after Groundhog has read the worker's.
+
+    mitmproxy's own addon writes the egress proxy's `Proxy-Authorization` onto plain-HTTP
+    requests as soon as their headers arrive — over the worker's `TAPE:BRANCH` credentials,
+    before the Groundhog addon reads them, which then strips the header again. Registered after
+    the Groundhog addon, this one adds the credentials once the request has been decided.
+    """
+
+    def requestheaders(self, f: http.HTTPFlow) -> None:
+        if f.metadata.get(DECIDED_META) is not None:  # decided early: a streamed request body
+            super().requestheaders(f)
+
+    def request(self, f: http.HTTPFlow) -> None:
+        super().requestheaders(f)

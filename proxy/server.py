@@ -32,11 +32,10 @@ from mitmproxy.addons import (
     next_layer,
     proxyserver,
     tlsconfig,
-    upstream_auth,
 )
 
 from proxy.addon import Groundhog
-from proxy.egress import INSECURE_WARNING, parse_upstream_proxy, trust_bundle
+from proxy.egress import INSECURE_WARNING, EgressAuth, parse_upstream_proxy, trust_bundle
 from proxy.options import DEFAULT_MAX_BODY_BYTES
 from proxy.tunnels import Tunnels
 from resolver.ca import ensure_ca
@@ -138,9 +137,9 @@ def build_master() -> mitm_master.Master:
         proxyserver.Proxyserver(),
         next_layer.NextLayer(),
         tlsconfig.TlsConfig(),
-        upstream_auth.UpstreamAuth(),  # --upstream-proxy credentials
         errorcheck.ErrorCheck(),
         Groundhog(),
+        EgressAuth(),  # after Groundhog: it must not overwrite the worker's credentials
         Tunnels(),  # after NextLayer: it vets the layer NextLayer chose
     )
     return master

@@ -160,8 +160,10 @@ class EgressAuth(upstream_auth.UpstreamAuth):
     """
 
     def requestheaders(self, f: http.HTTPFlow) -> None:
-        if f.metadata.get(DECIDED_META) is not None:  # decided early: a streamed request body
+        # Only a request decided this early (a streamed body) is past the Groundhog addon here.
+        if self.auth and f.metadata.get(DECIDED_META) is not None:
             super().requestheaders(f)
 
     def request(self, f: http.HTTPFlow) -> None:
-        super().requestheaders(f)
+        if self.auth:
+            super().requestheaders(f)

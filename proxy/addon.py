@@ -112,7 +112,8 @@ class Groundhog:
                 connect_timeout=options.groundhog_upstream_connect_timeout,
                 read_timeout=options.groundhog_upstream_read_timeout,
                 max_body_bytes=options.groundhog_max_body_bytes,
-                proxy=upstream_proxy_url(options.mode, options.upstream_auth),
+                # upstream_auth is declared by EgressAuth, absent where only this addon is loaded
+                proxy=upstream_proxy_url(options.mode, getattr(options, "upstream_auth", None)),
             )
 
     def _retire(self, client: ResolverClient | UpstreamClient | None) -> None:

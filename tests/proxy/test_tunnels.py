@@ -9,6 +9,9 @@ tape is online.
 
 from __future__ import annotations
 
+import base64
+import socket
+import ssl
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -110,3 +113,25 @@ def test_resolver_killed_closes_the_tunnel(tmp_path: Path, echo: EchoServer) -> 
         assert outcome.connect_status == 200
         assert outcome.closed and not outcome.relayed, outcome
         assert echo.snapshot() == before
+
+
+def test_raw_bytes_inside_tls_are_closed_too(tunnel_stack: Stack, echo: EchoServer) -> None:
+    """TLS the proxy terminates can still carry a protocol it cannot parse: same rule."""
+    tape = tunnel_stack.open_tape(world_seed=1)
+    with socket.create_connection(("127.0.0.1", tunnel_stack.proxy.port), timeout=20) as raw:
+        target = f"127.0.0.1:{echo.port}"
+        credentials = base64.b64encode(f"{tape}:root".encode()).decode()
+        raw.sendall(
+            f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n"
+            f"Proxy-Authorization: Basic {credentials}\r\n\r\n".encode()
+        )
+        assert raw.recv(4096).startswith(b"HTTP/1.1 200")
+        context = ssl.create_default_context(cafile=str(tunnel_stack.ca))
+        with context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+            tls.sendall(RAW_PROBE)
+            try:
+                reply = tls.recv(4096)
+            except (ConnectionResetError, ssl.SSLError):
+                reply = b""
+    assert reply == b""
+    assert echo.snapshot() == (0, 0)

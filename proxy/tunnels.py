@@ -23,13 +23,7 @@ from mitmproxy.addonmanager import Loader
 from mitmproxy.proxy import commands, events, layer, layers
 from mitmproxy.proxy.context import Context
 
-from proxy.identity import (
-    HEADER_BRANCH,
-    HEADER_TAPE,
-    Credentials,
-    CredentialsError,
-    credentials_from_request,
-)
+from proxy.identity import Credentials, CredentialsError, connect_credentials
 from proxy.resolver_client import (
     ResolverClient,
     ResolverProtocolError,
@@ -118,14 +112,11 @@ class Tunnels:
 
     def http_connect(self, flow: http.HTTPFlow) -> None:
         try:
-            credentials = credentials_from_request(flow.request)
+            credentials = connect_credentials(flow.request)
         except CredentialsError:
             return  # the Groundhog addon answers the CONNECT with a 400
-        headers = flow.request.headers
-        self._identities[flow.client_conn.id] = Credentials(
-            tape=headers.get(HEADER_TAPE) or (credentials.tape if credentials else None),
-            branch=headers.get(HEADER_BRANCH) or (credentials.branch if credentials else None),
-        )
+        if credentials is not None:
+            self._identities[flow.client_conn.id] = credentials
 
     def client_disconnected(self, client: connection.Client) -> None:
         self._identities.pop(client.id, None)

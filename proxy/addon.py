@@ -17,6 +17,7 @@ from mitmproxy import connection, ctx, http
 from mitmproxy.addonmanager import Loader
 
 from proxy import faults, problems
+from proxy.egress import upstream_proxy_url
 from proxy.identity import (
     HEADER_BRANCH,
     HEADER_TAPE,
@@ -33,6 +34,7 @@ from proxy.resolver_client import (
     ResolverRejected,
     ResolverUnavailable,
 )
+from proxy.tunnels import Tunnels
 from proxy.upstream import UpstreamClient, UpstreamFailure
 from proxy.wire import (
     add_upstream_headers,
@@ -101,7 +103,7 @@ class Groundhog:
             or any(
                 name.startswith("groundhog_upstream") or name.startswith("ssl_") for name in updated
             )
-            or "groundhog_max_body_bytes" in updated
+            or updated & {"groundhog_max_body_bytes", "mode", "upstream_auth"}
         ):
             self._retire(self.upstream)
             self.upstream = UpstreamClient(
@@ -110,6 +112,8 @@ class Groundhog:
                 connect_timeout=options.groundhog_upstream_connect_timeout,
                 read_timeout=options.groundhog_upstream_read_timeout,
                 max_body_bytes=options.groundhog_max_body_bytes,
+                # upstream_auth is declared by EgressAuth, absent where only this addon is loaded
+                proxy=upstream_proxy_url(options.mode, getattr(options, "upstream_auth", None)),
             )
 
     def _retire(self, client: ResolverClient | UpstreamClient | None) -> None:
@@ -310,4 +314,4 @@ class Groundhog:
         return ctx.options.groundhog_max_body_bytes
 
 
-addons = [Groundhog()]
+addons = [Groundhog(), Tunnels()]

@@ -17,7 +17,7 @@ import logging
 import signal
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,9 @@ from mitmproxy.addons import (
 )
 
 from proxy.addon import Groundhog
+from proxy.egress import INSECURE_WARNING, EgressAuth, parse_upstream_proxy, trust_bundle
 from proxy.options import DEFAULT_MAX_BODY_BYTES
+from proxy.tunnels import Tunnels
 from resolver.ca import ensure_ca
 
 log = logging.getLogger(__name__)
@@ -60,6 +62,9 @@ class ProxyConfig:
     ssl_insecure: bool = False
     extra_options: dict[str, Any] = field(default_factory=dict)
     ca_directory: Path | None = None
+    upstream_ca_files: tuple[Path, ...] = ()
+    upstream_proxy: str | None = None
+    tcp_passthrough_hosts: tuple[str, ...] = ()
 
     @property
     def ca_dir(self) -> Path:
@@ -93,7 +98,25 @@ def groundhog_options(config: ProxyConfig) -> dict[str, Any]:
         "groundhog_branch": config.branch,
         "groundhog_proxy_token": config.proxy_token,
         "groundhog_max_body_bytes": config.max_body_bytes,
+        "groundhog_tcp_passthrough_hosts": list(config.tcp_passthrough_hosts),
     }
+
+
+def egress_options(config: ProxyConfig) -> dict[str, Any]:
+    """mitmproxy's options for reaching the world: upstream trust and an egress proxy.
+
+    Reads the CA files (and SSL_CERT_FILE / REQUESTS_CA_BUNDLE) and writes their bundle under
+    the data directory; raises `EgressConfigError` naming a file or URL it cannot use.
+    """
+    options: dict[str, Any] = {}
+    bundle = trust_bundle(Path(config.data_dir) / "upstream-trust", config.upstream_ca_files)
+    if bundle is not None:
+        options["ssl_verify_upstream_trusted_ca"] = str(bundle)
+    if config.upstream_proxy:
+        upstream = parse_upstream_proxy(config.upstream_proxy)
+        options["mode"] = [upstream.mode]
+        options["upstream_auth"] = upstream.auth
+    return options
 
 
 def build_master() -> mitm_master.Master:
@@ -103,7 +126,8 @@ def build_master() -> mitm_master.Master:
     consulted for every event of every flow; measured, that dispatch is a large part of
     mitmproxy's own per-request cost. Kept: the proxy core, TLS interception, protocol
     detection, `block_global` (refuse clients from public addresses), h2c refusal, and the
-    start-up error check (exit when the port is taken). Must be called inside a running loop.
+    start-up error check (exit when the port is taken), and
+    credentials for an egress proxy (`--upstream-proxy`). Must be called inside a running loop.
     """
     master = mitm_master.Master(mitm_options.Options(), with_termlog=True)
     master.addons.add(
@@ -115,6 +139,8 @@ def build_master() -> mitm_master.Master:
         tlsconfig.TlsConfig(),
         errorcheck.ErrorCheck(),
         Groundhog(),
+        EgressAuth(),  # after Groundhog: it must not overwrite the worker's credentials
+        Tunnels(),  # after NextLayer: it vets the layer NextLayer chose
     )
     return master
 
@@ -129,8 +155,11 @@ async def serve(config: ProxyConfig, on_ready: Callable[[], None] | None = None)
             f"no CA in {str(config.ca_dir)!r} and none can be created there ({error}); "
             "point --ca-dir (or GROUNDHOG_CA_DIR) at the resolver's CA directory"
         ) from error
+    egress = await asyncio.to_thread(egress_options, config)
+    if config.ssl_insecure:
+        log.warning(INSECURE_WARNING)
     master = build_master()
-    master.options.update(**mitmproxy_options(config), **groundhog_options(config))
+    master.options.update(**mitmproxy_options(config), **egress, **groundhog_options(config))
 
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -172,6 +201,9 @@ def run(
     ssl_insecure: bool = False,
     on_ready: Callable[[], None] | None = None,
     extra_options: dict[str, Any] | None = None,
+    upstream_ca_files: Sequence[Path | str] = (),
+    upstream_proxy: str | None = None,
+    tcp_passthrough_hosts: Sequence[str] = (),
 ) -> None:
     """Block running the proxy; `on_ready` is called once its port accepts connections."""
     config = ProxyConfig(
@@ -186,6 +218,9 @@ def run(
         max_body_bytes=max_body_bytes,
         ssl_insecure=ssl_insecure,
         extra_options=extra_options or {},
+        upstream_ca_files=tuple(Path(path) for path in upstream_ca_files),
+        upstream_proxy=upstream_proxy,
+        tcp_passthrough_hosts=tuple(tcp_passthrough_hosts),
     )
     asyncio.run(serve(config, on_ready))
 

@@ -82,8 +82,11 @@ class UpstreamClient:
         connect_timeout: float = 10.0,
         read_timeout: float = 60.0,
         max_body_bytes: int = 8 * 1024 * 1024,
+        proxy: str | None = None,
     ) -> None:
         self.verify_tls = verify_tls
+        # The egress proxy (--upstream-proxy) mitmproxy's own forwarding goes through too.
+        self.proxy = proxy
         self.ca_file = ca_file
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
@@ -140,6 +143,7 @@ class UpstreamClient:
                 data=body if body else None,
                 allow_redirects=False,
                 timeout=timeout,
+                proxy=self.proxy,
             ) as response:
                 content, too_large = await self._read_body(response)
                 return UpstreamResponse(

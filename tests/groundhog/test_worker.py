@@ -73,15 +73,18 @@ def test_in_process_clients_are_wired_to_the_branch(
     tape = gh_proxied.open(tape_name, world_seed=4)
     first, second = tape.fork("root", 2)
     url = f"{https_upstream.url}/clients/{tape_name}"
+    # Negotiation headers join the request key, and each library sends its own defaults: pin
+    # them so the clients ask the same key and only the branch wiring is under test.
+    negotiation = {"Accept": "*/*", "Accept-Encoding": "identity"}
 
     with first.client() as client:
-        recorded = client.get(url)
+        recorded = client.get(url, headers=negotiation)
     with second.session() as session:
-        shared = session.get(url, timeout=30)
+        shared = session.get(url, headers=negotiation, timeout=30)
 
     async def fetch() -> tuple[str, str | None]:
         async with second.async_client() as client:
-            response = await client.get(url)
+            response = await client.get(url, headers=negotiation)
             return response.text, response.headers.get("X-Groundhog-Decision")
 
     again_text, again_decision = asyncio.run(fetch())

@@ -17,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from resolver import ui
 from resolver.ca import ensure_ca
+from resolver.disk import DiskReserve
 from resolver.errors import install_error_handlers
 from resolver.limits import BodyLimit
 from resolver.metrics import Metrics
@@ -24,6 +25,7 @@ from resolver.recording import Recorder
 from resolver.resolution import Resolver
 from resolver.routes import branches, health, inspect, internal, tapes, transfer
 from resolver.settings import Settings, load_settings
+from resolver.wakeups import Wakeups
 from store.db import open_store
 
 logger = logging.getLogger(__name__)
@@ -44,7 +46,11 @@ async def _create_ca(settings: Settings) -> None:
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or load_settings()
-    store = open_store(settings.database_url, migrate_schema=settings.migrate_on_start)
+    store = open_store(
+        settings.database_url,
+        migrate_schema=settings.migrate_on_start,
+        sqlite_synchronous=settings.sqlite_synchronous,
+    )
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -56,10 +62,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.store = store
     app.state.metrics = Metrics()
+    app.state.wakeups = Wakeups()
     app.state.resolver = Resolver(
-        store, max_body_bytes=settings.max_body_bytes, lease_seconds=settings.claim_lease_seconds
+        store,
+        max_body_bytes=settings.max_body_bytes,
+        lease_seconds=settings.claim_lease_seconds,
+        reserve=DiskReserve(settings.database_url, settings.disk_reserve_bytes or 0),
     )
-    app.state.recorder = Recorder(store, max_body_bytes=settings.max_body_bytes)
+    app.state.recorder = Recorder(
+        store,
+        max_body_bytes=settings.max_body_bytes,
+        lease_seconds=settings.claim_lease_seconds,
+        on_settled=app.state.wakeups.notify,
+    )
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_body_bytes=settings.max_body_bytes)
     for module in (health, tapes, branches, internal, inspect, transfer):

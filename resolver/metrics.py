@@ -26,6 +26,11 @@ class Metrics:
             "Asks that waited for another asker fetching the same address",
             registry=self.registry,
         )
+        self.upstream_failed = Counter(
+            "groundhog_upstream_failed",
+            "Live calls that failed before the world answered (not recorded)",
+            registry=self.registry,
+        )
         self.resolve_seconds = Histogram(
             "groundhog_resolve_seconds",
             "Time to answer /v1/resolve, waiting included",

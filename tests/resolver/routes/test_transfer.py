@@ -20,7 +20,9 @@ def _record_some(proxy: ProxyDouble, tape: str) -> None:
 def test_export_import_round_trip_keeps_the_digest(
     proxy: ProxyDouble, tape_name: str, tmp_path: Path
 ) -> None:
-    proxy.open(tape_name, world_seed=9, dependency_model="path")
+    proxy.open(
+        tape_name, world_seed=9, dependency_model="path", record_transport_failures=True
+    )
     _record_some(proxy, tape_name)
     exported = proxy.http.get(f"/v1/tapes/{tape_name}/export")
     assert exported.status_code == 200

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from resolver.errors import InvalidInput
+from resolver.errors import BodyTooLarge, InvalidInput
 from resolver.policy import DependencyModel, Mode
 
 TAPE_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,100}$"
@@ -40,6 +41,18 @@ def check_branch_path(path: str) -> str:
             field="branch",
         )
     return path
+
+
+def check_config_size(config: dict[str, Any], limit: int) -> None:
+    """A tape's config is read on every resolve: a huge one slows every request of the tape."""
+    size = len(json.dumps(config, separators=(",", ":")))
+    if size > limit:
+        raise BodyTooLarge(
+            f"the tape config is {size} bytes of JSON, over max_tape_config_bytes={limit} "
+            "(GROUNDHOG_MAX_TAPE_CONFIG_BYTES)",
+            field="config",
+            limit=limit,
+        )
 
 
 def decode_base64(value: str, field: str) -> bytes:

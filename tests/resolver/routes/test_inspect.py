@@ -108,3 +108,19 @@ def test_digest_is_the_same_for_the_same_workflow(proxy: ProxyDouble, tape_name:
     proxy.ask(tape_name + "-two", "root", path="/more")
     changed = proxy.http.get(f"/v1/tapes/{tape_name}-two/digest").json()
     assert changed["digest"] != digests[0]["digest"]
+
+
+def test_out_of_range_cursors_and_ids_are_422_naming_the_field(
+    proxy: ProxyDouble, tape_name: str
+) -> None:
+    proxy.open(tape_name)
+    proxy.ask(tape_name, "root", path="/a")
+    for params in ({"after": 2**70}, {"after": 2**63}, {"branch": "root", "after": 2**70}):
+        reply = proxy.http.get(f"/v1/tapes/{tape_name}/events", params=params)
+        assert reply.status_code == 422, reply.text
+        assert reply.json()["errors"][0]["field"] == "query.after"
+    for exchange_id in (2**63, 2**70):
+        reply = proxy.http.get(f"/v1/tapes/{tape_name}/exchanges/{exchange_id}")
+        assert reply.status_code == 422, reply.text
+        assert reply.json()["errors"][0]["field"] == "path.exchange_id"
+    assert proxy.http.get(f"/v1/tapes/{tape_name}/exchanges/{2**63 - 1}").status_code == 404

@@ -91,7 +91,8 @@ def _doctored_export(proxy: ProxyDouble, tape: str, tmp_path: Path, update: str)
         (f"update gh_tapes set name = '{'n' * 601}'", "name", "name"),
         ("update gh_tapes set config = json_object('bogus', 1)", "bogus", "bogus"),
         (
-            f"update gh_tapes set config = json_object('ignore_params', json_array('{'p' * 300_000}'))",
+            "update gh_tapes set config = json_object('ignore_params', "
+            f"json_array('{'p' * 300_000}'))",
             "config",
             "max_tape_config_bytes",
         ),

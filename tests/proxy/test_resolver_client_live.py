@@ -5,19 +5,15 @@ slow single-flight fetch that renews its lease is made once and shared byte for 
 from __future__ import annotations
 
 import asyncio
-import base64
-import itertools
 import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import aiohttp
 import httpx
 import pytest
-from aiohttp import web
 
+from bench.reliability.single_flight import run_slow_group
 from proxy.resolver_client import ResolverClient, ResolverUnavailable
 from tests.proxy.stack import running_stack
 from tests.proxy.upstream_server import Upstream
@@ -87,92 +83,13 @@ def test_the_client_times_a_frozen_resolver_out_as_unavailable(
         asyncio.run(ask())
 
 
-async def _slow_world(calls: list[int]) -> web.AppRunner:
-    draws = itertools.count(1)
-
-    async def slow(_request: web.Request) -> web.Response:
-        calls.append(1)
-        draw = next(draws)
-        await asyncio.sleep(SLOW_SECONDS)  # the world is slow: four lease lengths
-        return web.Response(body=f"draw {draw}".encode(), headers={"Set-Cookie": "s=1"})
-
-    app = web.Application()
-    app.router.add_get("/slow", slow)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    return runner
-
-
-def _payload(tape: str, branch: str, port: int) -> dict[str, Any]:
-    return {
-        "tape": tape,
-        "branch": branch,
-        "method": "GET",
-        "scheme": "http",
-        "host": "127.0.0.1",
-        "port": port,
-        "path": "/slow",
-    }
-
-
-async def _ask(
-    client: ResolverClient, http: aiohttp.ClientSession, payload: dict, renew: bool
-) -> tuple[str, bytes]:
-    """What the proxy does: resolve; on forward fetch (renewing), record, serve the answer."""
-    answer = await client.resolve(payload)
-    if answer["action"] == "serve":
-        return answer["decision"], base64.b64decode(answer["response"]["body"])
-    ticket, lease = answer["ticket"], answer["lease_seconds"]
-
-    async def keep() -> None:
-        while renew and await client.renew(ticket) is not None:
-            await asyncio.sleep(lease / 3)
-
-    keeper = asyncio.create_task(keep())
-    url = f"http://127.0.0.1:{payload['port']}/slow"
-    async with http.get(url) as response:
-        body = await response.read()
-        headers = [[name, value] for name, value in response.headers.items()]
-    keeper.cancel()
-    sent = {"status": response.status, "headers": headers, "body": base64.b64encode(body).decode()}
-    recorded = await client.record({"ticket": ticket, "response": sent})
-    served = recorded["response"]
-    served_body = body if served["body"] is None else base64.b64decode(served["body"])
-    assert all(name.lower() != "set-cookie" for name, _v in served["headers"])
-    return recorded["decision"], served_body
-
-
-def _run_group(url: str, tape: str, renew: bool) -> tuple[list[tuple[str, bytes]], int]:
-    admin = httpx.Client(base_url=url, trust_env=False, timeout=30)
-    admin.post("/v1/tapes", json={"name": tape}).raise_for_status()
-    branches = admin.post(f"/v1/tapes/{tape}/fork", json={"children": 4}).json()["branches"]
-
-    async def group() -> tuple[list[tuple[str, bytes]], int]:
-        calls: list[int] = []
-        runner = await _slow_world(calls)
-        port = runner.addresses[0][1]
-        client = ResolverClient(url, resolve_timeout=5, wait_timeout=10)
-        try:
-            async with aiohttp.ClientSession() as http:
-                served = await asyncio.gather(
-                    *(_ask(client, http, _payload(tape, b, port), renew) for b in branches)
-                )
-        finally:
-            await client.close()
-            await runner.cleanup()
-        return list(served), len(calls)
-
-    return asyncio.run(group())
-
-
 def test_a_slow_fetch_that_renews_is_made_once_and_every_asker_gets_the_stored_bytes(
     one_second_lease: ServerProcess,
 ) -> None:
-    served, calls = _run_group(one_second_lease.url, "slow-renewed", renew=True)
-    assert calls == 1
-    assert sorted(decision for decision, _b in served) == ["recorded"] + ["shared"] * 3
-    assert len({body for _d, body in served}) == 1
+    figures = run_slow_group(one_second_lease.url, "slow-renewed", renew=True)
+    assert figures["world_calls"] == 1, figures
+    assert figures["decisions"] == ["recorded"] + ["shared"] * 3, figures
+    assert figures["distinct_bodies"] == 1 and not figures["set_cookie_served"], figures
 
 
 @pytest.mark.slow
@@ -180,7 +97,7 @@ def test_without_renewals_the_same_slow_fetch_is_taken_over(
     one_second_lease: ServerProcess,
 ) -> None:
     """The control: the check above can fail — a holder that stops renewing loses its claim."""
-    served, calls = _run_group(one_second_lease.url, "slow-unrenewed", renew=False)
-    assert calls >= 2
+    figures = run_slow_group(one_second_lease.url, "slow-unrenewed", renew=False)
+    assert figures["world_calls"] >= 2, figures
     # Even then, first recording wins: every asker is served the stored bytes.
-    assert len({body for _d, body in served}) == 1
+    assert figures["distinct_bodies"] == 1, figures

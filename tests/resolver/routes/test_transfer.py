@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.reliability.hostile_fields import doctored_export
 from tests.resolver.proxy_double import ProxyDouble
 
 
@@ -65,20 +66,6 @@ def test_import_refuses_garbage_and_existing_names(proxy: ProxyDouble, tape_name
     assert proxy.http.get(f"/v1/tapes/{tape_name}").status_code == 200
 
 
-def _doctored_export(proxy: ProxyDouble, tape: str, tmp_path: Path, update: str) -> bytes:
-    """An export of `tape` with one SQL update applied to its tape row."""
-    file = tmp_path / f"doctored-{abs(hash(update))}.sqlite3"
-    file.write_bytes(proxy.http.get(f"/v1/tapes/{tape}/export").content)
-    connection = sqlite3.connect(file)
-    try:
-        connection.execute("PRAGMA journal_mode=DELETE")  # the bytes below hold the update
-        connection.execute(update)
-        connection.commit()
-    finally:
-        connection.close()
-    return file.read_bytes()
-
-
 @pytest.mark.parametrize(
     ("update", "field", "words"),
     [
@@ -108,7 +95,7 @@ def test_import_validates_the_tape_like_post_tapes(
 ) -> None:
     proxy.open(tape_name)
     proxy.ask(tape_name, "root", path="/kept")
-    doctored = _doctored_export(proxy, tape_name, tmp_path, update)
+    doctored = doctored_export(proxy.http.get(f"/v1/tapes/{tape_name}/export").content, update)
     assert proxy.http.delete(f"/v1/tapes/{tape_name}").status_code == 204
     reply = proxy.http.post("/v1/tapes/import", content=doctored)
     assert 400 <= reply.status_code < 500, reply.text

@@ -17,6 +17,7 @@ DECISION_COLOURS: dict[str, str] = {
     "replayed-write": "#b98ad9",
     "refused": "#6b1f1f",
     "passthrough": "#8c8c8c",
+    "upstream-failed": "#c2185b",
 }
 UNKNOWN_COLOUR = "#444444"
 

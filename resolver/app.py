@@ -15,7 +15,7 @@ from pathlib import Path
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
-from resolver import ui
+from resolver import notify, ui
 from resolver.ca import ensure_ca
 from resolver.disk import DiskReserve
 from resolver.errors import install_error_handlers
@@ -52,17 +52,29 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         sqlite_synchronous=settings.sqlite_synchronous,
     )
 
+    wakeups = Wakeups()
+    listener = None
+    if store.engine.dialect.name == "postgresql":
+        listener = notify.Listener(store.engine, wakeups.notify)
+
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         await _create_ca(settings)
+        if listener is not None:
+            listener.start()
         yield
+        if listener is not None:
+            listener.stop()
         store.dispose()
 
     app = FastAPI(title="Groundhog resolver", version="0.1.0", lifespan=lifespan)
     app.state.settings = settings
     app.state.store = store
     app.state.metrics = Metrics()
-    app.state.wakeups = Wakeups()
+    app.state.metrics.waiting.set_function(wakeups.blocked)
+    if listener is not None:
+        app.state.metrics.listener_up.set_function(lambda: float(listener.listening.is_set()))
+    app.state.wakeups = wakeups
     app.state.resolver = Resolver(
         store,
         max_body_bytes=settings.max_body_bytes,

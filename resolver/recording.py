@@ -24,7 +24,7 @@ from typing import Any
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from resolver import answers
+from resolver import answers, notify
 from resolver.asks import bump_branch
 from resolver.dependencies import Classification, host_resource, recorded_writes, response_hints
 from resolver.errors import (
@@ -148,6 +148,8 @@ class Recorder:
             with transaction(self.store.write) as session:
                 pending = session.get(PendingRecord, ticket)
                 claims.release_claim(ticket, session=session)
+                if pending is not None:
+                    notify.announce(session, _address(pending))
             if pending is not None:
                 self.on_settled(_address(pending))
         except Exception:  # the store may still be failing; the lease is the fallback
@@ -162,6 +164,7 @@ class Recorder:
                     ticket=wire.ticket,
                 )
             claims.release_claim(wire.ticket, session=session)
+            notify.announce(session, _address(pending))  # other replicas' waiters, on commit
             tape = session.get(Tape, pending.tape_id)
             if tape is None:
                 raise Conflict(

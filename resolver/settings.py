@@ -27,6 +27,9 @@ class Settings(BaseSettings):
     claim_lease_seconds: float = Field(default=30.0, gt=0)
     # One `/v1/wait` call holds at most this long before answering `wait` again.
     resolve_wait_seconds: float = Field(default=20.0, gt=0)
+    # A waiter not woken by an event looks at the store this often (a record through a replica
+    # whose notification was lost).
+    wait_poll_seconds: float = Field(default=0.5, gt=0)
     # Free bytes the store's disk must keep before a live call is handed out; None: twice
     # max_body_bytes, so records already in flight still fit.
     disk_reserve_bytes: int | None = Field(default=None, ge=0)

@@ -23,6 +23,7 @@ class Wakeups:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._listeners: dict[Address, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
+        self._blocked = 0
 
     @contextmanager
     def listen(self, address: Address) -> Iterator[asyncio.Event]:
@@ -53,11 +54,17 @@ class Wakeups:
         with self._lock:
             return sum(len(listeners) for listeners in self._listeners.values())
 
+    def blocked(self) -> int:
+        """Waiters asleep on their event right now (they have looked at the store)."""
+        return self._blocked
 
-async def wait_for(event: asyncio.Event, timeout: float) -> bool:
-    """True if `event` was set within `timeout` seconds."""
-    try:
-        await asyncio.wait_for(event.wait(), max(0.0, timeout))
-    except TimeoutError:
-        return False
-    return True
+    async def wait(self, event: asyncio.Event, timeout: float) -> bool:
+        """True if `event` was set within `timeout` seconds."""
+        self._blocked += 1  # only the event loop's thread touches this
+        try:
+            await asyncio.wait_for(event.wait(), max(0.0, timeout))
+        except TimeoutError:
+            return False
+        finally:
+            self._blocked -= 1
+        return True

@@ -3,9 +3,9 @@
 
 Resolve never holds a request: when another asker is fetching the address it answers `wait` at
 once, so a resolver that does not answer quickly can be treated as down. `/v1/wait` then holds
-on the event loop, woken when the address is recorded (resolver/wakeups.py), with a slow store
-poll for records made through other replicas; each store access runs in the threadpool as one
-short transaction.
+on the event loop, woken when the address is recorded (resolver/wakeups.py; on PostgreSQL also
+by other replicas' records, resolver/notify.py), with a slow store poll as the fallback; each
+store access runs in the threadpool as one short transaction.
 
 Resolve is the hot path (one per proxied request), so it skips FastAPI's generic body handling
 (stdlib JSON parse, then validation of the Python objects) and response encoding: the body is
@@ -24,7 +24,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from resolver import leases, wait_tokens, wakeups
+from resolver import leases, wait_tokens
 from resolver.auth import require_proxy
 from resolver.cache import dumps_compact
 from resolver.errors import Conflict
@@ -34,10 +34,9 @@ from resolver.schemas import RecordRequest, ResolveRequest, TicketRequest, WaitR
 
 router = APIRouter(prefix="/v1", tags=["internal"], dependencies=[Depends(require_proxy)])
 
+# Without a wake-up the store is looked at every `wait_poll_seconds` (a setting); a lapsing
+# lease is looked at when it lapses, but never sooner than this.
 POLL_INTERVAL_SECONDS = 0.02
-# Without a wake-up (the holder records through another replica) the store is looked at this
-# often; a lapsing lease is looked at when it lapses.
-FALLBACK_POLL_SECONDS = 0.5
 LEASE_SLACK_SECONDS = 0.01
 _RESOLVE_BODY = {
     "required": True,
@@ -128,17 +127,19 @@ async def wait(body: WaitRequest, request: Request) -> Response:
             left = deadline - time.monotonic()
             if left <= 0:
                 return Response(dumps_compact(waiting_json(result)), media_type="application/json")
-            await wakeups.wait_for(settled, min(left, _next_look(result)))
+            next_look = _next_look(result, state.settings.wait_poll_seconds)
+            woken = await state.wakeups.wait(settled, min(left, next_look))
+            state.metrics.wait_wakeups.labels(by="event" if woken else "timer").inc()
     state.metrics.observe(result.decision, time.perf_counter() - started)
     return Response(resolution_bytes(result, state.resolver), media_type="application/json")
 
 
-def _next_look(waiting: Waiting) -> float:
-    """Seconds until the store is worth another look without a wake-up (other replicas)."""
+def _next_look(waiting: Waiting, poll_seconds: float) -> float:
+    """Seconds until the store is worth another look without a wake-up."""
     if waiting.lease_expires is None:
-        return FALLBACK_POLL_SECONDS
+        return poll_seconds
     until_lapse = waiting.lease_expires - time.time() + LEASE_SLACK_SECONDS
-    return max(POLL_INTERVAL_SECONDS, min(FALLBACK_POLL_SECONDS, until_lapse))
+    return max(POLL_INTERVAL_SECONDS, min(poll_seconds, until_lapse))
 
 
 @router.post("/renew")

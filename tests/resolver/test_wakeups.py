@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from resolver.wakeups import Wakeups, wait_for
+from resolver.wakeups import Wakeups
 
 ADDRESS = (1, "k", 0, "")
 
@@ -17,7 +17,7 @@ def test_a_notify_from_another_thread_wakes_only_that_address() -> None:
         with wakeups.listen(ADDRESS) as mine, wakeups.listen((1, "k", 1, "")) as other:
             assert wakeups.listening() == 2
             threading.Thread(target=wakeups.notify, args=(ADDRESS,)).start()
-            woke = await wait_for(mine, 30)
+            woke = await wakeups.wait(mine, 30)
             return woke, other.is_set()
 
     woke, other_set = asyncio.run(main())
@@ -30,7 +30,11 @@ def test_without_a_notify_the_wait_times_out() -> None:
 
     async def main() -> bool:
         with wakeups.listen(ADDRESS) as event:
-            return await wait_for(event, 0.01)
+            blocked = asyncio.ensure_future(wakeups.wait(event, 0.01))
+            await asyncio.sleep(0)
+            assert wakeups.blocked() == 1
+            return await blocked
 
     assert asyncio.run(main()) is False
+    assert wakeups.blocked() == 0
     assert wakeups.notify(ADDRESS) == 0

@@ -41,25 +41,27 @@ class Tally:
     unfinished: bool = False
 
 
+# The columns of an EventRow, in order, except its status.
+_EVENT_COLUMNS = (
+    Event.id,
+    Event.seq,
+    Branch.path,
+    Event.method,
+    Event.url,
+    Event.key_hash,
+    Event.occurrence,
+    Event.fingerprint,
+    Event.decision,
+    Event.exchange_id,
+)
+
+
 def events_page(
     tape_id: int, *, branch: str | None, after: int, limit: int, session: Session
 ) -> list[EventRow]:
     """Events after a cursor: the branch's `seq` with a branch, else the global event id."""
     query = (
-        select(
-            Event.id,
-            Event.seq,
-            Branch.path,
-            Event.method,
-            Event.url,
-            Event.key_hash,
-            Event.occurrence,
-            Event.fingerprint,
-            Event.decision,
-            Event.exchange_id,
-            Exchange.response_status,
-            Exchange.error_kind,
-        )
+        select(*_EVENT_COLUMNS, Exchange.response_status, Exchange.error_kind)
         .join(Branch, Branch.id == Event.branch_id)
         .join(Exchange, Exchange.id == Event.exchange_id, isouter=True)
         .where(Branch.tape_id == tape_id)
@@ -111,18 +113,7 @@ def unrecorded_events(
     """Live calls of `decisions` whose answer never reached the tape (no exchange, no pending)."""
     in_flight = exists().where(PendingRecord.event_id == Event.id)
     query = (
-        select(
-            Event.id,
-            Event.seq,
-            Branch.path,
-            Event.method,
-            Event.url,
-            Event.key_hash,
-            Event.occurrence,
-            Event.fingerprint,
-            Event.decision,
-            Event.exchange_id,
-        )
+        select(*_EVENT_COLUMNS)
         .join(Branch, Branch.id == Event.branch_id)
         .where(
             Branch.tape_id == tape_id,

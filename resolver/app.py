@@ -17,7 +17,9 @@ from starlette.concurrency import run_in_threadpool
 
 from resolver import notify, ui
 from resolver.ca import ensure_ca
+from resolver.deployment_key import load_or_create_key, make_private_dir, parse_key
 from resolver.disk import DiskReserve
+from resolver.echoes import EchoBook
 from resolver.errors import install_error_handlers
 from resolver.limits import BodyLimit
 from resolver.metrics import Metrics
@@ -46,6 +48,12 @@ async def _create_ca(settings: Settings) -> None:
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or load_settings()
+    make_private_dir(Path(settings.data_dir))
+    redaction_key = (
+        parse_key(settings.redaction_key.get_secret_value(), "GROUNDHOG_REDACTION_KEY")
+        if settings.redaction_key
+        else load_or_create_key(Path(settings.redaction_key_file or ""))
+    )
     store = open_store(
         settings.database_url,
         migrate_schema=settings.migrate_on_start,
@@ -75,16 +83,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if listener is not None:
         app.state.metrics.listener_up.set_function(lambda: float(listener.listening.is_set()))
     app.state.wakeups = wakeups
+    echoes = EchoBook()
     app.state.resolver = Resolver(
         store,
         max_body_bytes=settings.max_body_bytes,
         lease_seconds=settings.claim_lease_seconds,
+        redaction_key=redaction_key,
+        echoes=echoes,
         reserve=DiskReserve(settings.database_url, settings.disk_reserve_bytes or 0),
     )
     app.state.recorder = Recorder(
         store,
         max_body_bytes=settings.max_body_bytes,
         lease_seconds=settings.claim_lease_seconds,
+        echoes=echoes,
         on_settled=app.state.wakeups.notify,
     )
     install_error_handlers(app)

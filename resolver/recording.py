@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session
 from resolver import answers, notify
 from resolver.asks import bump_branch
 from resolver.dependencies import Classification, host_resource, recorded_writes, response_hints
+from resolver.echoes import EchoBook, Secrets, scrub_response
 from resolver.errors import (
     BodyTooLarge,
     Conflict,
@@ -55,6 +56,10 @@ class RecordResult:
     recorded: bool
 
 
+def _sha(body: bytes) -> str:
+    return exchanges.sha256_hex(body)
+
+
 def _address(pending: PendingRecord) -> Address:
     return (pending.tape_id, pending.key_hash, pending.occurrence, pending.fingerprint)
 
@@ -81,11 +86,13 @@ class Recorder:
         *,
         max_body_bytes: int,
         lease_seconds: float = 30.0,
+        echoes: EchoBook | None = None,
         on_settled: Callable[[Address], object] | None = None,
     ) -> None:
         self.store = store
         self.max_body_bytes = max_body_bytes
         self.lease_seconds = lease_seconds
+        self.echoes = echoes if echoes is not None else EchoBook()
         self.on_settled = on_settled or (lambda _address: None)
 
     def record(self, wire: RecordRequest) -> RecordResult:
@@ -135,7 +142,9 @@ class Recorder:
             claims.renew_claim(
                 wire.ticket, lease_expires=time.time() + self.lease_seconds, session=session
             )
-            return self._stored_headers(tape, wire.head.headers)
+            echoed = self.echoes.peek(wire.ticket)
+            headers, _body = self._stored_form(tape, wire.head.headers, b"", echoed)
+            return headers
 
     def _release_after_failure(self, ticket: str) -> None:
         """Let a waiting sibling fetch the address now rather than when the lease lapses.
@@ -170,6 +179,7 @@ class Recorder:
                 raise Conflict(
                     f"the tape of ticket {wire.ticket!r} was deleted", ticket=wire.ticket
                 )
+            echoed = self.echoes.take(wire.ticket)  # taken whatever the kind: none may linger
             if kind == "passthrough":
                 self._finish(session, pending, Decision.PASSTHROUGH, None)
                 return RecordResult(str(Decision.PASSTHROUGH), None, None, False), _address(pending)
@@ -179,7 +189,8 @@ class Recorder:
                 return RecordResult(pending.decision, None, None, False), _address(pending)
             if kind == "error" and not tape.config.get("record_transport_failures", False):
                 return self._upstream_failed(session, pending, tape, wire), _address(pending)
-            return self._store(session, pending, tape, wire, body), _address(pending)
+            stored = self._store(session, pending, tape, wire, body, echoed)
+            return stored, _address(pending)
 
     def _store(
         self,
@@ -188,8 +199,9 @@ class Recorder:
         tape: Tape,
         wire: RecordRequest,
         body: bytes,
+        echoed: Secrets,
     ) -> RecordResult:
-        content = self._content(session, pending, tape, wire, body)
+        content = self._content(session, pending, tape, wire, body, echoed)
         exchange, created = exchanges.insert_exchange_first_wins(
             *_address(pending), content, session=session
         )
@@ -204,8 +216,8 @@ class Recorder:
         if pending.is_write:
             self._bump(session, pending, model, response_headers)
         response = answers.recorded(exchange, session=session, tape_name=tape.name)
-        if created and wire.response is not None:
-            response["body"] = None  # byte-identical to what the proxy sent: not echoed
+        if created and wire.response is not None and content.response_body_sha == _sha(body):
+            response["body"] = None  # byte-identical to what the proxy sent: not repeated
         return RecordResult(decision, exchange.id, response, created)
 
     def _upstream_failed(
@@ -239,14 +251,24 @@ class Recorder:
         )
 
     @staticmethod
-    def _stored_headers(tape: Tape, headers: list[tuple[str, str]]) -> list[list[str]]:
-        redact = tape.config.get("redact_headers", [])
-        return [[name, value] for name, value in redact_response_headers(headers, redact)]
+    def _stored_form(
+        tape: Tape, headers: list[tuple[str, str]], body: bytes, echoed: Secrets
+    ) -> tuple[list[list[str]], bytes]:
+        """Headers redacted by the tape's rules, then headers and body scrubbed of echoes."""
+        kept = redact_response_headers(headers, tape.config.get("redact_headers", []))
+        stored_headers, stored_body, _echoes = scrub_response(kept, body, echoed)
+        return stored_headers, stored_body
 
     def _content(
-        self, session: Session, pending: PendingRecord, tape: Tape, wire: RecordRequest, body: bytes
+        self,
+        session: Session,
+        pending: PendingRecord,
+        tape: Tape,
+        wire: RecordRequest,
+        body: bytes,
+        echoed: Secrets,
     ) -> exchanges.ExchangeContent:
-        """What the exchange will hold (redacted)."""
+        """What the exchange will hold (redacted, echoes scrubbed)."""
         request = pending.request
         content: dict[str, Any] = {
             "key_readable": request["key_readable"],
@@ -257,10 +279,11 @@ class Recorder:
             "request_body_sha": request["body_sha"],
         }
         if wire.response is not None:
+            headers, stored = self._stored_form(tape, wire.response.headers, body, echoed)
             content.update(
                 response_status=wire.response.status,
-                response_headers=self._stored_headers(tape, wire.response.headers),
-                response_body_sha=exchanges.put_blob(body, session=session),
+                response_headers=headers,
+                response_body_sha=exchanges.put_blob(stored, session=session),
             )
         elif wire.error is not None:
             content.update(error_kind=wire.error.kind, error_message=wire.error.message)

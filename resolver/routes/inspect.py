@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from resolver.auth import require_admin
 from resolver.errors import NotFound
 from resolver.policy import RECORDING_DECISIONS, Decision
+from resolver.redaction_report import redaction_summary
 from resolver.report import build_report
 from resolver.routes.tapes import find_tape, store_of
 from resolver.schemas import check_branch_path, encode_base64
@@ -111,7 +112,9 @@ def report(tape: str, request: Request) -> dict[str, Any]:
         unrecorded = inspect.unrecorded_events(
             found.id, sorted(RECORDING_DECISIONS), limit=UNRECORDED_LISTED, session=session
         )
-        return build_report(found.name, found.mode, branches, tallies, unrecorded)
+        result = build_report(found.name, found.mode, branches, tallies, unrecorded)
+        result["redaction"] = redaction_summary(found.id, found.config, session=session)
+        return result
 
 
 @router.get("/{tape}/digest")

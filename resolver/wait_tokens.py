@@ -3,9 +3,11 @@
 `/v1/resolve` answers `wait` at once when another asker is fetching the address, and the proxy
 then long-polls `/v1/wait` with this token. The ask already took its occurrence, so it must not
 be rebuilt from the request (that would take another); and any resolver replica must be able to
-continue it, so it travels in the token rather than in one process's memory. The token is as
-trusted as a record from the same proxy (both routes need the proxy token); a malformed one is a
-422 naming the `wait` field, never a 500.
+continue it, so it travels in the token rather than in one process's memory. The raw secrets an
+ask holds for echo scrubbing stay out of it (they are never to leave the resolver's memory): a
+waiter that takes a claim over records without that pass, as a record on another replica does.
+The token is as trusted as a record from the same proxy (both routes need the proxy token); a
+malformed one is a 422 naming the `wait` field, never a 500.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from resolver.dependencies import Classification
 from resolver.errors import InvalidInput
 from resolver.keys import RequestKey
 from resolver.policy import DependencyModel, Mode
+from resolver.redaction_rules import Finding
 from resolver.request import RequestParts
 
 VERSION = 1
@@ -60,6 +63,7 @@ class _Token(BaseModel):
     occurrence: int
     true_fingerprint: str
     fingerprint: str
+    findings: list[tuple[str, str]] = []
 
 
 def encode(ask: Ask) -> str:
@@ -93,6 +97,7 @@ def encode(ask: Ask) -> str:
         "occurrence": ask.occurrence,
         "true_fingerprint": ask.true_fingerprint,
         "fingerprint": ask.fingerprint,
+        "findings": [[finding.where, finding.rule] for finding in ask.findings],
     }
     packed = zlib.compress(json.dumps(document, separators=(",", ":")).encode(), 1)
     return base64.urlsafe_b64encode(packed).decode("ascii")
@@ -150,4 +155,5 @@ def decode(token: str) -> Ask:
         occurrence=doc.occurrence,
         true_fingerprint=doc.true_fingerprint,
         fingerprint=doc.fingerprint,
+        findings=tuple(Finding(where, rule) for where, rule in doc.findings),
     )

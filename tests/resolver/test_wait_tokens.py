@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import zlib
+from dataclasses import replace
 
 import pytest
 
@@ -12,6 +13,7 @@ from resolver.dependencies import Classification
 from resolver.errors import InvalidInput
 from resolver.keys import RequestKey
 from resolver.policy import DependencyModel, Mode
+from resolver.redaction_rules import Finding
 from resolver.request import RequestParts
 from resolver.wait_tokens import decode, encode
 
@@ -43,12 +45,20 @@ def _ask() -> Ask:
         occurrence=4,
         true_fingerprint="fp",
         fingerprint="fp",
+        findings=(Finding("header:authorization", "name"),),
     )
 
 
 def test_an_ask_survives_the_round_trip_exactly() -> None:
     ask = _ask()
     assert decode(encode(ask)) == ask
+
+
+def test_raw_secrets_never_travel_in_a_token() -> None:
+    ask = replace(_ask(), secrets=(("sk-live-very-secret", "<redacted:1>"),))
+    token = encode(ask)
+    assert decode(token).secrets == ()
+    assert b"sk-live-very-secret" not in zlib.decompress(base64.urlsafe_b64decode(token))
 
 
 @pytest.mark.parametrize(

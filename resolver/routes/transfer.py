@@ -29,6 +29,8 @@ router = APIRouter(prefix="/v1/tapes", tags=["transfer"], dependencies=[Depends(
 
 SQLITE_MEDIA_TYPE = "application/vnd.sqlite3"
 MAX_IMPORT_BYTES = 64 * 1024 * 1024 * 1024
+# Keys an export adds to the config for people (the redaction rules applied), not settings.
+EXPORT_ONLY_KEYS = frozenset({"redaction"})
 
 
 def _temporary_path() -> Path:
@@ -80,7 +82,8 @@ def imported_tape_checker(max_config_bytes: int) -> Callable[[Tape, str], None]:
             "dependency_model": tape.dependency_model,
         }
         try:
-            TapeConfig.model_validate({**config, **fields, "name": name})
+            settings = {k: v for k, v in config.items() if k not in EXPORT_ONLY_KEYS}
+            TapeConfig.model_validate({**settings, **fields, "name": name})
         except ValidationError as error:
             first = error.errors()[0]
             field = ".".join(str(part) for part in first["loc"]) or "config"

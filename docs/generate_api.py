@@ -34,7 +34,7 @@ at `/docs`, on any running resolver.
   `type`, `title`, `status`, `detail` and extra fields naming what was wrong (422 for invalid
   input, listing each field; 404 for an unknown tape, branch or exchange; 409 for a conflict).
 - With `GROUNDHOG_ADMIN_TOKEN` set, admin routes need `Authorization: Bearer <token>`; with
-  `GROUNDHOG_PROXY_TOKEN` set, so do `/v1/resolve` and `/v1/record` (the proxy's token).
+  `GROUNDHOG_PROXY_TOKEN` set, so do the internal routes (the proxy's token).
 - The JSON shapes of the answers (tape, branch, report, events, exchange) are described in
   [internals.md](internals.md#the-admin-api-shapes); the words in them in
   [concepts.md](concepts.md).
@@ -64,14 +64,20 @@ PURPOSES = {
     ("get", "/v1/tapes/{tape}/branches"): "Every branch: path, parent, children, fork point, "
     "event count, resource versions, shim counters.",
     ("get", "/v1/tapes/{tape}/branches/{branch}"): "One branch (path URL-encoded: `root%2Fb0`).",
-    ("post", "/v1/resolve"): "Internal (proxy → resolver): serve this request from the tape or "
-    "tell the proxy to forward it; see internals.md.",
+    ("post", "/v1/resolve"): "Internal (proxy → resolver): serve this request from the tape, "
+    "tell the proxy to forward it, or (answering at once) to wait on another asker; see "
+    "internals.md.",
+    ("post", "/v1/wait"): "Internal: long-poll an address another asker is fetching, until it "
+    "is recorded (`serve`), its holder's lease lapses (`forward`) or the window ends (`wait`).",
+    ("post", "/v1/renew"): "Internal: extend a forward ticket's single-flight lease while its "
+    "fetch runs; `409` once the ticket no longer holds its address.",
     ("post", "/v1/record"): "Internal (proxy → resolver): record what upstream answered for a "
-    "ticket; answers only after the exchange is committed.",
+    "ticket; answers, only after the commit, the response the worker must be served.",
     ("get", "/v1/tapes/{tape}/exchanges/{exchange_id}"): "One recorded exchange: address, "
     "request and response (bodies base64, redacted as stored) or the upstream error.",
     ("get", "/v1/tapes/{tape}/report"): "Decision counts in total and per branch, with reads "
-    "shared, live calls, upstream errors, lies and the lie rate.",
+    "shared, live calls, upstream errors and failures, unrecorded live calls (listed), lies "
+    "and the lie rate.",
     ("get", "/v1/tapes/{tape}/digest"): "SHA-256 over the tape's canonical content: equal for "
     "two recordings of the same world by the same workflow.",
     ("get", "/v1/tapes/{tape}/export"): "The tape as one standalone SQLite file "

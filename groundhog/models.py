@@ -77,6 +77,8 @@ class DecisionCounts(_Extensible):
     reads_shared: int = 0
     live_calls: int = 0
     upstream_errors: int = 0
+    upstream_failed: int = 0
+    unrecorded: int = 0
     passthrough: int = 0
     lies: int = 0
     lie_rate: float = 0.0

@@ -63,6 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
         "trusted; SSL_CERT_FILE and REQUESTS_CA_BUNDLE are added when set)",
     )
     parser.add_argument(
+        "--resolve-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="seconds for the resolver to answer a resolve before the worker gets 503 (5)",
+    )
+    parser.add_argument(
         "--insecure-upstream",
         "--ssl-insecure",
         dest="ssl_insecure",
@@ -94,6 +101,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         parser.error(
             f"--upstream-timeout must be a positive number of seconds, not {args.upstream_timeout}"
         )
+    if args.resolve_timeout is not None and args.resolve_timeout <= 0:
+        parser.error(f"--resolve-timeout must be positive, not {args.resolve_timeout}")
     # mitmproxy's own terminal log prints our records; one line per connection is noise.
     logging.getLogger("mitmproxy.proxy.server").setLevel(logging.WARNING)
     if args.upstream_proxy:
@@ -106,6 +115,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.upstream_timeout is not None:
         extra_options["groundhog_upstream_connect_timeout"] = args.upstream_timeout
         extra_options["groundhog_upstream_read_timeout"] = args.upstream_timeout
+    if args.resolve_timeout is not None:
+        extra_options["groundhog_resolve_timeout"] = args.resolve_timeout
     try:
         run(
             args.host,

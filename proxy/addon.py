@@ -90,6 +90,8 @@ class Groundhog:
             "groundhog_proxy_token",
             "groundhog_resolve_timeout",
             "groundhog_record_timeout",
+            "groundhog_wait_timeout",
+            "groundhog_wait_limit",
         }:
             self._retire(self.resolver)
             self.resolver = ResolverClient(
@@ -97,6 +99,8 @@ class Groundhog:
                 token=options.groundhog_proxy_token,
                 resolve_timeout=options.groundhog_resolve_timeout,
                 record_timeout=options.groundhog_record_timeout,
+                wait_timeout=options.groundhog_wait_timeout,
+                wait_limit=options.groundhog_wait_limit,
             )
         if (
             self.upstream is None

@@ -9,6 +9,9 @@ from __future__ import annotations
 from mitmproxy.addonmanager import Loader
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+DEFAULT_RESOLVE_TIMEOUT = 5.0
+DEFAULT_WAIT_TIMEOUT = 30.0
+DEFAULT_WAIT_LIMIT = 180.0
 
 
 def declare_options(loader: Loader) -> None:
@@ -33,8 +36,20 @@ def declare_options(loader: Loader) -> None:
     loader.add_option(
         "groundhog_resolve_timeout",
         float,
-        90.0,
-        "Seconds to wait for /v1/resolve; longer than the resolver's resolve_wait_seconds.",
+        DEFAULT_RESOLVE_TIMEOUT,
+        "Seconds for /v1/resolve (it answers at once); no answer in time is a 503.",
+    )
+    loader.add_option(
+        "groundhog_wait_timeout",
+        float,
+        DEFAULT_WAIT_TIMEOUT,
+        "Seconds for one /v1/wait long-poll; above the resolver's resolve_wait_seconds.",
+    )
+    loader.add_option(
+        "groundhog_wait_limit",
+        float,
+        DEFAULT_WAIT_LIMIT,
+        "Seconds a request may wait in all on another asker fetching its address; then 503.",
     )
     loader.add_option("groundhog_record_timeout", float, 30.0, "Seconds for /v1/record.")
     loader.add_option(

@@ -1,4 +1,5 @@
-"""The proxy's client for the resolver's internal protocol (`/v1/resolve`, `/v1/record`).
+"""The proxy's client for the resolver's internal protocol (`/v1/resolve`, `/v1/wait`,
+`/v1/renew`, `/v1/record`; docs/internals.md).
 
 Every request through the proxy costs one resolve round trip, so this client is on the hot
 path: it keeps one aiohttp session with a keep-alive connector (measured about 4x the
@@ -6,6 +7,11 @@ throughput of httpx.AsyncClient inside mitmproxy's loop), created lazily inside 
 event loop and closed when mitmproxy shuts down. It never blocks the loop. It turns transport
 failures into `ResolverUnavailable` (the proxy answers 503 and forwards nothing) and relays
 the resolver's own 4xx problem+json unchanged as `ResolverRejected`.
+
+A resolve has a short timeout of its own: the resolver answers at once (`wait` when another
+asker is fetching the address), so a resolver that does not answer quickly is treated as down
+and the worker gets a 503 without anything going upstream. Waiting on a live single-flight
+holder is a separate, longer long-poll on `/v1/wait`, repeated up to an overall bound.
 """
 
 from __future__ import annotations
@@ -47,16 +53,21 @@ class ResolverClient:
         base_url: str,
         *,
         token: str | None = None,
-        resolve_timeout: float = 90.0,
+        resolve_timeout: float = 5.0,
         record_timeout: float = 30.0,
+        wait_timeout: float = 30.0,
+        wait_limit: float = 180.0,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.token = token
         self.resolve_timeout = resolve_timeout
         self.record_timeout = record_timeout
+        self.wait_timeout = wait_timeout
+        self.wait_limit = wait_limit
         # Built once: a hit should not pay for timeout objects and header lists it never uses.
         self._resolve_timeout = aiohttp.ClientTimeout(total=resolve_timeout)
         self._record_timeout = aiohttp.ClientTimeout(total=record_timeout)
+        self._wait_timeout = aiohttp.ClientTimeout(total=wait_timeout)
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -76,7 +87,33 @@ class ResolverClient:
         return self._session
 
     async def resolve(self, payload: dict[str, Any]) -> dict[str, Any]:
-        return await self._post("/v1/resolve", payload, self._resolve_timeout)
+        """The final answer (`serve` or `forward`), long-polling `/v1/wait` through any `wait`."""
+        answer = await self._post("/v1/resolve", payload, self._resolve_timeout)
+        deadline = asyncio.get_running_loop().time() + self.wait_limit
+        while answer.get("action") == "wait":
+            token = answer.get("wait")
+            if not isinstance(token, str) or not token:
+                raise ResolverProtocolError("/v1/resolve answered wait without a wait token")
+            if asyncio.get_running_loop().time() > deadline:
+                raise ResolverUnavailable(
+                    f"waited over {self.wait_limit:.0f}s for another asker to record this "
+                    "address; nothing was sent upstream"
+                )
+            answer = await self._post("/v1/wait", {"wait": token}, self._wait_timeout)
+        return answer
+
+    async def renew(self, ticket: str) -> float | None:
+        """Extend `ticket`'s single-flight lease: its length in seconds, or None if superseded."""
+        try:
+            answer = await self._post("/v1/renew", {"ticket": ticket}, self._resolve_timeout)
+        except ResolverRejected as rejected:
+            if rejected.status == 409:
+                return None
+            raise
+        lease = answer.get("lease_seconds")
+        if isinstance(lease, bool) or not isinstance(lease, int | float) or lease <= 0:
+            raise ResolverProtocolError(f"/v1/renew answered no usable lease_seconds: {lease!r}")
+        return float(lease)
 
     async def record(self, payload: dict[str, Any]) -> dict[str, Any]:
         return await self._post("/v1/record", payload, self._record_timeout)

@@ -1,6 +1,7 @@
-"""The bytes a worker is served: recorded responses, recorded upstream errors, sealed refusals.
+"""The bytes a worker is served: recorded responses, upstream failures, sealed refusals.
 
-Upstream errors are the world's answer and must reach every sibling as the same bytes, and a
+A failure before any HTTP answer is not the world's answer: it is served as a 502 and not
+recorded, unless the tape opts in, when it reaches every sibling as the same bytes. A
 sealed miss must explain itself (tape, branch, key, occurrence, fingerprint, nearest recorded
 keys) so a user can see why a replay diverged. Both are built here, deterministically.
 """
@@ -73,6 +74,31 @@ def upstream_error_body(exchange: Exchange, tape_name: str) -> bytes:
         fingerprint=exchange.fingerprint,
         error_kind=exchange.error_kind,
     )
+
+
+def upstream_failed(
+    *,
+    tape_name: str,
+    key_readable: str,
+    occurrence: int,
+    fingerprint: str,
+    kind: str,
+    message: str,
+) -> dict[str, Any]:
+    """The 502 for a live call that failed before the world answered; nothing was recorded."""
+    body = problem_body(
+        502,
+        "upstream-failed",
+        "Upstream failed",
+        f"the upstream call failed before any HTTP answer ({kind}): {message}; nothing was "
+        "recorded, the next ask tries again",
+        tape=tape_name,
+        request_key=key_readable,
+        occurrence=occurrence,
+        fingerprint=fingerprint,
+        error_kind=kind,
+    )
+    return {"status": 502, "headers": PROBLEM_HEADERS, "body": encode_base64(body)}
 
 
 def recorded(exchange: Exchange, *, session: Session, tape_name: str) -> dict[str, Any]:

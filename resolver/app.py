@@ -15,9 +15,10 @@ from pathlib import Path
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
-from resolver import ui
+from resolver import notify, ui
 from resolver.ca import ensure_ca
 from resolver.deployment_key import load_or_create_key, make_private_dir, parse_key
+from resolver.disk import DiskReserve
 from resolver.echoes import EchoBook
 from resolver.errors import install_error_handlers
 from resolver.limits import BodyLimit
@@ -26,6 +27,7 @@ from resolver.recording import Recorder
 from resolver.resolution import Resolver
 from resolver.routes import branches, health, inspect, internal, tapes, transfer, tunnels
 from resolver.settings import Settings, load_settings
+from resolver.wakeups import Wakeups
 from store.db import open_store
 
 logger = logging.getLogger(__name__)
@@ -52,18 +54,35 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if settings.redaction_key
         else load_or_create_key(Path(settings.redaction_key_file or ""))
     )
-    store = open_store(settings.database_url, migrate_schema=settings.migrate_on_start)
+    store = open_store(
+        settings.database_url,
+        migrate_schema=settings.migrate_on_start,
+        sqlite_synchronous=settings.sqlite_synchronous,
+    )
+
+    wakeups = Wakeups()
+    listener = None
+    if store.engine.dialect.name == "postgresql":
+        listener = notify.Listener(store.engine, wakeups.notify)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         await _create_ca(settings)
+        if listener is not None:
+            listener.start()
         yield
+        if listener is not None:
+            listener.stop()
         store.dispose()
 
     app = FastAPI(title="Groundhog resolver", version="0.1.0", lifespan=lifespan)
     app.state.settings = settings
     app.state.store = store
     app.state.metrics = Metrics()
+    app.state.metrics.waiting.set_function(wakeups.blocked)
+    if listener is not None:
+        app.state.metrics.listener_up.set_function(lambda: float(listener.listening.is_set()))
+    app.state.wakeups = wakeups
     echoes = EchoBook()
     app.state.resolver = Resolver(
         store,
@@ -71,8 +90,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lease_seconds=settings.claim_lease_seconds,
         redaction_key=redaction_key,
         echoes=echoes,
+        reserve=DiskReserve(settings.database_url, settings.disk_reserve_bytes or 0),
     )
-    app.state.recorder = Recorder(store, max_body_bytes=settings.max_body_bytes, echoes=echoes)
+    app.state.recorder = Recorder(
+        store,
+        max_body_bytes=settings.max_body_bytes,
+        lease_seconds=settings.claim_lease_seconds,
+        echoes=echoes,
+        on_settled=app.state.wakeups.notify,
+    )
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_body_bytes=settings.max_body_bytes)
     for module in (health, tapes, branches, internal, tunnels, inspect, transfer):

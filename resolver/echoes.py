@@ -49,6 +49,11 @@ class EchoBook:
         with self._lock:
             return self._entries.pop(ticket, ())
 
+    def peek(self, ticket: str) -> Secrets:
+        """The secrets of a ticket still in flight (a stream's head), kept for its record."""
+        with self._lock:
+            return self._entries.get(ticket, ())
+
 
 def echo_forms(secret: str) -> list[str]:
     """The spellings in which a secret is echoed back."""

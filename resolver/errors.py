@@ -54,6 +54,18 @@ class Unauthorized(GroundhogError):
     status, slug, title = 401, "unauthorized", "Unauthorized"
 
 
+class StoreFull(GroundhogError):
+    """The store's disk is below its reserve: no live call may start."""
+
+    status, slug, title = 503, "store-full", "Store full"
+
+
+class StoreUnavailable(GroundhogError):
+    """The store could not take a record; the proxy must not serve the live answer as taped."""
+
+    status, slug, title = 503, "store-unavailable", "Store unavailable"
+
+
 class ResolveTimeout(GroundhogError):
     status, slug, title = 504, "resolve-timeout", "Timed out waiting for another asker"
 
@@ -90,6 +102,8 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(GroundhogError)
     async def _groundhog(_request: Request, error: GroundhogError) -> Response:
         headers = {"WWW-Authenticate": "Bearer"} if isinstance(error, Unauthorized) else None
+        if error.status == 503:
+            headers = {"Retry-After": "1"}
         return problem_response(
             error.status, error.slug, error.title, error.detail, headers, **error.extras
         )

@@ -33,6 +33,27 @@ class Metrics:
             ["decision"],
             registry=self.registry,
         )
+        self.upstream_failed = Counter(
+            "groundhog_upstream_failed",
+            "Live calls that failed before the world answered (not recorded)",
+            registry=self.registry,
+        )
+        self.waiting = Gauge(
+            "groundhog_waiting",
+            "Asks long-polling /v1/wait on this replica now",
+            registry=self.registry,
+        )
+        self.wait_wakeups = Counter(
+            "groundhog_wait_wakeups",
+            "Why a waiter looked at the store again: woken by a record (event) or by its timer",
+            ["by"],
+            registry=self.registry,
+        )
+        self.listener_up = Gauge(
+            "groundhog_notify_listener_up",
+            "1 while this replica LISTENs for other replicas' records (PostgreSQL)",
+            registry=self.registry,
+        )
         self.resolve_seconds = Histogram(
             "groundhog_resolve_seconds",
             "Time to answer /v1/resolve, waiting included",

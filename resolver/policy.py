@@ -38,16 +38,27 @@ class Decision(StrEnum):
     PASSTHROUGH = "passthrough"
     INJECTED = "injected"
     SIMULATED = "simulated"
+    # The live call failed before the world answered (connect, TLS, timeout): nothing recorded.
+    UPSTREAM_FAILED = "upstream-failed"
 
 
 class Action(StrEnum):
     SERVE = "serve"
     FORWARD = "forward"
+    WAIT = "wait"
 
 
 LIVE_DECISIONS = frozenset(
-    {Decision.RECORDED, Decision.REFETCHED, Decision.WRITE, Decision.PASSTHROUGH}
+    {
+        Decision.RECORDED,
+        Decision.REFETCHED,
+        Decision.WRITE,
+        Decision.PASSTHROUGH,
+        Decision.UPSTREAM_FAILED,
+    }
 )
+# Live calls whose answer is meant to reach the tape; one without an exchange is unrecorded.
+RECORDING_DECISIONS = frozenset({Decision.RECORDED, Decision.REFETCHED, Decision.WRITE})
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 

@@ -1,34 +1,45 @@
-"""`/v1/record`: commit what the world answered to a forwarded ask, then acknowledge.
+"""`/v1/record`: commit what the world answered to a forwarded ask, and say what to serve.
 
 The record is one transaction: the exchange (first recording at an address wins), the event's
 exchange link, the single-flight claim release, cooperative hints and — for writes — the branch's
 version bumps. The proxy is told `200` only after the commit, so an acknowledged record survives
-a crash of the resolver. A record that fails releases its claim in a transaction of its own, so
-siblings waiting on the address take over at once.
+a crash of the resolver. The answer always carries the response the worker must be served — the
+stored form (redacted headers; `body: null` when byte-identical to what was sent), or the
+winner's bytes when another fetcher recorded the address first — so the recording branch gets
+exactly what its siblings get. A failure before any HTTP answer is not the world's answer: it is
+not recorded (unless the tape opts in) and is served as a 502 `upstream-failed`.
+
+A record that fails or is rejected releases its claim in a transaction of its own, so siblings
+waiting on the address take over at once; every settled address wakes its in-process waiters.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from resolver import answers
+from resolver import answers, notify
 from resolver.asks import bump_branch
-from resolver.dependencies import (
-    Classification,
-    host_resource,
-    recorded_writes,
-    response_hints,
+from resolver.dependencies import Classification, host_resource, recorded_writes, response_hints
+from resolver.echoes import EchoBook, Secrets, scrub_response
+from resolver.errors import (
+    BodyTooLarge,
+    Conflict,
+    GroundhogError,
+    InvalidInput,
+    StoreUnavailable,
 )
-from resolver.echoes import EchoBook, scrub_response
-from resolver.errors import BodyTooLarge, Conflict, GroundhogError
 from resolver.policy import Decision, DependencyModel
 from resolver.redaction import redact_response_headers
 from resolver.request import RequestParts
 from resolver.schemas import RecordRequest, decode_base64
+from resolver.wakeups import Address
 from store import claims, exchanges, repository
 from store.db import Store, transaction
 from store.models import PendingRecord, Tape
@@ -40,50 +51,120 @@ logger = logging.getLogger(__name__)
 class RecordResult:
     decision: str
     exchange_id: int | None
+    # What the worker must be served; body None: identical to the body the proxy sent.
     response: dict[str, Any] | None
+    recorded: bool
+
+
+def _sha(body: bytes) -> str:
+    return exchanges.sha256_hex(body)
+
+
+def _address(pending: PendingRecord) -> Address:
+    return (pending.tape_id, pending.key_hash, pending.occurrence, pending.fingerprint)
+
+
+def check_latin1_headers(headers: list[tuple[str, str]], field: str) -> None:
+    """HTTP/1 header fields are Latin-1: a value outside it could never be served again."""
+    for index, (name, value) in enumerate(headers):
+        for part, text in (("name", name), ("value", value)):
+            try:
+                text.encode("latin-1")
+            except UnicodeEncodeError as error:
+                raise InvalidInput(
+                    f"{field}[{index}] ({name!r}) has a {part} outside Latin-1; "
+                    "send header bytes decoded as Latin-1",
+                    field=f"{field}[{index}]",
+                    header=name,
+                ) from error
 
 
 class Recorder:
     def __init__(
-        self, store: Store, *, max_body_bytes: int, echoes: EchoBook | None = None
+        self,
+        store: Store,
+        *,
+        max_body_bytes: int,
+        lease_seconds: float = 30.0,
+        echoes: EchoBook | None = None,
+        on_settled: Callable[[Address], object] | None = None,
     ) -> None:
         self.store = store
         self.max_body_bytes = max_body_bytes
+        self.lease_seconds = lease_seconds
         self.echoes = echoes if echoes is not None else EchoBook()
+        self.on_settled = on_settled or (lambda _address: None)
 
     def record(self, wire: RecordRequest) -> RecordResult:
         kind = wire.kind()
         body = b""
-        if wire.response is not None:
-            body = decode_base64(wire.response.body, "response.body")
-            if len(body) > self.max_body_bytes:
-                raise BodyTooLarge(
-                    f"response body is {len(body)} bytes, over max_body_bytes="
-                    f"{self.max_body_bytes}; record it as passthrough 'too-large'",
-                    limit=self.max_body_bytes,
-                )
         try:
-            return self._commit(wire, kind, body)
+            if wire.response is not None:
+                check_latin1_headers(wire.response.headers, "response.headers")
+                body = decode_base64(wire.response.body, "response.body")
+                if len(body) > self.max_body_bytes:
+                    raise BodyTooLarge(
+                        f"response body is {len(body)} bytes, over max_body_bytes="
+                        f"{self.max_body_bytes}; record it as passthrough 'too-large'",
+                        limit=self.max_body_bytes,
+                    )
+        except GroundhogError:
+            self._release_after_failure(wire.ticket)  # a rejected record must not hold siblings
+            raise
+        try:
+            result, address = self._commit(wire, kind, body)
         except GroundhogError:
             raise  # an unknown ticket or a deleted tape: no claim of this ticket is left
-        except Exception:
+        except Exception as error:
             self._release_after_failure(wire.ticket)
+            if isinstance(error, SQLAlchemyError) and not isinstance(error, OperationalError):
+                raise StoreUnavailable(
+                    f"the store could not take the record ({type(error).__name__}); nothing "
+                    "was recorded",
+                    ticket=wire.ticket,
+                ) from error
             raise
+        self.on_settled(address)
+        return result
+
+    def head(self, wire: RecordRequest) -> list[list[str]]:
+        """The stored (redacted) form of a stream's headers; renews the ticket's lease."""
+        assert wire.head is not None
+        check_latin1_headers(wire.head.headers, "head.headers")
+        with transaction(self.store.write) as session:
+            pending = session.get(PendingRecord, wire.ticket)
+            tape = session.get(Tape, pending.tape_id) if pending is not None else None
+            if pending is None or tape is None:
+                raise Conflict(
+                    f"ticket {wire.ticket!r} is unknown or was already recorded",
+                    ticket=wire.ticket,
+                )
+            claims.renew_claim(
+                wire.ticket, lease_expires=time.time() + self.lease_seconds, session=session
+            )
+            echoed = self.echoes.peek(wire.ticket)
+            headers, _body = self._stored_form(tape, wire.head.headers, b"", echoed)
+            return headers
 
     def _release_after_failure(self, ticket: str) -> None:
         """Let a waiting sibling fetch the address now rather than when the lease lapses.
 
         The failed transaction rolled back, so the claim would otherwise hold for the whole
-        lease (30 s) while siblings wait. The pending record stays, so the proxy may still
-        retry this ticket; the first recording at the address wins either way.
+        lease while siblings wait. The pending record stays, so the proxy may still retry this
+        ticket; the first recording at the address wins either way.
         """
         try:
             with transaction(self.store.write) as session:
+                pending = session.get(PendingRecord, ticket)
                 claims.release_claim(ticket, session=session)
+                if pending is not None:
+                    notify.announce(session, _address(pending))
+            if pending is not None:
+                self.on_settled(_address(pending))
         except Exception:  # the store may still be failing; the lease is the fallback
             logger.warning("could not release the claim of ticket %s after a failed record", ticket)
 
-    def _commit(self, wire: RecordRequest, kind: str, body: bytes) -> RecordResult:
+    def _commit(self, wire: RecordRequest, kind: str, body: bytes) -> tuple[RecordResult, Address]:
         with transaction(self.store.write) as session:
             pending = claims.pop_pending(wire.ticket, session=session)
             if pending is None:
@@ -92,58 +173,102 @@ class Recorder:
                     ticket=wire.ticket,
                 )
             claims.release_claim(wire.ticket, session=session)
+            notify.announce(session, _address(pending))  # other replicas' waiters, on commit
             tape = session.get(Tape, pending.tape_id)
             if tape is None:
                 raise Conflict(
                     f"the tape of ticket {wire.ticket!r} was deleted", ticket=wire.ticket
                 )
+            echoed = self.echoes.take(wire.ticket)  # taken whatever the kind: none may linger
             if kind == "passthrough":
-                exchanges.finish_event(
-                    pending.event_id,
-                    decision=str(Decision.PASSTHROUGH),
-                    exchange_id=None,
-                    session=session,
-                )
-                return RecordResult(str(Decision.PASSTHROUGH), None, None)
-            echoed = self.echoes.take(wire.ticket)
-            content, response_headers = self._content(session, pending, tape, wire, body, echoed)
-            exchange, _created = exchanges.insert_exchange_first_wins(
-                pending.tape_id,
-                pending.key_hash,
-                pending.occurrence,
-                pending.fingerprint,
-                content,
-                session=session,
-            )
-            exchanges.finish_event(
-                pending.event_id,
-                decision=pending.decision,
-                exchange_id=exchange.id,
-                session=session,
-            )
-            model = DependencyModel(tape.dependency_model)
-            hints = response_hints(response_headers)
-            if model is DependencyModel.HINTS and hints is not None:
-                repository.set_hint(tape.id, pending.key_hash, *hints, session=session)
-            if pending.is_write:
-                self._bump(session, pending, model, response_headers)
-            answer = None
-            if wire.error is not None:
-                # The proxy has nothing to serve: give it the address's answer (normally the
-                # 502 for this error; an earlier recording if one won the address first).
-                answer = answers.recorded(exchange, session=session, tape_name=tape.name)
-            return RecordResult(pending.decision, exchange.id, answer)
+                self._finish(session, pending, Decision.PASSTHROUGH, None)
+                return RecordResult(str(Decision.PASSTHROUGH), None, None, False), _address(pending)
+            if kind == "unrecorded":
+                # The event keeps no exchange: the report lists it as unrecorded.
+                logger.error("ticket %s went live unrecorded: %s", wire.ticket, wire.unrecorded)
+                return RecordResult(pending.decision, None, None, False), _address(pending)
+            if kind == "error" and not tape.config.get("record_transport_failures", False):
+                return self._upstream_failed(session, pending, tape, wire), _address(pending)
+            stored = self._store(session, pending, tape, wire, body, echoed)
+            return stored, _address(pending)
 
-    @staticmethod
-    def _content(
+    def _store(
+        self,
         session: Session,
         pending: PendingRecord,
         tape: Tape,
         wire: RecordRequest,
         body: bytes,
-        echoed: tuple[tuple[str, str], ...] = (),
-    ) -> tuple[exchanges.ExchangeContent, list[list[str]]]:
-        """What the exchange will hold (redacted), and the response headers kept."""
+        echoed: Secrets,
+    ) -> RecordResult:
+        content = self._content(session, pending, tape, wire, body, echoed)
+        exchange, created = exchanges.insert_exchange_first_wins(
+            *_address(pending), content, session=session
+        )
+        # A read that lost the race is served the winner's bytes, as a sibling would be.
+        decision = pending.decision if created or pending.is_write else str(Decision.SHARED)
+        self._finish(session, pending, decision, exchange.id)
+        model = DependencyModel(tape.dependency_model)
+        response_headers = exchange.response_headers or []
+        hints = response_hints(response_headers)
+        if created and model is DependencyModel.HINTS and hints is not None:
+            repository.set_hint(tape.id, pending.key_hash, *hints, session=session)
+        if pending.is_write:
+            self._bump(session, pending, model, response_headers)
+        response = answers.recorded(exchange, session=session, tape_name=tape.name)
+        if created and wire.response is not None and content.response_body_sha == _sha(body):
+            response["body"] = None  # byte-identical to what the proxy sent: not repeated
+        return RecordResult(decision, exchange.id, response, created)
+
+    def _upstream_failed(
+        self, session: Session, pending: PendingRecord, tape: Tape, wire: RecordRequest
+    ) -> RecordResult:
+        """Not the world's answer: nothing stored, unless a read's address was recorded since."""
+        if not pending.is_write:
+            won = exchanges.find_exchange(*_address(pending), session=session)
+            if won is not None:
+                self._finish(session, pending, Decision.SHARED, won.id)
+                response = answers.recorded(won, session=session, tape_name=tape.name)
+                return RecordResult(str(Decision.SHARED), won.id, response, False)
+        assert wire.error is not None
+        self._finish(session, pending, Decision.UPSTREAM_FAILED, None)
+        response = answers.upstream_failed(
+            tape_name=tape.name,
+            key_readable=pending.request["key_readable"],
+            occurrence=pending.occurrence,
+            fingerprint=pending.fingerprint,
+            kind=wire.error.kind,
+            message=wire.error.message,
+        )
+        return RecordResult(str(Decision.UPSTREAM_FAILED), None, response, False)
+
+    @staticmethod
+    def _finish(
+        session: Session, pending: PendingRecord, decision: str, exchange_id: int | None
+    ) -> None:
+        exchanges.finish_event(
+            pending.event_id, decision=str(decision), exchange_id=exchange_id, session=session
+        )
+
+    @staticmethod
+    def _stored_form(
+        tape: Tape, headers: list[tuple[str, str]], body: bytes, echoed: Secrets
+    ) -> tuple[list[list[str]], bytes]:
+        """Headers redacted by the tape's rules, then headers and body scrubbed of echoes."""
+        kept = redact_response_headers(headers, tape.config.get("redact_headers", []))
+        stored_headers, stored_body, _echoes = scrub_response(kept, body, echoed)
+        return stored_headers, stored_body
+
+    def _content(
+        self,
+        session: Session,
+        pending: PendingRecord,
+        tape: Tape,
+        wire: RecordRequest,
+        body: bytes,
+        echoed: Secrets,
+    ) -> exchanges.ExchangeContent:
+        """What the exchange will hold (redacted, echoes scrubbed)."""
         request = pending.request
         content: dict[str, Any] = {
             "key_readable": request["key_readable"],
@@ -153,19 +278,16 @@ class Recorder:
             "request_headers": request["headers"],
             "request_body_sha": request["body_sha"],
         }
-        response_headers: list[list[str]] = []
         if wire.response is not None:
-            redact = tape.config.get("redact_headers", [])
-            kept = redact_response_headers(wire.response.headers, redact)
-            response_headers, body, _echoes = scrub_response(kept, body, echoed)
+            headers, stored = self._stored_form(tape, wire.response.headers, body, echoed)
             content.update(
                 response_status=wire.response.status,
-                response_headers=response_headers,
-                response_body_sha=exchanges.put_blob(body, session=session),
+                response_headers=headers,
+                response_body_sha=exchanges.put_blob(stored, session=session),
             )
         elif wire.error is not None:
             content.update(error_kind=wire.error.kind, error_message=wire.error.message)
-        return exchanges.ExchangeContent(**content), response_headers
+        return exchanges.ExchangeContent(**content)
 
     @staticmethod
     def _bump(

@@ -1,8 +1,11 @@
 """The tape report: decision counts per branch and in total, with the derived rates.
 
 `lies` are reads served `stale` (replay mode answering a read this branch's own writes had
-invalidated); `live_calls` are asks that went upstream. The benchmark's lie rate and live-call
-rows come from here, so the definitions live in one pure function.
+invalidated); `live_calls` are asks that went upstream; `upstream_failed` are live calls that
+failed before the world answered (not recorded); `unrecorded` are live calls whose answer never
+reached the tape (the record failed or never came), listed by event so a user can see which.
+The benchmark's lie rate and live-call rows come from here, so the definitions live in one
+pure function.
 """
 
 from __future__ import annotations
@@ -10,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from resolver.policy import LIVE_DECISIONS, Decision
-from store.inspect import Tally
+from resolver.policy import LIVE_DECISIONS, RECORDING_DECISIONS, Decision
+from store.inspect import EventRow, Tally
 
 
 def empty_counts() -> dict[str, Any]:
@@ -21,6 +24,8 @@ def empty_counts() -> dict[str, Any]:
         "reads_shared": 0,
         "live_calls": 0,
         "upstream_errors": 0,
+        "upstream_failed": 0,
+        "unrecorded": 0,
         "passthrough": 0,
         "lies": 0,
         "lie_rate": 0.0,
@@ -37,8 +42,13 @@ def _add(counts: dict[str, Any], tally: Tally) -> None:
             counts["reads_shared"] += tally.count
     if live:
         counts["live_calls"] += tally.count
-    if live and tally.errored:
+    failed = tally.decision == Decision.UPSTREAM_FAILED
+    if (live and tally.errored) or failed:
         counts["upstream_errors"] += tally.count
+    if failed:
+        counts["upstream_failed"] += tally.count
+    if tally.unfinished and tally.decision in RECORDING_DECISIONS:
+        counts["unrecorded"] += tally.count
     if tally.decision == Decision.PASSTHROUGH:
         counts["passthrough"] += tally.count
     if tally.decision == Decision.STALE:
@@ -51,8 +61,26 @@ def _finish(counts: dict[str, Any]) -> dict[str, Any]:
     return counts
 
 
+def unrecorded_json(rows: Iterable[EventRow]) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": r.id,
+            "seq": r.seq,
+            "branch": r.branch,
+            "method": r.method,
+            "url": r.url,
+            "decision": r.decision,
+        }
+        for r in rows
+    ]
+
+
 def build_report(
-    tape: str, mode: str, branches: Iterable[str], tallies: Iterable[Tally]
+    tape: str,
+    mode: str,
+    branches: Iterable[str],
+    tallies: Iterable[Tally],
+    unrecorded: Iterable[EventRow] = (),
 ) -> dict[str, Any]:
     totals = empty_counts()
     per_branch = {path: empty_counts() for path in branches}
@@ -64,4 +92,5 @@ def build_report(
         "mode": mode,
         "totals": _finish(totals),
         "branches": {path: _finish(counts) for path, counts in sorted(per_branch.items())},
+        "unrecorded": unrecorded_json(unrecorded),
     }

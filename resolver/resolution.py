@@ -3,7 +3,12 @@ and either serves from tape, hands out a ticket to go live, or says "wait, someo
 
 This is the edge where the pure modules (keys, redaction, dependencies, fingerprint, policy) meet
 the store. Without it the proxy would have nobody to ask. Waiting itself (single flight) is
-driven by the async route, which calls `poll` until the address is recorded or the lease lapses.
+driven by the async `/v1/wait` route, which calls `poll` when woken (the address was recorded)
+or when the holder's lease lapses; a holder keeps its lease (resolver/leases.py) while it fetches.
+
+Every forward re-reads the tape's online flag under a share lock in the transaction that hands
+it out, so once a seal commits no new live call starts; and every forward first checks the
+store's disk reserve, so a live answer always has room to be recorded.
 
 A plain hit (a read served from tape) is most of the traffic, so it is tried first on a bare
 driver transaction (store/hot.py) that does the same writes (occurrence, event) without the ORM;
@@ -16,7 +21,7 @@ import itertools
 import secrets
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sqlalchemy.orm import Session
 
@@ -31,6 +36,7 @@ from resolver.asks import (
 )
 from resolver.cache import AnswerCache, Recorded
 from resolver.dependencies import recorded_writes
+from resolver.disk import DiskReserve
 from resolver.echoes import EchoBook
 from resolver.errors import BodyTooLarge
 from resolver.policy import Action, Decision, DependencyModel, Mode, decide
@@ -80,6 +86,8 @@ class Waiting:
     """Another asker holds the claim on this address; poll until it is recorded."""
 
     ask: Ask
+    # When the holder's lease lapses (wall time), if known: the next look worth taking.
+    lease_expires: float | None = None
 
 
 class Resolver:
@@ -94,6 +102,7 @@ class Resolver:
         cache: AnswerCache | None = None,
         redaction_key: bytes | None = None,
         echoes: EchoBook | None = None,
+        reserve: DiskReserve | None = None,
     ) -> None:
         self.store = store
         # Without a deployment key (tests, benches) placeholders are keyed by a process key.
@@ -103,6 +112,7 @@ class Resolver:
         self.lease_seconds = lease_seconds
         self.cache = cache if cache is not None else AnswerCache()
         self.simulator = SimulatorClient(store, max_body_bytes=max_body_bytes)
+        self.reserve = reserve
         self._forwards = itertools.count(1)
         # The in-process SQLite writer lock `transaction(store.write)` takes; the hit path's
         # driver transaction must queue on the same one.
@@ -127,6 +137,7 @@ class Resolver:
         with transaction(self.store.write) as session:
             relax_commit_durability(session)
             tape, branch = load_tape_and_branch(session, wire.tape, wire.branch)
+            tape = replace(tape, online=self._online(session, tape.id))
             ask = build_ask(session, tape, branch, wire, body, redaction_key=self.redaction_key)
             fault = injection.replacing_fault(ask)  # faults: answered without tape or world
             if fault is not None:
@@ -226,14 +237,17 @@ class Resolver:
                 )
             )
             if found is None and claim is not None and claim.lease_expires >= time.time():
-                return waiting
+                return Waiting(ask, claim.lease_expires)
         with transaction(self.store.write) as session:
             relax_commit_durability(session)
             found = self._find(session, ask)
             if found is not None:
                 return self._serve(session, ask, Decision.SHARED, found)
+            online = self._online(session, ask.tape_id)
+            if not online and not ask.simulator_url:
+                return self._serve(session, ask, Decision.REFUSED, None)  # sealed meanwhile
             decision = Decision.RECORDED if ask.fingerprint == "" else Decision.REFETCHED
-            if not ask.online and ask.simulator_url:  # a sealed tape's claims are its simulator's
+            if not online:  # a sealed tape's claims are its simulator's, never the world's
                 decision = Decision.SIMULATED
             claim = claims.get_claim(
                 ask.tape_id, ask.key.hash, ask.occurrence, ask.fingerprint, session=session
@@ -251,7 +265,12 @@ class Resolver:
                 session=session,
             ):
                 return self._forward(session, ask, decision, ticket=ticket)
-            return waiting
+            return Waiting(ask, claim.lease_expires)
+
+    @staticmethod
+    def _online(session: Session, tape_id: int) -> bool:
+        online = claims.tape_online_locked(tape_id, session=session)
+        return bool(online)
 
     def _find(self, session: Executor, ask: Ask) -> Recorded | None:
         address = (ask.tape_id, ask.key.hash, ask.occurrence, ask.fingerprint)
@@ -342,6 +361,8 @@ class Resolver:
     def _forward(
         self, session: Session, ask: Ask, decision: Decision, *, ticket: str | None = None
     ) -> Resolution:
+        if self.reserve is not None:
+            self.reserve.check()  # raises before anything is written: the ask is not taken
         ticket = ticket or claims.new_ticket()
         if next(self._forwards) % STALE_SWEEP_EVERY == 0:
             horizon = max(STALE_PENDING_SECONDS, 10 * self.lease_seconds)

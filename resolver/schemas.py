@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from resolver.errors import InvalidInput
+from resolver.errors import BodyTooLarge, InvalidInput
 from resolver.faults import FaultKind
 from resolver.policy import DependencyModel, Mode
 
 TAPE_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,100}$"
+# Store integers are 64-bit signed (BigInteger on PostgreSQL, INTEGER on SQLite).
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 BRANCH_NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
 _BRANCH_PATH = re.compile(r"^root(/[A-Za-z0-9_.-]+)*$")
 
@@ -39,6 +42,18 @@ def check_branch_path(path: str) -> str:
             field="branch",
         )
     return path
+
+
+def check_config_size(config: dict[str, Any], limit: int) -> None:
+    """A tape's config is read on every resolve: a huge one slows every request of the tape."""
+    size = len(json.dumps(config, separators=(",", ":")))
+    if size > limit:
+        raise BodyTooLarge(
+            f"the tape config is {size} bytes of JSON, over max_tape_config_bytes={limit} "
+            "(GROUNDHOG_MAX_TAPE_CONFIG_BYTES)",
+            field="config",
+            limit=limit,
+        )
 
 
 def decode_base64(value: str, field: str) -> bytes:
@@ -81,7 +96,7 @@ class TapeConfig(Strict):
     """The body of `POST /v1/tapes`: everything that defines a tape's behaviour."""
 
     name: str
-    world_seed: int = 0
+    world_seed: int = Field(default=0, ge=INT64_MIN, le=INT64_MAX)
     mode: Mode = Mode.GROUNDHOG
     online: bool = True
     dependency_model: DependencyModel = DependencyModel.CLOSURE
@@ -105,6 +120,8 @@ class TapeConfig(Strict):
     faults: list[FaultRuleConfig] = []
     simulator_url: str | None = Field(default=None, pattern=r"^https?://[^\s]+$", max_length=2000)
     simulate_writes: bool = False
+    # Record a failure before any HTTP answer (connect, TLS, timeout) as the world's answer.
+    record_transport_failures: bool = False
 
     @field_validator("name")
     @classmethod
@@ -179,19 +196,43 @@ class UpstreamError(BaseModel):
     message: str = ""
 
 
+class ResponseHead(BaseModel):
+    status: int = Field(ge=100, le=599)
+    headers: list[tuple[str, str]] = []
+
+
+RECORD_KINDS = ("response", "error", "passthrough", "head", "unrecorded")
+
+
 class RecordRequest(BaseModel):
     ticket: str = Field(min_length=1, max_length=64)
     response: ResponseIn | None = None
     error: UpstreamError | None = None
     passthrough: Literal["streamed", "too-large", "websocket"] | None = None
+    # The head of a stream being recorded while it flows: answers the stored header form.
+    head: ResponseHead | None = None
+    # The live call happened but its answer cannot be recorded (the reason, for the report).
+    unrecorded: str | None = Field(default=None, max_length=1000)
+    streamed: bool = False
 
     def kind(self) -> str:
-        given = [
-            name for name in ("response", "error", "passthrough") if getattr(self, name) is not None
-        ]
+        given = [name for name in RECORD_KINDS if getattr(self, name) is not None]
         if len(given) != 1:
             raise InvalidInput(
-                "give exactly one of 'response', 'error' or 'passthrough'"
+                "give exactly one of "
+                + ", ".join(f"'{name}'" for name in RECORD_KINDS)
                 + (f" (got {', '.join(given)})" if given else ""),
             )
         return given[0]
+
+
+class TicketRequest(BaseModel):
+    """`POST /v1/renew`: the ticket whose single-flight lease to extend."""
+
+    ticket: str = Field(min_length=1, max_length=64)
+
+
+class WaitRequest(BaseModel):
+    """`POST /v1/wait`: the token a `wait` answer carried."""
+
+    wait: str = Field(min_length=1, max_length=16 * 1024 * 1024)

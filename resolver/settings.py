@@ -7,7 +7,7 @@ several resolvers with different databases in one interpreter.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -29,7 +29,17 @@ class Settings(BaseSettings):
     proxy_token: str | None = None
     max_body_bytes: int = Field(default=8 * 1024 * 1024, gt=0)
     claim_lease_seconds: float = Field(default=30.0, gt=0)
-    resolve_wait_seconds: float = Field(default=60.0, gt=0)
+    # One `/v1/wait` call holds at most this long before answering `wait` again.
+    resolve_wait_seconds: float = Field(default=20.0, gt=0)
+    # A waiter not woken by an event looks at the store this often (a record through a replica
+    # whose notification was lost).
+    wait_poll_seconds: float = Field(default=0.5, gt=0)
+    # Free bytes the store's disk must keep before a live call is handed out; None: twice
+    # max_body_bytes, so records already in flight still fit.
+    disk_reserve_bytes: int | None = Field(default=None, ge=0)
+    max_tape_config_bytes: int = Field(default=256 * 1024, gt=0)
+    # NORMAL survives a process crash; FULL also survives power loss (an fsync per commit).
+    sqlite_synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
     # False: refuse a store whose schema is not current instead of migrating it (store/migrate.py).
     migrate_on_start: bool = True
 
@@ -41,6 +51,8 @@ class Settings(BaseSettings):
             self.ca_dir = self.data_dir / "ca"
         if self.redaction_key_file is None:
             self.redaction_key_file = self.data_dir / "redaction.key"
+        if self.disk_reserve_bytes is None:
+            self.disk_reserve_bytes = 2 * self.max_body_bytes
         return self
 
 

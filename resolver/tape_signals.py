@@ -11,10 +11,13 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from resolver.policy import RECORDING_DECISIONS
 from resolver.report import build_report
 from resolver.signals import EMPTY_DIGEST, branch_signals, exogenous_digests, fork_signals
 from store import inspect, repository, signals
 from store.models import Tape
+
+UNRECORDED_LISTED = 100  # the report counts them all and lists the first this many
 
 
 def signed_report(tape: Tape, *, session: Session, around: str | None = None) -> dict[str, Any]:
@@ -25,7 +28,10 @@ def signed_report(tape: Tape, *, session: Session, around: str | None = None) ->
     """
     branches = repository.list_branches(tape.id, session=session)
     tallies = inspect.decision_tallies(tape.id, session=session)
-    report = build_report(tape.name, tape.mode, [b.path for b in branches], tallies)
+    unrecorded = inspect.unrecorded_events(
+        tape.id, sorted(RECORDING_DECISIONS), limit=UNRECORDED_LISTED, session=session
+    )
+    report = build_report(tape.name, tape.mode, [b.path for b in branches], tallies, unrecorded)
     wanted = None
     if around is not None:
         wanted = {around} | {b.path for b in branches if b.parent_path == around}

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from store.models import Claim, PendingRecord
+from store.models import Claim, PendingRecord, Tape
 from store.upsert import insert_for
 
 
@@ -75,6 +75,23 @@ def take_over_expired(
         .values(ticket=ticket, lease_expires=lease_expires)
     )
     return session.execute(statement).rowcount == 1
+
+
+def renew_claim(ticket: str, *, lease_expires: float, session: Session) -> bool:
+    """Extend the lease `ticket` holds; False when it holds no claim any more."""
+    statement = update(Claim).where(Claim.ticket == ticket).values(lease_expires=lease_expires)
+    return session.execute(statement).rowcount == 1
+
+
+def tape_online_locked(tape_id: int, *, session: Session) -> bool | None:
+    """The tape's online flag, read under a share lock (None: the tape is gone).
+
+    A claim or takeover checks this in its own transaction: on PostgreSQL a concurrent seal's
+    update waits for it (or it sees the committed seal), so once a seal commits no new forward
+    is handed out. SQLite serialises writers anyway (`BEGIN IMMEDIATE`).
+    """
+    query = select(Tape.online).where(Tape.id == tape_id).with_for_update(read=True)
+    return session.execute(query).scalar_one_or_none()
 
 
 def release_claim(ticket: str, *, session: Session) -> None:

@@ -71,7 +71,10 @@ def _switch_to_wal(cursor: sqlite3.Cursor) -> None:
             time.sleep(0.01)  # another connection holds the lock for a moment
 
 
-def _install_sqlite_pragmas(engine: Engine) -> None:
+SQLITE_SYNCHRONOUS_LEVELS = ("NORMAL", "FULL")
+
+
+def _install_sqlite_pragmas(engine: Engine, synchronous: str) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
         # pysqlite's own transaction handling issues a deferred BEGIN; we issue our own below.
@@ -80,8 +83,9 @@ def _install_sqlite_pragmas(engine: Engine) -> None:
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         _switch_to_wal(cursor)
         cursor.execute("PRAGMA foreign_keys=ON")
-        # A process crash (kill -9) cannot lose a committed WAL transaction at NORMAL.
-        cursor.execute("PRAGMA synchronous=NORMAL")
+        # A process crash (kill -9) cannot lose a committed WAL transaction at NORMAL; a power
+        # loss can lose the last ones. FULL (an fsync per commit) survives that too.
+        cursor.execute(f"PRAGMA synchronous={synchronous}")
         cursor.close()
 
     @event.listens_for(engine, "begin")
@@ -93,18 +97,23 @@ def _install_sqlite_pragmas(engine: Engine) -> None:
         connection.exec_driver_sql(f"BEGIN {begin}")
 
 
-def make_engine(url: str, *, create_schema: bool = True) -> Engine:
+def make_engine(
+    url: str, *, create_schema: bool = True, sqlite_synchronous: str = "NORMAL"
+) -> Engine:
     """An engine for `url` (sqlite:///… or postgresql+psycopg://…), schema migrated if asked.
 
     `create_schema` brings the store to the newest schema revision (store/migrate.py), under a
     lock so concurrent openers of one database do not race; False leaves the schema alone.
+    `sqlite_synchronous` is NORMAL (crash-safe) or FULL (power-loss-safe); PostgreSQL ignores it.
     """
+    if sqlite_synchronous not in SQLITE_SYNCHRONOUS_LEVELS:
+        raise ValueError(f"sqlite_synchronous must be one of {SQLITE_SYNCHRONOUS_LEVELS}")
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
     if url.startswith("sqlite"):
         _prepare_sqlite_path(url)
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
-        _install_sqlite_pragmas(engine)
+        _install_sqlite_pragmas(engine, sqlite_synchronous)
     else:
         engine = create_engine(url, pool_size=20, max_overflow=20, pool_pre_ping=True)
     if create_schema:
@@ -145,13 +154,15 @@ class Store:
         self.engine.dispose()
 
 
-def open_store(url: str, *, migrate_schema: bool = True) -> Store:
+def open_store(
+    url: str, *, migrate_schema: bool = True, sqlite_synchronous: str = "NORMAL"
+) -> Store:
     """The store at `url`, its schema migrated to the newest revision.
 
     With `migrate_schema=False` the schema is left alone and must already be current:
     otherwise `store.migrate.SchemaOutOfDate` names the command that migrates it.
     """
-    engine = make_engine(url, create_schema=migrate_schema)
+    engine = make_engine(url, create_schema=migrate_schema, sqlite_synchronous=sqlite_synchronous)
     if not migrate_schema:
         try:
             migrate.check(engine)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, exists, func, select
 from sqlalchemy.orm import Session
 
-from store.models import Branch, Event, Exchange
+from store.models import Branch, Event, Exchange, PendingRecord
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,23 @@ class Tally:
     is_read: bool
     errored: bool
     count: int
+    # No exchange, and no pending record either: the live call's answer never reached the tape.
+    unfinished: bool = False
+
+
+# The columns of an EventRow, in order, except its status.
+_EVENT_COLUMNS = (
+    Event.id,
+    Event.seq,
+    Branch.path,
+    Event.method,
+    Event.url,
+    Event.key_hash,
+    Event.occurrence,
+    Event.fingerprint,
+    Event.decision,
+    Event.exchange_id,
+)
 
 
 def events_page(
@@ -44,20 +61,7 @@ def events_page(
 ) -> list[EventRow]:
     """Events after a cursor: the branch's `seq` with a branch, else the global event id."""
     query = (
-        select(
-            Event.id,
-            Event.seq,
-            Branch.path,
-            Event.method,
-            Event.url,
-            Event.key_hash,
-            Event.occurrence,
-            Event.fingerprint,
-            Event.decision,
-            Event.exchange_id,
-            Exchange.response_status,
-            Exchange.error_kind,
-        )
+        select(*_EVENT_COLUMNS, Exchange.response_status, Exchange.error_kind)
         .join(Branch, Branch.id == Event.branch_id)
         .join(Exchange, Exchange.id == Event.exchange_id, isouter=True)
         .where(Branch.tape_id == tape_id)
@@ -87,15 +91,37 @@ def events_page(
 
 def decision_tallies(tape_id: int, *, session: Session) -> list[Tally]:
     errored = Exchange.error_kind.is_not(None)
+    in_flight = exists().where(PendingRecord.event_id == Event.id)
+    unfinished = and_(Event.exchange_id.is_(None), ~in_flight)
     query = (
-        select(Branch.path, Event.decision, Event.is_read, errored, func.count())
+        select(Branch.path, Event.decision, Event.is_read, errored, unfinished, func.count())
         .select_from(Event)
         .join(Branch, Branch.id == Event.branch_id)
         .join(Exchange, Exchange.id == Event.exchange_id, isouter=True)
         .where(Branch.tape_id == tape_id)
-        .group_by(Branch.path, Event.decision, Event.is_read, errored)
+        .group_by(Branch.path, Event.decision, Event.is_read, errored, unfinished)
     )
     return [
-        Tally(branch=path, decision=decision, is_read=bool(is_read), errored=bool(err), count=n)
-        for path, decision, is_read, err, n in session.execute(query)
+        Tally(path, decision, bool(is_read), bool(err), n, unfinished=bool(gone))
+        for path, decision, is_read, err, gone, n in session.execute(query)
     ]
+
+
+def unrecorded_events(
+    tape_id: int, decisions: list[str], *, limit: int, session: Session
+) -> list[EventRow]:
+    """Live calls of `decisions` whose answer never reached the tape (no exchange, no pending)."""
+    in_flight = exists().where(PendingRecord.event_id == Event.id)
+    query = (
+        select(*_EVENT_COLUMNS)
+        .join(Branch, Branch.id == Event.branch_id)
+        .where(
+            Branch.tape_id == tape_id,
+            Event.decision.in_(decisions),
+            Event.exchange_id.is_(None),
+            ~in_flight,
+        )
+        .order_by(Event.id)
+        .limit(limit)
+    )
+    return [EventRow(*row, status=None) for row in session.execute(query)]

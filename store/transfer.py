@@ -8,7 +8,7 @@ that already holds others; the digest ignores ids and names, so it survives the 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -168,8 +168,18 @@ def export_tape(
         engine.dispose()
 
 
-def import_tape(path: Path, name: str | None, *, session: Session) -> Tape:
-    """Copy the one tape in the SQLite file at `path` into the session's store."""
+def import_tape(
+    path: Path,
+    name: str | None,
+    *,
+    session: Session,
+    check: Callable[[Tape, str], None] | None = None,
+) -> Tape:
+    """Copy the one tape in the SQLite file at `path` into the session's store.
+
+    `check(tape, name)` may refuse the tape (raising) before anything is copied: the resolver
+    validates an imported tape exactly as it validates `POST /v1/tapes`.
+    """
     engine = make_engine(f"sqlite:///{path}", create_schema=False)
     try:
         with transaction(make_session_factory(engine)) as source:
@@ -177,12 +187,16 @@ def import_tape(path: Path, name: str | None, *, session: Session) -> Tape:
                 tapes = list(source.scalars(select(Tape)))
             except DatabaseError as error:
                 raise TransferError(f"not a Groundhog tape export: {error.orig}") from error
+            except ValueError as error:  # a config column that is not JSON
+                raise TransferError(f"the tape's config is not JSON: {error}") from error
             if len(tapes) != 1:
                 raise TransferError(
                     f"a tape export holds exactly one tape, this holds {len(tapes)}"
                 )
             (tape,) = tapes
             target_name = name or tape.name
+            if check is not None:
+                check(tape, target_name)  # first: a bad name must not be echoed as "exists"
             if repository.get_tape(target_name, session=session) is not None:
                 raise FileExistsError(target_name)
             return copy_tape(source, tape, session, target_name)

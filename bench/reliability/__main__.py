@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.reliability.crash import run_crash
+from bench.reliability.fail_closed import run_fail_closed
 from bench.reliability.faults import run_claim_takeover, run_world_faults
 from bench.reliability.fuzz import check_key_properties, fuzz_admin_api
 from bench.reliability.hostile import run_hostile
+from bench.reliability.hostile_fields import run_hostile_fields
 from bench.reliability.report import headline, write_report
 from bench.reliability.security import run_security
 from bench.reliability.store_faults import run_store_faults
@@ -46,7 +48,9 @@ def scenarios(quick: bool) -> list[tuple[str, Callable[[Path], dict[str, Any]]]]
         ("world_faults", run_world_faults),
         ("claim_takeover", run_claim_takeover),
         ("store_faults", run_store_faults),
+        ("fail_closed", run_fail_closed),
         ("hostile", run_hostile),
+        ("hostile_fields", run_hostile_fields),
         ("schema_fuzz", lambda _root: fuzz_admin_api(10 if quick else 50)),
         ("key_properties", lambda _root: check_key_properties(100 if quick else 1000)),
         ("security", run_security),

@@ -66,6 +66,45 @@ def _store_rows(store_faults: dict[str, Any]) -> list[Row]:
     ]
 
 
+def _fail_closed_rows(figures: dict[str, Any]) -> list[Row]:
+    freeze, reserve = figures["frozen_resolver"], figures["disk_reserve"]
+    renewed, control = figures["slow_renewed"], figures["slow_unrenewed_control"]
+    return [
+        (
+            "faults",
+            f"frozen resolver: 503 in {freeze['seconds_to_answer']} s "
+            f"(resolve timeout {freeze['resolve_timeout_seconds']} s), "
+            f"{freeze['world_calls']} world calls",
+            freeze["held"],
+        ),
+        (
+            "faults",
+            f"store below its disk reserve: {reserve['statuses']} before any live call, "
+            f"{reserve['world_calls']} world calls",
+            reserve["held"],
+        ),
+        (
+            "faults",
+            f"slow upstream ({figures['lease_seconds']} s lease, renewed): "
+            f"{renewed['world_calls']} world call for {renewed['askers']} askers, "
+            f"{renewed['distinct_bodies']} distinct body served, recorder gets the stored headers",
+            renewed["held"],
+        ),
+        (
+            "faults",
+            f"control, no renewals: taken over ({control['world_calls']} world calls), "
+            f"still {control['distinct_bodies']} distinct body served (first wins)",
+            control["held"],
+        ),
+        (
+            "faults",
+            "seal while a sibling waits on an expiring claim: "
+            f"{figures['seal_during_wait']['waiter_after_seal']}, never forward",
+            figures["seal_during_wait"]["held"],
+        ),
+    ]
+
+
 def _security_rows(security: dict[str, Any]) -> list[Row]:
     return [
         (
@@ -88,19 +127,28 @@ def promises(results: dict[str, Any]) -> list[Row]:
     if results.get("crash"):
         rows += _crash_rows(results["crash"])
     for case in (results.get("world_faults") or {}).get("cases", []):
-        promise = f"world {case['case']}: recorded once, siblings share the bytes"
+        promise = (
+            f"world {case['case']}: recorded once, siblings share the bytes"
+            if case["case"].startswith("5xx")
+            else f"transport {case['case']}: upstream-failed, not recorded, next ask retries"
+        )
         rows.append(("faults", promise, case["held"]))
     if results.get("claim_takeover"):
         promise = "dead single-flight holder: a sibling takes over after the lease"
         rows.append(("faults", promise, results["claim_takeover"]["held"]))
     if results.get("store_faults"):
         rows += _store_rows(results["store_faults"])
+    if results.get("fail_closed"):
+        rows += _fail_closed_rows(results["fail_closed"])
     hostile = results.get("hostile")
     if hostile:
         for case in hostile["cases"]:
             rows.append(("hostile", f"{case['case']} → {case['expect']}", case["held"]))
         promise = "no file written outside the data directory"
         rows.append(("hostile", promise, not hostile["files_written_outside"]))
+    for case in (results.get("hostile_fields") or {}).get("cases", []):
+        promise = f"{case['case']} → {case['status']} problem+json naming the field"
+        rows.append(("hostile", promise, case["held"]))
     fuzz = results.get("schema_fuzz")
     if fuzz:
         promise = f"schema fuzz of {fuzz['operations']} operations: no 5xx"
@@ -133,6 +181,7 @@ def headline(results: dict[str, Any]) -> dict[str, Any]:
     audited = sum(audit.get("acknowledged_records", 0) for audit in audits)
     bad_inputs = (
         len((results.get("hostile") or {}).get("cases", []))
+        + len((results.get("hostile_fields") or {}).get("cases", []))
         + (results.get("schema_fuzz") or {}).get("calls", 0)
         + sum((results.get("key_properties") or {}).get("examples", {}).values())
     )

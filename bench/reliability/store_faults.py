@@ -152,7 +152,11 @@ def run_store_faults(root: Path | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="gh-store-") as scratch:
         base = Path(root or scratch)
         with small_disk(base / "data") as mounted, children(base) as group:
-            stack = start_stack(group, base, with_tap=True)
+            # The disk reserve would refuse every live call on a 3 MiB disk before the store
+            # fills; this scenario tests the store's own full-disk handling, so it is off here
+            # (fail_closed.py tests the reserve).
+            no_reserve = {"GROUNDHOG_DISK_RESERVE_BYTES": "0"}
+            stack = start_stack(group, base, with_tap=True, resolver_env=no_reserve)
             tape, branches = stack.open_tape("store", 2)
             full = _full_disk_phase(stack, tape, branches, mounted)
             filler = stack.data_dir / "filler.bin"

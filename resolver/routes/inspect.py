@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 
 from resolver.auth import require_admin
 from resolver.errors import NotFound
@@ -19,13 +19,17 @@ from store.digest import tape_digest
 
 router = APIRouter(prefix="/v1/tapes", tags=["inspect"], dependencies=[Depends(require_admin)])
 
+# Ids and cursors are 64-bit in the store; larger values are refused, not overflowed.
+MAX_ID = 2**63 - 1
+ANSWERED_502 = frozenset({Decision.REFUSED, Decision.UPSTREAM_FAILED})
+
 
 @router.get("/{tape}/events")
 def events(
     tape: str,
     request: Request,
     branch: str | None = None,
-    after: int = Query(default=0, ge=0),
+    after: int = Query(default=0, ge=0, le=MAX_ID),
     limit: int = Query(default=100, ge=1, le=1000),
 ) -> dict[str, Any]:
     """Paged events. With `branch`, `after` is that branch's seq; without, the event id."""
@@ -50,8 +54,8 @@ def events(
             "fingerprint": row.fingerprint,
             "decision": row.decision,
             "exchange_id": row.exchange_id,
-            # A refusal has no exchange, but the worker was answered 502.
-            "status": 502 if row.decision == Decision.REFUSED else row.status,
+            # A refusal or an upstream failure has no exchange, but the worker was answered 502.
+            "status": 502 if row.decision in ANSWERED_502 else row.status,
         }
         for row in rows
     ]
@@ -62,7 +66,9 @@ def events(
 
 
 @router.get("/{tape}/exchanges/{exchange_id}")
-def exchange(tape: str, exchange_id: int, request: Request) -> dict[str, Any]:
+def exchange(
+    tape: str, request: Request, exchange_id: int = Path(ge=0, le=MAX_ID)
+) -> dict[str, Any]:
     with transaction(store_of(request).read) as session:
         found = find_tape(tape, session=session)
         row = exchanges.get_exchange(found.id, exchange_id, session=session)

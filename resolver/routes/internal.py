@@ -1,6 +1,10 @@
-"""The proxy's internal protocol: `POST /v1/resolve` and `POST /v1/record` (docs/internals.md).
+"""The proxy's internal protocol: `/v1/resolve`, `/v1/wait`, `/v1/renew`, `/v1/record`
+(docs/internals.md).
 
-Resolve is async only so that single-flight waiting is a cheap poll on the event loop; each
+Resolve never holds a request: when another asker is fetching the address it answers `wait` at
+once, so a resolver that does not answer quickly can be treated as down. `/v1/wait` then holds
+on the event loop, woken when the address is recorded (resolver/wakeups.py; on PostgreSQL also
+by other replicas' records, resolver/notify.py), with a slow store poll as the fallback; each
 store access runs in the threadpool as one short transaction.
 
 Resolve is the hot path (one per proxied request), so it skips FastAPI's generic body handling
@@ -12,7 +16,6 @@ same `body.<field>` locations, and the OpenAPI document still describes the requ
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
@@ -21,24 +24,46 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from resolver import leases, wait_tokens
 from resolver.auth import require_proxy
 from resolver.cache import dumps_compact
-from resolver.errors import ResolveTimeout
-from resolver.resolution import Resolution, Waiting
-from resolver.schemas import RecordRequest, ResolveRequest
+from resolver.errors import Conflict
+from resolver.policy import Action, Decision
+from resolver.resolution import Resolution, Resolver, Waiting
+from resolver.schemas import RecordRequest, ResolveRequest, TicketRequest, WaitRequest
 
 router = APIRouter(prefix="/v1", tags=["internal"], dependencies=[Depends(require_proxy)])
 
+# Without a wake-up the store is looked at every `wait_poll_seconds` (a setting); a lapsing
+# lease is looked at when it lapses, but never sooner than this.
 POLL_INTERVAL_SECONDS = 0.02
+LEASE_SLACK_SECONDS = 0.01
 _RESOLVE_BODY = {
     "required": True,
     "content": {"application/json": {"schema": ResolveRequest.model_json_schema()}},
 }
 
 
-def resolution_json(result: Resolution) -> dict[str, Any]:
-    ask = result.ask
+def waiting_json(waiting: Waiting) -> dict[str, Any]:
+    """`wait`: another asker holds the address; long-poll `/v1/wait` with the token."""
+    ask = waiting.ask
+    decision = Decision.RECORDED if ask.fingerprint == "" else Decision.REFETCHED
     return {
+        "action": str(Action.WAIT),
+        "decision": str(decision),
+        "occurrence": ask.occurrence,
+        "fingerprint": ask.fingerprint,
+        "request_key": ask.key.hash,
+        "wait": wait_tokens.encode(ask),
+        "ticket": None,
+        "upstream_headers": [],
+        "response": None,
+    }
+
+
+def resolution_json(result: Resolution, lease_seconds: float | None = None) -> dict[str, Any]:
+    ask = result.ask
+    answer: dict[str, Any] = {
         "action": str(result.action),
         "decision": str(result.decision),
         "occurrence": ask.occurrence,
@@ -47,13 +72,16 @@ def resolution_json(result: Resolution) -> dict[str, Any]:
         "ticket": result.ticket,
         "upstream_headers": result.upstream_headers,
         "delay_ms": result.delay_ms,  # faults (resolver/faults.py): the proxy holds this long
-        "response": result.response,
     }
+    if result.ticket is not None and lease_seconds is not None:
+        answer["lease_seconds"] = lease_seconds  # renew every third of it while fetching
+    answer["response"] = result.response  # last: resolution_bytes splices it
+    return answer
 
 
-def resolution_bytes(result: Resolution) -> bytes:
+def resolution_bytes(result: Resolution, resolver: Resolver) -> bytes:
     """`resolution_json` as JSON bytes, reusing the cached recording's encoded response."""
-    answer = resolution_json(result)
+    answer = resolution_json(result, resolver.lease_seconds)
     if result.response_json is None:
         return dumps_compact(answer)
     del answer["response"]  # the last key: spliced back in below, already encoded
@@ -77,30 +105,68 @@ async def resolve(request: Request) -> Response:
     result = await run_in_threadpool(state.resolver.resolve, body)
     if isinstance(result, Waiting):
         state.metrics.single_flight_waits.inc()
-        deadline = time.monotonic() + state.settings.resolve_wait_seconds
-        while isinstance(result, Waiting):
-            if time.monotonic() > deadline:
-                ask = result.ask
-                raise ResolveTimeout(
-                    f"waited {state.settings.resolve_wait_seconds:.0f}s for another asker to "
-                    "record this address; nothing was sent upstream",
-                    tape=ask.tape_name,
-                    branch=ask.branch,
-                    request_key=ask.key.readable,
-                    occurrence=ask.occurrence,
-                    fingerprint=ask.fingerprint,
-                )
-            await asyncio.sleep(POLL_INTERVAL_SECONDS)
-            result = await run_in_threadpool(state.resolver.poll, result)
+        return Response(dumps_compact(waiting_json(result)), media_type="application/json")
     state.metrics.observe(result.decision, time.perf_counter() - started)
-    return Response(resolution_bytes(result), media_type="application/json")
+    return Response(resolution_bytes(result, state.resolver), media_type="application/json")
+
+
+@router.post("/wait")
+async def wait(body: WaitRequest, request: Request) -> Response:
+    """Hold until the address is recorded, the holder's lease lapses, or the window ends."""
+    state = request.app.state
+    waiting = Waiting(wait_tokens.decode(body.wait))
+    ask = waiting.ask
+    address = (ask.tape_id, ask.key.hash, ask.occurrence, ask.fingerprint)
+    started = time.perf_counter()
+    deadline = time.monotonic() + state.settings.resolve_wait_seconds
+    result: Resolution | Waiting = waiting
+    while True:
+        with state.wakeups.listen(address) as settled:
+            result = await run_in_threadpool(state.resolver.poll, result)
+            if not isinstance(result, Waiting):
+                break
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return Response(dumps_compact(waiting_json(result)), media_type="application/json")
+            next_look = _next_look(result, state.settings.wait_poll_seconds)
+            woken = await state.wakeups.wait(settled, min(left, next_look))
+            state.metrics.wait_wakeups.labels(by="event" if woken else "timer").inc()
+    state.metrics.observe(result.decision, time.perf_counter() - started)
+    return Response(resolution_bytes(result, state.resolver), media_type="application/json")
+
+
+def _next_look(waiting: Waiting, poll_seconds: float) -> float:
+    """Seconds until the store is worth another look without a wake-up."""
+    if waiting.lease_expires is None:
+        return poll_seconds
+    until_lapse = waiting.lease_expires - time.time() + LEASE_SLACK_SECONDS
+    return max(POLL_INTERVAL_SECONDS, min(poll_seconds, until_lapse))
+
+
+@router.post("/renew")
+def renew(body: TicketRequest, request: Request) -> dict[str, Any]:
+    state = request.app.state
+    lease = leases.renew(state.store, body.ticket, state.resolver.lease_seconds)
+    if lease is None:
+        raise Conflict(
+            f"ticket {body.ticket!r} no longer holds its address (taken over, recorded, "
+            "released or unknown); serve what /v1/record answers",
+            ticket=body.ticket,
+        )
+    return {"lease_seconds": lease}
 
 
 @router.post("/record")
 def record(body: RecordRequest, request: Request) -> dict[str, Any]:
-    result = request.app.state.recorder.record(body)
+    state = request.app.state
+    if body.head is not None and body.kind() == "head":
+        return {"headers": state.recorder.head(body)}
+    result = state.recorder.record(body)
+    if result.decision == Decision.UPSTREAM_FAILED:
+        state.metrics.upstream_failed.inc()
     return {
         "decision": result.decision,
         "exchange_id": result.exchange_id,
+        "recorded": result.recorded,
         "response": result.response,
     }

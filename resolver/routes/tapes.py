@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from resolver.auth import require_admin
 from resolver.errors import Conflict, NotFound
-from resolver.schemas import TapeConfig, check_tape_name
+from resolver.schemas import TapeConfig, check_config_size, check_tape_name
 from resolver.views import tape_config, tape_view
 from store import repository
 from store.db import Store, transaction
@@ -44,6 +44,7 @@ def _differences(existing: dict[str, Any], wanted: TapeConfig) -> list[str]:
 @router.post("", status_code=201)
 def open_tape(config: TapeConfig, request: Request, response: Response) -> dict[str, Any]:
     store = store_of(request)
+    check_config_size(config.stored_config(), request.app.state.settings.max_tape_config_bytes)
     for _attempt in range(2):
         try:
             with transaction(store.write) as session:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import FileResponse
+from pydantic import ValidationError
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
@@ -17,15 +19,18 @@ from resolver.errors import BodyTooLarge, Conflict, InvalidInput
 from resolver.import_scrub import scrub_imported
 from resolver.redaction_report import redaction_summary
 from resolver.routes.tapes import find_tape, store_of
-from resolver.schemas import check_tape_name
+from resolver.schemas import TapeConfig, check_config_size, check_tape_name
 from resolver.views import tape_view
 from store.db import transaction
+from store.models import Tape
 from store.transfer import TransferError, export_tape, import_tape
 
 router = APIRouter(prefix="/v1/tapes", tags=["transfer"], dependencies=[Depends(require_admin)])
 
 SQLITE_MEDIA_TYPE = "application/vnd.sqlite3"
 MAX_IMPORT_BYTES = 64 * 1024 * 1024 * 1024
+# Keys an export adds to the config for people (the redaction rules applied), not settings.
+EXPORT_ONLY_KEYS = frozenset({"redaction"})
 
 
 def _temporary_path() -> Path:
@@ -59,10 +64,41 @@ def export(tape: str, request: Request) -> FileResponse:
     )
 
 
+def imported_tape_checker(max_config_bytes: int) -> Callable[[Tape, str], None]:
+    """Validate an imported tape as `POST /v1/tapes` validates a new one (name, mode, config)."""
+
+    def check(tape: Tape, name: str) -> None:
+        config = tape.config
+        if not isinstance(config, dict):
+            raise InvalidInput(
+                f"the imported tape's config is a JSON {type(config).__name__}, not an object",
+                field="config",
+            )
+        check_config_size(config, max_config_bytes)
+        fields = {
+            "world_seed": tape.world_seed,
+            "mode": tape.mode,
+            "online": tape.online,
+            "dependency_model": tape.dependency_model,
+        }
+        try:
+            settings = {k: v for k, v in config.items() if k not in EXPORT_ONLY_KEYS}
+            TapeConfig.model_validate({**settings, **fields, "name": name})
+        except ValidationError as error:
+            first = error.errors()[0]
+            field = ".".join(str(part) for part in first["loc"]) or "config"
+            raise InvalidInput(
+                f"the imported tape is invalid: {field}: {first['msg']}", field=field
+            ) from error
+
+    return check
+
+
 def _import(request: Request, path: Path, name: str | None) -> dict[str, Any]:
+    check = imported_tape_checker(request.app.state.settings.max_tape_config_bytes)
     try:
         with transaction(store_of(request).write) as session:
-            tape = import_tape(path, name, session=session)
+            tape = import_tape(path, name, session=session, check=check)
             session.flush()
             scrub_imported(tape.id, request.app.state.resolver.redaction_key, session=session)
             return tape_view(tape, session=session)

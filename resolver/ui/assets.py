@@ -19,6 +19,7 @@ DECISION_COLOURS: dict[str, str] = {
     "passthrough": "#8c8c8c",
     "injected": "#c2185b",
     "simulated": "#00838f",
+    "upstream-failed": "#e65100",
 }
 UNKNOWN_COLOUR = "#444444"
 

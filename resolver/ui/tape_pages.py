@@ -28,6 +28,8 @@ REPORT_FIELDS = (
     ("reads_shared", "reads shared"),
     ("live_calls", "live calls"),
     ("upstream_errors", "upstream errors"),
+    ("upstream_failed", "upstream failed (not recorded)"),
+    ("unrecorded", "went live, unrecorded"),
     ("passthrough", "passthrough"),
     ("lies", "lies"),
 )

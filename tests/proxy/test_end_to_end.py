@@ -105,8 +105,21 @@ def test_sealed_tape_serves_hits_and_refuses_misses_without_any_connection(
     assert world.accepts == 0
 
 
-def test_upstream_failure_is_recorded_and_shared_by_siblings(stack: Stack) -> None:
+def test_a_transport_failure_is_upstream_failed_and_never_recorded(stack: Stack) -> None:
     tape = stack.open_tape()
+    first, second = stack.fork(tape, 2)
+    dead = f"http://127.0.0.1:{free_port()}/gone"
+
+    replies = [ask(stack, tape, branch, dead) for branch in (first, second)]
+
+    assert [reply.status for reply in replies] == [502, 502]
+    assert [reply.decision for reply in replies] == ["upstream-failed", "upstream-failed"]
+    assert all(r.headers["content-type"].startswith("application/problem+json") for r in replies)
+    assert stack.admin("GET", f"/v1/tapes/{tape}").json()["exchanges"] == 0
+
+
+def test_a_tape_that_opts_in_records_a_transport_failure_for_siblings(stack: Stack) -> None:
+    tape = stack.open_tape(record_transport_failures=True)
     first, second = stack.fork(tape, 2)
     dead = f"http://127.0.0.1:{free_port()}/gone"
 

@@ -122,3 +122,51 @@ def test_the_client_survives_close_and_a_new_event_loop() -> None:
         second = _run(client, lambda: client.resolve({"n": 2}))
         third = _run(client, lambda: client.resolve({"n": 3}))
     assert [answer["seen"]["n"] for answer in (first, second, third)] == [1, 2, 3]
+
+
+def test_resolve_follows_wait_answers_through_v1_wait_to_the_final_answer() -> None:
+    waits = iter([(200, {"action": "wait", "wait": "tok"}), (200, {"action": "serve", "n": 2})])
+
+    def script(route: str, payload: dict) -> tuple[int, Any]:
+        if route == "/v1/resolve":
+            return 200, {"action": "wait", "wait": "tok"}
+        return next(waits)
+
+    with StubResolver(script) as stub:
+        client = ResolverClient(stub.url)
+        answer = _run(client, lambda: client.resolve({"tape": "t"}))
+    assert answer == {"action": "serve", "n": 2}
+    assert stub.routes() == ["/v1/resolve", "/v1/wait", "/v1/wait"]
+    assert [payload for _route, payload, _h in stub.received[1:]] == [{"wait": "tok"}] * 2
+
+
+def test_a_wait_without_a_token_is_a_protocol_error_and_an_endless_wait_is_unavailable() -> None:
+    with StubResolver(lambda route, payload: (200, {"action": "wait"})) as stub:
+        client = ResolverClient(stub.url)
+        with pytest.raises(ResolverProtocolError, match="without a wait token"):
+            _run(client, lambda: client.resolve({}))
+    with StubResolver(lambda route, payload: (200, {"action": "wait", "wait": "t"})) as stub:
+        client = ResolverClient(stub.url, wait_limit=0.0)
+        with pytest.raises(ResolverUnavailable, match="nothing was sent upstream"):
+            _run(client, lambda: client.resolve({}))
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [((200, {"lease_seconds": 30}), 30.0), ((409, {"detail": "taken over"}), None)],
+)
+def test_renew_answers_the_lease_or_none_when_superseded(
+    answer: tuple[int, Any], expected: float | None
+) -> None:
+    with StubResolver(lambda route, payload: answer) as stub:
+        client = ResolverClient(stub.url)
+        assert _run(client, lambda: client.renew("tk")) == expected
+    assert stub.received[0][:2] == ("/v1/renew", {"ticket": "tk"})
+
+
+@pytest.mark.parametrize("answer", [(200, {}), (200, {"lease_seconds": True}), (404, {})])
+def test_renew_refuses_a_broken_answer(answer: tuple[int, Any]) -> None:
+    with StubResolver(lambda route, payload: answer) as stub:
+        client = ResolverClient(stub.url)
+        with pytest.raises((ResolverProtocolError, ResolverRejected)):
+            _run(client, lambda: client.renew("tk"))

@@ -1,4 +1,5 @@
-"""Upstream timeouts, resets, 5xx and refused connections: the world's answer, recorded once."""
+"""Upstream 5xx is the world's answer, recorded once; a timeout, reset or refused connection is
+`upstream-failed`: served as a 502, never recorded, tried again by the next ask."""
 
 from __future__ import annotations
 
@@ -27,14 +28,19 @@ def world_faults(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str
         "connect-refused",
     ],
 )
-def test_world_failure_is_recorded_once_and_shared(
+def test_world_failure_is_recorded_once_and_transport_failure_never(
     world_faults: dict[str, dict[str, Any]], case: str
 ) -> None:
     figures = world_faults[case]
-    assert figures["decisions"] == ["recorded", "shared"], figures
-    assert figures["same_bytes"], figures
+    if case.startswith("5xx"):
+        assert figures["decisions"] == ["recorded", "shared"], figures
+        assert figures["same_bytes"] and figures["world_calls"] == 1, figures
+        assert figures["exchanges_stored"] == 1, figures
+    else:
+        assert figures["decisions"] == ["upstream-failed", "upstream-failed"], figures
+        assert figures["exchanges_stored"] == 0, figures
+        assert figures["world_calls"] == (0 if case == "connect-refused" else 2), figures
     assert figures["status"][0] == figures["status"][1]
-    assert figures["world_calls"] == (0 if case == "connect-refused" else 1), figures
     assert figures["held"], figures
 
 

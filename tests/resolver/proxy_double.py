@@ -74,8 +74,10 @@ class ProxyDouble:
         body: bytes = b"",
         query: list[list[str]] | None = None,
         headers: list[list[str]] | None = None,
+        follow: bool = True,
     ) -> httpx.Response:
-        return self.http.post(
+        """`/v1/resolve`; with `follow`, a `wait` answer is long-polled on `/v1/wait` to the end."""
+        reply = self.http.post(
             "/v1/resolve",
             json={
                 "tape": tape,
@@ -90,6 +92,12 @@ class ProxyDouble:
                 "body": base64.b64encode(body).decode(),
             },
         )
+        while follow and reply.status_code == 200 and reply.json()["action"] == "wait":
+            reply = self.wait(reply.json()["wait"])
+        return reply
+
+    def wait(self, token: str) -> httpx.Response:
+        return self.http.post("/v1/wait", json={"wait": token})
 
     def ask(
         self,
@@ -107,6 +115,7 @@ class ProxyDouble:
         reply = self.resolve(tape, branch, method, path, host=host, body=body, **kwargs)
         reply.raise_for_status()
         resolution = reply.json()
+        decision = resolution["decision"]
         if resolution["action"] == "serve":
             response = resolution["response"]
         elif resolution["ticket"] is None:
@@ -120,10 +129,14 @@ class ProxyDouble:
                 record = {"ticket": resolution["ticket"], "response": response}
             recorded = self.http.post("/v1/record", json=record)
             recorded.raise_for_status()
-            if error:
-                response = recorded.json()["response"]
+            # Serve what the resolver says (the stored form); a null body is the one sent.
+            served = recorded.json()["response"]
+            if served["body"] is None:
+                served["body"] = response["body"]
+            response = served
+            decision = recorded.json()["decision"]
         return Served(
-            decision=resolution["decision"],
+            decision=decision,
             status=response["status"],
             body=base64.b64decode(response["body"]),
             occurrence=resolution["occurrence"],

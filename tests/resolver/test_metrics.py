@@ -36,6 +36,7 @@ def test_live_decisions_are_the_upstream_ones() -> None:
         Decision.REFETCHED,
         Decision.WRITE,
         Decision.PASSTHROUGH,
+        Decision.UPSTREAM_FAILED,  # the call was attempted; the world never answered
     } == LIVE_DECISIONS
 
 

@@ -30,3 +30,17 @@ def test_report_counts_and_rates() -> None:
     assert totals["lie_rate"] == 1 / 8
     assert report["branches"]["root"]["reads"] == 0
     assert report["branches"]["root/b1"]["lie_rate"] == 1 / 5
+
+
+def test_upstream_failures_and_unrecorded_live_calls_are_counted() -> None:
+    tallies = [
+        Tally("root", "upstream-failed", True, False, 2, unfinished=True),
+        Tally("root", "write", False, False, 1, unfinished=True),
+        Tally("root", "recorded", True, False, 1, unfinished=True),
+        Tally("root", "passthrough", True, False, 4, unfinished=True),  # never recorded anyway
+        Tally("root", "refused", True, False, 1, unfinished=True),
+    ]
+    totals = build_report("t", "groundhog", ["root"], tallies)["totals"]
+    assert totals["upstream_failed"] == 2 and totals["upstream_errors"] == 2
+    assert totals["unrecorded"] == 2
+    assert totals["live_calls"] == 8

@@ -25,3 +25,13 @@ def test_environment_prefix_and_override_precedence(monkeypatch: pytest.MonkeyPa
     assert settings.database_url == "sqlite:///x.db"
     with pytest.raises(ValueError, match="greater than 0"):
         load_settings(max_body_bytes=0)
+
+
+def test_fail_closed_settings_and_their_defaults() -> None:
+    settings = load_settings(database_url="sqlite:///x.db", max_body_bytes=1000)
+    assert settings.disk_reserve_bytes == 2000 and settings.sqlite_synchronous == "NORMAL"
+    assert settings.max_tape_config_bytes == 256 * 1024 and settings.resolve_wait_seconds == 20.0
+    assert load_settings(disk_reserve_bytes=0).disk_reserve_bytes == 0
+    assert load_settings(sqlite_synchronous="FULL").sqlite_synchronous == "FULL"
+    with pytest.raises(ValueError, match="NORMAL"):
+        load_settings(sqlite_synchronous="OFF")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from store.db import open_store, transaction
 
 
@@ -40,3 +42,15 @@ def test_transaction_rolls_back_on_error(tmp_path: Path) -> None:
     with transaction(store.read) as session:
         assert repository.get_tape("t", session=session) is None
     store.dispose()
+
+
+def test_sqlite_synchronous_is_normal_unless_full_is_asked(tmp_path: Path) -> None:
+    # PRAGMA synchronous reads 1 for NORMAL (crash-safe) and 2 for FULL (power-loss-safe).
+    for level, expected in (("NORMAL", 1), ("FULL", 2)):
+        store = open_store(f"sqlite:///{tmp_path}/{level}.sqlite3", sqlite_synchronous=level)
+        with transaction(store.write) as session:
+            pragma = session.connection().exec_driver_sql("PRAGMA synchronous").scalar()
+        store.dispose()
+        assert pragma == expected
+    with pytest.raises(ValueError, match="sqlite_synchronous"):
+        open_store(f"sqlite:///{tmp_path}/off.sqlite3", sqlite_synchronous="OFF")

@@ -31,9 +31,13 @@ def test_events_page_through_a_branch(proxy: ProxyDouble, tape_name: str) -> Non
     rest = proxy.http.get(
         f"/v1/tapes/{tape_name}/events", params={"branch": "root/b1", "after": 2}
     ).json()
-    assert [e["decision"] for e in rest["events"]] == ["write", "refetched", "shared"]
+    # root/b0's connect failure was not recorded, so root/b1 fetched /down itself.
+    assert [e["decision"] for e in rest["events"]] == ["write", "refetched", "recorded"]
     assert rest["next_after"] is None
-    assert rest["events"][-1]["status"] == 502
+    assert rest["events"][-1]["status"] == 200
+    b0 = proxy.http.get(f"/v1/tapes/{tape_name}/events", params={"branch": "root/b0"}).json()
+    assert b0["events"][-1]["decision"] == "upstream-failed"
+    assert b0["events"][-1]["status"] == 502 and b0["events"][-1]["exchange_id"] is None
     everything = proxy.http.get(f"/v1/tapes/{tape_name}/events", params={"limit": 1000}).json()
     assert len(everything["events"]) == 8
 
@@ -66,12 +70,20 @@ def test_report_counts_decisions_per_branch(proxy: ProxyDouble, tape_name: str) 
     _run_workflow(proxy, tape_name)
     report = proxy.http.get(f"/v1/tapes/{tape_name}/report").json()
     totals = report["totals"]
-    assert totals["decisions"] == {"recorded": 3, "refetched": 1, "shared": 3, "write": 1}
-    assert totals["reads"] == 7 and totals["reads_shared"] == 3
-    assert totals["live_calls"] == 5 and totals["upstream_errors"] == 1
+    assert totals["decisions"] == {
+        "recorded": 3,
+        "refetched": 1,
+        "shared": 2,
+        "upstream-failed": 1,
+        "write": 1,
+    }
+    assert totals["reads"] == 7 and totals["reads_shared"] == 2
+    assert totals["live_calls"] == 6 and totals["upstream_errors"] == 1
+    assert totals["upstream_failed"] == 1 and totals["unrecorded"] == 0
     assert totals["lies"] == 0 and totals["lie_rate"] == 0.0
     b1 = report["branches"]["root/b1"]
-    assert b1["decisions"] == {"refetched": 1, "shared": 3, "write": 1}
+    assert b1["decisions"] == {"recorded": 1, "refetched": 1, "shared": 2, "write": 1}
+    assert report["unrecorded"] == []
     assert report["branches"]["root"]["reads"] == 0
 
 
@@ -99,3 +111,19 @@ def test_digest_is_the_same_for_the_same_workflow(proxy: ProxyDouble, tape_name:
     proxy.ask(tape_name + "-two", "root", path="/more")
     changed = proxy.http.get(f"/v1/tapes/{tape_name}-two/digest").json()
     assert changed["digest"] != digests[0]["digest"]
+
+
+def test_out_of_range_cursors_and_ids_are_422_naming_the_field(
+    proxy: ProxyDouble, tape_name: str
+) -> None:
+    proxy.open(tape_name)
+    proxy.ask(tape_name, "root", path="/a")
+    for params in ({"after": 2**70}, {"after": 2**63}, {"branch": "root", "after": 2**70}):
+        reply = proxy.http.get(f"/v1/tapes/{tape_name}/events", params=params)
+        assert reply.status_code == 422, reply.text
+        assert reply.json()["errors"][0]["field"] == "query.after"
+    for exchange_id in (2**63, 2**70):
+        reply = proxy.http.get(f"/v1/tapes/{tape_name}/exchanges/{exchange_id}")
+        assert reply.status_code == 422, reply.text
+        assert reply.json()["errors"][0]["field"] == "path.exchange_id"
+    assert proxy.http.get(f"/v1/tapes/{tape_name}/exchanges/{2**63 - 1}").status_code == 404

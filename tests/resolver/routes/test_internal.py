@@ -183,12 +183,31 @@ def test_sealed_tape_replays_recorded_writes_and_their_effects(
     assert again.decision == "shared" and again.body == fresh.body
 
 
-def test_upstream_error_is_recorded_and_served_to_siblings_as_same_bytes(
+def test_a_transport_failure_is_upstream_failed_not_recorded_and_the_next_ask_goes_live(
     proxy: ProxyDouble, tape_name: str
 ) -> None:
     proxy.open(tape_name)
     a, b = proxy.fork(tape_name, children=2)
     failed = proxy.ask(tape_name, a, path="/flaky", error="timeout")
+    assert failed.decision == "upstream-failed"
+    assert failed.status == 502 and failed.json()["error_kind"] == "timeout"
+    assert "nothing was recorded" in failed.json()["detail"]
+    assert proxy.http.get(f"/v1/tapes/{tape_name}").json()["exchanges"] == 0
+    live_before = proxy.world.live_calls
+    sibling = proxy.ask(tape_name, b, path="/flaky")
+    assert sibling.decision == "recorded" and sibling.status == 200
+    assert proxy.world.live_calls == live_before + 1
+    metrics = proxy.http.get("/metrics").text
+    assert "groundhog_upstream_failed_total" in metrics
+
+
+def test_a_tape_may_opt_in_to_recording_transport_failures(
+    proxy: ProxyDouble, tape_name: str
+) -> None:
+    proxy.open(tape_name, record_transport_failures=True)
+    a, b = proxy.fork(tape_name, children=2)
+    failed = proxy.ask(tape_name, a, path="/flaky", error="timeout")
+    assert failed.decision == "recorded"
     assert failed.status == 502 and failed.json()["error_kind"] == "timeout"
     sibling = proxy.ask(tape_name, b, path="/flaky")
     assert sibling.decision == "shared" and sibling.body == failed.body
@@ -282,7 +301,7 @@ def test_bodies_over_the_limit_are_413_and_lose_nothing(
     assert huge.headers["content-type"] == "application/problem+json"
 
 
-def test_a_waiter_gives_up_at_the_deadline_with_a_504(
+def test_a_busy_address_answers_wait_at_once_and_wait_answers_wait_again_after_its_window(
     tight_server: ServerProcess, tape_name: str
 ) -> None:
     proxy = ProxyDouble(tight_server.url)
@@ -290,12 +309,24 @@ def test_a_waiter_gives_up_at_the_deadline_with_a_504(
     a, b = proxy.fork(tape_name, children=2)
     holder = proxy.resolve(tape_name, a, path="/slow").json()
     assert holder["action"] == "forward"
-    waiter = proxy.resolve(tape_name, b, path="/slow")
-    assert waiter.status_code == 504
-    problem = waiter.json()
-    assert problem["branch"] == b and "nothing was sent upstream" in problem["detail"]
+    waiter = proxy.resolve(tape_name, b, path="/slow", follow=False).json()
+    assert waiter["action"] == "wait" and waiter["decision"] == "recorded"
+    assert waiter["ticket"] is None and waiter["occurrence"] == 0
+    again = proxy.wait(waiter["wait"]).json()  # the 0.5 s window ends, the holder still holds
+    assert again["action"] == "wait" and again["wait"] == waiter["wait"]
     record = {"ticket": holder["ticket"], "response": {"status": 200, "headers": [], "body": ""}}
     assert proxy.http.post("/v1/record", json=record).status_code == 200
+    shared = proxy.wait(waiter["wait"]).json()
+    assert shared["action"] == "serve" and shared["decision"] == "shared"
+
+
+def test_a_malformed_wait_token_is_a_422_naming_the_field(
+    proxy: ProxyDouble, tape_name: str
+) -> None:
+    for token in ("not-base64!", "eJwrzs_PSS0BAAe9Af4=", "x" * 10):
+        reply = proxy.wait(token)
+        assert reply.status_code == 422, reply.text
+        assert reply.json()["field"] == "wait"
 
 
 def test_first_recording_at_an_address_wins_for_concurrent_writes(
@@ -308,9 +339,17 @@ def test_first_recording_at_an_address_wins_for_concurrent_writes(
     assert first["action"] == second["action"] == "forward"  # writes always go live online
     response = {"status": 201, "headers": [], "body": "b2s="}
     ok = proxy.http.post("/v1/record", json={"ticket": first["ticket"], "response": response})
+    assert ok.json()["recorded"] is True and ok.json()["response"]["body"] is None
+    late = {"status": 201, "headers": [["X-Late", "1"]], "body": "bGF0ZQ=="}
+    lost = proxy.http.post("/v1/record", json={"ticket": second["ticket"], "response": late})
+    assert lost.json()["exchange_id"] == ok.json()["exchange_id"]
+    assert lost.json()["recorded"] is False and lost.json()["decision"] == "write"
+    assert lost.json()["response"] == {"status": 201, "headers": [], "body": "b2s="}
+    third = proxy.resolve(tape_name, a, "POST", "/docs/1", body=b"same").json()
     failed = proxy.http.post(
-        "/v1/record", json={"ticket": second["ticket"], "error": {"kind": "reset", "message": "x"}}
+        "/v1/record", json={"ticket": third["ticket"], "error": {"kind": "reset", "message": "x"}}
     )
-    assert failed.json()["exchange_id"] == ok.json()["exchange_id"]
-    assert failed.json()["response"]["status"] == 201  # nothing recorded is overwritten
+    # A write that never reached the world is not answered with anyone's recorded write.
+    assert failed.json()["decision"] == "upstream-failed"
+    assert failed.json()["response"]["status"] == 502
     assert proxy.http.get(f"/v1/tapes/{tape_name}").json()["exchanges"] == 1

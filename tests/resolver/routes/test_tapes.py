@@ -60,3 +60,18 @@ def test_list_show_seal_delete(proxy: ProxyDouble, tape_name: str) -> None:
 def test_unknown_route_is_problem_json(proxy: ProxyDouble) -> None:
     reply = proxy.http.get("/v1/nothing-here")
     assert reply.status_code == 404 and reply.headers["content-type"] == PROBLEM
+
+
+def test_out_of_range_world_seed_and_oversized_config_are_4xx_naming_the_field(
+    proxy: ProxyDouble, tape_name: str
+) -> None:
+    for seed in (2**70, 2**63, -(2**63) - 1):
+        reply = proxy.http.post("/v1/tapes", json={"name": tape_name, "world_seed": seed})
+        assert reply.status_code == 422, reply.text
+        assert reply.json()["errors"][0]["field"] == "world_seed"
+    assert proxy.open(tape_name, world_seed=2**63 - 1)["world_seed"] == 2**63 - 1
+    huge = {"name": tape_name + "-big", "ignore_params": ["p" * 1000] * 300}  # ~300 KB
+    reply = proxy.http.post("/v1/tapes", json=huge)
+    assert reply.status_code == 413, reply.text
+    assert reply.json()["field"] == "config" and "max_tape_config_bytes" in reply.json()["detail"]
+    assert proxy.http.get(f"/v1/tapes/{tape_name}-big").status_code == 404

@@ -5,6 +5,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
+from bench.reliability.hostile_fields import doctored_export
 from tests.resolver.proxy_double import ProxyDouble
 
 
@@ -20,7 +23,7 @@ def _record_some(proxy: ProxyDouble, tape: str) -> None:
 def test_export_import_round_trip_keeps_the_digest(
     proxy: ProxyDouble, tape_name: str, tmp_path: Path
 ) -> None:
-    proxy.open(tape_name, world_seed=9, dependency_model="path")
+    proxy.open(tape_name, world_seed=9, dependency_model="path", record_transport_failures=True)
     _record_some(proxy, tape_name)
     exported = proxy.http.get(f"/v1/tapes/{tape_name}/export")
     assert exported.status_code == 200
@@ -61,3 +64,45 @@ def test_import_refuses_garbage_and_existing_names(proxy: ProxyDouble, tape_name
     clash = proxy.http.post("/v1/tapes/import", content=exported)
     assert clash.status_code == 409 and "?name=NEW" in clash.json()["detail"]
     assert proxy.http.get(f"/v1/tapes/{tape_name}").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("update", "field", "words"),
+    [
+        ("update gh_tapes set config = 'not json {'", None, "not JSON"),
+        ("update gh_tapes set config = '[1, 2]'", "config", "not an object"),
+        ("update gh_tapes set config = '\"text\"'", "config", "not an object"),
+        ("update gh_tapes set mode = 'chaos'", "mode", "mode"),
+        ("update gh_tapes set dependency_model = 'psychic'", "dependency_model", "dependency"),
+        ("update gh_tapes set name = '../../etc/passwd'", "name", "name"),
+        (f"update gh_tapes set name = '{'n' * 601}'", "name", "name"),
+        ("update gh_tapes set config = json_object('bogus', 1)", "bogus", "bogus"),
+        (
+            "update gh_tapes set config = json_object('ignore_params', "
+            f"json_array('{'p' * 300_000}'))",
+            "config",
+            "max_tape_config_bytes",
+        ),
+    ],
+)
+def test_import_validates_the_tape_like_post_tapes(
+    proxy: ProxyDouble,
+    tape_name: str,
+    tmp_path: Path,
+    update: str,
+    field: str | None,
+    words: str,
+) -> None:
+    proxy.open(tape_name)
+    proxy.ask(tape_name, "root", path="/kept")
+    doctored = doctored_export(proxy.http.get(f"/v1/tapes/{tape_name}/export").content, update)
+    assert proxy.http.delete(f"/v1/tapes/{tape_name}").status_code == 204
+    reply = proxy.http.post("/v1/tapes/import", content=doctored)
+    assert 400 <= reply.status_code < 500, reply.text
+    assert reply.headers["content-type"] == "application/problem+json"
+    problem = reply.json()
+    assert words in problem["detail"]
+    if field is not None:
+        assert problem["field"] == field
+    listed = [tape["name"] for tape in proxy.http.get("/v1/tapes").json()["tapes"]]
+    assert all("passwd" not in name and len(name) <= 100 for name in listed)

@@ -37,8 +37,10 @@ def test_tape_page_shows_tree_and_report(ui_client: TestClient, recorded: Record
     assert re.search(r">root</a>.*<ul>.*>root/b0</a>.*>root/b1</a>.*</ul>", tree, flags=re.S)
     totals = _row(page, "all branches")
     cells = re.findall(r"<td>([^<]*)</td>", totals)
-    # reads, reads shared, live calls, upstream errors, passthrough, lies
-    assert cells[:6] == ["5", "1", "5", "0", "0", "0"]
+    # reads, reads shared, live calls, upstream errors, upstream failed, unrecorded,
+    # passthrough, lies
+    assert cells[:8] == ["5", "1", "5", "0", "0", "0", "0", "0"]
+    assert 'data-decision="upstream-failed"' in page  # the legend names it
     figure = page.index('id="report-chart"')
     chart = page[page.index("<svg", figure) : page.index("</svg>", figure)]
     assert chart.count('data-decision="shared"') == 1

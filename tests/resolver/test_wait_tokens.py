@@ -1,0 +1,78 @@
+"""Unit tests of resolver/wait_tokens.py: an ask survives the round trip; bad tokens are 422."""
+
+from __future__ import annotations
+
+import base64
+import zlib
+from dataclasses import replace
+
+import pytest
+
+from resolver.asks import Ask
+from resolver.dependencies import Classification
+from resolver.errors import InvalidInput
+from resolver.keys import RequestKey
+from resolver.policy import DependencyModel, Mode
+from resolver.redaction_rules import Finding
+from resolver.request import RequestParts
+from resolver.wait_tokens import decode, encode
+
+
+def _ask() -> Ask:
+    return Ask(
+        tape_id=3,
+        tape_name="t",
+        mode=Mode.GROUNDHOG,
+        online=True,
+        model=DependencyModel.RULES,
+        world_seed=-(2**63),
+        cooperative=True,
+        branch_id=9,
+        branch="root/b1",
+        request=RequestParts(
+            "POST",
+            "https",
+            "api.example.com",
+            443,
+            "/q",
+            (("a", "1"), ("a", "2")),
+            (("X-Dup", "1"), ("X-Dup", "2")),
+            b"\x00\xffbody",
+        ),
+        key=RequestKey("v1 POST https://api.example.com/q", "ab" * 32),
+        body_sha="cd" * 32,
+        classification=Classification(False, frozenset({"doc:1", "index:x"}), frozenset()),
+        occurrence=4,
+        true_fingerprint="fp",
+        fingerprint="fp",
+        findings=(Finding("header:authorization", "name"),),
+    )
+
+
+def test_an_ask_survives_the_round_trip_exactly() -> None:
+    ask = _ask()
+    assert decode(encode(ask)) == ask
+
+
+def test_raw_secrets_never_travel_in_a_token() -> None:
+    ask = replace(_ask(), secrets=(("sk-live-very-secret", "<redacted:1>"),))
+    token = encode(ask)
+    assert decode(token).secrets == ()
+    assert b"sk-live-very-secret" not in zlib.decompress(base64.urlsafe_b64decode(token))
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "%%%",
+        base64.urlsafe_b64encode(b"not zlib").decode(),
+        base64.urlsafe_b64encode(zlib.compress(b"[1, 2]")).decode(),
+        base64.urlsafe_b64encode(zlib.compress(b'{"v": 1}')).decode(),
+        encode(_ask())[:-8],
+        "é",
+    ],
+)
+def test_a_malformed_token_is_invalid_input_naming_wait(token: str) -> None:
+    with pytest.raises(InvalidInput) as raised:
+        decode(token)
+    assert raised.value.extras["field"] == "wait"

@@ -58,6 +58,15 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="do not verify upstream certificates (tests against self-signed servers only)",
     )
+    parser.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        metavar="OPTION=VALUE",
+        help="set any mitmproxy or groundhog_* option, as mitmdump's --set does "
+        "(e.g. --set mode=upstream:http://egress:3128, --set groundhog_upstream_deadline=300)",
+    )
     parser.add_argument("--log-level", default="info", choices=["error", "warn", "info", "debug"])
     return parser
 
@@ -89,6 +98,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             max_body_bytes=args.max_body_bytes,
             ssl_insecure=args.ssl_insecure,
             extra_options=extra_options,
+            settings=args.settings,
         )
     except CAUnavailable as error:
         sys.stderr.write(f"{error}\n")

@@ -268,10 +268,15 @@ class LiveRecorder:
         try:
             ack = await self.resolver.record(record)
             stored = ack.get("response")
-            if stored and stored.get("body") is not None and not state.is_write:
-                if response_from_payload(stored).raw_content != body:
-                    # Another fetcher won the address: these bytes are not the tape's.
-                    raise ResolverProtocolError("the address holds another fetcher's answer")
+            superseded = (
+                stored
+                and stored.get("body") is not None
+                and not state.is_write
+                and response_from_payload(stored).raw_content != body
+            )
+            if superseded:
+                # Another fetcher won the address: these bytes are not the tape's.
+                raise ResolverProtocolError("the address holds another fetcher's answer")
         except (*RESOLVER_ERRORS, KeyError, TypeError, ValueError) as error:
             log.error("could not record the stream of %s: %s", flow.request.pretty_url, error)
             if state.is_write:

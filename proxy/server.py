@@ -60,6 +60,7 @@ class ProxyConfig:
     ssl_insecure: bool = False
     extra_options: dict[str, Any] = field(default_factory=dict)
     ca_directory: Path | None = None
+    settings: list[str] = field(default_factory=list)  # "option=value", as mitmdump's --set
 
     @property
     def ca_dir(self) -> Path:
@@ -94,6 +95,19 @@ def groundhog_options(config: ProxyConfig) -> dict[str, Any]:
         "groundhog_proxy_token": config.proxy_token,
         "groundhog_max_body_bytes": config.max_body_bytes,
     }
+
+
+def apply_settings(options: mitm_options.Options, settings: list[str]) -> None:
+    """Apply `option=value` specs as mitmdump's --set does, floats included.
+
+    mitmproxy's own parser has no float type; Groundhog's timeouts are floats.
+    """
+    for spec in settings:
+        name, separator, value = spec.partition("=")
+        if separator and isinstance(getattr(options, name, None), float):
+            options.update(**{name: float(value)})
+        else:
+            options.set(spec)
 
 
 def build_master() -> mitm_master.Master:
@@ -131,6 +145,7 @@ async def serve(config: ProxyConfig, on_ready: Callable[[], None] | None = None)
         ) from error
     master = build_master()
     master.options.update(**mitmproxy_options(config), **groundhog_options(config))
+    apply_settings(master.options, config.settings)
 
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -172,6 +187,7 @@ def run(
     ssl_insecure: bool = False,
     on_ready: Callable[[], None] | None = None,
     extra_options: dict[str, Any] | None = None,
+    settings: list[str] | None = None,
 ) -> None:
     """Block running the proxy; `on_ready` is called once its port accepts connections."""
     config = ProxyConfig(
@@ -186,6 +202,7 @@ def run(
         max_body_bytes=max_body_bytes,
         ssl_insecure=ssl_insecure,
         extra_options=extra_options or {},
+        settings=list(settings or []),
     )
     asyncio.run(serve(config, on_ready))
 

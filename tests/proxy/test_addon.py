@@ -1,4 +1,4 @@
-"""The addon in mitmproxy's test harness, against a scripted resolver (hits, identity, refusals, passthrough)."""
+"""The addon in mitmproxy's test harness against a scripted resolver: hits, identity, refusals."""
 
 from __future__ import annotations
 

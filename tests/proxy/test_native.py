@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 
 from mitmproxy.proxy.context import Context
-from mitmproxy.proxy.layers import ClientTLSLayer, HttpLayer, TCPLayer
+from mitmproxy.proxy.layers import ClientTLSLayer, HttpLayer, TCPLayer, modes
 from mitmproxy.proxy.layers.http import HTTPMode, HttpStream
 from mitmproxy.test import taddons, tflow
 
@@ -20,10 +20,11 @@ from proxy.native import GroundhogHttpLayer, GroundhogHttpStream, adapt
 def test_http_layers_in_a_decision_are_reclassed_and_others_left_alone() -> None:
     with taddons.context() as tctx:
         context = Context(tflow.tclient_conn(), tctx.options)
+        root = modes.HttpProxy(context)
         tls = ClientTLSLayer(context)
         http = HttpLayer(context, HTTPMode.regular)
-        tls.child_layer = http
-        assert adapt(tls) is tls
+        root.child_layer, tls.child_layer = tls, http
+        assert adapt(root) is root
         assert type(http) is GroundhogHttpLayer and http.mode is HTTPMode.regular
         tcp = TCPLayer(context)
         assert adapt(tcp) is tcp and type(tcp) is TCPLayer

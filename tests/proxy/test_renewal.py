@@ -14,7 +14,7 @@ from proxy.renewal import LeaseKeeper
 
 
 class FakeResolver:
-    def __init__(self, answers: list[float | None | Exception]) -> None:
+    def __init__(self, answers: list[float | Exception | None]) -> None:
         self.answers = answers
         self.calls: list[str] = []
         self.called = asyncio.Event()

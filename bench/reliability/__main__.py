@@ -23,6 +23,7 @@ from bench.reliability.hostile import run_hostile
 from bench.reliability.report import headline, write_report
 from bench.reliability.security import run_security
 from bench.reliability.store_faults import run_store_faults
+from bench.reliability.streams import run_big_download
 from bench.soak import run_soak
 
 logger = logging.getLogger("bench.reliability")
@@ -44,6 +45,7 @@ def scenarios(quick: bool) -> list[tuple[str, Callable[[Path], dict[str, Any]]]]
         ("crash", lambda root: run_crash(root, quick=quick)),
         ("world_faults", run_world_faults),
         ("claim_takeover", run_claim_takeover),
+        ("big_download", run_big_download),
         ("store_faults", run_store_faults),
         ("hostile", run_hostile),
         ("schema_fuzz", lambda _root: fuzz_admin_api(10 if quick else 50)),

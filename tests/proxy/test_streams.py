@@ -18,7 +18,7 @@ import pytest
 
 from tests.proxy.stack import Stack, running_stack
 from tests.proxy.stream_server import StreamUpstream
-from tests.support.servers import free_port, wait_until
+from tests.support.servers import wait_until
 
 MIB = 1024 * 1024
 
@@ -178,22 +178,6 @@ def test_a_20_kib_response_header_reaches_the_worker_and_is_shared(
         "recorded",
         "shared",
     ]
-
-
-def test_a_refused_connection_is_an_upstream_failed_problem_never_recorded(stack: Stack) -> None:
-    tape = stack.open_tape()
-    first, second = stack.fork(tape, 2)
-    dead = f"http://127.0.0.1:{free_port()}/gone"
-    with client(stack, tape, first) as http:
-        failed = http.get(dead)
-    with client(stack, tape, second) as http:
-        again = http.get(dead)
-
-    for answer in (failed, again):
-        assert answer.status_code == 502
-        assert answer.headers["content-type"].startswith("application/problem+json")
-        assert answer.headers["x-groundhog-decision"] == "upstream-failed"
-        assert "mitmproxy" not in answer.text.lower()
 
 
 def test_an_upstream_past_its_deadline_is_an_upstream_failed_timeout(

@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         metavar="SECONDS",
-        help="seconds to connect upstream and to wait between upstream bytes (10 and 60)",
+        help="seconds to connect upstream (10) and to wait for the response head (60)",
     )
     parser.add_argument(
         "--ssl-insecure",

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import pytest
 from mitmproxy import http
+from mitmproxy.proxy import server_hooks
 from mitmproxy.test import taddons, tflow
 
 from proxy.addon import Groundhog
@@ -248,3 +249,35 @@ def test_proxy_token_is_sent_as_bearer() -> None:
         run(flow, resolver.url, groundhog_branch="root", groundhog_proxy_token="sekret")
         ((_, _, headers),) = resolver.received
     assert headers["Authorization"] == "Bearer sekret"
+
+
+def test_an_upstream_connect_past_its_timeout_is_cancelled_and_a_made_one_is_not() -> None:
+    addon = Groundhog()
+
+    def hook_data() -> server_hooks.ServerConnectionHookData:
+        return server_hooks.ServerConnectionHookData(
+            server=tflow.tserver_conn(), client=tflow.tclient_conn()
+        )
+
+    async def go() -> str:
+        with taddons.context(addon) as context:
+            context.configure(addon, groundhog_upstream_connect_timeout=0.05)
+            stuck = hook_data()
+
+            async def connecting_forever() -> None:
+                addon.server_connect(stuck)  # mitmproxy runs the hook in the connecting task
+                await asyncio.Event().wait()
+
+            with pytest.raises(asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.create_task(connecting_forever()), timeout=30)
+            made = hook_data()
+
+            async def connecting_fine() -> str:
+                addon.server_connect(made)
+                addon.server_connected(made)
+                await asyncio.sleep(0.3)  # past the timeout: nothing may cancel us now
+                return "connected"
+
+            return await asyncio.create_task(connecting_fine())
+
+    assert asyncio.run(go()) == "connected"

@@ -88,10 +88,7 @@ def promises(results: dict[str, Any]) -> list[Row]:
     if results.get("crash"):
         rows += _crash_rows(results["crash"])
     for case in (results.get("world_faults") or {}).get("cases", []):
-        if case.get("recorded", True):
-            promise = f"world {case['case']}: recorded once, siblings share the bytes"
-        else:
-            promise = f"upstream {case['case']}: 502 upstream-failed problem, never recorded"
+        promise = f"world {case['case']}: recorded once, siblings share the bytes"
         rows.append(("faults", promise, case["held"]))
     if results.get("claim_takeover"):
         promise = "dead single-flight holder: a sibling takes over after the lease"

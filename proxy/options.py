@@ -9,7 +9,6 @@ from __future__ import annotations
 from mitmproxy.addonmanager import Loader
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
-DEFAULT_UPSTREAM_DEADLINE = 120.0
 
 
 def declare_options(loader: Loader) -> None:
@@ -53,7 +52,7 @@ def declare_options(loader: Loader) -> None:
     loader.add_option(
         "groundhog_upstream_deadline",
         float,
-        DEFAULT_UPSTREAM_DEADLINE,
+        120.0,
         "Seconds a recorded live call may take in all; past it the call is upstream-failed "
         "(timeout), or a stream already flowing continues unrecorded as passthrough.",
     )

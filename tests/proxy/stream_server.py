@@ -10,10 +10,12 @@ instead of passing it. Bodies are generated as they are written, never held.
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from tests.support.threaded_server import ThreadedServer
@@ -151,24 +153,36 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None) -> None:
         self.calls: Counter[str] = Counter()
         self.lock = threading.Lock()
         self.gate = threading.Event()
+        self.tls = tls
         super().__init__(("127.0.0.1", 0), _Handler)
+
+    def get_request(self):
+        sock, address = super().get_request()
+        if self.tls is not None:
+            sock = self.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        return sock, address
 
 
 class StreamUpstream(ThreadedServer):
-    """A running streaming upstream: `.url`, `.calls` (per path), `.gate`."""
+    """A running streaming upstream: `.url`, `.calls` (per path), `.gate`; TLS with `cert`."""
 
     _server: _Server
 
-    def __init__(self) -> None:
-        super().__init__(_Server())
+    def __init__(self, cert: tuple[Path, Path] | None = None) -> None:
+        tls = None
+        if cert is not None:
+            tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            tls.load_cert_chain(str(cert[0]), str(cert[1]))
+        self.scheme = "https" if tls else "http"
+        super().__init__(_Server(tls))
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
 
     @property
     def calls(self) -> Counter[str]:

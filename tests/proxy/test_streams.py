@@ -29,11 +29,14 @@ def world() -> Iterator[StreamUpstream]:
         yield server
 
 
-def client(stack: Stack, tape: str, branch: str, **headers: str) -> httpx.Client:
+def client(
+    stack: Stack, tape: str, branch: str, *, verify: str | bool = True, **headers: str
+) -> httpx.Client:
     return httpx.Client(
         proxy=stack.proxy.url,
         trust_env=False,
         timeout=60,
+        verify=verify,
         headers={"X-Groundhog-Tape": tape, "X-Groundhog-Branch": branch, **headers},
     )
 
@@ -180,13 +183,18 @@ def test_a_20_kib_response_header_reaches_the_worker_and_is_shared(
     ]
 
 
+@pytest.mark.parametrize("scheme", ["http", "https"])
 def test_an_upstream_past_its_deadline_is_an_upstream_failed_timeout(
-    tmp_path: Path, world: StreamUpstream
+    tmp_path: Path, upstream_cert: tuple[Path, Path], scheme: str
 ) -> None:
-    with running_stack(tmp_path, "--set", "groundhog_upstream_deadline=1") as stack:
+    # Over HTTPS the flow lives inside a CONNECT tunnel: the deadline must reach it there too.
+    with (
+        StreamUpstream(cert=upstream_cert if scheme == "https" else None) as slow,
+        running_stack(tmp_path, "--set", "groundhog_upstream_deadline=1") as stack,
+    ):
         tape = stack.open_tape()
-        with client(stack, tape, "root") as http:
-            late = http.get(f"{world.url}/slow?delay=4")
+        with client(stack, tape, "root", verify=str(stack.ca)) as http:
+            late = http.get(f"{slow.url}/slow?delay=4")
 
     assert late.status_code == 502
     assert late.headers["content-type"].startswith("application/problem+json")

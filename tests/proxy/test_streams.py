@@ -9,6 +9,7 @@ has read the first one through the proxy, so a proxy that buffered the body woul
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,7 +31,7 @@ def world() -> Iterator[StreamUpstream]:
 
 
 def client(
-    stack: Stack, tape: str, branch: str, *, verify: str | bool = True, **headers: str
+    stack: Stack, tape: str, branch: str, *, verify: ssl.SSLContext | bool = True, **headers: str
 ) -> httpx.Client:
     return httpx.Client(
         proxy=stack.proxy.url,
@@ -193,7 +194,9 @@ def test_an_upstream_past_its_deadline_is_an_upstream_failed_timeout(
         running_stack(tmp_path, "--set", "groundhog_upstream_deadline=1") as stack,
     ):
         tape = stack.open_tape()
-        with client(stack, tape, "root", verify=str(stack.ca)) as http:
+        with client(
+            stack, tape, "root", verify=ssl.create_default_context(cafile=str(stack.ca))
+        ) as http:
             late = http.get(f"{slow.url}/slow?delay=4")
 
     assert late.status_code == 502

@@ -27,16 +27,32 @@ DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="small run, about a minute")
+    parser.add_argument("--quick", action="store_true", help="small run, under a minute")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where to write results")
-    parser.add_argument("--world-url", help="a running worldsim (skip starting one)")
+    parser.add_argument("--world-url", help="a running cooperative worldsim (skip starting one)")
+    parser.add_argument(
+        "--uncooperative-world-url", help="a running worldsim started with --uncooperative"
+    )
+    parser.add_argument("--shop-world-url", help="a running worldsim --world shop")
+    parser.add_argument(
+        "--shop-uncooperative-world-url", help="a running worldsim --world shop --uncooperative"
+    )
+    parser.add_argument(
+        "--worlds-run",
+        default=None,
+        help="comma-separated worlds to run (default: research,shop; without shop URLs under "
+        "--world-url, research only)",
+    )
     parser.add_argument("--resolver-url", help="a running resolver")
-    parser.add_argument("--proxy-url", help="a running proxy")
+    parser.add_argument(
+        "--proxy-url", help="a running proxy, or several comma-separated (used in turn)"
+    )
     parser.add_argument("--worlds", type=int, help="worlds per condition (overrides the mode)")
     parser.add_argument("--workers", type=int, help="groups run concurrently")
     parser.add_argument(
-        "--no-speed", action="store_true", help="skip the speed rows (resolver_perf, proxy_perf)"
+        "--speed", action="store_true", help="also run the speed rows (resolver_perf, proxy_perf)"
     )
+    parser.add_argument("--no-speed", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--log-level", default="warning")
     return parser.parse_args(argv)
@@ -51,8 +67,15 @@ def build_config(args: argparse.Namespace) -> bench_config.BenchConfig:
         overrides["worlds"] = args.worlds
     if args.workers is not None:
         overrides["workers"] = max(1, args.workers)
-    if args.no_speed:
-        overrides["measure_speed"] = False
+    overrides["measure_speed"] = bool(args.speed) and not args.no_speed
+    if args.worlds_run:
+        chosen = tuple(name.strip() for name in args.worlds_run.split(",") if name.strip())
+        unknown = sorted(set(chosen) - set(bench_config.WORLDS))
+        if unknown or not chosen:
+            raise SystemExit(f"--worlds-run: choose from {', '.join(bench_config.WORLDS)}")
+        overrides["worlds_run"] = chosen
+    elif args.world_url and not args.shop_world_url:
+        overrides["worlds_run"] = ("research",)
     return replace(config, **overrides) if overrides else config
 
 
@@ -68,7 +91,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         console.print("give all three of --world-url, --resolver-url and --proxy-url, or none")
         return 2
     try:
-        services = connected_services(*urls) if all(urls) else started_services()
+        services = (
+            connected_services(
+                *urls,
+                uncooperative_world_url=args.uncooperative_world_url,
+                shop_world_url=args.shop_world_url,
+                shop_uncooperative_world_url=args.shop_uncooperative_world_url,
+            )
+            if all(urls)
+            else started_services()
+        )
         with services as running:
             results = run_benchmark(config, running, args.out, show_progress=not args.no_progress)
     except ServiceError as error:

@@ -13,10 +13,11 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 
 import httpx
 
-from worldsim import agent
+from worldsim import agent, shop_agent
 
 TAPE_HEADER = "X-Groundhog-Tape"
 BRANCH_HEADER = "X-Groundhog-Branch"
@@ -39,6 +40,8 @@ def outcome(rollout: agent.Rollout) -> AgentOutcome:
     """The fields the statistics use, and a digest of everything the reward came from."""
     record = json.dumps(rollout.to_json(), sort_keys=True, default=repr, separators=(",", ":"))
     observed = json.loads(record)
+    # The session token names the sandbox, not what the agent observed.
+    observed.pop("session", None)
     for step in observed["steps"]:
         # The decision header says how Groundhog served a reply, not what the agent observed.
         step.pop("decision", None)
@@ -52,10 +55,29 @@ def outcome(rollout: agent.Rollout) -> AgentOutcome:
     )
 
 
-def run(client: httpx.Client, base_url: str, headers: Mapping[str, str], strategy: str, seed: int):
-    """Run worldsim's agent for one strategy over ``client``; returns its outcome."""
+AGENTS: dict[str, ModuleType] = {"research": agent, "shop": shop_agent}
+
+
+def run(
+    client: httpx.Client,
+    base_url: str,
+    headers: Mapping[str, str],
+    strategy: str,
+    seed: int,
+    *,
+    epoch: int | None = None,
+    client_key: str | None = None,
+    world: str = "research",
+) -> AgentOutcome:
+    """Run ``world``'s agent for one strategy over ``client``; returns its outcome."""
     transport = agent.HttpTransport(client, base_url, headers)
-    return outcome(agent.run_rollout(transport, strategy, seed))
+    rollout = AGENTS[world].run_rollout(transport, strategy, seed, epoch=epoch, client=client_key)
+    return outcome(rollout)
+
+
+def bearer(session: str | None) -> dict[str, str]:
+    """The header that names a session's sandbox (none without a session)."""
+    return {"Authorization": f"Bearer {session}"} if session else {}
 
 
 class ProbeTransport:
@@ -66,24 +88,40 @@ class ProbeTransport:
     the tape, so without the probe B would fetch the post-write review live and look honest.
     """
 
-    def __init__(self, inner: agent.HttpTransport) -> None:
+    def __init__(self, inner: agent.HttpTransport, world: str = "research") -> None:
         self.inner = inner
+        self.world = world
 
     def send(
-        self, method: str, path: str, params: Sequence[tuple[str, str]], body: bytes | None
+        self,
+        method: str,
+        path: str,
+        params: Sequence[tuple[str, str]],
+        body: bytes | None,
+        headers: Mapping[str, str] | None = None,
     ) -> agent.Reply:
-        if method.upper() == "GET":
-            return self.inner.send(method, path, params, body)
-        brief = json.loads(body or b"{}")
-        payload = {"id": brief.get("id"), "revision": 1, "terms": []}
+        # Reads, and the session that names the probe's own sandbox, go to the world.
+        if method.upper() == "GET" or path == "/sessions":
+            return self.inner.send(method, path, params, body, headers)
+        payload = AGENTS[self.world].probe_write_reply(path, body)
         headers = {agent.LATENCY_HEADER: PROBE_WRITE_LATENCY}
         return agent.Reply(201, headers, json.dumps(payload).encode())
 
 
-def run_probe(client: httpx.Client, base_url: str, headers: Mapping[str, str], seed: int) -> None:
-    """Make the deepest strategy's reads (verify's) in the base state, and no write."""
-    transport = ProbeTransport(agent.HttpTransport(client, base_url, headers))
-    agent.run_rollout(transport, agent.Strategy.VERIFY, seed)
+def run_probe(
+    client: httpx.Client,
+    base_url: str,
+    seed: int,
+    *,
+    epoch: int | None = None,
+    client_key: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    world: str = "research",
+) -> None:
+    """Make the deepest strategy's reads in the base state, and no write."""
+    module = AGENTS[world]
+    transport = ProbeTransport(agent.HttpTransport(client, base_url, headers), world)
+    module.run_rollout(transport, module.PROBE_STRATEGY, seed, epoch=epoch, client=client_key)
 
 
 def attention_coefficient() -> float | None:

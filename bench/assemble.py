@@ -1,27 +1,53 @@
-"""Assemble a run's raw measurements into benchmark.json's structure, with its claims.
+"""Assemble a run's raw measurements into benchmark.json: cells, intervals and claim verdicts.
 
-The analysis computes rows; this module puts them together with the run's configuration,
-seeds, timings and raw data, and checks each headline claim against the rows (printing
-"not supported" where the data do not back it). Separate from collection so it can be run on
+A run measures *cells* — a world in one mode (cooperative: the ceiling; uncooperative: the
+headline). For each cell the analysis computes the rows; this module adds the intervals the
+protocol's gates need (bootstrap ratios, equivalence tests, exact rates, reshuffled sequential
+rows), applies the predeclared claims (bench/protocol.toml) and puts everything together with
+the configuration, seeds, timings and raw data. Separate from collection so it can be run on
 constructed measurements in tests.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from bench import analysis, stats
-from bench.config import BenchConfig
+from bench import analysis, claims, intervals, stats
+from bench.config import BenchConfig, for_world
 from bench.harness import Services
 
-GRPO_NOTE = (
-    "GRPO curves run on cached per-world, per-action rewards collected through the proxy "
-    "(one group per world); a group's repeated actions reuse the world's cached reward."
-)
+NOTES = [
+    "Staleness is graded by the world's oracle on every read a rollout was served: the read is "
+    "re-rendered with the exogenous draw it was served with against the asker's own sandbox; "
+    "different bytes are a lie. The resolver's own `stale` decisions are reported separately.",
+    "Siblings of a group run concurrently against one live world on one day (the slow state a "
+    "live service shares across simultaneous calls); per-call noise is not shared in (A).",
+    "Uncooperative: no X-Groundhog-* header reaches the world, it draws noise per call, "
+    "announces no dependency, and names each rollout's sandbox by a session token the rollout "
+    "obtains (POST /sessions, then Authorization: Bearer). (C) uses `rules` written from the "
+    "world's public routes. Cooperative: the proxy sends the world seed and occurrence, the "
+    "world announces hints and (C) uses `hints` — the ceiling.",
+    "Intervals are 95% (percentile bootstrap over worlds for variance ratios, 2000 resamples; "
+    "Clopper-Pearson for rates; normal for means). `±` in the table is one standard error.",
+    "Sequential rows are the median and IQR over reshuffled orderings of the same worlds.",
+    "What was tuned: the research world's constants (attention sd about nine times the "
+    "verify-deep gap, slow/per-call split) are declared design inputs, chosen to make the "
+    "effect visible as in the prototype, and declared in bench/protocol.toml before this "
+    "protocol's first run; nothing was tuned on this run's results.",
+    "The uncooperative ceiling is the cooperative cell's: per-call noise makes no live contrast "
+    "coupled in the uncooperative world.",
+    "The shop world (worldsim/shop.py) differs in structure: much of its exogenous noise is drawn "
+    "by writes (the checkout's quote and shipping fee), which are always live, so no proxy can "
+    "share it; its write-read dependency is the cart's offer. Its constants and claims were "
+    "declared in bench/protocol.toml before its first benchmark run.",
+]
+
+
+def _estimate(value: stats.Estimate | None) -> dict[str, float] | None:
+    return None if value is None else {"value": value.value, "stderr": value.stderr}
 
 
 def _dependency_rows(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -33,131 +59,175 @@ def _dependency_rows(raw: Mapping[str, Any]) -> dict[str, Any]:
         precision, recall = stats.precision_recall(predicted, actual) if pairs else (None, None)
         rows[model] = {
             "precision": precision,
+            "precision_note": None
+            if sum(predicted)
+            else "undefined: the model flagged no read after a write as changed",
             "recall": recall,
             "reads_scored": len(pairs),
             "oracle_changed": int(sum(actual)),
+            "lies": intervals.rate(data["oracle_stale"], data["oracle_reads"]),
             "live_calls_per_group": data["live_calls_per_group"],
         }
     return rows
 
 
-def _bias_text(bias: Mapping[str, float] | None) -> str:
-    if not bias:
-        return "no data"
-    z = bias["value"] / bias["stderr"] if bias["stderr"] else math.inf
-    return f"bias {bias['value']:+.3f} ± {bias['stderr']:.3f} (z = {z:+.1f})"
-
-
-def _claims(results: Mapping[str, Any], config: BenchConfig) -> list[dict[str, Any]]:
-    conditions = results["conditions"]
-    naive, replay, groundhog = (conditions.get(name, {}) for name in config.conditions)
-    reference = results["reference"]
-    claims = []
-
-    def claim(text: str, supported: bool, evidence: str) -> None:
-        claims.append({"claim": text, "supported": bool(supported), "evidence": evidence})
-
-    levene = groundhog.get("levene_vs_naive") or {}
-    reduction = groundhog.get("reduction_vs_naive")
-    claim(
-        "(C) has lower advantage-contrast variance than (A) (Levene p < 0.01)",
-        bool(levene) and levene["p"] < 0.01 and (reduction or 0) > 1,
-        f"reduction {reduction:.1f}x, Levene p = {levene.get('p', math.nan):.2g}"
-        if reduction
-        else "no data",
-    )
-    ceiling = reference.get("ceiling")
-    below = groundhog.get("levene_vs_estimand")
-    if ceiling and reduction and below:
-        claim(
-            "(C) removes no variation of the estimand itself (reduction within the ceiling)",
-            reduction <= ceiling or below["p"] >= 0.01,
-            f"reduction {reduction:.1f}x vs ceiling {ceiling:.1f}x; Levene against the "
-            f"coupled live contrasts p = {below['p']:.2g}",
+def _grpo(runs: Mapping[str, list[dict[str, Any]]], best: int, threshold: float) -> dict[str, Any]:
+    summary: dict[str, Any] = {}
+    finals: dict[str, list[float]] = {}
+    for condition, seeds in runs.items():
+        finals[condition] = [run["probabilities"][-1][best] for run in seeds]
+        reached = sum(1 for value in finals[condition] if value >= threshold)
+        summary[condition] = {
+            "final_best_probability": finals[condition],
+            "mean_final_best": intervals.mean_difference(finals[condition], [0.0])
+            if len(finals[condition]) > 1
+            else None,
+            "reached_threshold": intervals.rate(reached, len(finals[condition])),
+            "steps": len(seeds[0]["probabilities"]) - 1 if seeds else 0,
+        }
+    if len(finals.get("groundhog", [])) > 1 and len(finals.get("replay", [])) > 1:
+        summary["groundhog_minus_replay"] = intervals.mean_difference(
+            finals["groundhog"], finals["replay"]
         )
-    for name, row, expected in (("(A)", naive, "unbiased"), ("(C)", groundhog, "unbiased")):
-        claim(
-            f"{name} is unbiased against the live reference",
-            row.get("verdict") == expected,
-            _bias_text(row.get("bias")),
-        )
-    bias_b = replay.get("bias")
-    claim(
-        "(B) is biased negative against the live reference",
-        bool(bias_b) and replay.get("verdict") == "biased" and bias_b["value"] < 0,
-        _bias_text(bias_b),
-    )
-    equivalence = groundhog.get("exact_equivalence")
-    claim(
-        "(C) reproduces a live rollout bit for bit",
-        bool(equivalence) and equivalence["identical"] == equivalence["total"],
-        f"{equivalence['identical']}/{equivalence['total']} identical, max |diff| "
-        f"{equivalence['max_abs_diff']:.3g}"
-        if equivalence
-        else "no data",
-    )
-    claim(
-        "(C) never serves a stale read (lie rate 0%)",
-        groundhog.get("lie_rate") == 0.0,
-        f"lie rate {groundhog.get('lie_rate')}",
-    )
-    repro = results.get("reproducibility")
-    claim(
-        "Recording the same world twice gives identical digests",
-        bool(repro) and repro["identical"] == repro["total"] and repro["total"] > 0,
-        f"{repro['identical']}/{repro['total']} identical" if repro else "no data",
-    )
-    stable_c = groundhog.get("stable_rollouts")
-    claim(
-        "(C) reaches a stable correct answer within the run's horizon",
-        stable_c is not None,
-        f"{stable_c} rollouts" if stable_c else f"not within {config.rollouts_horizon} rollouts",
-    )
-    return claims
+    return summary
 
 
-def assemble(
-    config: BenchConfig, raw: Mapping[str, Any], *, run_id: str, services: Services
+def assemble_cell(
+    config: BenchConfig, raw: Mapping[str, Any], *, cooperative: bool, margin: float
 ) -> dict[str, Any]:
-    """The full results dictionary written to benchmark.json."""
+    """One cell's rows, intervals and gate metrics."""
     reference = analysis.analyze_reference(raw["reference"], config)
     truth = reference["contrast"]
-    truth_sign = int(np.sign(truth["value"])) if truth else 1
+    truth_sign = int(np.sign(truth["value"])) if truth and truth["value"] else 1
     rows: dict[str, dict[str, Any]] = {}
     contrasts: dict[str, np.ndarray] = {}
     rewards: dict[str, np.ndarray] = {}
     for name, data in raw["conditions"].items():
         rows[name], contrasts[name] = analysis.analyze_condition(data, config, truth_sign)
         rewards[name] = data.matrix("reward")
+        oracle = data.oracle
+        rows[name]["lies"] = intervals.rate(oracle.stale, oracle.reads)
+        rows[name]["lie_rate"] = rows[name]["lies"]["value"]
+        rows[name]["ungraded_reads"] = oracle.ungraded
+        blind = intervals.rate(oracle.rollouts_blind, oracle.rollouts_reading_after_write)
+        rows[name]["blind"] = blind
+        rows[name]["blind_to_own_write"] = blind["value"]
+        rows[name]["resolver_stale_decisions"] = data.totals.lies
+        rows[name]["sequential"] = intervals.reshuffled_sequential(
+            contrasts[name],
+            truth_sign=truth_sign,
+            per_sample=config.rollouts_per_contrast,
+            alpha=config.alpha,
+            min_samples=config.min_samples,
+        )
     analysis.add_comparisons(rows, contrasts, reference)
-    naive_variance = rows.get("naive", {}).get("contrast_variance")
-    estimand = reference["estimand_variance"]["value"]
-    reference["ceiling"] = (
-        stats.endogenous_ceiling(naive_variance, estimand) if naive_variance else None
-    )
     coupled = reference.pop("coupled_contrasts")
-    for name, values in contrasts.items():
-        if name != "naive" and len(coupled) > 1:
-            statistic, pvalue = stats.levene(values, coupled)
-            rows[name]["levene_vs_estimand"] = {"statistic": statistic, "p": pvalue}
-    best = config.actions.index(reference["best_action"])
-    summaries, curves = analysis.analyze_grpo(rewards, config, best)
-    for name, summary in summaries.items():
-        rows[name]["grpo"] = summary
+    if "naive" in contrasts:
+        for name, values in contrasts.items():
+            rows[name]["reduction"] = intervals.variance_ratio(
+                contrasts["naive"], values, paired=True
+            )
+        if cooperative and len(coupled) > 1:
+            reference["ceiling_interval"] = intervals.variance_ratio(
+                contrasts["naive"], coupled, paired=False
+            )
+            reference["ceiling"] = reference["ceiling_interval"]["value"]
+    for row in rows.values():
+        if row.get("bias"):
+            bias = stats.Estimate(**row["bias"])
+            row["bias_interval"] = intervals.normal_interval(bias)
+            row["equivalence"] = intervals.equivalence(bias, margin, alpha=config.alpha)
     for name, checks in raw.get("equivalence", {}).items():
-        rows[name]["exact_equivalence"] = analysis.analyze_equivalence(checks)
-    if "naive" in rows:
-        # Every naive read goes live with the branch's own noise: it is the live world.
-        rows["naive"]["exact_equivalence"] = {"is_live_world": True}
+        summary = analysis.analyze_equivalence(checks)
+        rows[name]["exact_equivalence"] = summary
+        if summary:
+            rows[name]["exact"] = intervals.rate(summary["identical"], summary["total"])
     repro_pairs = raw.get("reproducibility") or []
-    results: dict[str, Any] = {
+    best = config.actions.index(reference["best_action"])
+    cell: dict[str, Any] = {
+        "cooperative": cooperative,
+        "reference": reference,
+        "conditions": rows,
+        "group_size_curve": raw.get("curve"),
+        "dependency_models": _dependency_rows(raw.get("dependency_models") or {}),
+        "reproducibility": {
+            "identical": sum(1 for first, second in repro_pairs if first == second),
+            "total": len(repro_pairs),
+            "digests": [list(pair) for pair in repro_pairs],
+        },
+        "grpo": _grpo(raw["grpo"], best, config.grpo_threshold) if raw.get("grpo") else None,
+        "timings_seconds": raw.get("timings", {}),
+        "raw": {
+            "contrasts": {name: values.tolist() for name, values in contrasts.items()},
+            "coupled_live_contrasts": coupled,
+            "rewards": {name: table.tolist() for name, table in rewards.items()},
+            "grpo_runs": raw.get("grpo"),
+        },
+    }
+    return cell
+
+
+def gate_metrics(cell: Mapping[str, Any], ceiling: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The named metrics the protocol's gates read, for one cell."""
+    rows = cell["conditions"]
+    metrics: dict[str, Any] = {}
+    for name, row in rows.items():
+        metrics[f"{name}.reduction"] = row.get("reduction")
+        metrics[f"{name}.equivalence"] = row.get("equivalence")
+        metrics[f"{name}.lies"] = row.get("lies")
+        metrics[f"{name}.bias"] = row.get("bias_interval")
+        metrics[f"{name}.exact"] = row.get("exact")
+    for model, row in cell["dependency_models"].items():
+        metrics[f"models.{model}.lies"] = row["lies"]
+    metrics["ceiling"] = ceiling
+    repro = cell["reproducibility"]
+    if repro["total"]:
+        metrics["reproducibility"] = intervals.rate(repro["identical"], repro["total"])
+    if cell.get("grpo"):
+        metrics["grpo.groundhog_minus_replay"] = cell["grpo"].get("groundhog_minus_replay")
+    return metrics
+
+
+def assemble(
+    config: BenchConfig,
+    raws: Mapping[str, Mapping[str, Any]],
+    *,
+    run_id: str,
+    services: Services,
+    speed: Any = None,
+) -> dict[str, Any]:
+    """The full results dictionary written to benchmark.json."""
+    protocol = claims.load()
+    margin = float(protocol["constants"]["bias_margin"])
+    cells = {}
+    for name, raw in raws.items():
+        kind, mode = name.split("/")
+        cells[name] = assemble_cell(
+            for_world(config, kind), raw, cooperative=mode == "cooperative", margin=margin
+        )
+        cells[name]["world"] = kind
+        cells[name]["actions"] = list(for_world(config, kind).actions)
+        cells[name]["contrast"] = [
+            for_world(config, kind).better_action,
+            for_world(config, kind).worse_action,
+        ]
+    metrics = {}
+    for name, cell in cells.items():
+        ceiling_cell = cells.get(f"{cell['world']}/cooperative", {})
+        ceiling = ceiling_cell.get("reference", {}).get("ceiling_interval")
+        metrics[name] = gate_metrics(cell, ceiling)
+    return {
         "meta": {
-            "version": 1,
+            "version": 2,
             "run_id": run_id,
             "quick": config.quick,
             "config": config.to_json(),
+            "protocol_version": protocol.get("version"),
             "services": {
                 "world_url": services.world_url,
+                "uncooperative_world_url": services.uncooperative_world_url,
+                "shop_world_url": services.shop_world_url,
+                "shop_uncooperative_world_url": services.shop_uncooperative_world_url,
                 "resolver_url": services.resolver_url,
                 "proxy_url": services.proxy_url,
             },
@@ -174,45 +244,12 @@ def assemble(
                 "agent_seed_base": config.agent_seed,
                 "grpo_seeds": list(config.grpo_seeds),
             },
-            "timings_seconds": raw.get("timings", {}),
-            "notes": [
-                GRPO_NOTE,
-                "Rollouts to significance count the two rollouts (better and worse action) of "
-                "each world's contrast; significance is a two-sided one-sample t-test at "
-                f"alpha = {config.alpha}.",
-                "The live reference runs worldsim's agent straight against the world (no proxy);"
-                " its contrast uses a control variate on the observed attention draw "
-                + (
-                    "with the agent's published coefficient."
-                    if reference["attention_coefficient"] is not None
-                    else "with the coefficient estimated by regression (the agent publishes none)."
-                ),
-                "The endogenous ceiling is (A)'s contrast variance over the variance of the "
-                "coupled live contrast (both actions in the same live world): what remains when "
-                "every exogenous draw is shared.",
-                "Every statistic is a deterministic function of the configuration: world, agent "
-                "and GRPO seeds are fixed and branch names carry no run id. Tape digests also "
-                "depend on the world's address (host and port are part of request keys).",
-                "(B) and (C) groups start with a prefix probe: a read-only pass of the deepest "
-                "strategy's reads on a sibling branch, recording the base world once.",
-            ],
+            "timings_seconds": {
+                name: cell["timings_seconds"].get("total") for name, cell in cells.items()
+            },
+            "notes": NOTES,
         },
-        "reference": reference,
-        "conditions": rows,
-        "group_size_curve": raw.get("curve"),
-        "dependency_models": _dependency_rows(raw.get("dependency_models") or {}),
-        "reproducibility": {
-            "identical": sum(1 for first, second in repro_pairs if first == second),
-            "total": len(repro_pairs),
-            "digests": [list(pair) for pair in repro_pairs],
-        },
-        "speed": raw.get("speed"),
-        "raw": {
-            "contrasts": {name: values.tolist() for name, values in contrasts.items()},
-            "coupled_live_contrasts": coupled,
-            "rewards": {name: table.tolist() for name, table in rewards.items()},
-            "grpo_best_probability": curves,
-        },
+        "cells": cells,
+        "speed": speed,
+        "claims": claims.evaluate_all(protocol, metrics),
     }
-    results["claims"] = _claims(results, config)
-    return results

@@ -27,6 +27,7 @@ from bench.measurements import (
 Advance = Callable[[int], None]
 
 RULES: list[dict[str, Any]] = [
+    {"method": "POST", "path": "/sessions", "reads": [], "writes": ["sessions"]},
     {"method": "GET", "path": "/search", "reads": ["index:{query.q}"], "writes": []},
     {"method": "GET", "path": "/docs/{id}", "reads": ["doc:{id}"], "writes": []},
     {"method": "GET", "path": "/review", "reads": ["review:{query.doc}"], "writes": []},
@@ -39,12 +40,33 @@ RULES: list[dict[str, Any]] = [
         "writes": ["doc:{body.id}", "review:{body.id}", "index:{body.topic}"],
     },
 ]
-"""Route rules for the world, written from its API as a user would (not from its oracle)."""
+"""Route rules for the research world, written from its API as a user would (not its oracle)."""
+
+SHOP_RULES: list[dict[str, Any]] = [
+    {"method": "POST", "path": "/sessions", "reads": [], "writes": ["sessions"]},
+    {"method": "GET", "path": "/catalog", "reads": [], "writes": []},
+    {"method": "GET", "path": "/items/{id}", "reads": [], "writes": []},
+    {"method": "GET", "path": "/cart", "reads": ["cart"], "writes": []},
+    {"method": "POST", "path": "/cart", "reads": [], "writes": ["cart"]},
+    {"method": "POST", "path": "/checkout", "reads": [], "writes": ["cart", "orders"]},
+]
+"""Route rules for the shop, from its public routes: quotes read no state; the cart is state."""
+
+
+def rules_for(context: RunContext) -> list[dict[str, Any]]:
+    return SHOP_RULES if context.world_kind == "shop" else RULES
 
 
 def _pool_map[T, R](function: Callable[[T], R], items: Iterable[T], workers: int) -> list[R]:
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         return list(pool.map(function, items))
+
+
+def groundhog_model(context: RunContext, config: BenchConfig) -> str:
+    """(C)'s dependency model: `hints` only where the world announces them (the ceiling)."""
+    if context.cooperative:
+        return config.cooperative_model
+    return config.uncooperative_model
 
 
 def world_seeds(config: BenchConfig, count: int, offset: int = 0) -> list[int]:
@@ -56,7 +78,7 @@ def collect_condition(
 ) -> tuple[ConditionData, list[GroupResult]]:
     """One group per world, one branch per action, for one condition."""
     data = ConditionData(name=mode, actions=config.actions)
-    model = "closure" if mode == "naive" else config.groundhog_dependency_model
+    model = "closure" if mode == "naive" else groundhog_model(context, config)
 
     def one(world_seed: int) -> GroupResult:
         group = run_group(
@@ -69,6 +91,7 @@ def collect_condition(
             strategies=config.actions,
             seed_base=config.agent_seed,
             probe=mode != "naive",
+            rules=rules_for(context) if model == "rules" else (),
         )
         advance(1)
         return group
@@ -82,6 +105,7 @@ def collect_condition(
     for group in groups:
         data.totals.add(group.report.get("totals", {}))
         for branch in group.branches:
+            data.oracle.add(branch.grades)
             data.rollouts.append(
                 Rollout(
                     world_seed=group.world_seed,
@@ -115,7 +139,7 @@ def collect_reference(context: RunContext, config: BenchConfig, advance: Advance
             outcomes[strategy] = run_live(
                 context,
                 world_seed=world_seed,
-                branch=f"live-{world_seed}-{index}",
+                client_key=f"live-{world_seed}-{index}",
                 strategy=strategy,
                 seed=agent_seed(config.agent_seed, world_seed, index),
             )
@@ -155,7 +179,7 @@ def check_equivalence(
             live = run_live(
                 context,
                 world_seed=group.world_seed,
-                branch=f"eq-{branch.branch.replace('/', '-')}",
+                client_key=f"eq-{branch.branch.replace('/', '-')}",
                 strategy=branch.strategy,
                 seed=branch.agent_seed,
             )
@@ -183,7 +207,7 @@ def collect_group_size_curve(
     curve: dict[str, list[float]] = {mode: [] for mode in config.conditions}
     offset = 10 * config.worlds
     for mode in config.conditions:
-        model = "closure" if mode == "naive" else config.groundhog_dependency_model
+        model = "closure" if mode == "naive" else groundhog_model(context, config)
         for size in config.group_sizes:
             strategies = [config.actions[index % len(config.actions)] for index in range(size)]
             before = context.world.total_calls()
@@ -198,6 +222,7 @@ def collect_group_size_curve(
                     strategies=strategies,
                     seed_base=config.agent_seed,
                     probe=mode != "naive",
+                    rules=rules_for(context) if model == "rules" else (),
                 )
                 advance(1)
             spent = context.world.total_calls() - before
@@ -211,8 +236,10 @@ def collect_dependency_models(
     """Each model's fingerprints on reads after a write, against the world's oracle."""
     results: dict[str, Any] = {}
     offset = 20 * config.worlds
-    for model in config.dependency_models:
+    models = [m for m in config.dependency_models if context.cooperative or m != "hints"]
+    for model in models:
         pairs: list[tuple[bool, bool]] = []
+        stale = reads = 0
         before = context.world.total_calls()
         for world_seed in world_seeds(config, config.dependency_worlds, offset):
             group = run_group(
@@ -225,14 +252,20 @@ def collect_dependency_models(
                 strategies=config.actions,
                 seed_base=config.agent_seed,
                 probe=True,
-                judge=True,
                 reread=True,
-                rules=RULES if model == "rules" else (),
+                rules=rules_for(context) if model == "rules" else (),
             )
             pairs.extend(group.judged)
+            reads += sum(branch.grades.reads for branch in group.branches)
+            stale += sum(branch.grades.stale for branch in group.branches)
             advance(1)
         spent = context.world.total_calls() - before
-        results[model] = {"pairs": pairs, "live_calls_per_group": spent / config.dependency_worlds}
+        results[model] = {
+            "pairs": pairs,
+            "live_calls_per_group": spent / config.dependency_worlds,
+            "oracle_reads": reads,
+            "oracle_stale": stale,
+        }
     return results
 
 
@@ -251,11 +284,13 @@ def collect_reproducibility(
                 tape=tape,
                 world_seed=world_seed,
                 mode="groundhog",
-                dependency_model=config.groundhog_dependency_model,
+                dependency_model=groundhog_model(context, config),
                 strategies=config.actions,
                 seed_base=config.agent_seed,
                 probe=True,
                 branch_label=f"repro-{world_seed}",
+                rules=rules_for(context) if groundhog_model(context, config) == "rules" else (),
+                concurrent=False,
             )
             pair.append(context.admin.digest(tape).digest)
         digests.append((pair[0], pair[1]))

@@ -7,10 +7,19 @@ what a run measured, and a quick run can never be mistaken for a full one.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 ACTIONS: tuple[str, ...] = ("guess", "skim", "deep", "verify")
+# Each world's actions and the contrast the benchmark measures (better minus worse).
+WORLDS: dict[str, dict[str, object]] = {
+    "research": {"actions": ACTIONS, "better_action": "verify", "worse_action": "deep"},
+    "shop": {
+        "actions": ("impulse", "compare", "deal"),
+        "better_action": "deal",
+        "worse_action": "compare",
+    },
+}
 CONDITIONS: tuple[str, ...] = ("naive", "replay", "groundhog")
 
 
@@ -28,9 +37,10 @@ class BenchConfig:
     curve_worlds: int
     dependency_worlds: int
     grpo_steps: int
-    grpo_learning_rate: float = 0.5
+    grpo_fresh_steps: int = 3
+    grpo_learning_rate: float = 1.0
     grpo_threshold: float = 0.9
-    grpo_seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    grpo_seeds: tuple[int, ...] = (0, 1, 2)
     alpha: float = 0.05
     min_samples: int = 5
     first_world_seed: int = 1000
@@ -38,14 +48,17 @@ class BenchConfig:
     agent_seed: int = 7
     better_action: str = "verify"
     worse_action: str = "deep"
-    groundhog_dependency_model: str = "hints"
+    cooperative_model: str = "hints"
+    uncooperative_model: str = "rules"
+    modes: tuple[str, ...] = ("uncooperative", "cooperative")
+    worlds_run: tuple[str, ...] = ("research", "shop")
     dependency_models: tuple[str, ...] = ("closure", "path", "rules", "hints")
-    workers: int = 1
-    reference_workers: int = 2
+    workers: int = 2
+    reference_workers: int = 3
     actions: tuple[str, ...] = ACTIONS
     conditions: tuple[str, ...] = CONDITIONS
     rollouts_per_contrast: int = 2
-    measure_speed: bool = True
+    measure_speed: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -63,31 +76,47 @@ class BenchConfig:
         return data
 
 
+def for_world(config: BenchConfig, world: str) -> BenchConfig:
+    """``config`` with ``world``'s actions and contrast."""
+    return replace(config, **WORLDS[world])  # type: ignore[arg-type]
+
+
 def full_config() -> BenchConfig:
+    """The committed run's sizes: both worlds in both modes in about 20 minutes on a shared,
+    loaded 2-core machine (intervals are correspondingly wide; larger runs take --worlds)."""
     return BenchConfig(
         quick=False,
-        worlds=400,
-        reference_pairs=1200,
-        reference_ranking_worlds=200,
-        equivalence_worlds=25,
-        reproducibility_runs=20,
-        group_sizes=(1, 2, 4, 8, 16),
-        curve_worlds=3,
-        dependency_worlds=20,
-        grpo_steps=800,
+        worlds=24,
+        reference_pairs=50,
+        reference_ranking_worlds=12,
+        equivalence_worlds=5,
+        reproducibility_runs=2,
+        group_sizes=(1, 2, 4),
+        curve_worlds=1,
+        dependency_worlds=3,
+        grpo_steps=0,
+        grpo_fresh_steps=4,
+        grpo_seeds=tuple(range(5)),
     )
 
 
 def quick_config() -> BenchConfig:
+    """A smoke run: the research world in both modes, the fewest worlds the statistics accept.
+
+    The shop joins with `--worlds-run research,shop`. Its numbers are directions, not results.
+    """
     return BenchConfig(
         quick=True,
-        worlds=24,
-        reference_pairs=60,
-        reference_ranking_worlds=24,
-        equivalence_worlds=4,
-        reproducibility_runs=2,
-        group_sizes=(1, 2, 4, 8),
-        curve_worlds=1,
+        worlds=8,
+        reference_pairs=8,
+        reference_ranking_worlds=4,
+        equivalence_worlds=2,
+        reproducibility_runs=1,
+        group_sizes=(),
+        curve_worlds=0,
         dependency_worlds=1,
-        grpo_steps=400,
+        grpo_steps=0,
+        grpo_fresh_steps=2,
+        grpo_seeds=(0, 1),
+        worlds_run=("research",),
     )

@@ -1,15 +1,19 @@
-"""Run one rollout group through the real proxy: open a tape, fork, probe, run each branch.
+"""Run one rollout group through the real proxy: open a tape, fork, probe, run the siblings.
 
-A group is the unit the benchmark measures: one world seed, one tape, a fork of branches that
-each run worldsim's agent through the proxy. Doing it in one function means every condition,
-the group-size curve, the dependency models and the reproducibility check run groups the same
-way, and each group's world sandboxes are dropped afterwards (the world caps them).
+A group is the unit the benchmark measures: one world seed (the day the group runs on), one
+tape, a fork of branches that each run the agent through the proxy, *concurrently*, as a GRPO
+group runs against a live service. Every read a branch is served is graded by the world's
+oracle at once (by its X-Request-Id, against the branch's own session): the lie rate comes from
+the world, never from the resolver's account of what it did. Each group's sandboxes are dropped
+afterwards (the world caps them).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,24 +24,47 @@ from bench.world_client import WorldControl
 from groundhog.client import Groundhog
 
 PROBE_BRANCH = "probe"
-OCCURRENCE_HEADER = "x-groundhog-occurrence"
 FINGERPRINT_HEADER = "x-groundhog-fingerprint"
+REQUEST_ID_HEADER = "x-request-id"
 CLIENT_TIMEOUT = 120.0
 
 
 @dataclass(frozen=True)
 class RunContext:
-    """The services and identity every group of one benchmark run uses."""
+    """The services and identity every group of one benchmark cell uses."""
 
     admin: Groundhog
     world: WorldControl
     world_url: str
     proxy_url: str
     run_id: str
+    cooperative: bool = True
+    world_kind: str = "research"
+    # Extra tape settings that make the world's session credentials interchangeable (empty when
+    # the resolver keys no credential at all): see bench/credentials.py.
+    credential_settings: dict[str, Any] = field(default_factory=dict)
 
     @property
     def world_host(self) -> str:
         return str(httpx.URL(self.world_url).host)
+
+    def proxy_for(self, index: int) -> str:
+        """Branch ``index``'s proxy: several (comma-separated) are used in turn, so siblings
+        of one group go through different proxies and resolver replicas."""
+        proxies = [url.strip() for url in self.proxy_url.split(",") if url.strip()]
+        return proxies[index % len(proxies)]
+
+
+@dataclass
+class Grades:
+    """The oracle's verdicts on one branch's served reads."""
+
+    reads: int = 0
+    stale: int = 0
+    reads_after_write: int = 0
+    stale_after_write: int = 0
+    ungraded: int = 0
+    pairs: list[tuple[bool, bool]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -46,17 +73,21 @@ class BranchResult:
     strategy: str
     agent_seed: int
     outcome: agent_adapter.AgentOutcome
+    grades: Grades
 
 
 @dataclass
 class GroupResult:
-    """What one group produced: each branch's outcome, the tape's report, oracle judgments."""
+    """What one group produced: each branch's outcome and grades, and the tape's report."""
 
     tape: str
     world_seed: int
     branches: list[BranchResult] = field(default_factory=list)
     report: dict[str, Any] = field(default_factory=dict)
-    judged: list[tuple[bool, bool]] = field(default_factory=list)
+
+    @property
+    def judged(self) -> list[tuple[bool, bool]]:
+        return [pair for branch in self.branches for pair in branch.grades.pairs]
 
 
 def agent_seed(base: int, world_seed: int, index: int) -> int:
@@ -64,35 +95,46 @@ def agent_seed(base: int, world_seed: int, index: int) -> int:
     return base * 1_000_003 + world_seed * 64 + index
 
 
-class _Judge:
-    """Collects (fingerprint non-empty, oracle says changed) for each read after a write."""
+class Grader:
+    """Response hook: learns the branch's session, and grades every served read by the oracle.
 
-    def __init__(self, world: WorldControl, branch: str, seed: int) -> None:
+    A read is graded right after it is served, before the branch's next call, so the oracle
+    compares it with the branch's state at that moment. ``pairs`` collects (fingerprint
+    non-empty, oracle says the branch's writes changed it) for reads after a write.
+    """
+
+    def __init__(self, world: WorldControl, *, enabled: bool = True) -> None:
         self.world = world
-        self.branch = branch
-        self.seed = seed
+        self.enabled = enabled
+        self.session: str | None = None
         self.written = False
-        self.pairs: list[tuple[bool, bool]] = []
+        self.grades = Grades()
+        self._lock = threading.Lock()
 
     def __call__(self, response: httpx.Response) -> None:
         request = response.request
         if request.method != "GET":
-            self.written = self.written or response.status_code < 400
+            if request.url.path == "/sessions" and response.status_code == 201:
+                response.read()
+                self.session = str(response.json()["session"])
+            elif response.status_code < 400:
+                self.written = True
             return
-        if not self.written:
+        if not self.enabled:
             return
-        occurrence = int(response.headers.get(OCCURRENCE_HEADER, "0"))
-        query = [[name, value] for name, value in request.url.params.multi_items()]
-        read = {
-            "branch": self.branch,
-            "path": request.url.path,
-            "query": query,
-            "occurrence": occurrence,
-            "seed": self.seed,
-        }
-        changed = self.world.judge([read])[0]
-        predicted = response.headers.get(FINGERPRINT_HEADER, "") != ""
-        self.pairs.append((predicted, changed))
+        rid = response.headers.get(REQUEST_ID_HEADER)
+        if rid is None or self.session is None:
+            self.grades.ungraded += 1
+            return
+        verdict = self.world.grade([{"request_id": rid, "sandbox": self.session}])[0]
+        grades = self.grades
+        grades.reads += 1
+        grades.stale += int(verdict["stale"])
+        if self.written:
+            grades.reads_after_write += 1
+            grades.stale_after_write += int(verdict["stale"])
+            predicted = response.headers.get(FINGERPRINT_HEADER, "") != ""
+            grades.pairs.append((predicted, bool(verdict["changed"])))
 
 
 class _ReadLog:
@@ -112,13 +154,29 @@ def proxied_client(
     branch: str,
     hooks: list[Any],
     request_hooks: list[Any] | None = None,
+    index: int = 0,
 ) -> httpx.Client:
     return httpx.Client(
-        proxy=context.proxy_url,
+        proxy=context.proxy_for(index),
         trust_env=False,
         timeout=CLIENT_TIMEOUT,
         headers={agent_adapter.TAPE_HEADER: tape, agent_adapter.BRANCH_HEADER: branch},
         event_hooks={"response": hooks, "request": request_hooks or []},
+    )
+
+
+def open_group_tape(
+    context: RunContext, tape: str, world_seed: int, mode: str, model: str, rules: Sequence[Any]
+) -> None:
+    """A tape for one group; only a cooperative world's host is named cooperative."""
+    context.admin.open_tape(
+        tape,
+        world_seed,
+        mode=mode,
+        dependency_model=model,
+        cooperative_hosts=[context.world_host] if context.cooperative else [],
+        rules=list(rules),
+        **context.credential_settings,
     )
 
 
@@ -132,66 +190,101 @@ def run_group(
     strategies: Sequence[str],
     seed_base: int,
     probe: bool,
-    judge: bool = False,
     reread: bool = False,
     rules: Sequence[dict[str, Any]] = (),
     branch_label: str,
+    concurrent: bool = True,
 ) -> GroupResult:
-    """Open ``tape``, fork one branch per strategy (plus the probe), run them in order.
+    """Open ``tape``, fork one branch per strategy (plus the probe), run the siblings.
 
-    Branch names start with ``branch_label``: the world keys its sandboxes by branch name
-    alone, so concurrent groups need distinct labels, while two recordings of the same world
-    must use the same one. Labels carry no run id, so naive mode's branch-salted noise, and
-    with it every statistic, is the same in every run of the same configuration. Each group's
-    sandboxes are dropped when it ends, standing in for the environment's rollback. With
-    ``reread`` each branch, after its rollout, reads every URL it read once more: reads after
-    its writes, for scoring the dependency model against the oracle (``judge``).
+    Siblings run concurrently unless ``concurrent`` is false (the reproducibility check runs
+    them in order). Each branch obtains its own session on day ``world_seed`` with an
+    idempotency key from ``branch_label``, so two recordings of one world use the same names.
+    With ``reread`` each branch, after its rollout, reads every URL it read once more: reads
+    after its writes, for scoring the dependency model against the oracle.
     """
-    context.admin.open_tape(
-        tape,
-        world_seed,
-        mode=mode,
-        dependency_model=dependency_model,
-        cooperative_hosts=[context.world_host],
-        rules=list(rules),
-    )
+    open_group_tape(context, tape, world_seed, mode, dependency_model, rules)
     stem = f"{branch_label}-"
     names = [f"{stem}{index}-{strategy}" for index, strategy in enumerate(strategies)]
     if probe:
         names.append(f"{stem}{PROBE_BRANCH}")
     branches = context.admin.fork(tape, "root", names, shim_counters=None).branches
     result = GroupResult(tape=tape, world_seed=world_seed)
+    sessions: list[str] = []
     try:
         if probe:
-            with proxied_client(context, tape, branches[-1], []) as client:
+            grader = Grader(context.world, enabled=False)
+            with proxied_client(context, tape, branches[-1], [grader]) as client:
                 seed = agent_seed(seed_base, world_seed, len(strategies))
-                agent_adapter.run_probe(client, context.world_url, {}, seed)
-        for index, strategy in enumerate(strategies):
-            branch = branches[index]
-            judge_hook = _Judge(context.world, branch, world_seed) if judge else None
-            hooks = [judge_hook] if judge_hook else []
+                agent_adapter.run_probe(
+                    client,
+                    context.world_url,
+                    seed,
+                    epoch=world_seed,
+                    client_key=names[-1],
+                    world=context.world_kind,
+                )
+            sessions += [grader.session] if grader.session else []
+
+        def one(index: int) -> BranchResult:
+            strategy = strategies[index]
+            grader = Grader(context.world)
             seed = agent_seed(seed_base, world_seed, index)
             read_log = _ReadLog()
-            with proxied_client(context, tape, branch, hooks, [read_log]) as client:
-                outcome = agent_adapter.run(client, context.world_url, {}, strategy, seed)
-                for url in read_log.urls if reread else []:
-                    client.get(url)
-            result.branches.append(BranchResult(branch, strategy, seed, outcome))
-            if judge_hook:
-                result.judged.extend(judge_hook.pairs)
+            client = proxied_client(context, tape, branches[index], [grader], [read_log], index)
+            with client:
+                try:
+                    outcome = agent_adapter.run(
+                        client,
+                        context.world_url,
+                        {},
+                        strategy,
+                        seed,
+                        epoch=world_seed,
+                        client_key=names[index],
+                        world=context.world_kind,
+                    )
+                    for url in read_log.urls if reread else []:
+                        client.get(url, headers=agent_adapter.bearer(grader.session))
+                finally:
+                    sessions.extend([grader.session] if grader.session else [])
+            return BranchResult(branches[index], strategy, seed, outcome, grader.grades)
+
+        indices = range(len(strategies))
+        if concurrent and len(strategies) > 1:
+            with ThreadPoolExecutor(max_workers=len(strategies)) as pool:
+                result.branches = list(pool.map(one, indices))
+        else:
+            result.branches = [one(index) for index in indices]
         result.report = dataclasses.asdict(context.admin.report(tape))
     finally:
-        context.world.drop_sandboxes(branches)
+        context.world.drop_sandboxes(sessions)
     return result
 
 
 def run_live(
-    context: RunContext, *, world_seed: int, branch: str, strategy: str, seed: int
+    context: RunContext, *, world_seed: int, strategy: str, seed: int, client_key: str
 ) -> agent_adapter.AgentOutcome:
-    """One rollout straight against the world, no proxy: the live world itself."""
-    headers = {agent_adapter.BRANCH_HEADER: branch, agent_adapter.SEED_HEADER: str(world_seed)}
+    """One rollout straight against the world, no proxy: the live world itself.
+
+    A cooperative world is given the world seed for its per-call noise (as the proxy would);
+    an uncooperative one draws its own.
+    """
+    headers = {agent_adapter.SEED_HEADER: str(world_seed)} if context.cooperative else {}
+    grader = Grader(context.world, enabled=False)
     try:
-        with httpx.Client(trust_env=False, timeout=CLIENT_TIMEOUT) as client:
-            return agent_adapter.run(client, context.world_url, headers, strategy, seed)
+        with httpx.Client(
+            trust_env=False, timeout=CLIENT_TIMEOUT, event_hooks={"response": [grader]}
+        ) as client:
+            return agent_adapter.run(
+                client,
+                context.world_url,
+                headers,
+                strategy,
+                seed,
+                epoch=world_seed,
+                client_key=client_key,
+                world=context.world_kind,
+            )
     finally:
-        context.world.drop_sandboxes([branch])
+        context.world.drop_sandboxes([grader.session] if grader.session else [])

@@ -9,6 +9,7 @@ docker-compose the services already run, so the same run can connect to them by 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import socket
@@ -43,6 +44,25 @@ class Services:
     world_url: str
     resolver_url: str
     proxy_url: str
+    uncooperative_world_url: str | None = None
+    shop_world_url: str | None = None
+    shop_uncooperative_world_url: str | None = None
+
+    def world(self, mode: str, kind: str = "research") -> str:
+        """The world ``kind`` ("research" or "shop") serving ``mode``."""
+        urls = {
+            ("research", "cooperative"): self.world_url,
+            ("research", "uncooperative"): self.uncooperative_world_url,
+            ("shop", "cooperative"): self.shop_world_url,
+            ("shop", "uncooperative"): self.shop_uncooperative_world_url,
+        }
+        url = urls.get((kind, mode))
+        if url is None:
+            shop = "shop-" if kind == "shop" else ""
+            uncooperative = "uncooperative-" if mode == "uncooperative" else ""
+            flag = f"--{shop}{uncooperative}world-url"
+            raise ServiceError(f"no {mode} {kind} world: give {flag}")
+        return url
 
 
 @dataclass
@@ -194,13 +214,15 @@ def started_services(*, world_seed: int = 0, data_dir: Path | None = None) -> It
             data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gh-bench-")))
         data_dir.mkdir(parents=True, exist_ok=True)
         # Each child is stopped by the stack as soon as it has started, even if a later one fails.
-        world = start_child(
-            "worldsim",
-            ["worldsim", "--seed", str(world_seed), "--sandbox-cap", str(SANDBOX_CAP)],
-            health="http",
-            log_dir=data_dir,
-        )
-        stack.callback(world.stop)
+        worlds = {}
+        for kind, mode in itertools.product(("research", "shop"), ("cooperative", "uncooperative")):
+            arguments = ["worldsim", "--seed", str(world_seed), "--sandbox-cap", str(SANDBOX_CAP)]
+            arguments += ["--world", kind]
+            arguments += ["--uncooperative"] if mode == "uncooperative" else []
+            worlds[kind, mode] = start_child(
+                f"worldsim-{kind}-{mode}", arguments, health="http", log_dir=data_dir
+            )
+            stack.callback(worlds[kind, mode].stop)
         resolver = start_child(
             "resolver",
             ["resolver", "--data", str(data_dir / "resolver")],
@@ -215,15 +237,39 @@ def started_services(*, world_seed: int = 0, data_dir: Path | None = None) -> It
             log_dir=data_dir,
         )
         stack.callback(proxy.stop)
-        yield Services(world_url=world.url, resolver_url=resolver.url, proxy_url=proxy.url)
+        yield Services(
+            world_url=worlds["research", "cooperative"].url,
+            resolver_url=resolver.url,
+            proxy_url=proxy.url,
+            uncooperative_world_url=worlds["research", "uncooperative"].url,
+            shop_world_url=worlds["shop", "cooperative"].url,
+            shop_uncooperative_world_url=worlds["shop", "uncooperative"].url,
+        )
 
 
 @contextlib.contextmanager
 def connected_services(
-    world_url: str, resolver_url: str, proxy_url: str, *, timeout: float = 30.0
+    world_url: str,
+    resolver_url: str,
+    proxy_url: str,
+    *,
+    uncooperative_world_url: str | None = None,
+    shop_world_url: str | None = None,
+    shop_uncooperative_world_url: str | None = None,
+    timeout: float = 30.0,
 ) -> Iterator[Services]:
     """Use services someone else runs (docker-compose); check each answers first."""
-    wait_until(lambda: healthy(world_url), timeout=timeout, what=f"worldsim at {world_url}")
+    worlds = (world_url, uncooperative_world_url, shop_world_url, shop_uncooperative_world_url)
+    for url in filter(None, worlds):
+        wait_until(lambda url=url: healthy(url), timeout=timeout, what=f"worldsim at {url}")
     wait_until(lambda: healthy(resolver_url), timeout=timeout, what=f"resolver at {resolver_url}")
-    wait_until(lambda: accepting(proxy_url), timeout=timeout, what=f"proxy at {proxy_url}")
-    yield Services(world_url=world_url, resolver_url=resolver_url, proxy_url=proxy_url)
+    for url in [part.strip() for part in proxy_url.split(",") if part.strip()]:
+        wait_until(lambda url=url: accepting(url), timeout=timeout, what=f"proxy at {url}")
+    yield Services(
+        world_url=world_url,
+        resolver_url=resolver_url,
+        proxy_url=proxy_url,
+        uncooperative_world_url=uncooperative_world_url,
+        shop_world_url=shop_world_url,
+        shop_uncooperative_world_url=shop_uncooperative_world_url,
+    )

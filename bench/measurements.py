@@ -46,6 +46,25 @@ class ReportTotals:
 
 
 @dataclass
+class OracleCounts:
+    """The world oracle's verdicts on every read a condition's rollouts were served."""
+
+    reads: int = 0
+    stale: int = 0
+    ungraded: int = 0
+    rollouts_reading_after_write: int = 0
+    rollouts_blind: int = 0
+
+    def add(self, grades: Any) -> None:
+        self.reads += grades.reads
+        self.stale += grades.stale
+        self.ungraded += grades.ungraded
+        if grades.reads_after_write:
+            self.rollouts_reading_after_write += 1
+            self.rollouts_blind += int(grades.stale_after_write > 0)
+
+
+@dataclass
 class ConditionData:
     """Everything collected for one condition: one group per world, one branch per action."""
 
@@ -56,6 +75,7 @@ class ConditionData:
     world_calls: int = 0
     groups: int = 0
     wall_seconds: float = 0.0
+    oracle: OracleCounts = field(default_factory=lambda: OracleCounts())
 
     def matrix(self, attribute: str) -> NDArray[np.float64]:
         """``attribute`` of each rollout as [world, action], worlds in collection order."""

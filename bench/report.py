@@ -73,118 +73,202 @@ def _ratio(value: Any) -> str:
     return "inf" if value == "inf" or value == math.inf else f"{value:.1f}x"
 
 
+def _interval(value: Mapping[str, Any] | None, digits: int = 1, suffix: str = "x") -> str:
+    if not value or value.get("value") is None:
+        return NOT_MEASURED
+    point = value["value"]
+    text = "inf" if point in ("inf", math.inf) else f"{point:.{digits}f}{suffix}"
+    if value.get("low") is not None and value.get("high") is not None:
+        text += f" [{value['low']:.{digits}f}, {value['high']:.{digits}f}]"
+    return text
+
+
 def _pvalue(test: Mapping[str, Any] | None) -> str:
     if not test:
         return "—"
     return f"{test['p']:.2g}"
 
 
-def _first_significant(value: Mapping[str, Any] | None) -> str:
-    if not value:
-        return "never"
-    verdict = "correct sign" if value["correct"] else "wrong sign!"
-    return f"{value['rollouts']} ({verdict})"
+def _rate(value: Mapping[str, Any] | None) -> str:
+    if not value or not value.get("n"):
+        return NOT_MEASURED
+    return (
+        f"{100 * value['value']:.1f}% ({value['k']}/{value['n']}; "
+        f"95% CI {100 * value['low']:.1f}-{100 * value['high']:.1f}%)"
+    )
 
 
-def _stable(value: Any, horizon: int) -> str:
-    return f"not within {horizon}" if value is None else str(value)
-
-
-def _grpo(value: Mapping[str, Any] | None) -> str:
+def _sequential(value: Mapping[str, Any] | None) -> str:
     if not value:
         return NOT_MEASURED
-    if value["median_rollouts_attained"] is None:
-        return f"never ({value['seeds_attained']}/{value['seeds']} seeds)"
-    seeds = f"{value['seeds_attained']}/{value['seeds']} seeds"
-    return f"{value['median_rollouts_attained']:.0f} ({seeds})"
+    median = value["stable_median"]
+    low, high = value["stable_iqr"]
+
+    def show(number_: float) -> str:
+        return f">{value['horizon']}" if number_ in (math.inf, "inf", None) else f"{number_:.0f}"
+
+    return (
+        f"{show(median)} (IQR {show(low)}-{show(high)}; stable in "
+        f"{100 * value['stable_reached']:.0f}% of {value['reshuffles']} orders)"
+    )
 
 
-def _converged(value: Mapping[str, Any] | None, names: list[str]) -> str:
+def _first(value: Mapping[str, Any] | None) -> str:
     if not value:
         return NOT_MEASURED
-    finals = [names[index] for index in value["final_actions"]]
-    return ", ".join(f"{name} x{finals.count(name)}" for name in dict.fromkeys(finals))
+    median = value["first_significant_median"]
+    shown = "never" if median is None else f"{median:.0f}"
+    return f"{shown} (wrong sign in {100 * value['first_significant_wrong_sign']:.0f}% of orders)"
 
 
-def _equivalence(value: Mapping[str, Any] | None) -> str:
+def _equivalent(value: Mapping[str, Any] | None) -> str:
     if not value:
         return NOT_MEASURED
-    if value.get("is_live_world"):
-        return "is the live world"
+    low, high = value["interval"]
+    verdict = "equivalent" if value["equivalent"] else "not shown equivalent"
+    return f"{verdict}: 90% CI [{low:+.3f}, {high:+.3f}] vs ±{value['margin']}"
+
+
+def _exact(row: Mapping[str, Any], cooperative: bool, name: str) -> str:
+    if name == "naive":
+        return "not checked ((A) is the live world's own noise)"
+    if not cooperative:
+        return "n/a (the world draws fresh noise per call)"
+    value = row.get("exact_equivalence")
+    if not value:
+        return NOT_MEASURED
     return f"{value['identical']}/{value['total']} (max |diff| {value['max_abs_diff']:.3g})"
 
 
-Row = tuple[str, Callable[[Mapping[str, Any]], str]]
+Row = tuple[str, Callable[[Mapping[str, Any], bool, str], str]]
+
+ROWS: list[Row] = [
+    ("(1) advantage-contrast variance", lambda c, _, __: number(c.get("contrast_variance"))),
+    (
+        "variance reduction vs (A) [95% bootstrap CI]",
+        lambda c, _, __: _interval(c.get("reduction")),
+    ),
+    ("group advantage variance", lambda c, _, __: number(c.get("group_advantage_variance"))),
+    ("Levene vs (A): p", lambda c, _, __: _pvalue(c.get("levene_vs_naive"))),
+    (
+        "(2) rollouts to a stable correct answer, median over reshuffles",
+        lambda c, _, __: _sequential(c.get("sequential")),
+    ),
+    ("first significant answer, median", lambda c, _, __: _first(c.get("sequential"))),
+    ("(3) estimated contrast (± 1 s.e.)", lambda c, _, __: estimate(c.get("estimated_contrast"))),
+    ("bias vs live world (± 1 s.e.)", lambda c, _, __: estimate(c.get("bias"))),
+    ("bias equivalence test (TOST)", lambda c, _, __: _equivalent(c.get("equivalence"))),
+    ("reward identical to a live rollout", lambda c, coop, name: _exact(c, coop, name)),
+    ("world lied: stale reads served (oracle)", lambda c, _, __: _rate(c.get("lies"))),
+    ("agent blind to its own write (oracle)", lambda c, _, __: _rate(c.get("blind"))),
+    (
+        "resolver's own `stale` decisions (count)",
+        lambda c, _, __: str(c.get("resolver_stale_decisions", NOT_MEASURED)),
+    ),
+    (
+        "(4) reads shared across the group (resolver report; set by the script and model)",
+        lambda c, _, __: percent(c.get("reads_shared")),
+    ),
+    (
+        "(5) live calls / group at the world (set by the script and model)",
+        lambda c, _, __: number(c.get("live_calls_per_group"), 1),
+    ),
+]
 
 
-def _condition_rows(results: Mapping[str, Any]) -> list[Row]:
-    horizon = results["meta"]["config"]["rollouts_horizon"]
-    names = results["meta"]["config"]["actions"]
-    truth = results.get("reference", {}).get("contrast")
-    truth_label = f"truth {estimate(truth)}" if truth else "no reference"
-    return [
-        ("(1) advantage contrast variance", lambda c: number(c.get("contrast_variance"))),
-        ("variance reduction vs (A)", lambda c: _ratio(c.get("reduction_vs_naive"))),
-        ("group advantage variance", lambda c: number(c.get("group_advantage_variance"))),
-        ("Levene vs (A): p", lambda c: _pvalue(c.get("levene_vs_naive"))),
-        ("Levene vs coupled live world: p", lambda c: _pvalue(c.get("levene_vs_estimand"))),
-        (
-            "(2) rollouts to a stable correct answer",
-            lambda c: _stable(c.get("stable_rollouts"), horizon),
-        ),
-        (
-            "first significant answer (early-stop trap)",
-            lambda c: _first_significant(c.get("first_significant")),
-        ),
-        ("GRPO rollouts to sustained 90% on best", lambda c: _grpo(c.get("grpo"))),
-        ("GRPO policy converged to", lambda c: _converged(c.get("grpo"), names)),
-        (
-            f"(3) estimated contrast ({truth_label})",
-            lambda c: estimate(c.get("estimated_contrast")),
-        ),
-        ("bias vs live world", lambda c: estimate(c.get("bias"))),
-        ("verdict", lambda c: c.get("verdict") or NOT_MEASURED),
-        ("reward identical to live world", lambda c: _equivalence(c.get("exact_equivalence"))),
-        ("world lied (stale reads served)", lambda c: percent(c.get("lie_rate"))),
-        ("agent blind to its own write", lambda c: percent(c.get("blind_to_own_write"))),
-        ("(4) reads shared across group", lambda c: percent(c.get("reads_shared"))),
-        (
-            "(5) live calls / group (at the world)",
-            lambda c: number(c.get("live_calls_per_group"), 1),
-        ),
-        ("of which first-time recording", lambda c: number(c.get("recording_calls_per_group"), 1)),
-        ("wall seconds", lambda c: number(c.get("wall_seconds"), 1)),
-    ]
+def _columns(results: Mapping[str, Any], world: str) -> list[tuple[str, str]]:
+    columns = []
+    for cell_name, cell in results["cells"].items():
+        if not cell_name.startswith(f"{world}/"):
+            continue
+        for name in CONDITIONS:
+            if name in cell["conditions"]:
+                columns.append((cell_name, name))
+    return columns
 
 
-def condition_table(results: Mapping[str, Any]) -> str:
-    conditions = results["conditions"]
-    present = [name for name in CONDITIONS if name in conditions]
+def _column_label(results: Mapping[str, Any], cell_name: str, name: str) -> str:
+    mode = cell_name.split("/")[-1]
+    model = ""
+    if name == "groundhog":
+        config = results["meta"]["config"]
+        model = (
+            f", {config['cooperative_model' if mode == 'cooperative' else 'uncooperative_model']}"
+        )
+    return f"{LABELS[name]} {mode}{model}"
+
+
+def worlds(results: Mapping[str, Any]) -> list[str]:
+    return list(dict.fromkeys(name.split("/")[0] for name in results["cells"]))
+
+
+def condition_table(results: Mapping[str, Any], world: str) -> str:
+    columns = _columns(results, world)
     lines = [
-        "| metric | " + " | ".join(LABELS[name] for name in present) + " |",
-        "|---|" + "---|" * len(present),
+        "| metric | " + " | ".join(_column_label(results, *column) for column in columns) + " |",
+        "|---|" + "---|" * len(columns),
     ]
-    for label, render in _condition_rows(results):
-        cells = [render(conditions[name]) for name in present]
+    for label, render in ROWS:
+        cells = [
+            render(
+                results["cells"][cell]["conditions"][name],
+                results["cells"][cell]["cooperative"],
+                name,
+            )
+            for cell, name in columns
+        ]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def _claims_section(results: Mapping[str, Any]) -> list[str]:
-    lines = ["## Claims checked by this run", ""]
+def claims_section(results: Mapping[str, Any]) -> list[str]:
+    lines = [
+        "## Predeclared claims (bench/protocol.toml)",
+        "",
+        "| id | cell | claim | gate | verdict | evidence |",
+        "|---|---|---|---|---|---|",
+    ]
     for claim in results.get("claims", []):
-        status = "supported" if claim["supported"] else NOT_SUPPORTED
-        lines.append(f"- {claim['claim']}: **{status}** ({claim['evidence']})")
+        verdict = claim["verdict"]
+        shown = f"**{verdict}**" if verdict != "supported" else verdict
+        lines.append(
+            f"| {claim['id']} | {claim['cell']} | {claim['claim']} | `{claim['gate']}` "
+            f"| {shown} | {claim['evidence']} |"
+        )
     return [*lines, ""]
 
 
-def _curve_section(results: Mapping[str, Any]) -> list[str]:
-    curve = results.get("group_size_curve")
-    if not curve:
-        return ["## Live calls against group size", "", NOT_MEASURED, ""]
+def _grpo_section(results: Mapping[str, Any]) -> list[str]:
+    lines = []
+    for cell_name, cell in results["cells"].items():
+        summary = cell.get("grpo")
+        if not summary:
+            continue
+        lines += [
+            f"## GRPO on fresh rollouts through the proxy ({cell_name})",
+            "",
+            "| condition | steps | final P(best) per seed | mean [95% CI] | seeds at >= 0.9 |",
+            "|---|---|---|---|---|",
+        ]
+        for name in CONDITIONS:
+            row = summary.get(name)
+            if not row:
+                continue
+            finals = ", ".join(f"{value:.2f}" for value in row["final_best_probability"])
+            mean = _interval(row["mean_final_best"], 2, "")
+            reached = _rate(row["reached_threshold"])
+            lines.append(f"| {LABELS[name]} | {row['steps']} | {finals} | {mean} | {reached} |")
+        lines.append("")
+    return lines
+
+
+def _curve_section(cell_name: str, cell: Mapping[str, Any]) -> list[str]:
+    curve = cell.get("group_size_curve")
+    if not curve or not curve.get("sizes"):
+        return []
     present = [name for name in CONDITIONS if name in curve["live_calls_per_group"]]
     lines = [
-        "## Live calls per group against group size (counted at the world)",
+        f"## Live calls per group against group size ({cell_name}, counted at the world)",
         "",
         "| group size | " + " | ".join(LABELS[name] for name in present) + " |",
         "|---|" + "---|" * len(present),
@@ -195,23 +279,23 @@ def _curve_section(results: Mapping[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def _dependency_section(results: Mapping[str, Any]) -> list[str]:
-    models = results.get("dependency_models")
+def _dependency_section(cell_name: str, cell: Mapping[str, Any]) -> list[str]:
+    models = cell.get("dependency_models")
     if not models:
-        return ["## Dependency models", "", NOT_MEASURED, ""]
+        return []
     lines = [
-        "## Dependency models against the world's oracle (reads after a write)",
+        f"## Dependency models against the world's oracle ({cell_name}, reads after a write)",
         "",
-        "| model | precision | recall | reads scored | live calls / group |",
-        "|---|---|---|---|---|",
+        "| model | precision | recall | reads scored | stale reads served (oracle) "
+        "| live calls / group |",
+        "|---|---|---|---|---|---|",
     ]
     for name, row in models.items():
         precision = row.get("precision")
-        if precision is None and row.get("reads_scored"):
-            precision = "undefined (flagged none)"
+        shown = number(precision, 2) if precision is not None else "undefined (flagged none)"
         lines.append(
-            f"| {name} | {number(precision, 2)} | {number(row.get('recall'), 2)} "
-            f"| {row.get('reads_scored', 0)} | {number(row.get('live_calls_per_group'), 1)} |"
+            f"| {name} | {shown} | {number(row.get('recall'), 2)} | {row.get('reads_scored', 0)} "
+            f"| {_rate(row.get('lies'))} | {number(row.get('live_calls_per_group'), 1)} |"
         )
     return [*lines, ""]
 
@@ -219,14 +303,8 @@ def _dependency_section(results: Mapping[str, Any]) -> list[str]:
 def _speed_rows(name: str, rows: list[Mapping[str, Any]]) -> list[str]:
     columns = list(dict.fromkeys(key for row in rows for key in row))
     if all("name" in row and "summary" in row for row in rows):
-        # The script summarised each row itself; its other fields stay in benchmark.json.
         columns = ["name", "summary"]
-    lines = [
-        f"### (8) {name}",
-        "",
-        "| " + " | ".join(columns) + " |",
-        "|" + "---|" * len(columns),
-    ]
+    lines = [f"### (8) {name}", "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for row in rows:
         cells = [
             number(row.get(column), 3)
@@ -240,14 +318,13 @@ def _speed_rows(name: str, rows: list[Mapping[str, Any]]) -> list[str]:
 
 def _other_section(results: Mapping[str, Any]) -> list[str]:
     lines = ["## Reproducibility and speed", ""]
-    repro = results.get("reproducibility")
-    if repro and repro.get("total"):
-        lines.append(
-            f"- (7) same world recorded twice, identical digests: "
-            f"{repro['identical']}/{repro['total']}"
-        )
-    else:
-        lines.append(f"- (7) reproducibility: {NOT_MEASURED}")
+    for cell_name, cell in results["cells"].items():
+        repro = cell.get("reproducibility")
+        if repro and repro.get("total"):
+            lines.append(
+                f"- (7) {cell_name}: same world recorded twice, identical digests: "
+                f"{repro['identical']}/{repro['total']}"
+            )
     tables: list[str] = []
     for name, rows in (results.get("speed") or {}).items():
         if isinstance(rows, str):
@@ -257,30 +334,41 @@ def _other_section(results: Mapping[str, Any]) -> list[str]:
     return [*lines, "", *tables]
 
 
+def summary_block(results: Mapping[str, Any]) -> str:
+    """The table and the claims: the block the README carries (bench/readme.py)."""
+    meta = results["meta"]
+    config = meta["config"]
+    header = (
+        f"Mode: {'quick' if meta['quick'] else 'full'}; worlds per condition: {config['worlds']}; "
+        f"group size {config['group_size']}; live reference pairs: {config['reference_pairs']}; "
+        f"GRPO {len(config['grpo_seeds'])} seeds x {config['grpo_fresh_steps']} fresh groups. "
+        "Uncooperative (the headline) beside cooperative (the ceiling)."
+    )
+    lines = [header, ""]
+    for world in worlds(results):
+        cooperative = results["cells"].get(f"{world}/cooperative", {})
+        better, worse = cooperative.get("contrast") or ["verify", "deep"]
+        lines += [f"### World `{world}` (contrast: {better} - {worse})", ""]
+        ceiling = cooperative.get("reference", {}).get("ceiling_interval")
+        if ceiling:
+            lines += [f"Endogenous ceiling on the variance reduction: {_interval(ceiling)}.", ""]
+        lines += [condition_table(results, world), ""]
+    return "\n".join([*lines, *claims_section(results)])
+
+
 def render_markdown(results: Mapping[str, Any]) -> str:
     meta = results["meta"]
-    reference = results.get("reference", {})
-    header = [
-        "# Groundhog benchmark",
-        "",
-        f"Mode: {'quick' if meta['quick'] else 'full'}; worlds per condition: "
-        f"{meta['config']['worlds']}; group size {meta['config']['group_size']}; "
-        f"live reference pairs: {meta['config']['reference_pairs']}; "
-        f"seeds recorded in benchmark.json. Every number below was computed by this run.",
-        "",
-    ]
-    ceiling = reference.get("ceiling")
-    if ceiling is not None:
-        header += [f"Endogenous ceiling on the variance reduction: {_ratio(ceiling)}.", ""]
+    sections: list[str] = []
+    for cell_name, cell in results["cells"].items():
+        sections += _dependency_section(cell_name, cell) + _curve_section(cell_name, cell)
     notes = [f"- {note}" for note in meta.get("notes", [])]
     return "\n".join(
         [
-            *header,
-            condition_table(results),
+            "# Groundhog benchmark",
             "",
-            *_claims_section(results),
-            *_curve_section(results),
-            *_dependency_section(results),
+            summary_block(results),
+            *_grpo_section(results),
+            *sections,
             *_other_section(results),
             "## Notes",
             "",

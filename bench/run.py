@@ -8,6 +8,8 @@ another so the world's call counter can be read as a per-phase difference.
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import logging
 import secrets
 import time
@@ -16,11 +18,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
+from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from bench import collect, figures, report, speed
+from bench import collect, credentials, figures, grpo_fresh, report, speed
 from bench.assemble import assemble
-from bench.config import BenchConfig
+from bench.config import BenchConfig, for_world
 from bench.groups import RunContext
 from bench.harness import Services
 from bench.world_client import WorldControl
@@ -47,32 +51,35 @@ def progress_bars(enabled: bool) -> Progress | None:
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        console=Console(stderr=True),
     )
 
 
 def collect_all(
     context: RunContext, config: BenchConfig, progress: Progress | None
 ) -> dict[str, Any]:
-    """Every raw measurement of the run, phase by phase."""
+    """Every raw measurement of one cell (a world in one mode), phase by phase."""
     raw: dict[str, Any] = {"timings": {}}
+    tag = f" [{context.world_kind}{'' if context.cooperative else ', uncoop'}]"
 
     def timed(name: str, started: float) -> None:
         raw["timings"][name] = time.perf_counter() - started
         logger.info("phase %s took %.1f s", name, raw["timings"][name])
 
     started = time.perf_counter()
-    with _phase(progress, "live reference (no proxy)", 2 * config.reference_pairs) as advance:
+    with _phase(progress, f"live reference{tag}", 2 * config.reference_pairs) as advance:
         raw["reference"] = collect.collect_reference(context, config, advance)
     timed("reference", started)
     raw["conditions"], raw["groups"] = {}, {}
     for mode in config.conditions:
         started = time.perf_counter()
-        with _phase(progress, f"condition {mode}", config.worlds) as advance:
+        with _phase(progress, f"condition {mode}{tag}", config.worlds) as advance:
             data, groups = collect.collect_condition(context, config, mode, advance)
         raw["conditions"][mode], raw["groups"][mode] = data, groups
         timed(mode, started)
     raw["equivalence"] = {}
-    for mode in ("replay", "groundhog"):
+    # An uncooperative world draws fresh noise per call: no rollout can equal a live one.
+    for mode in ("replay", "groundhog") if context.cooperative else ():
         started = time.perf_counter()
         label = f"exact equivalence {mode}"
         with _phase(progress, label, config.equivalence_worlds) as advance:
@@ -81,22 +88,26 @@ def collect_all(
         timed(f"equivalence_{mode}", started)
     started = time.perf_counter()
     curve_total = len(config.conditions) * len(config.group_sizes) * config.curve_worlds
-    with _phase(progress, "live calls vs group size", curve_total) as advance:
+    with _phase(progress, f"live calls vs group size{tag}", curve_total) as advance:
         raw["curve"] = collect.collect_group_size_curve(context, config, advance)
     timed("curve", started)
     started = time.perf_counter()
     models_total = len(config.dependency_models) * config.dependency_worlds
-    with _phase(progress, "dependency models vs oracle", models_total) as advance:
+    with _phase(progress, f"dependency models vs oracle{tag}", models_total) as advance:
         raw["dependency_models"] = collect.collect_dependency_models(context, config, advance)
     timed("dependency_models", started)
     started = time.perf_counter()
-    with _phase(progress, "reproducibility", config.reproducibility_runs) as advance:
-        raw["reproducibility"] = collect.collect_reproducibility(context, config, advance)
+    runs = config.reproducibility_runs if context.cooperative else 0
+    with _phase(progress, f"reproducibility{tag}", runs) as advance:
+        raw["reproducibility"] = (
+            collect.collect_reproducibility(context, config, advance) if runs else []
+        )
     timed("reproducibility", started)
-    started = time.perf_counter()
-    with _phase(progress, "speed (resolver, proxy, redaction)", len(speed.SCRIPTS)) as advance:
-        raw["speed"] = speed.measure(config, advance)
-    timed("speed", started)
+    if not context.cooperative:
+        started = time.perf_counter()
+        with _phase(progress, f"GRPO on fresh rollouts{tag}", 1) as advance:
+            raw["grpo"] = grpo_fresh.collect(context, config, advance)
+        timed("grpo", started)
     return raw
 
 
@@ -108,22 +119,38 @@ def run_benchmark(
     run_id = secrets.token_hex(3)
     started = time.perf_counter()
     admin = Groundhog(services.resolver_url, proxy_url=services.proxy_url)
-    with admin, WorldControl(services.world_url) as world:
-        context = RunContext(
-            admin=admin,
-            world=world,
-            world_url=services.world_url,
-            proxy_url=services.proxy_url,
-            run_id=run_id,
-        )
-        progress = progress_bars(show_progress)
-        if progress is None:
-            raw = collect_all(context, config, None)
+    raws: dict[str, dict[str, Any]] = {}
+    progress = progress_bars(show_progress)
+    with admin, progress or contextlib.nullcontext():
+        for kind, mode in itertools.product(config.worlds_run, config.modes):
+            world_url = services.world(mode, kind)
+            cell_config = for_world(config, kind)
+            with WorldControl(world_url) as world:
+                context = RunContext(
+                    admin=admin,
+                    world=world,
+                    world_url=world_url,
+                    proxy_url=services.proxy_url,
+                    run_id=f"{run_id}{kind[0]}{mode[0]}",
+                    cooperative=mode == "cooperative",
+                    world_kind=kind,
+                    credential_settings=credentials.detect(
+                        services.resolver_url, str(httpx.URL(world_url).host)
+                    ),
+                )
+                cell_started = time.perf_counter()
+                cell = f"{kind}/{mode}"
+                raws[cell] = collect_all(context, cell_config, progress)
+                raws[cell]["timings"]["total"] = time.perf_counter() - cell_started
+        if config.measure_speed:
+            with _phase(
+                progress, "speed (resolver, proxy, redaction)", len(speed.SCRIPTS)
+            ) as advance:
+                speed_rows = speed.measure(config, advance)
         else:
-            with progress:
-                raw = collect_all(context, config, progress)
-    raw["timings"]["total"] = time.perf_counter() - started
-    results = assemble(config, raw, run_id=run_id, services=services)
+            speed_rows = {"skipped": "not measured (run with --speed)"}
+    results = assemble(config, raws, run_id=run_id, services=services, speed=speed_rows)
+    results["meta"]["timings_seconds"]["total"] = time.perf_counter() - started
     report.write_json(results, out_dir / "benchmark.json")
     report.write_markdown(results, out_dir / "benchmark.md")
     results["meta"]["figures"] = [path.name for path in figures.draw_all(results, out_dir)]

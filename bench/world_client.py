@@ -9,10 +9,15 @@ never through the proxy.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx
+
+KEEPALIVE_SECONDS = 2.0
+ATTEMPTS = 3
+logger = logging.getLogger(__name__)
 
 
 class WorldControlError(RuntimeError):
@@ -23,7 +28,12 @@ class WorldControl:
     """Synchronous client of worldsim's underscore routes."""
 
     def __init__(self, base_url: str, *, timeout: float = 60.0) -> None:
-        self._client = httpx.Client(base_url=base_url, timeout=timeout, trust_env=False)
+        # Pooled connections expire before the server's keep-alive (uvicorn: 5 s) would close
+        # them, so a request is not sent on a connection the server is closing.
+        limits = httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS)
+        self._client = httpx.Client(
+            base_url=base_url, timeout=timeout, trust_env=False, limits=limits
+        )
 
     def close(self) -> None:
         self._client.close()
@@ -35,7 +45,16 @@ class WorldControl:
         self.close()
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
-        response = self._client.request(method, path, **kwargs)
+        # Every control route is idempotent (counts, resets, the pure oracle): a request lost
+        # to a connection the server closed is sent again, a bounded number of times.
+        for attempt in range(ATTEMPTS):
+            try:
+                response = self._client.request(method, path, **kwargs)
+                break
+            except (httpx.RemoteProtocolError, httpx.ConnectError) as error:
+                if attempt == ATTEMPTS - 1:
+                    raise WorldControlError(f"{method} {path} failed: {error}") from error
+                logger.warning("%s %s: %s; retrying", method, path, error)
         if response.status_code >= 400:
             raise WorldControlError(f"{method} {path} -> {response.status_code}: {response.text}")
         return response.json()
@@ -59,3 +78,9 @@ class WorldControl:
             return []
         results = self._call("POST", "/_oracle/batch", json={"reads": list(reads)})["results"]
         return [bool(result["differs"]) for result in results]
+
+    def grade(self, reads: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """The oracle on served reads: ``stale`` (a lie to this asker) and ``changed``."""
+        if not reads:
+            return []
+        return list(self._call("POST", "/_oracle/served", json={"reads": list(reads)})["results"])

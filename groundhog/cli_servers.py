@@ -30,6 +30,53 @@ Data = Annotated[
         "--data", envvar="GROUNDHOG_DATA_DIR", help="Directory for the SQLite store and the CA."
     ),
 ]
+UpstreamCA = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--upstream-ca",
+        help="Also trust this PEM CA for upstream TLS (repeatable); SSL_CERT_FILE and "
+        "REQUESTS_CA_BUNDLE are added when set.",
+    ),
+]
+InsecureUpstream = Annotated[
+    bool,
+    typer.Option(
+        "--insecure-upstream", help="Do not verify upstream certificates (logged loudly)."
+    ),
+]
+UpstreamProxy = Annotated[
+    str | None,
+    typer.Option(
+        "--upstream-proxy", help="Reach the world through this HTTP(S) proxy (http://host:port)."
+    ),
+]
+TcpPassthroughHost = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--tcp-passthrough-host",
+        help="Relay raw (non-HTTP, non-TLS) tunnels to this host unrecorded while the tape is "
+        "online (repeatable); other raw tunnels are closed.",
+    ),
+]
+
+
+def egress_args(
+    upstream_ca: list[Path] | None,
+    insecure_upstream: bool,
+    upstream_proxy: str | None,
+    tcp_passthrough_host: list[str] | None,
+) -> list[str]:
+    """The proxy's flags for how it reaches the world, as `python -m proxy` takes them."""
+    args: list[str] = []
+    for path in upstream_ca or []:
+        args += ["--upstream-ca", str(path.resolve())]
+    if insecure_upstream:
+        args.append("--insecure-upstream")
+    if upstream_proxy:
+        args += ["--upstream-proxy", upstream_proxy]
+    for host in tcp_passthrough_host or []:
+        args += ["--tcp-passthrough-host", host]
+    return args
 
 
 def _run_module(module: str, args: list[str]) -> None:
@@ -62,19 +109,33 @@ def proxy(
         str, typer.Option(envvar="GROUNDHOG_RESOLVER_URL", help="Where the resolver answers.")
     ] = "http://127.0.0.1:8070",
     data: Data = DEFAULT_DATA,
+    upstream_ca: UpstreamCA = None,
+    insecure_upstream: InsecureUpstream = False,
+    upstream_proxy: UpstreamProxy = None,
+    tcp_passthrough_host: TcpPassthroughHost = None,
 ) -> None:
     """Run the recording proxy (mitmproxy with the Groundhog addon) in the foreground."""
     args = ["--host", host, "--port", str(port), "--resolver-url", resolver_url]
-    _run_module("proxy", [*args, "--data", str(data)])
+    egress = egress_args(upstream_ca, insecure_upstream, upstream_proxy, tcp_passthrough_host)
+    _run_module("proxy", [*args, "--data", str(data), *egress])
 
 
 def worldsim(
     host: Host = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port of the simulated world.")] = 8090,
     seed: Annotated[int, typer.Option(help="The world's seed.")] = 0,
+    uncooperative: Annotated[
+        bool,
+        typer.Option(
+            "--uncooperative",
+            help="Ignore X-Groundhog-* headers, draw noise per call, announce no hints.",
+        ),
+    ] = False,
+    world: Annotated[str, typer.Option(help="Which world: research or shop.")] = "research",
 ) -> None:
-    """Run worldsim, the seeded research world the benchmark records."""
-    _run_module("worldsim", ["--host", host, "--port", str(port), "--seed", str(seed)])
+    """Run worldsim, the seeded world (research or shop) the benchmark records."""
+    arguments = ["--host", host, "--port", str(port), "--seed", str(seed), "--world", world]
+    _run_module("worldsim", [*arguments, "--uncooperative"] if uncooperative else arguments)
 
 
 def _download_ca(resolver_url: str, data: Path) -> Path | None:
@@ -128,6 +189,10 @@ def up(
     ] = 8080,
     data: Data = DEFAULT_DATA,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for each to start.")] = 60.0,
+    upstream_ca: UpstreamCA = None,
+    insecure_upstream: InsecureUpstream = False,
+    upstream_proxy: UpstreamProxy = None,
+    tcp_passthrough_host: TcpPassthroughHost = None,
 ) -> None:
     """Start the resolver and the proxy together on an embedded SQLite store.
 
@@ -143,6 +208,9 @@ def up(
                 proxy_port=proxy_port,
                 data=data,
                 timeout=timeout,
+                proxy_args=egress_args(
+                    upstream_ca, insecure_upstream, upstream_proxy, tcp_passthrough_host
+                ),
             ) as (resolver_child, proxy_child),
         ):
             _print_exports(host, resolver_port, proxy_port, data, resolver_child, proxy_child)

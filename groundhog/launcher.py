@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,6 +131,7 @@ def stack(
     proxy_port: int,
     data: Path,
     timeout: float = 60.0,
+    proxy_args: Sequence[str] = (),
 ) -> Iterator[tuple[Child, Child]]:
     """Resolver, then proxy (it needs the resolver), both ready; both stopped on exit."""
     logs = data / "logs"
@@ -152,6 +153,7 @@ def stack(
                 "--port", str(proxy_port),
                 "--resolver-url", url_for(host, resolver_port),
                 "--data", str(data),
+                *proxy_args,  # how it reaches the world (--upstream-ca, --upstream-proxy, …)
             ],
             logs,
         )  # fmt: skip

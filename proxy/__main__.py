@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from proxy.egress import EgressConfigError, parse_upstream_proxy
 from proxy.options import DEFAULT_MAX_BODY_BYTES
 from proxy.server import CAUnavailable, run
 
@@ -54,9 +55,33 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds to connect upstream (10) and to wait for the response head (60)",
     )
     parser.add_argument(
+        "--upstream-ca",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="also trust this PEM CA for upstream TLS (repeatable; certifi's roots stay "
+        "trusted; SSL_CERT_FILE and REQUESTS_CA_BUNDLE are added when set)",
+    )
+    parser.add_argument(
+        "--insecure-upstream",
         "--ssl-insecure",
+        dest="ssl_insecure",
         action="store_true",
-        help="do not verify upstream certificates (tests against self-signed servers only)",
+        help="do not verify upstream certificates at all (logged loudly; prefer --upstream-ca)",
+    )
+    parser.add_argument(
+        "--upstream-proxy",
+        default=None,
+        metavar="URL",
+        help="reach the world through this HTTP(S) proxy, http://[user:pass@]host:port",
+    )
+    parser.add_argument(
+        "--tcp-passthrough-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="relay raw (non-HTTP, non-TLS) tunnels to HOST unrecorded while the tape is "
+        "online (repeatable); every other raw tunnel is closed",
     )
     parser.add_argument(
         "--set",
@@ -80,6 +105,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
     # mitmproxy's own terminal log prints our records; one line per connection is noise.
     logging.getLogger("mitmproxy.proxy.server").setLevel(logging.WARNING)
+    if args.upstream_proxy:
+        try:
+            parse_upstream_proxy(args.upstream_proxy)
+        except EgressConfigError as error:
+            parser.error(str(error))
     branch = args.branch or ("root" if args.tape else None)
     extra_options: dict[str, Any] = {"termlog_verbosity": args.log_level.lower()}
     if args.upstream_timeout is not None:
@@ -99,8 +129,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             ssl_insecure=args.ssl_insecure,
             extra_options=extra_options,
             settings=args.settings,
+            upstream_ca_files=args.upstream_ca,
+            upstream_proxy=args.upstream_proxy,
+            tcp_passthrough_hosts=args.tcp_passthrough_host,
         )
-    except CAUnavailable as error:
+    except (CAUnavailable, EgressConfigError) as error:
         sys.stderr.write(f"{error}\n")
         raise SystemExit(2) from None
 

@@ -36,6 +36,7 @@ from proxy.resolver_client import (
     ResolverRejected,
     ResolverUnavailable,
 )
+from proxy.tunnels import Tunnels
 from proxy.wire import (
     add_upstream_headers,
     relayed_response,
@@ -269,4 +270,4 @@ class Groundhog:
         return ctx.options.groundhog_max_body_bytes
 
 
-addons = [Groundhog()]
+addons = [Groundhog(), Tunnels()]

@@ -57,6 +57,20 @@ def credentials_from_request(request: http.Request) -> Credentials | None:
     return parse_proxy_authorization(request.headers.get("Proxy-Authorization"))
 
 
+def connect_credentials(request: http.Request) -> Credentials | None:
+    """What a CONNECT names for its tunnel: headers on the CONNECT win over its credentials.
+
+    Some clients put headers on the CONNECT itself (requests' proxy_headers). None when it
+    names nothing; raises `CredentialsError` for malformed credentials.
+    """
+    credentials = credentials_from_request(request)
+    tape = request.headers.get(HEADER_TAPE) or (credentials.tape if credentials else None)
+    branch = request.headers.get(HEADER_BRANCH) or (credentials.branch if credentials else None)
+    if credentials is None and not tape and not branch:
+        return None
+    return Credentials(tape=tape, branch=branch)
+
+
 def identify(
     request: http.Request,
     *,

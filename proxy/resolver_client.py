@@ -81,6 +81,10 @@ class ResolverClient:
     async def record(self, payload: dict[str, Any]) -> dict[str, Any]:
         return await self._post("/v1/record", payload, self._record_timeout)
 
+    async def tunnel(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """May a raw tunnel reach the world (`/v1/tunnel`)? No single flight: a short call."""
+        return await self._post("/v1/tunnel", payload, self._record_timeout)
+
     async def _post(
         self, route: str, payload: dict[str, Any], timeout: aiohttp.ClientTimeout
     ) -> dict[str, Any]:

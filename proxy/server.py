@@ -17,7 +17,7 @@ import logging
 import signal
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,9 @@ from mitmproxy.addons import (
 )
 
 from proxy.addon import Groundhog
+from proxy.egress import INSECURE_WARNING, EgressAuth, parse_upstream_proxy, trust_bundle
 from proxy.options import DEFAULT_MAX_BODY_BYTES
+from proxy.tunnels import Tunnels
 from resolver.ca import ensure_ca
 
 log = logging.getLogger(__name__)
@@ -61,6 +63,9 @@ class ProxyConfig:
     extra_options: dict[str, Any] = field(default_factory=dict)
     ca_directory: Path | None = None
     settings: list[str] = field(default_factory=list)  # "option=value", as mitmdump's --set
+    upstream_ca_files: tuple[Path, ...] = ()
+    upstream_proxy: str | None = None
+    tcp_passthrough_hosts: tuple[str, ...] = ()
 
     @property
     def ca_dir(self) -> Path:
@@ -94,6 +99,7 @@ def groundhog_options(config: ProxyConfig) -> dict[str, Any]:
         "groundhog_branch": config.branch,
         "groundhog_proxy_token": config.proxy_token,
         "groundhog_max_body_bytes": config.max_body_bytes,
+        "groundhog_tcp_passthrough_hosts": list(config.tcp_passthrough_hosts),
     }
 
 
@@ -108,6 +114,21 @@ def apply_settings(options: mitm_options.Options, settings: list[str]) -> None:
             options.update(**{name: float(value)})
         else:
             options.set(spec)
+def egress_options(config: ProxyConfig) -> dict[str, Any]:
+    """mitmproxy's options for reaching the world: upstream trust and an egress proxy.
+
+    Reads the CA files (and SSL_CERT_FILE / REQUESTS_CA_BUNDLE) and writes their bundle under
+    the data directory; raises `EgressConfigError` naming a file or URL it cannot use.
+    """
+    options: dict[str, Any] = {}
+    bundle = trust_bundle(Path(config.data_dir) / "upstream-trust", config.upstream_ca_files)
+    if bundle is not None:
+        options["ssl_verify_upstream_trusted_ca"] = str(bundle)
+    if config.upstream_proxy:
+        upstream = parse_upstream_proxy(config.upstream_proxy)
+        options["mode"] = [upstream.mode]
+        options["upstream_auth"] = upstream.auth
+    return options
 
 
 def build_master() -> mitm_master.Master:
@@ -117,7 +138,8 @@ def build_master() -> mitm_master.Master:
     consulted for every event of every flow; measured, that dispatch is a large part of
     mitmproxy's own per-request cost. Kept: the proxy core, TLS interception, protocol
     detection, `block_global` (refuse clients from public addresses), h2c refusal, and the
-    start-up error check (exit when the port is taken). Must be called inside a running loop.
+    start-up error check (exit when the port is taken), and
+    credentials for an egress proxy (`--upstream-proxy`). Must be called inside a running loop.
     """
     master = mitm_master.Master(mitm_options.Options(), with_termlog=True)
     master.addons.add(
@@ -129,6 +151,8 @@ def build_master() -> mitm_master.Master:
         tlsconfig.TlsConfig(),
         errorcheck.ErrorCheck(),
         Groundhog(),
+        EgressAuth(),  # after Groundhog: it must not overwrite the worker's credentials
+        Tunnels(),  # after NextLayer: it vets the layer NextLayer chose
     )
     return master
 
@@ -143,8 +167,11 @@ async def serve(config: ProxyConfig, on_ready: Callable[[], None] | None = None)
             f"no CA in {str(config.ca_dir)!r} and none can be created there ({error}); "
             "point --ca-dir (or GROUNDHOG_CA_DIR) at the resolver's CA directory"
         ) from error
+    egress = await asyncio.to_thread(egress_options, config)
+    if config.ssl_insecure:
+        log.warning(INSECURE_WARNING)
     master = build_master()
-    master.options.update(**mitmproxy_options(config), **groundhog_options(config))
+    master.options.update(**mitmproxy_options(config), **egress, **groundhog_options(config))
     apply_settings(master.options, config.settings)
 
     loop = asyncio.get_running_loop()
@@ -188,6 +215,9 @@ def run(
     on_ready: Callable[[], None] | None = None,
     extra_options: dict[str, Any] | None = None,
     settings: list[str] | None = None,
+    upstream_ca_files: Sequence[Path | str] = (),
+    upstream_proxy: str | None = None,
+    tcp_passthrough_hosts: Sequence[str] = (),
 ) -> None:
     """Block running the proxy; `on_ready` is called once its port accepts connections."""
     config = ProxyConfig(
@@ -203,6 +233,9 @@ def run(
         ssl_insecure=ssl_insecure,
         extra_options=extra_options or {},
         settings=list(settings or []),
+        upstream_ca_files=tuple(Path(path) for path in upstream_ca_files),
+        upstream_proxy=upstream_proxy,
+        tcp_passthrough_hosts=tuple(tcp_passthrough_hosts),
     )
     asyncio.run(serve(config, on_ready))
 

@@ -24,7 +24,7 @@ from resolver.limits import BodyLimit
 from resolver.metrics import Metrics
 from resolver.recording import Recorder
 from resolver.resolution import Resolver
-from resolver.routes import branches, health, inspect, internal, tapes, transfer
+from resolver.routes import branches, health, inspect, internal, tapes, transfer, tunnels
 from resolver.settings import Settings, load_settings
 from store.db import open_store
 
@@ -75,7 +75,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.recorder = Recorder(store, max_body_bytes=settings.max_body_bytes, echoes=echoes)
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_body_bytes=settings.max_body_bytes)
-    for module in (health, tapes, branches, internal, inspect, transfer):
+    for module in (health, tapes, branches, internal, tunnels, inspect, transfer):
         app.include_router(module.router)
     app.include_router(ui.router)
     logger.info("resolver ready on %s", store.engine.url.render_as_string(hide_password=True))

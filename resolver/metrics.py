@@ -26,6 +26,12 @@ class Metrics:
             "Asks that waited for another asker fetching the same address",
             registry=self.registry,
         )
+        self.tunnels = Counter(
+            "groundhog_tunnels",
+            "Raw tunnels (neither HTTP nor TLS) the proxy asked about, by decision",
+            ["decision"],
+            registry=self.registry,
+        )
         self.resolve_seconds = Histogram(
             "groundhog_resolve_seconds",
             "Time to answer /v1/resolve, waiting included",

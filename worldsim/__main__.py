@@ -29,6 +29,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="omit X-Groundhog-Reads/-Writes dependency hints",
     )
     parser.add_argument(
+        "--world", choices=("research", "shop"), default=None, help="which world (research)"
+    )
+    parser.add_argument(
+        "--uncooperative",
+        dest="cooperative",
+        action="store_false",
+        default=None,
+        help="ignore every X-Groundhog-* header, draw noise per call, announce no hints",
+    )
+    parser.add_argument(
         "--sleep-latency",
         action="store_true",
         default=None,
@@ -49,6 +59,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             args.seed,
             sandbox_cap=args.sandbox_cap,
             hints=args.hints,
+            cooperative=args.cooperative,
+            world=args.world,
             sleep_latency=args.sleep_latency,
             max_body_bytes=args.max_body_bytes,
             log_level=args.log_level,

@@ -58,3 +58,8 @@ async def judge(world: WorldDependency, query: oracle.OracleQuery) -> dict[str, 
 @router.post("/_oracle/batch", summary="The oracle for many reads at once")
 async def judge_batch(world: WorldDependency, batch: oracle.OracleBatch) -> dict[str, object]:
     return {"results": [oracle.judge(world, query) for query in batch.reads]}
+
+
+@router.post("/_oracle/served", summary="Grade served reads (by X-Request-Id) for their askers")
+async def judge_served(world: WorldDependency, batch: oracle.ServedBatch) -> dict[str, object]:
+    return {"results": [oracle.judge_served(world, query) for query in batch.reads]}

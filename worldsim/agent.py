@@ -40,13 +40,22 @@ class Strategy(StrEnum):
     VERIFY = "verify"  # deep, then read the review of its own brief and revise
 
 
-def parse_strategy(value: Strategy | str) -> Strategy:
-    """A strategy by name; the error lists the valid names."""
+def parse_strategy[S: StrEnum](value: S | str, kind: type[S] = Strategy) -> S:  # type: ignore[assignment]
+    """A strategy by name (of ``kind``); the error lists the valid names."""
     try:
-        return Strategy(value)
+        return kind(value)
     except ValueError as error:
-        valid = ", ".join(strategy.value for strategy in Strategy)
+        valid = ", ".join(strategy.value for strategy in kind)
         raise ValueError(f"unknown strategy {value!r}; choose one of {valid}") from error
+
+
+PROBE_STRATEGY = Strategy.VERIFY
+
+
+def probe_write_reply(path: str, body: bytes | None) -> dict[str, object]:
+    """What a probe answers locally for a write (it never sends one): a publication."""
+    brief = json.loads(body or b"{}")
+    return {"id": brief.get("id"), "revision": 1, "terms": []}
 
 
 SOURCES_READ = {Strategy.GUESS: 0, Strategy.SKIM: 1, Strategy.DEEP: 3, Strategy.VERIFY: 3}
@@ -72,7 +81,12 @@ class Transport(Protocol):
     """How the agent reaches the world: over HTTP (through a proxy or not) or in process."""
 
     def send(
-        self, method: str, path: str, params: Sequence[tuple[str, str]], body: bytes | None
+        self,
+        method: str,
+        path: str,
+        params: Sequence[tuple[str, str]],
+        body: bytes | None,
+        headers: Mapping[str, str] | None = None,
     ) -> Reply: ...
 
 
@@ -89,9 +103,14 @@ class HttpTransport:
         self.headers = dict(headers or {})
 
     def send(
-        self, method: str, path: str, params: Sequence[tuple[str, str]], body: bytes | None
+        self,
+        method: str,
+        path: str,
+        params: Sequence[tuple[str, str]],
+        body: bytes | None,
+        extra_headers: Mapping[str, str] | None = None,
     ) -> Reply:
-        headers = dict(self.headers)
+        headers = {**self.headers, **(extra_headers or {})}
         if body is not None:
             headers["Content-Type"] = "application/json"
         body_argument = "data" if type(self.client).__module__.startswith("requests") else "content"
@@ -133,6 +152,7 @@ class Rollout:
     review_exists: bool | None
     reward: float
     steps: tuple[Step, ...]
+    session: str | None = None
 
     @property
     def saw_own_write(self) -> bool | None:
@@ -172,6 +192,18 @@ class _Session:
     def __init__(self, transport: Transport) -> None:
         self.transport = transport
         self.steps: list[Step] = []
+        self.headers: dict[str, str] = {}
+        self.token: str | None = None
+
+    def open(self, epoch: int | None, client: str | None) -> None:
+        """Obtain the session that names this rollout's sandbox (setup: not part of the reward)."""
+        given = {"epoch": epoch, "client": client}
+        payload = {name: value for name, value in given.items() if value is not None}
+        reply = self.transport.send("POST", "/sessions", (), _canonical(payload))
+        if reply.status != 201:
+            raise AgentError(f"POST /sessions answered {reply.status}: {reply.body[:300]!r}")
+        self.token = str(reply.json()["session"])
+        self.headers = {"Authorization": f"Bearer {self.token}"}
 
     def call(
         self,
@@ -182,7 +214,7 @@ class _Session:
         expect: int = 200,
     ) -> dict[str, object]:
         body = _canonical(payload) if payload is not None else None
-        reply = self.transport.send(method, path, params, body)
+        reply = self.transport.send(method, path, params, body, self.headers)
         if reply.status != expect or LATENCY_HEADER not in reply.headers:
             raise AgentError(
                 f"{method} {path} answered {reply.status} (expected {expect} with a"
@@ -214,10 +246,26 @@ def _brief(
     }
 
 
-def run_rollout(transport: Transport, strategy: Strategy | str, agent_seed: int) -> Rollout:
-    """Run one rollout of `strategy`; deterministic given the agent seed and the replies."""
+def run_rollout(
+    transport: Transport,
+    strategy: Strategy | str,
+    agent_seed: int,
+    *,
+    epoch: int | None = None,
+    client: str | None = None,
+    open_session: bool = True,
+) -> Rollout:
+    """Run one rollout of `strategy`; deterministic given the agent seed and the replies.
+
+    The rollout first obtains a session (`POST /sessions`, on day ``epoch``) and names its
+    sandbox by that token on every later call, as a client of a real service would; with
+    ``open_session=False`` it relies on the transport to select the sandbox (a cooperative
+    world's branch header).
+    """
     strategy = parse_strategy(strategy)
     session = _Session(transport)
+    if open_session:
+        session.open(epoch, client)
     trends = session.call("GET", "/trends")["trends"]
     topic = str(trends[0]["topic"])  # type: ignore[index]
     attention = float(session.call("GET", "/context")["attention"])  # type: ignore[arg-type]
@@ -258,6 +306,7 @@ def run_rollout(transport: Transport, strategy: Strategy | str, agent_seed: int)
         review_exists=review_exists,
         reward=reward,
         steps=tuple(session.steps),
+        session=session.token,
     )
 
 
@@ -267,6 +316,10 @@ def http_rollout(
     strategy: Strategy | str,
     agent_seed: int,
     headers: Mapping[str, str] | None = None,
+    *,
+    epoch: int | None = None,
+    client_key: str | None = None,
 ) -> Rollout:
     """`run_rollout` over HTTP with an injected client (route it through the proxy as you like)."""
-    return run_rollout(HttpTransport(client, base_url, headers), strategy, agent_seed)
+    transport = HttpTransport(client, base_url, headers)
+    return run_rollout(transport, strategy, agent_seed, epoch=epoch, client=client_key)

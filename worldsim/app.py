@@ -88,6 +88,8 @@ def create_app(config: WorldConfig | None = None) -> FastAPI:
         config.seed,
         sandbox_cap=config.sandbox_cap,
         hints=config.hints,
+        cooperative=config.cooperative,
+        kind=config.world,
         max_body_bytes=config.max_body_bytes,
     )
     app.include_router(admin.health_router)

@@ -20,6 +20,8 @@ class WorldConfig(BaseSettings):
     seed: int = 0
     sandbox_cap: int = Field(default=1024, ge=1)
     hints: bool = True
+    cooperative: bool = True
+    world: str = Field(default="research", pattern="^(research|shop)$")
     sleep_latency: bool = False
     max_body_bytes: int = Field(default=65_536, ge=1)
 

@@ -38,6 +38,30 @@ class BriefIn(pydantic.BaseModel):
     )
 
 
+SESSION_PATTERN = re.compile(r"^s-[0-9a-f]{16}$")
+PUBLIC_SANDBOX = "public"
+
+
+def parse_session(raw: str) -> str:
+    """The session token of an ``Authorization: Bearer <token>`` header (already stripped)."""
+    token = raw.strip()
+    if not SESSION_PATTERN.match(token):
+        raise InvalidRequest(
+            f"the bearer token {token[:24]!r} is not a session token (POST /sessions gives one)"
+        )
+    return token
+
+
+def bearer(value: str | None) -> str | None:
+    """The token of an Authorization header, or None when there is none."""
+    if value is None:
+        return None
+    scheme, _, token = value.strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise InvalidRequest("Authorization must be 'Bearer <session token>'")
+    return token.strip()
+
+
 def parse_branch(raw: str | None) -> str:
     if raw is None or raw == "":
         return ROOT_BRANCH
@@ -69,6 +93,8 @@ def endpoint_label(method: str, path: str) -> str:
         return "GET /docs/{id}"
     if method == "POST" and path == "/docs":
         return "POST /docs"
+    if method == "POST" and path == "/sessions":
+        return "POST /sessions"
     raise UnknownEndpoint(f"the world has no endpoint {method} {path}")
 
 
@@ -80,20 +106,54 @@ def _param(query: Sequence[tuple[str, str]], name: str) -> str:
 
 
 def render_read(
-    view: corpus.CorpusView, seed: int, path: str, query: Sequence[tuple[str, str]], occurrence: int
+    view: corpus.CorpusView,
+    seed: int,
+    path: str,
+    query: Sequence[tuple[str, str]],
+    occurrence: int,
+    *,
+    epoch: int | None = None,
 ) -> render.Rendered:
-    """Render any GET endpoint: the pure function the oracle re-runs against other states."""
+    """Render any GET endpoint: the pure function the oracle re-runs against other states.
+
+    ``epoch`` is the slow state (the day); ``seed`` and ``occurrence`` the per-call noise.
+    """
     label = endpoint_label("GET", path)
     key = render.request_key("GET", path, query, b"")
     if label == "GET /context":
-        return render.render_context(seed, key, occurrence)
+        return render.render_context(seed, key, occurrence, epoch=epoch)
     if label == "GET /trends":
-        return render.render_trends(seed, key, occurrence)
+        return render.render_trends(seed, key, occurrence, epoch=epoch)
     if label == "GET /search":
         return render.render_search(view, seed, key, occurrence, _param(query, "q"))
     if label == "GET /review":
         return render.render_review(view, seed, key, occurrence, _param(query, "doc"))
     return render.render_doc(view, path[len("/docs/") :])
+
+
+CLIENT_KEY_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+
+
+def parse_session_request(body: bytes) -> tuple[int | None, str | None]:
+    """The optional ``{"epoch": int, "client": str}`` body of `POST /sessions`.
+
+    ``epoch`` is the day the session runs on (slow state); ``client`` an idempotency key: the
+    same key on the same day names the same session, as many real APIs allow.
+    """
+    if not body.strip():
+        return None, None
+    try:
+        data = json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise InvalidRequest(f"the body is not valid JSON: {error}") from error
+    if not isinstance(data, dict) or set(data) - {"epoch", "client"}:
+        raise InvalidRequest('the body must be {"epoch": <int>, "client": <key>} or empty')
+    epoch, client = data.get("epoch"), data.get("client")
+    if epoch is not None and (type(epoch) is not int or not 0 <= epoch < 2**62):
+        raise InvalidRequest("epoch must be a non-negative integer below 2**62")
+    if client is not None and (not isinstance(client, str) or not CLIENT_KEY_PATTERN.match(client)):
+        raise InvalidRequest("client must be 1-128 of A-Z a-z 0-9 . _ -")
+    return epoch, client
 
 
 def parse_brief(body: bytes) -> corpus.Brief:
@@ -119,4 +179,5 @@ def world_headers(headers: Mapping[str, str]) -> dict[str, str | None]:
         "branch": headers.get("x-groundhog-branch"),
         "seed": headers.get("x-groundhog-seed"),
         "occurrence": headers.get("x-groundhog-occurrence"),
+        "session": bearer(headers.get("authorization")),
     }

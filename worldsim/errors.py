@@ -67,3 +67,15 @@ class SandboxCapReached(WorldError):
     status = 429
     kind = "sandbox-cap"
     title = "Too many branch sandboxes"
+
+
+class UnknownSession(WorldError):
+    status = 401
+    kind = "unknown-session"
+    title = "Unknown session"
+
+
+class UnknownServed(WorldError):
+    status = 404
+    kind = "unknown-served"
+    title = "Unknown served read"

@@ -21,9 +21,12 @@ from worldsim import noise
 from worldsim.corpus import TOPICS, CorpusView, tokens
 from worldsim.errors import PROBLEM_MEDIA_TYPE, problem_document
 
-# Calibration (see tests/worldsim/test_calibration.py): the attention shock's standard
-# deviation is about nine times the expected verify-minus-deep reward gap.
+# Declared before the benchmark's runs (bench/protocol.toml): the attention shock's standard
+# deviation is about nine times the expected verify-minus-deep reward gap. The day's share of it
+# is slow state (every call on one day sees it); the rest is drawn per call.
 ATTENTION_SD = 1.45
+ATTENTION_DAY_WEIGHT = 0.8
+ATTENTION_CALL_WEIGHT = 0.6
 CLOCK_ORIGIN = 1_767_225_600  # 2026-01-01T00:00:00Z; the world's calendar, not the host's
 CLOCK_STEP_SECONDS = 900
 LATENCY_MEDIAN_MS = 120.0
@@ -74,16 +77,22 @@ def _round(value: float) -> float:
     return round(value, 6)
 
 
-def render_context(seed: int, key: str, occurrence: int) -> Rendered:
-    """The world clock advances with each reading; attention depends on the day and hour."""
-    origin = CLOCK_ORIGIN + math.floor(noise.uniform(seed, "clock-origin") * 365) * 86_400
+def render_context(seed: int, key: str, occurrence: int, *, epoch: int | None = None) -> Rendered:
+    """The world clock advances with each reading; attention has a day part and a call part.
+
+    ``epoch`` is the slow state a live service shares across simultaneous calls (which day it
+    is); ``seed``/``key``/``occurrence`` draw the per-call part. A cooperative world without a
+    session uses one seed for both.
+    """
+    epoch = seed if epoch is None else epoch
+    origin = CLOCK_ORIGIN + math.floor(noise.uniform(epoch, "clock-origin") * 365) * 86_400
     jitter = math.floor(noise.uniform(seed, "clock", key, occurrence) * CLOCK_STEP_SECONDS / 3)
     clock = origin + occurrence * CLOCK_STEP_SECONDS + jitter
     day, second_of_day = divmod(clock, 86_400)
     hour = second_of_day // 3600
-    shock = 0.8 * noise.normal(seed, "attention-day", day) + 0.6 * noise.normal(
-        seed, "attention-hour", day, hour
-    )
+    shock = ATTENTION_DAY_WEIGHT * noise.normal(
+        epoch, "attention-day", day
+    ) + ATTENTION_CALL_WEIGHT * noise.normal(seed, "attention-call", key, occurrence)
     iso = dt.datetime.fromtimestamp(clock, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     payload: JsonObject = {
         "clock": clock,
@@ -95,10 +104,18 @@ def render_context(seed: int, key: str, occurrence: int) -> Rendered:
     return Rendered(200, payload)
 
 
-def render_trends(seed: int, key: str, occurrence: int) -> Rendered:
-    """Topic mentions elsewhere on the web: exogenous, and no model of it exists locally."""
+def render_trends(seed: int, key: str, occurrence: int, *, epoch: int | None = None) -> Rendered:
+    """Topic mentions elsewhere on the web today: exogenous, slow, and no local model of it.
+
+    The day's counts are slow state (keyed by ``epoch``); each call adds a small sampling
+    jitter, so two calls rarely give the same bytes but almost always the same leading topic.
+    """
+    epoch = seed if epoch is None else epoch
     mentions = {
-        topic: round(noise.lognormal(seed, 100.0, 0.6, "trend", key, occurrence, topic))
+        topic: round(
+            noise.lognormal(epoch, 100.0, 0.6, "trend", topic)
+            * noise.lognormal(seed, 1.0, 0.01, "trend-call", key, occurrence, topic)
+        )
         for topic in TOPICS
     }
     ranked = sorted(TOPICS, key=lambda topic: (-mentions[topic], topic))

@@ -97,6 +97,13 @@ async def read_doc(
     return await serve(request, world, config)
 
 
+@router.post("/sessions", status_code=201, summary="Open a session: a sandbox named by a token")
+async def open_session(
+    request: Request, world: WorldDependency, config: ConfigDependency
+) -> Response:
+    return await serve(request, world, config)
+
+
 @router.post("/docs", status_code=201, summary="Publish (or revise) a brief: a write")
 async def publish(request: Request, world: WorldDependency, config: ConfigDependency) -> Response:
     return await serve(request, world, config)
@@ -109,4 +116,34 @@ async def review(
     config: ConfigDependency,
     doc: Annotated[str, Query(min_length=1, max_length=64)],
 ) -> Response:
+    return await serve(request, world, config)
+
+
+# The shop world's routes (worldsim/shop.py), served when the world is started with --world shop.
+@router.get("/catalog", summary="Shop: today's items and quotes (prices move per call)")
+async def catalog(request: Request, world: WorldDependency, config: ConfigDependency) -> Response:
+    return await serve(request, world, config)
+
+
+@router.get("/items/{item_id}", summary="Shop: one item's value and quote")
+async def item(
+    request: Request, world: WorldDependency, config: ConfigDependency, item_id: str
+) -> Response:
+    return await serve(request, world, config)
+
+
+@router.get("/cart", summary="Shop: the cart, and a bundle offer for what is in it")
+async def cart(request: Request, world: WorldDependency, config: ConfigDependency) -> Response:
+    return await serve(request, world, config)
+
+
+@router.post("/cart", status_code=201, summary="Shop: add an item to the cart (a write)")
+async def add_to_cart(
+    request: Request, world: WorldDependency, config: ConfigDependency
+) -> Response:
+    return await serve(request, world, config)
+
+
+@router.post("/checkout", status_code=201, summary="Shop: place the order (a write)")
+async def checkout(request: Request, world: WorldDependency, config: ConfigDependency) -> Response:
     return await serve(request, world, config)

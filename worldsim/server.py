@@ -26,6 +26,8 @@ def run(
     *,
     sandbox_cap: int | None = None,
     hints: bool | None = None,
+    cooperative: bool | None = None,
+    world: str | None = None,
     sleep_latency: bool | None = None,
     max_body_bytes: int | None = None,
     log_level: str = "warning",
@@ -35,6 +37,8 @@ def run(
         seed=seed,
         sandbox_cap=sandbox_cap,
         hints=hints,
+        cooperative=cooperative,
+        world=world,
         sleep_latency=sleep_latency,
         max_body_bytes=max_body_bytes,
     )

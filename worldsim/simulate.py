@@ -17,6 +17,7 @@ from enum import StrEnum
 
 from worldsim import noise
 from worldsim.agent import Reply, Rollout, Strategy, run_rollout
+from worldsim.dispatch import bearer
 from worldsim.errors import WorldError
 from worldsim.render import encode
 from worldsim.world import World, WorldRequest
@@ -49,7 +50,12 @@ class InProcessTransport:
         self._occurrences: Counter[tuple[str, str, bytes]] = Counter()
 
     def send(
-        self, method: str, path: str, params: Sequence[tuple[str, str]], body: bytes | None
+        self,
+        method: str,
+        path: str,
+        params: Sequence[tuple[str, str]],
+        body: bytes | None,
+        headers: Mapping[str, str] | None = None,
     ) -> Reply:
         query = tuple(params)
         payload = body or b""
@@ -68,6 +74,7 @@ class InProcessTransport:
             branch=branch,
             seed=None if self.seed is None else str(self.seed),
             occurrence=occurrence,
+            session=bearer((headers or {}).get("Authorization")),
         )
         try:
             answer = self.world.handle(request)
@@ -98,7 +105,8 @@ def agent_seed_for(world_seed: int, strategy: Strategy, salt: int = 0) -> int:
 def live_rollout(world_seed: int, strategy: Strategy, agent_seed: int) -> Rollout:
     """A rollout against a fresh live world with `world_seed`: the reference for equivalence."""
     world = World(world_seed)
-    return run_rollout(InProcessTransport(world, branch="live"), strategy, agent_seed)
+    transport = InProcessTransport(world, branch="live")
+    return run_rollout(transport, strategy, agent_seed, open_session=False)
 
 
 def run_group(
@@ -120,6 +128,6 @@ def run_group(
         else:
             transport = InProcessTransport(world, branch=branch)
         rollouts[strategy] = run_rollout(
-            transport, strategy, agent_seed_for(world_seed, strategy, salt)
+            transport, strategy, agent_seed_for(world_seed, strategy, salt), open_session=False
         )
     return Group(world_seed, condition, rollouts)

@@ -9,27 +9,37 @@ what a real environment's snapshot/rollback layer would provide.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
-from collections import Counter
+import urllib.parse
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 
-from worldsim import corpus, render
+from worldsim import corpus, noise, render, shop
 from worldsim.dispatch import (
     OCCURRENCE_PATTERN,
+    PUBLIC_SANDBOX,
     SEED_PATTERN,
     endpoint_label,
     parse_branch,
     parse_brief,
     parse_int_header,
+    parse_session,
+    parse_session_request,
     render_read,
 )
-from worldsim.errors import BodyTooLarge, ReadOnlyConflict, SandboxCapReached
+from worldsim.errors import BodyTooLarge, ReadOnlyConflict, SandboxCapReached, UnknownSession
 
 HINT_READS = "X-Groundhog-Reads"
 HINT_WRITES = "X-Groundhog-Writes"
 LATENCY_HEADER = "X-World-Latency-Ms"
 OCCURRENCE_ECHO_HEADER = "X-World-Occurrence"
+REQUEST_ID_HEADER = "X-Request-Id"
+KINDS = ("research", "shop")
+SESSION_PREFIX = "s-"
+# Served answers the oracle can still judge; older ones are forgotten (a bound, not a policy).
+SERVED_LOG_LIMIT = 500_000
 
 
 @dataclass(frozen=True)
@@ -43,6 +53,7 @@ class WorldRequest:
     branch: str | None = None
     seed: str | None = None
     occurrence: str | None = None
+    session: str | None = None
 
 
 @dataclass(frozen=True)
@@ -52,6 +63,38 @@ class WorldResponse:
     headers: tuple[tuple[str, str], ...]
     media_type: str
     latency_ms: float | None = None
+    request_id: str = ""
+
+
+@dataclass(frozen=True)
+class Draw:
+    """The exogenous inputs of one answer: the day (slow state) and the per-call noise."""
+
+    epoch: int
+    seed: int
+    occurrence: int
+
+
+@dataclass(frozen=True)
+class Served:
+    """A read the world answered, kept so the oracle can re-render it against any sandbox."""
+
+    path: str
+    query: tuple[tuple[str, str], ...]
+    draw: Draw
+    body_sha256: str
+
+
+def _ascii(value: str) -> str:
+    return urllib.parse.quote(value, safe=",:/-_.~")
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def noise_token(seed: int, name: str) -> str:
+    return f"{noise.salted_seed(seed, f'session:{name}'):016x}"
 
 
 @dataclass
@@ -60,6 +103,8 @@ class Sandbox:
 
     overlay: dict[str, corpus.Doc] = field(default_factory=dict)
     counters: Counter[str] = field(default_factory=Counter)
+    epoch: int | None = None
+    cart: shop.Cart = field(default_factory=shop.Cart)
 
     def view(self) -> corpus.CorpusView:
         return corpus.CorpusView(dict(self.overlay))
@@ -75,14 +120,52 @@ class World:
         sandbox_cap: int = 1024,
         hints: bool = True,
         max_body_bytes: int = 65_536,
+        cooperative: bool = True,
+        kind: str = "research",
     ) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"unknown world {kind!r}; choose one of {', '.join(KINDS)}")
+        # Which world this is: the research world, or the shop (worldsim/shop.py).
+        self.kind = kind
         self.seed = seed
         self.sandbox_cap = sandbox_cap
-        self.hints = hints
+        # An uncooperative world reads no X-Groundhog-* header and names no dependency.
+        self.cooperative = cooperative
+        self.hints = hints and cooperative
         self.max_body_bytes = max_body_bytes
         self._sandboxes: dict[str, Sandbox] = {}
         self._calls: Counter[tuple[str, str]] = Counter()
         self._lock = threading.RLock()
+        self._sessions_opened = 0
+        self._live_calls = 0
+        self._served: OrderedDict[str, Served] = OrderedDict()
+
+    def open_session(self, epoch: int | None, client: str | None = None) -> dict[str, object]:
+        """A new sandbox named by a token the rollout obtained, on day ``epoch`` (slow state).
+
+        This is how a real service identifies a rollout's state: a session the client asked
+        for, not a header a proxy adds. Tokens come from the world's own counter, so two
+        sessions never share a name, unless the client gives an idempotency key (same key, same
+        day: same session).
+        """
+        day = self.seed if epoch is None else epoch
+        with self._lock:
+            self._calls[("sessions", "POST /sessions")] += 1
+            if client is not None:
+                token = SESSION_PREFIX + noise_token(self.seed, f"{day}:{client}")
+                if token in self._sandboxes:
+                    return {"session": token, "epoch": day}
+            else:
+                self._sessions_opened += 1
+                token = SESSION_PREFIX + noise_token(self.seed, str(self._sessions_opened))
+            if len(self._sandboxes) >= self.sandbox_cap:
+                raise SandboxCapReached(
+                    f"{self.sandbox_cap} sandboxes exist; POST /_reset to drop them or start"
+                    f" the world with a larger --sandbox-cap",
+                    {"sandbox_cap": self.sandbox_cap},
+                )
+            self._sandboxes[token] = Sandbox(epoch=day)
+            return {"session": token, "epoch": self._sandboxes[token].epoch}
 
     def view(self, branch: str | None) -> corpus.CorpusView:
         """A branch's corpus without creating a sandbox (the base corpus if it has none)."""
@@ -110,7 +193,12 @@ class World:
             parent = parent.rsplit("/", 1)[0]
             if parent in self._sandboxes:
                 ancestor = self._sandboxes[parent]
-                created = Sandbox(dict(ancestor.overlay), Counter(ancestor.counters))
+                created = Sandbox(
+                    dict(ancestor.overlay),
+                    Counter(ancestor.counters),
+                    ancestor.epoch,
+                    ancestor.cart.copy(),
+                )
                 break
         self._sandboxes[branch] = created
         return created
@@ -145,24 +233,55 @@ class World:
             for entry in [entry for entry in self._calls if branch in (None, entry[0])]:
                 del self._calls[entry]
 
-    def handle(self, request: WorldRequest) -> WorldResponse:
-        """Answer one world request; raises `WorldError` for anything the world refuses."""
-        label = endpoint_label(request.method, request.path)
-        branch = parse_branch(request.branch)
+    def _who(self, request: WorldRequest) -> tuple[str, int | None, int | None]:
+        """The sandbox, the header seed and the header occurrence of a request.
+
+        A session token wins; without one a cooperative world takes the branch header, an
+        uncooperative one serves the shared public sandbox. Only a cooperative world reads the
+        X-Groundhog-* headers at all.
+        """
+        if not self.cooperative:
+            if request.session is not None:
+                return parse_session(request.session), None, None
+            return PUBLIC_SANDBOX, None, None
         header_seed = parse_int_header("X-Groundhog-Seed", request.seed, SEED_PATTERN)
         header_occurrence = parse_int_header(
             "X-Groundhog-Occurrence", request.occurrence, OCCURRENCE_PATTERN
         )
+        if request.session is not None:
+            return parse_session(request.session), header_seed, header_occurrence
+        return parse_branch(request.branch), header_seed, header_occurrence
+
+    def handle(self, request: WorldRequest) -> WorldResponse:
+        """Answer one world request; raises `WorldError` for anything the world refuses."""
+        label = self.label(request.method, request.path)
+        if label == "POST /sessions":
+            opened = self.open_session(*parse_session_request(request.body))
+            return WorldResponse(201, render.encode(opened), (), "application/json", 0.0)
+        branch, header_seed, header_occurrence = self._who(request)
         if len(request.body) > self.max_body_bytes:
             raise BodyTooLarge(
                 f"the body has {len(request.body)} bytes; the limit is {self.max_body_bytes}",
                 {"limit": self.max_body_bytes},
             )
-        seed = self.seed if header_seed is None else header_seed
         body = request.body if request.method.upper() != "GET" else b""
         with self._lock:
+            if branch.startswith(SESSION_PREFIX) and branch not in self._sandboxes:
+                raise UnknownSession(
+                    "the session token is unknown (never opened, or reset); POST /sessions first",
+                    {"session": branch[:80]},
+                )
             sandbox = self._sandbox(branch)
             self._calls[(branch, label)] += 1
+            self._live_calls += 1
+            if header_seed is not None:
+                seed = header_seed
+            elif self.cooperative:
+                seed = self.seed if sandbox.epoch is None else sandbox.epoch
+            else:
+                # The uncooperative world's own generator: a fresh draw for every call.
+                seed = noise.salted_seed(self.seed, f"call:{self._live_calls}")
+            epoch = sandbox.epoch if sandbox.epoch is not None else seed
             if label == "POST /docs":
                 brief = parse_brief(body)
                 body = render.encode(json.loads(body))
@@ -172,11 +291,53 @@ class World:
             occurrence = counted if header_occurrence is None else header_occurrence
             if label == "POST /docs":
                 rendered = self._publish(sandbox, brief)
+            elif request.method.upper() != "GET":
+                rendered = shop.write(sandbox.cart, label, body, seed, key, occurrence, epoch)
             else:
-                rendered = render_read(
-                    sandbox.view(), seed, request.path, request.query, occurrence
+                rendered = self.read_as(
+                    sandbox, seed, request.path, request.query, occurrence, epoch
                 )
-        return self._respond(rendered, seed, key, occurrence)
+            draw = Draw(epoch, seed, occurrence)
+            answer = self._respond(rendered, seed, key, occurrence, draw)
+            if request.method.upper() == "GET":
+                self._remember(answer, request, draw)
+        return answer
+
+    def label(self, method: str, path: str) -> str:
+        if self.kind == "shop":
+            return shop.label(method, path)
+        return endpoint_label(method, path)
+
+    def read_as(
+        self,
+        sandbox: Sandbox | None,
+        seed: int,
+        path: str,
+        query: tuple[tuple[str, str], ...],
+        occurrence: int,
+        epoch: int,
+    ) -> render.Rendered:
+        """Render a read against a sandbox's state (None: the base world); touches no state."""
+        if self.kind == "shop":
+            cart = sandbox.cart if sandbox is not None else shop.Cart()
+            return shop.read(cart, seed, path, tuple(query), occurrence, epoch)
+        view = sandbox.view() if sandbox is not None else corpus.BASE_VIEW
+        return render_read(view, seed, path, query, occurrence, epoch=epoch)
+
+    def sandbox(self, name: str) -> Sandbox | None:
+        with self._lock:
+            return self._sandboxes.get(name)
+
+    def _remember(self, answer: WorldResponse, request: WorldRequest, draw: Draw) -> None:
+        rid = answer.request_id
+        self._served[rid] = Served(request.path, tuple(request.query), draw, _sha(answer.body))
+        self._served.move_to_end(rid)
+        while len(self._served) > SERVED_LOG_LIMIT:
+            self._served.popitem(last=False)
+
+    def served(self, request_id: str) -> Served | None:
+        with self._lock:
+            return self._served.get(request_id)
 
     def _publish(self, sandbox: Sandbox, brief: corpus.Brief) -> render.Rendered:
         try:
@@ -190,17 +351,21 @@ class World:
         return render.Rendered(201, payload, (f"doc:{doc.id}",), writes)
 
     def _respond(
-        self, rendered: render.Rendered, seed: int, key: str, occurrence: int
+        self, rendered: render.Rendered, seed: int, key: str, occurrence: int, draw: Draw
     ) -> WorldResponse:
         latency = render.latency_ms(seed, key, occurrence)
-        headers = [(LATENCY_HEADER, f"{latency:.1f}"), (OCCURRENCE_ECHO_HEADER, str(occurrence))]
+        body = render.encode(rendered.payload)
+        # The id names the answer (its noise and its bytes), so the oracle can later re-render
+        # exactly this answer against any sandbox; equal answers get equal ids (deterministic).
+        tag = f"{draw.epoch}|{draw.seed}|{draw.occurrence}|{key}|".encode()
+        request_id = _sha(tag + body)[:24]
+        headers = [(LATENCY_HEADER, f"{latency:.1f}"), (REQUEST_ID_HEADER, request_id)]
+        if self.cooperative:
+            headers.append((OCCURRENCE_ECHO_HEADER, str(occurrence)))
         if self.hints:
-            headers.append((HINT_READS, ",".join(rendered.reads)))
-            headers.append((HINT_WRITES, ",".join(rendered.writes)))
+            # Resource names can carry a client's text (a doc id); headers must stay ASCII.
+            headers.append((HINT_READS, _ascii(",".join(rendered.reads))))
+            headers.append((HINT_WRITES, _ascii(",".join(rendered.writes))))
         return WorldResponse(
-            rendered.status,
-            render.encode(rendered.payload),
-            tuple(headers),
-            rendered.media_type,
-            latency,
+            rendered.status, body, tuple(headers), rendered.media_type, latency, request_id
         )

@@ -24,6 +24,7 @@ from bench.reliability.report import headline, write_report
 from bench.reliability.security import run_security
 from bench.reliability.store_faults import run_store_faults
 from bench.reliability.streams import run_big_download
+from bench.reliability.tunnels import run_tunnels
 from bench.soak import run_soak
 
 logger = logging.getLogger("bench.reliability")
@@ -51,6 +52,7 @@ def scenarios(quick: bool) -> list[tuple[str, Callable[[Path], dict[str, Any]]]]
         ("schema_fuzz", lambda _root: fuzz_admin_api(10 if quick else 50)),
         ("key_properties", lambda _root: check_key_properties(100 if quick else 1000)),
         ("security", run_security),
+        ("tunnels", run_tunnels),
     ]
 
 

@@ -117,6 +117,12 @@ def promises(results: dict[str, Any]) -> list[Row]:
         rows.append(("hostile", promise, keys["held"]))
     if results.get("security"):
         rows += _security_rows(results["security"])
+    for case in (results.get("tunnels") or {}).get("cases", []):
+        promise = (
+            f"raw CONNECT tunnel, {case['case']}: {case['expect']} "
+            f"({case['bytes_reached_world']} bytes reached the world)"
+        )
+        rows.append(("tunnels", promise, case["held"]))
     for name, error in (results.get("errors") or {}).items():
         rows.append(("error", f"scenario {name} could not run: {error}", False))
     return rows

@@ -16,6 +16,7 @@ from bench.config import ACTIONS, BenchConfig, quick_config
 from bench.measurements import (
     ConditionData,
     EquivalenceCheck,
+    OracleCounts,
     ReferenceData,
     Rollout,
 )
@@ -36,8 +37,11 @@ def _condition(name: str, worlds: int, rng: np.random.Generator) -> ConditionDat
             saw = None if action != "verify" else name != "replay"
             data.rollouts.append(Rollout(world, f"b{world}", action, reward, attention, saw))
     data.totals.add({"reads": 100, "reads_shared": 70 if name != "naive" else 0, "lies": 0})
+    data.oracle = OracleCounts(reads=100, rollouts_reading_after_write=worlds)
     if name == "replay":
         data.totals.add({"reads": 0, "lies": 5})
+        data.oracle.stale = 5
+        data.oracle.rollouts_blind = worlds
     return data
 
 
@@ -89,13 +93,39 @@ def constructed_raw() -> dict:
             "closure": {
                 "pairs": [(True, True), (True, False), (True, False)],
                 "live_calls_per_group": 20,
+                "oracle_reads": 30,
+                "oracle_stale": 0,
             },
             "path": {
                 "pairs": [(False, True), (False, False), (False, False)],
                 "live_calls_per_group": 12,
+                "oracle_reads": 30,
+                "oracle_stale": 3,
             },
         },
         "reproducibility": [("a", "a"), ("b", "b")],
         "speed": {"resolver": "not measured (test)", "proxy": [{"name": "p50", "ms": 1.5}]},
         "timings": {"total": 1.0},
     }
+
+
+def _grpo_runs(final_best: float, seeds: int = 4) -> list[dict]:
+    rest = (1.0 - final_best) / 3
+    last = [rest, rest, rest, final_best]
+    return [{"seed": seed, "probabilities": [[0.25] * 4, last]} for seed in range(seeds)]
+
+
+@pytest.fixture
+def constructed_raws(constructed_raw) -> dict:
+    """Both modes: the uncooperative cell has no equivalence or reproducibility, and GRPO."""
+    uncooperative = {
+        **constructed_raw,
+        "equivalence": {},
+        "reproducibility": [],
+        "grpo": {
+            "naive": _grpo_runs(0.5),
+            "replay": _grpo_runs(0.1),
+            "groundhog": _grpo_runs(0.8),
+        },
+    }
+    return {"research/uncooperative": uncooperative, "research/cooperative": constructed_raw}

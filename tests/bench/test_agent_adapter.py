@@ -38,7 +38,7 @@ def test_run_returns_the_agents_own_result(world: TestClient) -> None:
     got = agent_adapter.run(world, BASE, headers, "verify", 11)
     world.post("/_reset")
     direct = agent.run_rollout(agent.HttpTransport(world, BASE, headers), "verify", 11)
-    assert got == agent_adapter.outcome(direct)
+    assert got.observation_digest == agent_adapter.outcome(direct).observation_digest
     assert got.reward == direct.reward and got.attention == direct.attention
     assert got.saw_own_write is True
     assert got.decisions == tuple(step.decision for step in direct.steps)
@@ -77,11 +77,22 @@ def test_probe_transport_answers_writes_locally(world: TestClient) -> None:
 
 
 def test_run_probe_makes_verifys_reads_and_no_write(world: TestClient) -> None:
-    agent_adapter.run_probe(world, BASE, {"X-Groundhog-Branch": "root/probe"}, 5)
+    agent_adapter.run_probe(world, BASE, 5, epoch=3, client_key="probe")
     endpoints = _stats(world)["endpoints"]
     assert isinstance(endpoints, dict) and endpoints
     assert "POST /docs" not in endpoints
+    # The probe's own session is real (its reads need a sandbox); its writes are not.
+    assert endpoints["POST /sessions"] == 1
     assert "GET /review" in endpoints
+
+
+def test_the_digest_ignores_the_session_token(world: TestClient) -> None:
+    first = agent.run_rollout(agent.HttpTransport(world, BASE, {}), "deep", 3, epoch=4)
+    second = agent.run_rollout(agent.HttpTransport(world, BASE, {}), "deep", 3, epoch=4)
+    assert first.session != second.session
+    assert agent_adapter.outcome(first).observation_digest == (
+        agent_adapter.outcome(second).observation_digest
+    )
 
 
 def test_attention_coefficient(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -84,43 +84,50 @@ def test_equivalence_counts_only_identical_rewards_and_observations() -> None:
     assert analysis.analyze_equivalence([]) is None
 
 
-def test_assembled_results_carry_the_known_directions(small_config, constructed_raw) -> None:
-    results = assemble(small_config, constructed_raw, run_id="t", services=SERVICES)
-    rows = results["conditions"]
+def test_assembled_results_carry_the_known_directions(small_config, constructed_raws) -> None:
+    results = assemble(small_config, constructed_raws, run_id="t", services=SERVICES)
+    cooperative = results["cells"]["research/cooperative"]
+    rows = cooperative["conditions"]
     naive_variance = rows["naive"]["contrast_variance"]
-    assert rows["groundhog"]["reduction_vs_naive"] == pytest.approx(
+    assert rows["groundhog"]["reduction"]["value"] == pytest.approx(
         naive_variance / rows["groundhog"]["contrast_variance"]
     )
-    assert rows["groundhog"]["reduction_vs_naive"] > 100
+    assert rows["groundhog"]["reduction"]["low"] > 100
     assert rows["groundhog"]["levene_vs_naive"]["p"] < 0.01
-    assert rows["groundhog"]["verdict"] == "unbiased"
-    assert rows["naive"]["verdict"] == "unbiased"
-    assert rows["replay"]["verdict"] == "biased"
     assert rows["replay"]["bias"]["value"] == pytest.approx(-0.2, abs=0.05)
+    assert rows["replay"]["bias_interval"]["high"] < 0
+    assert rows["replay"]["lies"]["k"] == 5 and rows["groundhog"]["lies"]["k"] == 0
+    assert rows["replay"]["blind"]["value"] == 1.0
     assert rows["groundhog"]["exact_equivalence"]["identical"] == 4
     assert rows["replay"]["exact_equivalence"]["identical"] == 3
-    assert rows["naive"]["exact_equivalence"] == {"is_live_world": True}
-    assert results["reproducibility"]["identical"] == 2
-    closure = results["dependency_models"]["closure"]
-    assert (closure["precision"], closure["recall"]) == (pytest.approx(1 / 3), 1.0)
-    assert results["dependency_models"]["path"]["recall"] == 0.0
+    assert cooperative["reproducibility"]["identical"] == 2
+    models = cooperative["dependency_models"]
+    assert (models["closure"]["precision"], models["closure"]["recall"]) == (
+        pytest.approx(1 / 3),
+        1.0,
+    )
+    assert models["path"]["recall"] == 0.0 and math.isnan(models["path"]["precision"])
+    assert models["path"]["precision_note"].startswith("undefined")
+    assert models["path"]["lies"]["k"] == 3
+    uncooperative = results["cells"]["research/uncooperative"]
+    assert uncooperative["grpo"]["groundhog_minus_replay"]["low"] > 0
+    assert "ceiling_interval" not in uncooperative["reference"]
     assert results["meta"]["config"]["worlds"] == small_config.worlds
-    assert set(results["raw"]["grpo_best_probability"]) == {"naive", "replay", "groundhog"}
 
 
-def test_claims_say_not_supported_when_the_data_do_not_back_them(
-    small_config, constructed_raw
-) -> None:
-    good = {
-        c["claim"]: c["supported"]
-        for c in assemble(small_config, constructed_raw, run_id="t", services=SERVICES)["claims"]
+def test_claims_fail_when_the_data_do_not_back_them(small_config, constructed_raws) -> None:
+    verdicts = {
+        c["id"]: c["verdict"]
+        for c in assemble(small_config, constructed_raws, run_id="t", services=SERVICES)["claims"]
     }
-    assert all(good.values()), good
-    constructed_raw["equivalence"]["groundhog"] = [EquivalenceCheck(1, "verify", 1.5, 1.4, True)]
-    constructed_raw["reproducibility"] = [("a", "b")]
+    assert verdicts["C4"] == verdicts["C5"] == verdicts["U3"] == "supported"
+    assert verdicts["U4"] == verdicts["U5"] == verdicts["U7"] == "supported"
+    cooperative = constructed_raws["research/cooperative"]
+    cooperative["equivalence"]["groundhog"] = [EquivalenceCheck(1, "verify", 1.5, 1.4, True)]
+    cooperative["reproducibility"] = [("a", "b")]
+    cooperative["conditions"]["groundhog"].oracle.stale = 1
     bad = {
-        c["claim"]: c["supported"]
-        for c in assemble(small_config, constructed_raw, run_id="t", services=SERVICES)["claims"]
+        c["id"]: c["verdict"]
+        for c in assemble(small_config, constructed_raws, run_id="t", services=SERVICES)["claims"]
     }
-    assert not bad["(C) reproduces a live rollout bit for bit"]
-    assert not bad["Recording the same world twice gives identical digests"]
+    assert bad["C3"] == bad["C4"] == bad["C5"] == "NOT supported"

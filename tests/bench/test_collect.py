@@ -15,7 +15,7 @@ import pytest
 from bench import collect
 from bench.agent_adapter import AgentOutcome
 from bench.config import BenchConfig, quick_config
-from bench.groups import BranchResult, GroupResult, RunContext
+from bench.groups import BranchResult, Grades, GroupResult, RunContext
 from groundhog.models import TapeDigest
 
 
@@ -74,20 +74,20 @@ def groups_run(monkeypatch: pytest.MonkeyPatch, context: RunContext) -> list[dic
     calls: list[dict[str, Any]] = []
 
     def fake_run_group(run_context: RunContext, **kwargs: Any) -> GroupResult:
-        assert run_context is context
+        assert run_context.world is context.world
         calls.append(kwargs)
         strategies = kwargs["strategies"]
         run_context.world.spend(10 * len(strategies))  # type: ignore[attr-defined]
         result = GroupResult(tape=kwargs["tape"], world_seed=kwargs["world_seed"])
         for index, strategy in enumerate(strategies):
             reward = kwargs["world_seed"] + index / 10
+            grades = Grades(reads=5, stale=int(strategy == "verify"))
+            if index == 0 and kwargs.get("reread"):
+                grades.pairs = [(True, kwargs["dependency_model"] == "rules")]
             result.branches.append(
-                BranchResult(f"root/{strategy}", strategy, 100 + index, _outcome(reward))
+                BranchResult(f"root/{strategy}", strategy, 100 + index, _outcome(reward), grades)
             )
         result.report = {"totals": {"reads": 4, "reads_shared": 3, "decisions": {"shared": 3}}}
-        result.judged = (
-            [(True, kwargs["dependency_model"] == "rules")] if kwargs.get("judge") else []
-        )
         return result
 
     monkeypatch.setattr(collect, "run_group", fake_run_group)
@@ -124,6 +124,8 @@ def test_collect_condition_gathers_every_branch_and_the_world_calls(
     first = next(call for call in groups_run if call["world_seed"] == 1000)
     assert first["tape"] == "brun9-replay-1000" and first["branch_label"] == "replay-1000"
     assert first["probe"] is True and first["dependency_model"] == "hints"
+    assert first["rules"] == ()
+    assert data.oracle.reads == 3 * 5 * len(config.actions) and data.oracle.stale == 3
     assert data.world_calls == 3 * 10 * len(config.actions)
     assert len(data.rollouts) == 3 * len(config.actions)
     assert data.totals.reads == 12 and data.totals.decisions == {"shared": 9}
@@ -138,6 +140,15 @@ def test_naive_uses_closure_and_no_probe(
     assert {(call["dependency_model"], call["probe"]) for call in groups_run} == {
         ("closure", False)
     }
+
+
+def test_an_uncooperative_cell_runs_groundhog_with_rules(
+    context: RunContext, config: BenchConfig, groups_run: list[dict[str, Any]]
+) -> None:
+    uncooperative = replace(context, cooperative=False)
+    collect.collect_condition(uncooperative, config, "groundhog", lambda _: None)
+    assert {call["dependency_model"] for call in groups_run} == {"rules"}
+    assert all(call["rules"] == collect.RULES for call in groups_run)
 
 
 def test_collect_reference_pairs_worlds(
@@ -161,7 +172,7 @@ def test_collect_reference_pairs_worlds(
     assert all(len(rewards) == 1 for rewards in reference.per_action.values())
     assert reference.attention_coefficient == 1.0
     branch = next(c for c in live_runs if c["world_seed"] == seeds[0] and c["strategy"] == "deep")
-    assert branch["branch"] == f"live-{seeds[0]}-{config.actions.index('deep')}"
+    assert branch["client_key"] == f"live-{seeds[0]}-{config.actions.index('deep')}"
 
 
 def test_check_equivalence_reruns_the_first_groups_live(
@@ -171,13 +182,13 @@ def test_check_equivalence_reruns_the_first_groups_live(
     for seed in (1000, 1001, 1002):
         group = GroupResult("t", seed)
         group.branches = [
-            BranchResult("root/x/verify", "verify", 3, _outcome(seed + 3, "same")),
-            BranchResult("root/x/deep", "deep", 4, _outcome(0.0, "same")),
+            BranchResult("root/x/verify", "verify", 3, _outcome(seed + 3, "same"), Grades()),
+            BranchResult("root/x/deep", "deep", 4, _outcome(0.0, "same"), Grades()),
         ]
         groups.append(group)
     checks = collect.check_equivalence(context, config, groups, lambda _: None)
     assert len(checks) == 4  # equivalence_worlds=2 groups, two branches each
-    assert {call["branch"] for call in live_runs} == {"eq-root-x-verify", "eq-root-x-deep"}
+    assert {call["client_key"] for call in live_runs} == {"eq-root-x-verify", "eq-root-x-deep"}
     verify = [check for check in checks if check.action == "verify"]
     assert all(check.identical_observation and check.difference == 0 for check in verify)
     deep = [check for check in checks if check.action == "deep"]
@@ -203,8 +214,9 @@ def test_dependency_models_collect_oracle_pairs_with_rules_only_for_rules(
     assert results["closure"]["pairs"] == [(True, False), (True, False)]
     assert results["rules"]["pairs"] == [(True, True), (True, True)]
     assert results["rules"]["live_calls_per_group"] == 10.0 * len(config.actions)
+    assert results["rules"]["oracle_stale"] == 2  # one stale verify read per group
     for call in groups_run:
-        assert call["judge"] and call["reread"] and call["probe"]
+        assert call["reread"] and call["probe"]
         assert call["rules"] == (collect.RULES if call["dependency_model"] == "rules" else ())
 
 
@@ -215,6 +227,7 @@ def test_reproducibility_records_each_world_twice(
     assert digests == [("digest-of-1090", "digest-of-1090"), ("digest-of-1091", "digest-of-1091")]
     labels = {call["branch_label"] for call in groups_run if call["world_seed"] == 1090}
     assert labels == {"repro-1090"}  # both recordings use the same branch names
+    assert all(call["concurrent"] is False for call in groups_run)
     assert context.admin.digested[:2] == ["brun9-repro-1090-x", "brun9-repro-1090-y"]  # type: ignore[attr-defined]
 
 

@@ -1,18 +1,24 @@
-"""`python -m bench --quick` through the real worldsim, resolver and proxy processes.
+"""`python -m bench --quick` through the real worldsim (both modes), resolver and proxy processes.
 
-Checks directions only (the sizes are small): Groundhog's contrast variance is below the naive
-baseline's, replay is biased negative against the live world, Groundhog reproduces live
-rollouts exactly, and every output file is written.
+Checks mechanisms, not magnitudes (the sizes are small): every protocol claim is printed with a
+verdict, the world's oracle finds no lie in (C) and finds replay's, Groundhog reproduces live
+rollouts exactly in the cooperative world, siblings share reads in the uncooperative world, and
+every output file is written. The run has no wall-clock budget (a loaded machine is slow, not
+wrong); it runs in its own process group, which is killed however the test ends, so no world,
+resolver or proxy outlives it.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 
 import pytest
 
+from bench import claims
 from bench.harness import REPO_ROOT
 
 pytestmark = pytest.mark.slow
@@ -21,23 +27,36 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory) -> tuple[dict, object]:
     out = tmp_path_factory.mktemp("bench-quick")
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench",
-            "--quick",
-            "--no-speed",
-            "--no-progress",
-            "--out",
-            str(out),
-        ],
+    command = [
+        sys.executable,
+        "-m",
+        "bench",
+        "--quick",
+        # --quick runs the research world only: the shop is covered by tests/worldsim and the
+        # committed run.
+        "--no-progress",
+        "--out",
+        str(out),
+    ]
+    process = subprocess.Popen(
+        command,
         cwd=REPO_ROOT,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=280,
+        start_new_session=True,
     )
-    assert completed.returncode == 0, completed.stderr[-4000:]
+    try:
+        stdout, stderr = process.communicate()
+    finally:
+        # The bench and its three children share the new session's process group.
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(process.pid, sig)
+            except ProcessLookupError:
+                break
+    assert process.returncode == 0, stderr[-4000:]
+    assert "| metric |" in stdout  # the table goes to stdout, progress to stderr
     return json.loads((out / "benchmark.json").read_text()), out
 
 
@@ -46,35 +65,44 @@ def test_every_output_file_is_written(quick_run) -> None:
     for name in ("benchmark.json", "benchmark.md", "variance.png", "significance.png", "grpo.png"):
         assert (out / name).stat().st_size > 0, name
     assert results["meta"]["quick"] is True
-    assert "| (1) advantage contrast variance |" in (out / "benchmark.md").read_text()
+    assert set(results["cells"]) == {"research/uncooperative", "research/cooperative"}
 
 
-def test_groundhog_variance_is_below_naive(quick_run) -> None:
-    rows = quick_run[0]["conditions"]
-    assert rows["groundhog"]["contrast_variance"] < rows["naive"]["contrast_variance"]
-    assert rows["groundhog"]["levene_vs_naive"]["p"] < 0.05
+def test_every_protocol_claim_gets_a_verdict(quick_run) -> None:
+    results, out = quick_run
+    ids = {claim["id"] for claim in claims.load()["claim"]}
+    assert {claim["id"] for claim in results["claims"]} == ids
+    # The shop did not run: its claims are "not measured", which is not support.
+    assert all(
+        claim["verdict"] == claims.NOT_MEASURED
+        for claim in results["claims"]
+        if claim["cell"].startswith("shop/")
+    )
+    text = (out / "benchmark.md").read_text()
+    for claim in results["claims"]:
+        assert claim["verdict"] in (claims.SUPPORTED, claims.NOT_SUPPORTED, claims.NOT_MEASURED)
+        assert f"| {claim['id']} |" in text
 
 
-def test_replay_is_biased_negative_and_blind_to_its_write(quick_run) -> None:
-    replay = quick_run[0]["conditions"]["replay"]
-    assert replay["bias"]["value"] < 0
-    assert replay["blind_to_own_write"] == 1.0
-    assert replay["lie_rate"] > 0
+def test_the_oracle_catches_replay_and_finds_no_lie_in_groundhog(quick_run) -> None:
+    for cell in quick_run[0]["cells"].values():
+        rows = cell["conditions"]
+        assert rows["groundhog"]["lies"]["k"] == 0 and rows["groundhog"]["lies"]["n"] > 0
+        assert rows["replay"]["lies"]["k"] > 0
+        assert rows["replay"]["blind"]["value"] == 1.0
+        assert rows["groundhog"]["blind"]["value"] == 0.0
+        assert cell["dependency_models"]["path"]["lies"]["k"] > 0
 
 
-def test_groundhog_reproduces_live_rollouts_exactly(quick_run) -> None:
-    groundhog = quick_run[0]["conditions"]["groundhog"]
+def test_groundhog_reproduces_live_rollouts_in_the_cooperative_world(quick_run) -> None:
+    groundhog = quick_run[0]["cells"]["research/cooperative"]["conditions"]["groundhog"]
     equivalence = groundhog["exact_equivalence"]
     assert equivalence["total"] > 0
     assert equivalence["identical"] == equivalence["total"]
-    assert equivalence["max_abs_diff"] == 0
-    assert groundhog["lie_rate"] == 0
-    assert groundhog["blind_to_own_write"] == 0
 
 
-def test_live_calls_are_counted_at_the_world(quick_run) -> None:
-    rows = quick_run[0]["conditions"]
+def test_siblings_share_reads_without_the_worlds_cooperation(quick_run) -> None:
+    rows = quick_run[0]["cells"]["research/uncooperative"]["conditions"]
+    assert rows["groundhog"]["reads_shared"] > 0.3
+    assert rows["naive"]["reads_shared"] == 0.0
     assert rows["groundhog"]["live_calls_per_group"] < rows["naive"]["live_calls_per_group"]
-    # What the world counted equals what the resolver says it sent live.
-    for row in rows.values():
-        assert row["live_calls_per_group"] == row["resolver_live_calls_per_group"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -89,19 +90,21 @@ def test_proxied_client_names_tape_and_branch_and_hooks() -> None:
 
 def test_run_live_talks_to_the_world_and_drops_the_sandbox(world: ServerProcess) -> None:
     context = _context(world.url)
-    got = run_live(context, world_seed=11, branch="live-11-0", strategy="verify", seed=3)
-    headers = {"X-Groundhog-Branch": "live-11-x", "X-Groundhog-Seed": "11"}
+    got = run_live(context, world_seed=11, client_key="live-11-0", strategy="verify", seed=3)
+    headers = {"X-Groundhog-Seed": "11"}
     with httpx.Client(trust_env=False) as client:
-        direct = agent.run_rollout(agent.HttpTransport(client, world.url, headers), "verify", 3)
+        transport = agent.HttpTransport(client, world.url, headers)
+        direct = agent.run_rollout(transport, "verify", 3, epoch=11, client="other")
     assert got.reward == direct.reward and got.attention == direct.attention
-    assert context.world.dropped == [["live-11-0"]]  # type: ignore[attr-defined]
+    [dropped] = context.world.dropped  # type: ignore[attr-defined]
+    assert len(dropped) == 1 and dropped[0].startswith("s-")
 
 
 def test_run_live_drops_the_sandbox_even_when_the_rollout_fails(world: ServerProcess) -> None:
     context = _context(world.url)
     with pytest.raises(ValueError):
-        run_live(context, world_seed=1, branch="live-x", strategy="teleport", seed=0)
-    assert context.world.dropped == [["live-x"]]  # type: ignore[attr-defined]
+        run_live(context, world_seed=1, client_key="live-x", strategy="teleport", seed=0)
+    assert context.world.dropped == [[]]  # type: ignore[attr-defined]
 
 
 def test_run_group_opens_forks_and_always_drops_its_sandboxes() -> None:
@@ -132,4 +135,28 @@ def test_run_group_opens_forks_and_always_drops_its_sandboxes() -> None:
     )
     names = ["lbl-0-guess", "lbl-1-verify", "lbl-probe"]
     assert admin_calls[1] == ("fork", ("tape-1", "root", names), {"shim_counters": None})
-    assert context.world.dropped == [[f"root/{name}" for name in names]]  # type: ignore[attr-defined]
+    # The probe failed before it obtained a session: nothing to drop, and the drop still ran.
+    assert context.world.dropped == [[]]  # type: ignore[attr-defined]
+
+
+def test_an_uncooperative_tape_names_no_cooperative_host() -> None:
+    context = replace(
+        _context("http://127.0.0.1:8090", proxy_url=_closed_port_url()),
+        cooperative=False,
+        credential_settings={"interchangeable_credentials": ["127.0.0.1"]},
+    )
+    with pytest.raises(httpx.TransportError):
+        run_group(
+            context,
+            tape="t",
+            world_seed=1,
+            mode="groundhog",
+            dependency_model="rules",
+            strategies=["deep"],
+            seed_base=7,
+            probe=False,
+            branch_label="u",
+        )
+    _, _, options = context.admin.calls[0]  # type: ignore[attr-defined]
+    assert options["cooperative_hosts"] == []
+    assert options["interchangeable_credentials"] == ["127.0.0.1"]

@@ -12,15 +12,29 @@ def test_quick_and_full_modes_differ_and_are_recorded() -> None:
     full = cli.build_config(cli.parse_args([]))
     assert quick.quick and not full.quick
     assert quick.worlds < full.worlds
-    assert full.group_sizes[-1] == 16 and quick.group_sizes == (1, 2, 4, 8)
-    assert full.equivalence_worlds * full.group_size == 100
-    assert full.reproducibility_runs == 20
+    assert quick.group_sizes == () and full.group_sizes == (1, 2, 4)
+    assert quick.worlds_run == ("research",) and full.worlds_run == ("research", "shop")
+    assert quick.modes == full.modes == ("uncooperative", "cooperative")
+    assert len(full.grpo_seeds) > len(quick.grpo_seeds)
+    # Speed rows run only when asked for.
+    assert not quick.measure_speed and not full.measure_speed
+    assert cli.build_config(cli.parse_args(["--quick", "--speed"])).measure_speed
 
 
 def test_overrides_apply() -> None:
     config = cli.build_config(cli.parse_args(["--quick", "--worlds", "12", "--no-speed"]))
     assert (config.worlds, config.measure_speed) == (12, False)
     assert config.to_json()["rollouts_horizon"] == 24
+
+
+def test_worlds_run_is_chosen_and_checked() -> None:
+    chosen = cli.build_config(cli.parse_args(["--quick", "--worlds-run", "shop"]))
+    assert chosen.worlds_run == ("shop",)
+    with pytest.raises(SystemExit, match="choose from research, shop"):
+        cli.build_config(cli.parse_args(["--worlds-run", "moon"]))
+    # Running services without a shop: the research world only.
+    only = cli.build_config(cli.parse_args(["--world-url", "http://w"]))
+    assert only.worlds_run == ("research",)
 
 
 def test_too_few_worlds_is_refused_with_the_fix() -> None:

@@ -12,8 +12,9 @@ from bench.harness import Services
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def _results(small_config, constructed_raw) -> dict:
-    return assemble(small_config, constructed_raw, run_id="t", services=Services("w", "r", "p"))
+def _results(small_config, constructed_raws) -> dict:
+    services = Services("w", "r", "p", "u")
+    return assemble(small_config, constructed_raws, run_id="t", services=services)
 
 
 def test_json_is_valid_even_with_nan_and_infinity(tmp_path) -> None:
@@ -22,43 +23,50 @@ def test_json_is_valid_even_with_nan_and_infinity(tmp_path) -> None:
     assert json.loads(path.read_text()) == {"a": None, "b": ["inf", "-inf"], "c": {"d": 1.5}}
 
 
-def test_markdown_table_renders_every_condition_and_row(
-    small_config, constructed_raw, tmp_path
+def test_markdown_table_renders_both_modes_and_every_row(
+    small_config, constructed_raws, tmp_path
 ) -> None:
-    results = _results(small_config, constructed_raw)
+    results = _results(small_config, constructed_raws)
     path = tmp_path / "benchmark.md"
     report.write_markdown(results, path)
     text = path.read_text()
-    assert "| metric | (A) naive | (B) replay | (C) groundhog |" in text
-    reduction = results["conditions"]["groundhog"]["reduction_vs_naive"]
-    assert f"{reduction:.1f}x" in text
-    assert "is the live world" in text
+    assert "| (C) groundhog uncooperative, rules |" in text
+    assert "| (C) groundhog cooperative, hints |" in text
+    reduction = results["cells"]["research/cooperative"]["conditions"]["groundhog"]["reduction"]
+    assert f"{reduction['value']:.1f}x [{reduction['low']:.1f}, {reduction['high']:.1f}]" in text
+    assert "n/a (the world draws fresh noise per call)" in text
     assert "4/4 (max |diff| 0)" in text
-    assert "not measured (test)" in text
-    assert "| closure | 0.33 | 1.00 | 3 |" in text
+    assert "| path | undefined (flagged none) | 0.00 | 3 |" in text
     assert "| 4 | 24.0 | 11.0 | 13.0 |" in text
-    assert "GRPO" in text
+    assert "GRPO on fresh rollouts" in text
+    for claim in results["claims"]:
+        assert f"| {claim['id']} |" in text
 
 
-def test_unsupported_claims_are_printed_as_such(small_config, constructed_raw) -> None:
-    constructed_raw["reproducibility"] = [("a", "b")]
-    text = report.render_markdown(report.clean(_results(small_config, constructed_raw)))
-    line = next(line for line in text.splitlines() if "identical digests:" in line and "**" in line)
-    assert "**not supported**" in line
+def test_unsupported_claims_are_printed_as_such(small_config, constructed_raws) -> None:
+    constructed_raws["research/cooperative"]["reproducibility"] = [("a", "b")]
+    text = report.render_markdown(report.clean(_results(small_config, constructed_raws)))
+    line = next(line for line in text.splitlines() if line.startswith("| C5 |"))
+    assert "**NOT supported**" in line
 
 
-def test_missing_measurements_print_not_measured(small_config, constructed_raw) -> None:
-    results = report.clean(_results(small_config, constructed_raw))
-    results["conditions"]["groundhog"]["lie_rate"] = None
-    results["group_size_curve"] = None
+def test_missing_measurements_print_not_measured(small_config, constructed_raws) -> None:
+    results = report.clean(_results(small_config, constructed_raws))
+    for cell in results["cells"].values():
+        cell["conditions"]["groundhog"]["lies"] = None
     text = report.render_markdown(results)
     lie_row = next(line for line in text.splitlines() if line.startswith("| world lied"))
     assert lie_row.endswith("| not measured |")
-    assert "## Live calls against group size\n\nnot measured" in text
 
 
-def test_figures_are_png_files(small_config, constructed_raw, tmp_path) -> None:
-    written = figures.draw_all(_results(small_config, constructed_raw), tmp_path)
+def test_a_claim_without_its_metric_is_not_measured(small_config, constructed_raws) -> None:
+    del constructed_raws["research/uncooperative"]["grpo"]
+    claims = _results(small_config, constructed_raws)["claims"]
+    assert next(c for c in claims if c["id"] == "U7")["verdict"] == "not measured"
+
+
+def test_figures_are_png_files(small_config, constructed_raws, tmp_path) -> None:
+    written = figures.draw_all(_results(small_config, constructed_raws), tmp_path)
     names = {path.name for path in written}
     assert names == {
         "variance.png",

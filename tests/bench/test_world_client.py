@@ -77,9 +77,11 @@ def test_errors_name_the_route_and_status(control: WorldControl) -> None:
         control.judge([{"branch": "root", "method": "POST", "path": "/docs"}])
 
 
-def test_an_unreachable_world_raises_a_transport_error() -> None:
+def test_an_unreachable_world_is_retried_then_named() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{probe.getsockname()[1]}"
-    with WorldControl(url, timeout=2) as control, pytest.raises(httpx.ConnectError):
+    with WorldControl(url, timeout=2) as control, pytest.raises(WorldControlError) as raised:
         control.total_calls()
+    assert "GET /_stats failed" in str(raised.value)
+    assert isinstance(raised.value.__cause__, httpx.ConnectError)

@@ -28,8 +28,16 @@ from tests.deploy.compose_local import (
 )
 
 APT_LINE = "apt-get update && apt-get install -y docker-compose"
-DEFAULT_SERVICES = {"worldsim", "resolver", "proxy", "bench"}
-POSTGRES_SERVICES = {"postgres", "resolver-a", "resolver-b", "proxy-a", "proxy-b"}
+WORLDS = {"worldsim", "worldsim-uncooperative", "worldsim-shop", "worldsim-shop-uncooperative"}
+DEFAULT_SERVICES = WORLDS | {"resolver", "proxy", "bench"}
+POSTGRES_SERVICES = {
+    "postgres",
+    "resolver-a",
+    "resolver-b",
+    "proxy-a",
+    "proxy-b",
+    "bench-replicas",
+}
 DOCUMENTED_PORTS = {"resolver": 8070, "proxy": 8080, "worldsim": 8090}
 
 
@@ -123,7 +131,25 @@ def test_every_dependency_waits_for_a_healthy_service(compose: dict[str, Any]) -
             assert rule == {"condition": "service_healthy"}, f"{name} -> {dependency}: {rule}"
             probe = services[dependency].get("healthcheck") or {}
             assert probe.get("test") and not probe.get("disable"), f"{dependency} has no probe"
-    assert set(services["bench"]["depends_on"]) == {"worldsim", "resolver", "proxy"}
+    worlds = WORLDS
+    assert set(services["bench"]["depends_on"]) == worlds | {"resolver", "proxy"}
+    assert set(services["bench-replicas"]["depends_on"]) == worlds | {
+        "resolver-a",
+        "proxy-a",
+        "proxy-b",
+    }
+    # The replicas' benchmark sends a group's siblings through both proxies in turn.
+    command = services["bench-replicas"]["command"]
+    assert command[command.index("--proxy-url") + 1] == "http://proxy-a:8080,http://proxy-b:8080"
+    assert "--uncooperative" in services["worldsim-uncooperative"]["command"]
+    assert services["worldsim-shop-uncooperative"]["command"][-3:] == [
+        "--world",
+        "shop",
+        "--uncooperative",
+    ]
+    for bench in ("bench", "bench-replicas"):
+        command = services[bench]["command"]
+        assert command[command.index("--worlds-run") + 1] == "research,shop"
     assert set(services["proxy"]["depends_on"]) == {"resolver"}
     for replica in ("resolver-a", "resolver-b"):
         assert "postgres" in services[replica]["depends_on"]

@@ -16,7 +16,15 @@ from tests.deploy.compose_rewrite import (
     rewrite_paths,
 )
 
-PORTS = {"resolver": 41070, "proxy": 41080, "worldsim": 41090}
+PORTS = {
+    "resolver": 41070,
+    "proxy": 41080,
+    "worldsim": 41090,
+    "worldsim-uncooperative": 41091,
+    "worldsim-shop": 41092,
+    "worldsim-shop-uncooperative": 41093,
+}
+WORLDS = ["worldsim", "worldsim-uncooperative", "worldsim-shop", "worldsim-shop-uncooperative"]
 POSTGRES_PORTS = {**PORTS, "resolver-a": 41071, "resolver-b": 41072}
 POSTGRES_PORTS |= {"proxy-a": 41081, "proxy-b": 41082}
 
@@ -38,10 +46,10 @@ def test_default_profile_runs_the_four_parts_dependencies_first(
     default_services: dict[str, LocalService],
 ) -> None:
     order = list(default_services)
-    assert set(order) == {"worldsim", "resolver", "proxy", "bench"}
+    assert set(order) == {*WORLDS, "resolver", "proxy", "bench"}
     assert order.index("resolver") < order.index("proxy") < order.index("bench")
-    assert order.index("worldsim") < order.index("bench")
-    assert default_services["bench"].depends_on == ["worldsim", "resolver", "proxy"]
+    assert all(order.index(world) < order.index("bench") for world in WORLDS)
+    assert default_services["bench"].depends_on == [*WORLDS, "resolver", "proxy"]
 
 
 def test_servers_listen_on_loopback_at_the_chosen_ports(
@@ -66,6 +74,10 @@ def test_service_host_names_become_local_addresses(
     urls = dict(zip(bench.arguments[3::2], bench.arguments[4::2], strict=True))
     assert urls == {
         "--world-url": "http://127.0.0.1:41090",
+        "--uncooperative-world-url": "http://127.0.0.1:41091",
+        "--shop-world-url": "http://127.0.0.1:41092",
+        "--shop-uncooperative-world-url": "http://127.0.0.1:41093",
+        "--worlds-run": "research,shop",
         "--resolver-url": "http://127.0.0.1:41070",
         "--proxy-url": "http://127.0.0.1:41080",
     }
@@ -110,6 +122,9 @@ def test_readiness_follows_each_healthcheck(default_services: dict[str, LocalSer
     kinds = {name: (s.readiness, s.health_path) for name, s in default_services.items()}
     assert kinds == {
         "worldsim": ("http", "/healthz"),
+        "worldsim-uncooperative": ("http", "/healthz"),
+        "worldsim-shop": ("http", "/healthz"),
+        "worldsim-shop-uncooperative": ("http", "/healthz"),
         "resolver": ("http", "/v1/ca.pem"),
         "proxy": ("tcp", None),
         "bench": ("none", None),
@@ -146,7 +161,7 @@ def test_postgres_profile_adds_two_resolvers_on_one_database(tmp_path: Path) -> 
 
 
 def test_two_services_on_one_local_port_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(ComposeError, match="both listen on local port 8070"):
+    with pytest.raises(ComposeError, match=r"both listen on local port 80[79]0"):
         local_services(volumes_root=tmp_path, profiles=["postgres"])
 
 

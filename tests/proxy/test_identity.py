@@ -5,8 +5,16 @@ from __future__ import annotations
 import base64
 
 import pytest
+from mitmproxy import http
 
-from proxy.identity import Credentials, CredentialsError, parse_proxy_authorization
+from proxy.identity import (
+    HEADER_BRANCH,
+    HEADER_TAPE,
+    Credentials,
+    CredentialsError,
+    connect_credentials,
+    parse_proxy_authorization,
+)
 
 
 def basic(text: str) -> str:
@@ -41,3 +49,15 @@ def test_valid_credentials(value: str | None, expected: Credentials | None) -> N
 def test_malformed_credentials_say_what_is_wrong(value: str, message: str) -> None:
     with pytest.raises(CredentialsError, match=message):
         parse_proxy_authorization(value)
+
+
+def test_connect_credentials_headers_win_over_credentials() -> None:
+    def connect(**headers: str) -> http.Request:
+        return http.Request.make("CONNECT", "http://db.internal:5432", headers=headers)
+
+    both = connect(**{"Proxy-Authorization": basic("t:b"), HEADER_BRANCH: "root/b1"})
+    assert connect_credentials(both) == Credentials("t", "root/b1")
+    assert connect_credentials(connect(**{HEADER_TAPE: "h"})) == Credentials("h", None)
+    assert connect_credentials(connect()) is None
+    with pytest.raises(CredentialsError):
+        connect_credentials(connect(**{"Proxy-Authorization": "Bearer x"}))

@@ -41,7 +41,10 @@ def test_verify_earns_its_gain_only_when_it_sees_its_own_write() -> None:
     assert [step.method for step in honest.steps].count("POST") == 2
     world = World(7)
     lying = run_rollout(
-        InProcessTransport(world, branch="root/b0", read_branch="probe"), Strategy.VERIFY, 1
+        InProcessTransport(world, branch="root/b0", read_branch="probe"),
+        Strategy.VERIFY,
+        1,
+        open_session=False,
     )
     assert lying.saw_own_write is False and lying.revision_gain == 0.0
     assert lying.reward < honest.reward
@@ -67,7 +70,7 @@ def test_choose_strategy_is_keyed_by_the_agent_seed() -> None:
 
 
 class FailingTransport:
-    def send(self, method, path, params, body) -> Reply:
+    def send(self, method, path, params, body, headers=None) -> Reply:
         return Reply(502, {"content-type": "application/problem+json"}, b'{"status":502}')
 
 

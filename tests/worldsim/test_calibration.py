@@ -1,8 +1,9 @@
 """The world's calibration, in process over many worlds with the real agent and renderers.
 
-These hold the numbers the benchmark is built on: the true ranking, the attention shock about
-nine times the verify-deep gap, the variance ratio between the naive and Groundhog conditions,
-replay's bias, and Groundhog's exact equality with a live rollout.
+These hold the world's declared design inputs (bench/protocol.toml): the true ranking and the
+attention shock about nine times the verify-deep gap, plus two mechanisms (replay's blindness,
+Groundhog's exact equality with a live rollout). No result of the benchmark is pinned here: the
+variance ratio is measured by each run, with its interval, and judged by the protocol's gates.
 """
 
 from __future__ import annotations
@@ -41,15 +42,6 @@ def test_true_ranking_is_verify_deep_skim_guess() -> None:
     assert (
         means[Strategy.VERIFY] > means[Strategy.DEEP] > means[Strategy.SKIM] > means[Strategy.GUESS]
     )
-
-
-def test_sharing_the_noise_cuts_contrast_variance_about_29_fold(groundhog_pairs) -> None:
-    naive = [run_group(seed, Condition.NAIVE, PAIR).contrast() for seed in range(3000)]
-    shared = [group.contrast() for group in groundhog_pairs]
-    ratio = statistics.pvariance(naive) / statistics.pvariance(shared)
-    assert 22 < ratio < 38
-    # Both are unbiased estimates of the same gap.
-    assert abs(statistics.fmean(naive) - statistics.fmean(shared)) < 0.12
 
 
 def test_replay_is_quiet_and_biased_because_verify_is_blind() -> None:

@@ -109,4 +109,9 @@ def test_world_headers_read_any_case_insensitive_mapping() -> None:
             return super().get(key.lower(), default)
 
     headers = Headers({"x-groundhog-branch": "root/a", "x-groundhog-seed": "9"})
-    assert world_headers(headers) == {"branch": "root/a", "seed": "9", "occurrence": None}
+    assert world_headers(headers) == {
+        "branch": "root/a",
+        "seed": "9",
+        "occurrence": None,
+        "session": None,
+    }

@@ -1,0 +1,49 @@
+"""`POST /v1/tunnel`: the proxy asks whether a raw tunnel's bytes may go to the world.
+
+Part of the proxy's internal protocol (docs/internals.md). The proxy asks once per tunnel whose
+first bytes are neither HTTP nor TLS; without an answer it closes the tunnel. The tape's state
+is read in one short read transaction; nothing is written (a raw tunnel has no address).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
+
+from resolver.asks import load_tape_and_branch
+from resolver.auth import require_proxy
+from resolver.tunnels import TunnelVerdict, decide_tunnel
+from store.db import transaction
+
+router = APIRouter(prefix="/v1", tags=["internal"], dependencies=[Depends(require_proxy)])
+
+
+class TunnelRequest(BaseModel):
+    tape: str = Field(min_length=1, max_length=300)
+    branch: str = Field(min_length=1, max_length=2000)
+    host: str = Field(min_length=1, max_length=300)
+    port: int = Field(ge=1, le=65535)
+    listed_by_proxy: bool = False
+
+
+def _verdict(request: Request, body: TunnelRequest) -> TunnelVerdict:
+    with transaction(request.app.state.store.read) as session:
+        tape, _branch = load_tape_and_branch(session, body.tape, body.branch)
+        return decide_tunnel(
+            tape=tape.name,
+            online=tape.online,
+            host=body.host,
+            port=body.port,
+            tape_passthrough_hosts=tape.config.get("passthrough_hosts") or [],
+            listed_by_proxy=body.listed_by_proxy,
+        )
+
+
+@router.post("/tunnel")
+async def tunnel(body: TunnelRequest, request: Request) -> dict[str, Any]:
+    verdict = await run_in_threadpool(_verdict, request, body)
+    request.app.state.metrics.tunnels.labels(decision=str(verdict.decision)).inc()
+    return {"decision": str(verdict.decision), "detail": verdict.detail}

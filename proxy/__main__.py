@@ -52,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         metavar="SECONDS",
-        help="seconds to connect upstream and to wait between upstream bytes (10 and 60)",
+        help="seconds to connect upstream (10) and to wait for the response head (60)",
     )
     parser.add_argument(
         "--upstream-ca",
@@ -89,6 +89,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="HOST",
         help="relay raw (non-HTTP, non-TLS) tunnels to HOST unrecorded while the tape is "
         "online (repeatable); every other raw tunnel is closed",
+    )
+    parser.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        metavar="OPTION=VALUE",
+        help="set any mitmproxy or groundhog_* option, as mitmdump's --set does "
+        "(e.g. --set mode=upstream:http://egress:3128, --set groundhog_upstream_deadline=300)",
     )
     parser.add_argument("--log-level", default="info", choices=["error", "warn", "info", "debug"])
     return parser
@@ -130,6 +139,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             max_body_bytes=args.max_body_bytes,
             ssl_insecure=args.ssl_insecure,
             extra_options=extra_options,
+            settings=args.settings,
             upstream_ca_files=args.upstream_ca,
             upstream_proxy=args.upstream_proxy,
             tcp_passthrough_hosts=args.tcp_passthrough_host,

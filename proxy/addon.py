@@ -3,21 +3,22 @@
 This is Groundhog's network boundary: without it nothing is recorded, shared or refused.
 For each request it works out the tape and branch, strips the worker's private headers, asks
 the resolver, and then either serves the tape's bytes without opening any upstream connection,
-or fetches live and records the answer (upstream failures included) so siblings share it.
-Bodies over the size limit, streams and WebSockets go through mitmproxy natively, unrecorded,
+or lets mitmproxy forward the request natively and records the world's answer as it comes back
+(`proxy.live`; failures before any answer become `upstream-failed`, served through
+`proxy.native`). WebSockets and request bodies over the size limit go through unrecorded,
 marked `passthrough` and reported to the resolver so they are counted.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from dataclasses import dataclass
 
 from mitmproxy import connection, ctx, http
 from mitmproxy.addonmanager import Loader
+from mitmproxy.proxy import layer, server_hooks
 
-from proxy import faults, problems
-from proxy.egress import upstream_proxy_url
+from proxy import faults, native, problems
 from proxy.identity import (
     HEADER_BRANCH,
     HEADER_TAPE,
@@ -26,8 +27,9 @@ from proxy.identity import (
     credentials_from_request,
     identify,
 )
+from proxy.live import META, RESOLVER_ERRORS, FlowState, LiveRecorder, failure_kind
 from proxy.options import declare_options
-from proxy.passthrough import PASSTHROUGH, fetched_passthrough_kind, native_passthrough_kind
+from proxy.passthrough import PASSTHROUGH, native_passthrough_kind
 from proxy.resolver_client import (
     ResolverClient,
     ResolverProtocolError,
@@ -35,50 +37,30 @@ from proxy.resolver_client import (
     ResolverUnavailable,
 )
 from proxy.tunnels import Tunnels
-from proxy.upstream import UpstreamClient, UpstreamFailure
 from proxy.wire import (
     add_upstream_headers,
-    mark_response,
     relayed_response,
     resolve_payload,
     response_from_payload,
-    response_payload,
     strip_private_headers,
 )
 
 log = logging.getLogger(__name__)
 
-META = "groundhog"
-RECORD_ERROR_HEADER = "X-Groundhog-Record-Error"
-
-
-@dataclass
-class FlowState:
-    """What the addon decided for one flow (kept in `flow.metadata[META]`)."""
-
-    mode: str = "answered"  # answered | served | fetched | native
-    decision: str = ""
-    occurrence: int | None = None
-    fingerprint: str = ""
-    ticket: str | None = None
-    passthrough: str | None = None  # the passthrough kind, for native flows
-    reported: bool = False
-
-    def mark(self, response: http.Response, decision: str | None = None) -> None:
-        mark_response(
-            response,
-            decision=decision or self.decision,
-            occurrence=self.occurrence,
-            fingerprint=self.fingerprint,
-        )
+WRITE = "write"
 
 
 class Groundhog:
     def __init__(self) -> None:
         self.resolver: ResolverClient | None = None
-        self.upstream: UpstreamClient | None = None
+        self.live = LiveRecorder(self._resolver)
         self._tunnel_credentials: dict[str, Credentials] = {}
-        self._retired: list[ResolverClient | UpstreamClient] = []
+        self._connect_timers: dict[str, asyncio.TimerHandle] = {}
+        self._retired: list[ResolverClient] = []
+
+    def _resolver(self) -> ResolverClient:
+        assert self.resolver is not None
+        return self.resolver
 
     def load(self, loader: Loader) -> None:
         declare_options(loader)
@@ -93,7 +75,8 @@ class Groundhog:
             "groundhog_wait_timeout",
             "groundhog_wait_limit",
         }:
-            self._retire(self.resolver)
+            if self.resolver is not None:
+                self._retired.append(self.resolver)
             self.resolver = ResolverClient(
                 options.groundhog_resolver_url,
                 token=options.groundhog_proxy_token,
@@ -102,33 +85,33 @@ class Groundhog:
                 wait_timeout=options.groundhog_wait_timeout,
                 wait_limit=options.groundhog_wait_limit,
             )
-        if (
-            self.upstream is None
-            or any(
-                name.startswith("groundhog_upstream") or name.startswith("ssl_") for name in updated
-            )
-            or updated & {"groundhog_max_body_bytes", "mode", "upstream_auth"}
-        ):
-            self._retire(self.upstream)
-            self.upstream = UpstreamClient(
-                verify_tls=not options.ssl_insecure,
-                ca_file=options.ssl_verify_upstream_trusted_ca,
-                connect_timeout=options.groundhog_upstream_connect_timeout,
-                read_timeout=options.groundhog_upstream_read_timeout,
-                max_body_bytes=options.groundhog_max_body_bytes,
-                # upstream_auth is declared by EgressAuth, absent where only this addon is loaded
-                proxy=upstream_proxy_url(options.mode, getattr(options, "upstream_auth", None)),
-            )
-
-    def _retire(self, client: ResolverClient | UpstreamClient | None) -> None:
-        if client is not None:
-            self._retired.append(client)
 
     async def done(self) -> None:
-        for client in [*self._retired, self.resolver, self.upstream]:
+        for client in [*self._retired, self.resolver]:
             if client is not None:
                 await client.close()
         self._retired.clear()
+
+    # -- mitmproxy's own connection handling, adapted ------------------------------------
+
+    def next_layer(self, data: layer.NextLayer) -> None:
+        native.adapt(data.layer)
+
+    def server_connect(self, data: server_hooks.ServerConnectionHookData) -> None:
+        # mitmproxy opens upstream connections with no timeout of its own; this hook runs in
+        # the task that connects, so cancelling that task ends the attempt (a connect failure).
+        task = asyncio.current_task()
+        if task is not None:
+            timeout = ctx.options.groundhog_upstream_connect_timeout
+            timer = asyncio.get_running_loop().call_later(timeout, task.cancel)
+            self._connect_timers[data.server.id] = timer
+
+    def server_connected(self, data: server_hooks.ServerConnectionHookData) -> None:
+        timer = self._connect_timers.pop(data.server.id, None)
+        if timer is not None:
+            timer.cancel()
+
+    server_connect_error = server_connected
 
     # -- identity carried by CONNECT ------------------------------------------------------
 
@@ -184,11 +167,11 @@ class Groundhog:
             flow.response = problems.missing_identity(missing or "tape")
             return
 
-        assert self.resolver is not None
+        resolver = self._resolver()
         payload = resolve_payload(
             flow.request, tape=identity.tape, branch=identity.branch, body_too_large=body_too_large
         )
-        answer = await self._ask(flow, self.resolver.resolve, payload)
+        answer = await self._ask(flow, resolver.resolve, payload)
         if answer is None:
             return
         await faults.hold(answer)  # injected latency or timeout (proxy/faults.py)
@@ -198,6 +181,8 @@ class Groundhog:
             state.occurrence = answer.get("occurrence")
             state.fingerprint = answer.get("fingerprint") or ""
             state.ticket = answer.get("ticket")
+            state.lease_seconds = answer.get("lease_seconds")
+            state.is_write = state.decision == WRITE
             if action == "serve":
                 self._serve(flow, state, answer["response"])
                 faults.enact(flow)  # an injected reset closes the connection
@@ -206,7 +191,7 @@ class Groundhog:
                 raise KeyError(f"action {action!r}")
         except (KeyError, TypeError, ValueError) as error:
             flow.response = problems.resolver_protocol_error(
-                self.resolver.base_url, f"/v1/resolve answer lacks a usable {error}"
+                resolver.base_url, f"/v1/resolve answer lacks a usable {error}"
             )
             return
 
@@ -217,7 +202,8 @@ class Groundhog:
             if body_too_large and not flow.request.raw_content:
                 flow.request.stream = True
             return
-        await self._fetch_and_record(flow, state)
+        # mitmproxy forwards the request itself once this hook returns.
+        self.live.begin(flow, state)
 
     def _serve(self, flow: http.HTTPFlow, state: FlowState, recorded: dict) -> None:
         response = response_from_payload(recorded)
@@ -227,91 +213,63 @@ class Groundhog:
 
     async def _ask(self, flow: http.HTTPFlow, call, payload: dict) -> dict | None:
         """Call the resolver; on failure answer the worker and return None."""
-        assert self.resolver is not None
+        resolver = self._resolver()
         try:
             return await call(payload)
         except ResolverUnavailable as error:
             log.warning("resolver unavailable: %s", error)
-            flow.response = problems.resolver_unavailable(self.resolver.base_url, str(error))
+            flow.response = problems.resolver_unavailable(resolver.base_url, str(error))
         except ResolverRejected as rejected:
             flow.response = relayed_response(rejected.status, rejected.headers, rejected.body)
         except ResolverProtocolError as error:
-            flow.response = problems.resolver_protocol_error(self.resolver.base_url, str(error))
+            flow.response = problems.resolver_protocol_error(resolver.base_url, str(error))
         return None
 
-    async def _fetch_and_record(self, flow: http.HTTPFlow, state: FlowState) -> None:
-        assert self.upstream is not None and self.resolver is not None
-        state.mode = "fetched"
-        ticket = state.ticket
-        try:
-            fetched = await self.upstream.fetch(flow.request)
-        except UpstreamFailure as failure:
-            log.info("upstream %s failed: %s", flow.request.pretty_url, failure)
-            error = {"kind": failure.kind, "message": failure.message}
-            ack = await self._ask(flow, self.resolver.record, {"ticket": ticket, "error": error})
-            if ack is None:
-                return
-            if not isinstance(ack.get("response"), dict):
-                flow.response = problems.resolver_protocol_error(
-                    self.resolver.base_url, "/v1/record answered an error record with no response"
-                )
-                return
-            state.decision = ack.get("decision") or state.decision
-            self._serve(flow, state, ack["response"])
-            return
+    # -- the answer path ------------------------------------------------------------------
 
-        kind = fetched_passthrough_kind(fetched)
-        if kind is not None:
-            record = {"ticket": ticket, "passthrough": kind}
-            state.decision = PASSTHROUGH
-        else:
-            record = {
-                "ticket": ticket,
-                "response": response_payload(fetched.status, fetched.fields, fetched.body),
-            }
-        record_error = None
-        try:
-            ack = await self.resolver.record(record)
-            if kind is None:
-                state.decision = ack.get("decision") or state.decision
-        except (ResolverUnavailable, ResolverRejected, ResolverProtocolError) as error:
-            # The live call already happened; withholding its answer would hide a write from
-            # the branch that made it. The worker gets it, told that the tape does not have it.
-            log.error("could not record %s: %s", flow.request.pretty_url, error)
-            record_error = str(error)
-        flow.response = fetched.to_response()
-        state.mark(flow.response)
-        if record_error is not None:
-            flow.response.headers[RECORD_ERROR_HEADER] = record_error[:300]
-
-    # -- natively forwarded passthrough ---------------------------------------------------
-
-    def responseheaders(self, flow: http.HTTPFlow) -> None:
+    async def responseheaders(self, flow: http.HTTPFlow) -> None:
         state = flow.metadata.get(META)
-        if state is None or state.mode != "native" or flow.response is None:
+        if state is None or flow.response is None:
             return
-        # Passthrough is never recorded, so stream it: SSE and large downloads flow as they come.
-        flow.response.stream = True
-        state.mark(flow.response, PASSTHROUGH if state.passthrough else None)
+        if state.mode == "live":
+            await self.live.responseheaders(flow, state)
+        elif state.mode == "native":
+            # Passthrough is never recorded, so stream it: it flows as it comes.
+            flow.response.stream = True
+            state.mark(flow.response, PASSTHROUGH if state.passthrough else None)
 
     async def response(self, flow: http.HTTPFlow) -> None:
-        await self._report_passthrough(flow)
+        state = flow.metadata.get(META)
+        if state is None:
+            return
+        if state.mode == "live":
+            await self.live.response(flow, state)
+        elif state.mode == "native":
+            await self._report_passthrough(flow, state)
 
     async def error(self, flow: http.HTTPFlow) -> None:
-        await self._report_passthrough(flow)
-
-    async def _report_passthrough(self, flow: http.HTTPFlow) -> None:
         state = flow.metadata.get(META)
-        if state is None or state.mode != "native" or state.reported:
+        if state is None:
             return
-        ticket, kind = state.ticket, state.passthrough
-        if ticket is None or kind is None:
+        if state.mode == "live":
+            await self.live.error(flow, state)
+            return
+        if state.mode == "native":
+            await self._report_passthrough(flow, state)
+            if flow.response is None and flow.error is not None:
+                kind, message = failure_kind(flow, state)
+                failure = problems.upstream_failed(flow.request.pretty_url, kind, message)
+                flow.metadata[native.FAILURE_RESPONSE] = failure
+
+    async def _report_passthrough(self, flow: http.HTTPFlow, state: FlowState) -> None:
+        if state.reported or state.ticket is None or state.passthrough is None:
             return
         state.reported = True
-        assert self.resolver is not None
         try:
-            await self.resolver.record({"ticket": ticket, "passthrough": kind})
-        except (ResolverUnavailable, ResolverRejected, ResolverProtocolError) as error:
+            await self._resolver().record(
+                {"ticket": state.ticket, "passthrough": state.passthrough}
+            )
+        except RESOLVER_ERRORS as error:
             log.error("could not report passthrough of %s: %s", flow.request.pretty_url, error)
 
     def _max_body_bytes(self) -> int:

@@ -53,8 +53,21 @@ def declare_options(loader: Loader) -> None:
     )
     loader.add_option("groundhog_record_timeout", float, 30.0, "Seconds for /v1/record.")
     loader.add_option(
-        "groundhog_upstream_connect_timeout", float, 10.0, "Seconds to connect upstream."
+        "groundhog_upstream_connect_timeout",
+        float,
+        10.0,
+        "Seconds to open an upstream connection (mitmproxy has no connect timeout of its own).",
     )
     loader.add_option(
-        "groundhog_upstream_read_timeout", float, 60.0, "Seconds between upstream bytes."
+        "groundhog_upstream_read_timeout",
+        float,
+        60.0,
+        "Seconds from forwarding a recorded ask until the world's response head arrives.",
+    )
+    loader.add_option(
+        "groundhog_upstream_deadline",
+        float,
+        120.0,
+        "Seconds a recorded live call may take in all; past it the call is upstream-failed "
+        "(timeout), or a stream already flowing continues unrecorded as passthrough.",
     )

@@ -14,7 +14,7 @@ from typing import Any
 from mitmproxy import http
 from mitmproxy.net.http import status_codes
 
-from proxy.wire import REFUSED, mark_response
+from proxy.wire import REFUSED, UPSTREAM_FAILED, mark_response
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 PROBLEM_BASE = "https://groundhog.dev/problems/"
@@ -27,7 +27,7 @@ IDENTITY_HELP = (
 
 
 def problem_response(
-    status: int, slug: str, title: str, detail: str, **extras: Any
+    status: int, slug: str, title: str, detail: str, *, decision: str = REFUSED, **extras: Any
 ) -> http.Response:
     body = {
         "type": PROBLEM_BASE + slug,
@@ -51,8 +51,8 @@ def problem_response(
         timestamp_start=now,
         timestamp_end=now,
     )
-    # The proxy's own answers forward nothing upstream; every answer still names its decision.
-    mark_response(response, decision=REFUSED, occurrence=None, fingerprint=None)
+    # Most of the proxy's own answers forward nothing upstream; every answer names its decision.
+    mark_response(response, decision=decision, occurrence=None, fingerprint=None)
     return response
 
 
@@ -93,4 +93,28 @@ def resolver_protocol_error(resolver_url: str, reason: str) -> http.Response:
         "Resolver answered something the proxy cannot use",
         f"the resolver at {resolver_url} answered unexpectedly ({reason}); nothing was forwarded",
         resolver_url=resolver_url,
+    )
+
+
+def upstream_failed(url: str, kind: str, message: str) -> http.Response:
+    """The live call failed before any HTTP answer, and the resolver could not phrase it."""
+    return problem_response(
+        502,
+        "upstream-failed",
+        "Upstream failed before answering",
+        f"the live call to {url} failed before the world answered ({kind}: {message}); "
+        "nothing was recorded, the next ask tries again",
+        decision=UPSTREAM_FAILED,
+        kind=kind,
+    )
+
+
+def not_recorded(url: str, reason: str) -> http.Response:
+    """A read went live but its answer is not on the tape: it must not be served."""
+    return problem_response(
+        503,
+        "not-recorded",
+        "Live answer not recorded",
+        f"the live call to {url} happened, but its answer could not be recorded ({reason}); "
+        "nothing was served so that every branch gets the same bytes. A retry is safe.",
     )

@@ -62,6 +62,7 @@ class ProxyConfig:
     ssl_insecure: bool = False
     extra_options: dict[str, Any] = field(default_factory=dict)
     ca_directory: Path | None = None
+    settings: list[str] = field(default_factory=list)  # "option=value", as mitmdump's --set
     upstream_ca_files: tuple[Path, ...] = ()
     upstream_proxy: str | None = None
     tcp_passthrough_hosts: tuple[str, ...] = ()
@@ -102,6 +103,17 @@ def groundhog_options(config: ProxyConfig) -> dict[str, Any]:
     }
 
 
+def apply_settings(options: mitm_options.Options, settings: list[str]) -> None:
+    """Apply `option=value` specs as mitmdump's --set does, floats included.
+
+    mitmproxy's own parser has no float type; Groundhog's timeouts are floats.
+    """
+    for spec in settings:
+        name, separator, value = spec.partition("=")
+        if separator and isinstance(getattr(options, name, None), float):
+            options.update(**{name: float(value)})
+        else:
+            options.set(spec)
 def egress_options(config: ProxyConfig) -> dict[str, Any]:
     """mitmproxy's options for reaching the world: upstream trust and an egress proxy.
 
@@ -160,6 +172,7 @@ async def serve(config: ProxyConfig, on_ready: Callable[[], None] | None = None)
         log.warning(INSECURE_WARNING)
     master = build_master()
     master.options.update(**mitmproxy_options(config), **egress, **groundhog_options(config))
+    apply_settings(master.options, config.settings)
 
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -201,6 +214,7 @@ def run(
     ssl_insecure: bool = False,
     on_ready: Callable[[], None] | None = None,
     extra_options: dict[str, Any] | None = None,
+    settings: list[str] | None = None,
     upstream_ca_files: Sequence[Path | str] = (),
     upstream_proxy: str | None = None,
     tcp_passthrough_hosts: Sequence[str] = (),
@@ -218,6 +232,7 @@ def run(
         max_body_bytes=max_body_bytes,
         ssl_insecure=ssl_insecure,
         extra_options=extra_options or {},
+        settings=list(settings or []),
         upstream_ca_files=tuple(Path(path) for path in upstream_ca_files),
         upstream_proxy=upstream_proxy,
         tcp_passthrough_hosts=tuple(tcp_passthrough_hosts),

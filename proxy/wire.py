@@ -19,13 +19,18 @@ from typing import Any
 from mitmproxy import http
 from mitmproxy.net.http import status_codes
 
+from resolver.policy import Decision
+
 GROUNDHOG_PREFIX = b"x-groundhog-"
 PROXY_AUTHORIZATION = b"proxy-authorization"
 HEADER_DECISION = "X-Groundhog-Decision"
 HEADER_OCCURRENCE = "X-Groundhog-Occurrence"
 HEADER_FINGERPRINT = "X-Groundhog-Fingerprint"
 # The decision of every answer that forwarded nothing and served nothing from tape.
-REFUSED = "refused"
+REFUSED = str(Decision.REFUSED)
+PASSTHROUGH = str(Decision.PASSTHROUGH)
+# Decision.UPSTREAM_FAILED in the resolver's enum (PROTOCOL v2 §5); spelled here until then.
+UPSTREAM_FAILED = "upstream-failed"
 
 HeaderPairs = list[list[str]]
 
@@ -93,16 +98,20 @@ def resolve_payload(
     }
 
 
-def response_from_payload(payload: dict[str, Any]) -> http.Response:
-    """A mitmproxy response carrying exactly the recorded status, headers and body bytes."""
+def response_from_payload(payload: dict[str, Any], *, sent_body: bytes = b"") -> http.Response:
+    """A mitmproxy response carrying exactly the recorded status, headers and body bytes.
+
+    A `/v1/record` answer may give `"body": null`, meaning "the body you sent" (`sent_body`).
+    """
     status = int(payload["status"])
+    body = payload.get("body")
     now = time.time()
     return http.Response(
         http_version=b"HTTP/1.1",
         status_code=status,
         reason=status_codes.RESPONSES.get(status, "").encode("ascii", "replace"),
         headers=fields_from_pairs(payload.get("headers") or []),
-        content=decode_body(payload.get("body")),
+        content=sent_body if body is None else decode_body(body),
         trailers=None,
         timestamp_start=now,
         timestamp_end=now,

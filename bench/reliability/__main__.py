@@ -25,6 +25,7 @@ from bench.reliability.hostile_fields import run_hostile_fields
 from bench.reliability.report import headline, write_report
 from bench.reliability.security import run_security
 from bench.reliability.store_faults import run_store_faults
+from bench.reliability.streams import run_big_download
 from bench.reliability.tunnels import run_tunnels
 from bench.soak import run_soak
 
@@ -47,6 +48,7 @@ def scenarios(quick: bool) -> list[tuple[str, Callable[[Path], dict[str, Any]]]]
         ("crash", lambda root: run_crash(root, quick=quick)),
         ("world_faults", run_world_faults),
         ("claim_takeover", run_claim_takeover),
+        ("big_download", run_big_download),
         ("store_faults", run_store_faults),
         ("fail_closed", run_fail_closed),
         ("hostile", run_hostile),

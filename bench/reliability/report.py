@@ -136,6 +136,12 @@ def promises(results: dict[str, Any]) -> list[Row]:
     if results.get("claim_takeover"):
         promise = "dead single-flight holder: a sibling takes over after the lease"
         rows.append(("faults", promise, results["claim_takeover"]["held"]))
+    for case in (results.get("big_download") or {}).get("cases", []):
+        promise = (
+            f"{case['received_mib']:g} MiB download ({case['framing']}): proxy RSS grew "
+            f"{case['rss_growth_mib']:g} MiB (< {results['big_download']['limit_mib']} MiB)"
+        )
+        rows.append(("memory", promise, case["held"]))
     if results.get("store_faults"):
         rows += _store_rows(results["store_faults"])
     if results.get("fail_closed"):

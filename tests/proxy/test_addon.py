@@ -1,27 +1,24 @@
-"""The addon in mitmproxy's test harness, against a scripted resolver and a real upstream."""
+"""The addon in mitmproxy's test harness against a scripted resolver: hits, identity, refusals."""
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import gzip
 import json
 from collections.abc import Callable
 
 import pytest
 from mitmproxy import http
+from mitmproxy.proxy import server_hooks
 from mitmproxy.test import taddons, tflow
 
 from proxy.addon import Groundhog
+from tests.proxy.live_script import b64, recording_script
 from tests.proxy.stub_resolver import StubResolver
-from tests.proxy.upstream_server import AcceptCounter, Upstream
+from tests.proxy.upstream_server import AcceptCounter
 from tests.support.servers import free_port
 
 RECORDED_BODY = gzip.compress(b'{"recorded": 1}', mtime=0)
-
-
-def b64(data: bytes) -> str:
-    return base64.b64encode(data).decode()
 
 
 def serve_answer(decision: str = "shared", status: int = 200) -> dict:
@@ -44,19 +41,6 @@ def serve_answer(decision: str = "shared", status: int = 200) -> dict:
             ],
             "body": b64(RECORDED_BODY),
         },
-    }
-
-
-def forward_answer(ticket: str | None = "t-1", decision: str = "recorded", **extra) -> dict:
-    return {
-        "action": "forward",
-        "decision": decision,
-        "occurrence": 0,
-        "fingerprint": "",
-        "request_key": "k",
-        "ticket": ticket,
-        "upstream_headers": [],
-        **extra,
     }
 
 
@@ -203,146 +187,6 @@ def test_resolver_failures_never_go_live(status, answer, served) -> None:
     assert world.accepts == 0
 
 
-def recording_script(ticket: str = "t-1", **forward_extra) -> Callable[[str, dict], tuple]:
-    def script(route: str, payload: dict) -> tuple[int, dict]:
-        if route == "/v1/resolve":
-            return 200, forward_answer(ticket, **forward_extra)
-        if "error" in payload:
-            problem = {"type": "upstream-error", "status": 502, "detail": payload["error"]["kind"]}
-            return 200, {
-                "decision": "recorded",
-                "exchange_id": 1,
-                "response": {
-                    "status": 502,
-                    "headers": [["Content-Type", "application/problem+json"]],
-                    "body": b64(json.dumps(problem).encode()),
-                },
-            }
-        return 200, {"decision": "recorded", "exchange_id": 1, "response": None}
-
-    return script
-
-
-def test_forward_fetches_live_records_and_adds_only_cooperative_headers(
-    upstream: Upstream,
-) -> None:
-    flow = make_flow(
-        f"{upstream.url}/doc",
-        method="POST",
-        headers={
-            "X-Groundhog-Tape": "t",
-            "X-Groundhog-Branch": "root",
-            "X-Groundhog-Secret": "s",
-            "Proxy-Authorization": "Basic " + b64(b"t:root"),
-        },
-        body=b'{"a": 1}',
-    )
-    script = recording_script(upstream_headers=[["X-Groundhog-Seed", "7"]], decision="write")
-    with StubResolver(script) as resolver:
-        run(flow, resolver.url)
-        routes = resolver.routes()
-        record = resolver.received[1][1]
-    assert routes == ["/v1/resolve", "/v1/record"]
-    (seen,) = upstream.state.requests
-    names = [name.lower() for name, _ in seen.headers]
-    assert "x-groundhog-seed" in names
-    assert "x-groundhog-secret" not in names and "x-groundhog-tape" not in names
-    assert "proxy-authorization" not in names
-    assert seen.body == b'{"a": 1}'
-    assert record["ticket"] == "t-1"
-    assert base64.b64decode(record["response"]["body"]) == flow.response.raw_content
-    assert ["X-Dup", "a"] in record["response"]["headers"]
-    assert flow.response.headers["X-Groundhog-Decision"] == "recorded"
-
-
-@pytest.mark.parametrize(("path", "kind"), [("/reset", "reset"), (None, "connect")])
-def test_upstream_failures_are_recorded_and_the_resolvers_502_served(
-    upstream: Upstream, path: str | None, kind: str
-) -> None:
-    url = f"{upstream.url}{path}" if path else f"http://127.0.0.1:{free_port()}/x"
-    flow = make_flow(url, headers={"X-Groundhog-Tape": "t", "X-Groundhog-Branch": "root"})
-    with StubResolver(recording_script()) as resolver:
-        run(flow, resolver.url)
-        record = resolver.received[-1][1]
-    assert record["error"]["kind"] == kind
-    assert flow.response.status_code == 502
-    assert json.loads(flow.response.content)["detail"] == kind
-    assert flow.response.headers["Content-Type"] == "application/problem+json"
-
-
-def test_upstream_silence_is_recorded_as_a_timeout() -> None:
-    import socket
-
-    silent = socket.socket()
-    silent.bind(("127.0.0.1", 0))
-    silent.listen(1)  # connections complete in the backlog; nobody ever answers
-    try:
-        flow = make_flow(
-            f"http://127.0.0.1:{silent.getsockname()[1]}/slow",
-            headers={"X-Groundhog-Tape": "t", "X-Groundhog-Branch": "root"},
-        )
-        with StubResolver(recording_script()) as resolver:
-            run(flow, resolver.url, groundhog_upstream_read_timeout=0.3)
-            record = resolver.received[-1][1]
-    finally:
-        silent.close()
-    assert record["error"]["kind"] == "timeout"
-    assert flow.response.status_code == 502
-
-
-def test_event_stream_response_is_passed_through_and_reported(upstream: Upstream) -> None:
-    flow = make_flow(
-        f"{upstream.url}/sse", headers={"X-Groundhog-Tape": "t", "X-Groundhog-Branch": "root"}
-    )
-    with StubResolver(recording_script()) as resolver:
-        run(flow, resolver.url)
-        record = resolver.received[-1][1]
-    assert record == {"ticket": "t-1", "passthrough": "streamed"}
-    assert flow.response.raw_content == b"data: one\n\ndata: two\n\n"
-    assert flow.response.headers["X-Groundhog-Decision"] == "passthrough"
-
-
-def test_event_stream_request_goes_native_and_streams() -> None:
-    flow = make_flow(
-        "http://127.0.0.1:1/events",
-        headers={
-            "X-Groundhog-Tape": "t",
-            "X-Groundhog-Branch": "root",
-            "Accept": "text/event-stream",
-        },
-    )
-    addon = Groundhog()
-    with StubResolver(recording_script()) as resolver:
-
-        async def go() -> None:
-            with taddons.context(addon) as context:
-                context.configure(addon, groundhog_resolver_url=resolver.url)
-                await addon.request(flow)
-                assert flow.response is None
-                flow.response = http.Response.make(200, b"", {"Content-Type": "text/event-stream"})
-                addon.responseheaders(flow)
-                await addon.response(flow)
-                await addon.done()
-
-        asyncio.run(go())
-        records = [payload for route, payload, _ in resolver.received if route == "/v1/record"]
-    assert records == [{"ticket": "t-1", "passthrough": "streamed"}]
-    assert flow.response.stream is True
-
-
-def test_too_large_response_is_passed_through_and_reported(upstream: Upstream) -> None:
-    flow = make_flow(
-        f"{upstream.url}/big?size=5000",
-        headers={"X-Groundhog-Tape": "t", "X-Groundhog-Branch": "root"},
-    )
-    with StubResolver(recording_script()) as resolver:
-        run(flow, resolver.url, groundhog_max_body_bytes=1000)
-        record = resolver.received[-1][1]
-    assert record == {"ticket": "t-1", "passthrough": "too-large"}
-    assert len(flow.response.raw_content) == 5000
-    assert flow.response.headers["X-Groundhog-Decision"] == "passthrough"
-
-
 def test_declared_large_request_body_streams_natively_and_is_reported() -> None:
     flow = make_flow(
         "http://127.0.0.1:1/upload",
@@ -362,7 +206,7 @@ def test_declared_large_request_body_streams_natively_and_is_reported() -> None:
                 await addon.requestheaders(flow)
                 assert flow.request.stream is True
                 flow.response = http.Response.make(201, b"ok")
-                addon.responseheaders(flow)
+                await addon.responseheaders(flow)
                 await addon.response(flow)
                 await addon.done()
 
@@ -388,7 +232,7 @@ def test_websocket_upgrade_is_native_passthrough_and_reported() -> None:
                 await addon.request(flow)
                 assert flow.response is None  # mitmproxy forwards it itself
                 flow.response = http.Response.make(101, b"", {"Upgrade": "websocket"})
-                addon.responseheaders(flow)
+                await addon.responseheaders(flow)
                 await addon.response(flow)
                 await addon.error(flow)  # a later close must not report twice
                 await addon.done()
@@ -407,21 +251,33 @@ def test_proxy_token_is_sent_as_bearer() -> None:
     assert headers["Authorization"] == "Bearer sekret"
 
 
-def test_a_failed_record_still_gives_the_worker_the_live_answer(upstream: Upstream) -> None:
-    def script(route: str, payload: dict) -> tuple[int, dict]:
-        if route == "/v1/resolve":
-            return 200, forward_answer(decision="write")
-        return 500, {"detail": "disk full"}
+def test_an_upstream_connect_past_its_timeout_is_cancelled_and_a_made_one_is_not() -> None:
+    addon = Groundhog()
 
-    flow = make_flow(
-        f"{upstream.url}/doc",
-        method="POST",
-        headers={"X-Groundhog-Tape": "t", "X-Groundhog-Branch": "root"},
-        body=b"w",
-    )
-    with StubResolver(script) as resolver:
-        run(flow, resolver.url)
-    assert upstream.state.count("/doc") == 1
-    assert flow.response.status_code == 200
-    assert json.loads(flow.response.content)["body"] == "w"
-    assert "disk full" in flow.response.headers["X-Groundhog-Record-Error"]
+    def hook_data() -> server_hooks.ServerConnectionHookData:
+        return server_hooks.ServerConnectionHookData(
+            server=tflow.tserver_conn(), client=tflow.tclient_conn()
+        )
+
+    async def go() -> str:
+        with taddons.context(addon) as context:
+            context.configure(addon, groundhog_upstream_connect_timeout=0.05)
+            stuck = hook_data()
+
+            async def connecting_forever() -> None:
+                addon.server_connect(stuck)  # mitmproxy runs the hook in the connecting task
+                await asyncio.Event().wait()
+
+            with pytest.raises(asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.create_task(connecting_forever()), timeout=30)
+            made = hook_data()
+
+            async def connecting_fine() -> str:
+                addon.server_connect(made)
+                addon.server_connected(made)
+                await asyncio.sleep(0.3)  # past the timeout: nothing may cancel us now
+                return "connected"
+
+            return await asyncio.create_task(connecting_fine())
+
+    assert asyncio.run(go()) == "connected"

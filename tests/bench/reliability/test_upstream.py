@@ -125,3 +125,16 @@ def test_slow_once_sleeps_only_on_the_first_call() -> None:
         assert (await response.json())["call"] == 2
 
     with_client(scenario)
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_download_streams_the_asked_size_with_or_without_a_length(chunked: bool) -> None:
+    async def scenario(client: TestClient) -> None:
+        query = {"size": "200000", **({"chunked": "1"} if chunked else {})}
+        response = await client.get("/download/x", params=query)
+        body = await response.read()
+        assert len(body) == 200000 and set(body) == {ord("d")}
+        assert ("Content-Length" in response.headers) is not chunked
+        assert (response.headers.get("Transfer-Encoding") == "chunked") is chunked
+
+    with_client(scenario)

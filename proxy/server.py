@@ -114,6 +114,8 @@ def apply_settings(options: mitm_options.Options, settings: list[str]) -> None:
             options.update(**{name: float(value)})
         else:
             options.set(spec)
+
+
 def egress_options(config: ProxyConfig) -> dict[str, Any]:
     """mitmproxy's options for reaching the world: upstream trust and an egress proxy.
 

@@ -25,6 +25,9 @@ from typing import Any
 import aiohttp
 
 log = logging.getLogger(__name__)
+# Idle connections to the resolver are closed by this side first: the resolver keeps them 75 s
+# (resolver/__main__.py), so a resolve never races the server closing its socket.
+CLIENT_KEEP_ALIVE_SECONDS = 30.0
 
 
 class ResolverUnavailable(Exception):
@@ -78,7 +81,9 @@ class ResolverClient:
             if self.token:
                 headers["Authorization"] = f"Bearer {self.token}"
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=256, keepalive_timeout=60),
+                connector=aiohttp.TCPConnector(
+                    limit=256, keepalive_timeout=CLIENT_KEEP_ALIVE_SECONDS
+                ),
                 headers=headers,
                 trust_env=False,
                 skip_auto_headers=("User-Agent",),

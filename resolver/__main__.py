@@ -21,6 +21,10 @@ from resolver.app import create_app
 from resolver.settings import Settings, load_settings
 from store.migrate import SchemaError
 
+# Seconds an idle keep-alive connection stays open; proxy/resolver_client.py closes its idle
+# connections after CLIENT_KEEP_ALIVE_SECONDS, well before this.
+KEEP_ALIVE_SECONDS = 75
+
 
 def is_loopback(host: str) -> bool:
     """Whether `host` only accepts connections from this machine (0.0.0.0 and :: do not)."""
@@ -97,6 +101,10 @@ def main(argv: list[str] | None = None) -> None:
         log_level=args.log_level,
         # One line per resolve is noise and costs the hot path; --log-level debug turns it on.
         access_log=args.log_level.lower() == "debug",
+        # Longer than the proxy client's idle keep-alive (proxy/resolver_client.py): the client
+        # must be the side that closes an idle connection, or it may send a resolve on a socket
+        # the server is closing and see ServerDisconnectedError (a spurious 503) under load.
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
     )
 
 

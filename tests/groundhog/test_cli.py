@@ -338,3 +338,24 @@ def test_server_commands_take_data_from_groundhog_data_dir(
     assert flag.exit_code == 0, flag.output
     data = [args[args.index("--data") + 1] for args in started]
     assert data == [str(tmp_path / "env"), str(tmp_path / "flag")]
+
+
+def test_cli_run_fork_run_continues_the_shim_sequence(
+    resolver: ServerProcess, isolated_env: Path, name: str
+) -> None:
+    """run root --shim, tape fork, run root/b0 --shim: no repeated uuid4, no clock going back."""
+    env = {"GROUNDHOG_RESOLVER_URL": resolver.url}
+    assert run_cli("tape", "open", name, "--seed", "8", env=env).returncode == 0
+    probe = [sys.executable, "-c", PROBE]
+    parent = run_cli("run", "--tape", name, "--branch", "root", "--shim", "--", *probe, env=env)
+    assert parent.returncode == 0, parent.stderr
+    assert run_cli("tape", "fork", name, env=env).returncode == 0
+    child = run_cli("run", "--tape", name, "--branch", "root/b0", "--shim", "--", *probe, env=env)
+    assert child.returncode == 0, child.stderr
+    before, after = json.loads(parent.stdout), json.loads(child.stdout)
+    assert after["uuid"] != before["uuid"]
+    assert after["time"] > before["time"]
+    assert not set(after["draws"]) & set(before["draws"])
+    with shim(world_seed=8, branch="root"):
+        expected = [__import__("random").random() for _ in range(4)]
+    assert before["draws"] + after["draws"] == expected, "the child continues the parent's stream"

@@ -50,9 +50,20 @@ def resolver(
     host: Host = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port for the admin API and /v1/resolve.")] = 8070,
     data: Data = DEFAULT_DATA,
+    proxy_url: Annotated[
+        str | None,
+        typer.Option(
+            "--proxy-url",
+            metavar="URL",
+            help="The proxy workers use; `groundhog env` reads it from here instead of guessing.",
+        ),
+    ] = None,
 ) -> None:
     """Run the resolver (the FastAPI service the proxies ask) in the foreground."""
-    _run_module("resolver", ["--host", host, "--port", str(port), "--data", str(data)])
+    args = ["--host", host, "--port", str(port), "--data", str(data)]
+    if proxy_url:
+        args += ["--proxy-url", proxy_url]
+    _run_module("resolver", args)
 
 
 def proxy(

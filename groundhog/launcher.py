@@ -138,9 +138,15 @@ def stack(
     try:
         resolver = spawn(
             "resolver",
-            ["resolver", "--host", host, "--port", str(resolver_port), "--data", str(data)],
+            [
+                "resolver",
+                "--host", host,
+                "--port", str(resolver_port),
+                "--data", str(data),
+                "--proxy-url", url_for(host, proxy_port),
+            ],
             logs,
-        )
+        )  # fmt: skip
         children.append(resolver)
         health = f"{url_for(host, resolver_port)}/healthz"
         wait_ready(resolver, lambda: http_ready(health), timeout=timeout, what=health)

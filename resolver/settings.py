@@ -23,6 +23,8 @@ class Settings(BaseSettings):
     ca_dir: Path | None = None
     admin_token: str | None = None
     proxy_token: str | None = None
+    # The proxy workers should use, announced at GET /v1/info so `groundhog env` never guesses.
+    proxy_url: str | None = None
     max_body_bytes: int = Field(default=8 * 1024 * 1024, gt=0)
     claim_lease_seconds: float = Field(default=30.0, gt=0)
     resolve_wait_seconds: float = Field(default=60.0, gt=0)

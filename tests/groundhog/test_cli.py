@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -148,7 +149,7 @@ def test_problems_are_printed_with_their_detail(cli, name: str) -> None:  # type
     assert not_a_file.exit_code == 1 and "is not a file" in not_a_file.stderr
 
 
-def test_env_prints_exports_for_a_branch(cli, name: str) -> None:  # type: ignore[no-untyped-def]
+def test_env_prints_exports_for_a_branch(cli, name: str, resolver: ServerProcess) -> None:  # type: ignore[no-untyped-def]
     cli("tape", "open", name, "--seed", "5")
     cli("tape", "fork", name, "--children", "1")
     result = cli("env", "--tape", name, "--branch", "root/b0", "--no-proxy", "llm.local")
@@ -156,7 +157,9 @@ def test_env_prints_exports_for_a_branch(cli, name: str) -> None:  # type: ignor
     lines = result.stdout.splitlines()
     assert f"export HTTPS_PROXY='http://{name}:root%2Fb0@127.0.0.1:8080'" in lines
     assert "export GROUNDHOG_WORLD_SEED='5'" in lines
-    assert "export NO_PROXY='llm.local'" in lines
+    no_proxy = next(line for line in lines if line.startswith("export NO_PROXY="))
+    assert no_proxy.startswith("export NO_PROXY='llm.local,"), no_proxy
+    assert urlsplit(resolver.url).netloc in no_proxy and "127.0.0.1:8080" in no_proxy
     exports = json.loads(cli("env", "--tape", name, "--branch", "root/b0", "--json").stdout)
     assert Path(exports["SSL_CERT_FILE"]).is_file()
     unknown = cli("env", "--tape", name, "--branch", "root/b7")
@@ -359,3 +362,18 @@ def test_cli_run_fork_run_continues_the_shim_sequence(
     with shim(world_seed=8, branch="root"):
         expected = [__import__("random").random() for _ in range(4)]
     assert before["draws"] + after["draws"] == expected, "the child continues the parent's stream"
+
+
+def test_env_takes_the_proxy_the_resolver_announces(tmp_path: Path, isolated_env: Path) -> None:
+    """On non-default ports `env` points workers at the running proxy, never at :8080."""
+    proxy_url = f"http://127.0.0.1:{free_port()}"
+    args = ["resolver", "--data", str(tmp_path), "--proxy-url", proxy_url]
+    with running_server(args) as announcing:
+        env = {"GROUNDHOG_RESOLVER_URL": announcing.url}
+        assert run_cli("tape", "open", "t", env=env).returncode == 0
+        printed = run_cli("env", "--tape", "t", "--json", env=env)
+    assert printed.returncode == 0, printed.stderr
+    exports = json.loads(printed.stdout)
+    assert exports["GROUNDHOG_PROXY_URL"] == proxy_url
+    assert exports["HTTP_PROXY"] == proxy_url.replace("http://", "http://t:root@")
+    assert urlsplit(proxy_url).netloc in exports["NO_PROXY"].split(",")

@@ -21,6 +21,7 @@ from groundhog import launcher
 from groundhog.cli_common import DEFAULT_DATA, console, errors, fail
 from groundhog.client import Groundhog
 from groundhog.errors import GroundhogError
+from groundhog.lifetime import tied_command
 from groundhog.worker_env import shell_exports
 
 Host = Annotated[str, typer.Option(help="Address to listen on (loopback by default).")]
@@ -46,6 +47,13 @@ def _run_module(module: str, args: list[str]) -> None:
         sys.argv = saved
 
 
+def _require_free_port(host: str, port: int) -> None:
+    try:
+        launcher.check_ports(host, {"--port": port})
+    except launcher.LaunchError as error:
+        raise fail(str(error)) from None
+
+
 def resolver(
     host: Host = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port for the admin API and /v1/resolve.")] = 8070,
@@ -60,6 +68,7 @@ def resolver(
     ] = None,
 ) -> None:
     """Run the resolver (the FastAPI service the proxies ask) in the foreground."""
+    _require_free_port(host, port)
     args = ["--host", host, "--port", str(port), "--data", str(data)]
     if proxy_url:
         args += ["--proxy-url", proxy_url]
@@ -75,6 +84,7 @@ def proxy(
     data: Data = DEFAULT_DATA,
 ) -> None:
     """Run the recording proxy (mitmproxy with the Groundhog addon) in the foreground."""
+    _require_free_port(host, port)
     args = ["--host", host, "--port", str(port), "--resolver-url", resolver_url]
     _run_module("proxy", [*args, "--data", str(data)])
 
@@ -146,6 +156,7 @@ def up(
     """
     data = data.resolve()
     try:
+        launcher.check_ports(host, {"--resolver-port": resolver_port, "--proxy-port": proxy_port})
         with (
             launcher.sigterm_as_interrupt(),
             launcher.stack(
@@ -178,7 +189,7 @@ def bench(ctx: typer.Context) -> None:
         progress.add_task("python -m bench " + " ".join(ctx.args), total=None)
         try:
             process = subprocess.Popen(
-                command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
+                tied_command(command), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
             )
         except OSError as error:
             raise fail(f"cannot start the benchmark: {error}") from None

@@ -81,7 +81,7 @@ class Groundhog:
         return self._proxy_url
 
     def deployment_info(self) -> dict[str, Any]:
-        """`GET /v1/info`; an older resolver without the route answers as if it announced nothing."""
+        """`GET /v1/info`; a resolver without the route counts as announcing nothing."""
         try:
             return dict(self.transport.json("GET", "/v1/info"))
         except GroundhogError as error:

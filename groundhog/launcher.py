@@ -21,6 +21,8 @@ from pathlib import Path
 
 import httpx
 
+from groundhog.lifetime import tied_command
+
 HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 # Variables that would route a server's own outgoing calls through a proxy.
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY")
@@ -73,8 +75,9 @@ def spawn(name: str, module_args: list[str], log_dir: Path) -> Child:
     with log_path.open("ab") as log:
         # A session of its own: a terminal's Ctrl-C reaches only `up`, which then stops the
         # proxy before the resolver instead of both dying at once in any order.
+        # Tied to this process: even a SIGKILLed `up` leaves no server behind on its port.
         process = subprocess.Popen(
-            [sys.executable, "-m", *module_args],
+            tied_command([sys.executable, "-m", *module_args]),
             stdout=log,
             stderr=subprocess.STDOUT,
             env=env,
@@ -111,6 +114,36 @@ def wait_ready(child: Child, ready: Callable[[], bool], *, timeout: float, what:
         f"the {child.name} did not answer {what} within {timeout:.0f}s; "
         f"its log ({child.log_path}):\n{child.log_tail()}"
     )
+
+
+def port_in_use(host: str, port: int) -> bool:
+    """Whether binding `host:port` would fail because something else listens there."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        # As the servers bind: a port in TIME_WAIT is free, one with a listener is not.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def check_ports(host: str, ports: dict[str, int]) -> None:
+    """Refuse before starting anything if a port is taken, naming the groundhog flag to change.
+
+    Checked up front because a readiness probe answered by whoever holds the port would
+    otherwise print a ready banner for servers that then fail.
+    """
+    seen: dict[int, str] = {}
+    for flag, port in ports.items():
+        if port in seen:
+            raise LaunchError(f"{seen[port]} and {flag} are both {port}; give them different ports")
+        seen[port] = flag
+        if port != 0 and port_in_use(host, port):
+            raise LaunchError(
+                f"port {port} on {host} is already in use (another groundhog up, or another "
+                f"program); stop it, or choose a free port with {flag} PORT"
+            )
 
 
 def connect_host(host: str) -> str:

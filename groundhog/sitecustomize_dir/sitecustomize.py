@@ -42,9 +42,7 @@ def _install_shim() -> None:
             # branch (or its parent, before the fork) stood.
             resolver_url, tape, token = worker
             try:
-                counters = store_sync.load_counters(
-                    resolver_url, tape, resolve_branch(None), token
-                )
+                counters = store_sync.load_counters(resolver_url, tape, resolve_branch(None), token)
             except store_sync.StoreUnavailable as error:
                 sys.stderr.write(f"groundhog: shim counters not loaded from the store: {error}\n")
         state = install(counters=counters or None)

@@ -293,20 +293,37 @@ def test_up_starts_both_prints_exports_and_stops_on_signal(
 
 
 def test_up_reports_a_server_that_cannot_start(tmp_path: Path) -> None:
+    start = time.monotonic()
+    result = run_cli(
+        "up", "--resolver-port", str(free_port()), "--proxy-port", str(free_port()),
+        "--data", str(tmp_path / "data"), "--timeout", "600",
+        env={"GROUNDHOG_MAX_BODY_BYTES": "0"},  # a setting the resolver refuses at start
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "the resolver exited with code" in result.stderr, result.stderr
+    assert "resolver.log" in result.stderr
+    assert "export GROUNDHOG_RESOLVER_URL" not in result.stdout
+    assert time.monotonic() - start < 600, "a dead child is reported at once, not at the deadline"
+
+
+@pytest.mark.parametrize("flag", ["--resolver-port", "--proxy-port"])
+def test_up_refuses_a_port_in_use_before_starting(tmp_path: Path, flag: str) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         busy_port = taken.getsockname()[1]
-        start = time.monotonic()
+        ports = {"--resolver-port": str(free_port()), "--proxy-port": str(free_port())}
+        ports[flag] = str(busy_port)
         result = run_cli(
-            "up", "--resolver-port", str(busy_port), "--proxy-port", str(free_port()),
-            "--data", str(tmp_path / "data"), "--timeout", "60",
+            "up", *[item for pair in ports.items() for item in pair],
+            "--data", str(tmp_path / "data"),
             env={},
         )  # fmt: skip
     assert result.returncode == 1
-    assert "the resolver exited with code" in result.stderr, result.stderr
-    assert "resolver.log" in result.stderr
-    assert time.monotonic() - start < 60, "a dead child is reported at once, not at the deadline"
+    assert f"port {busy_port} on 127.0.0.1 is already in use" in result.stderr, result.stderr
+    assert f"{flag} PORT" in result.stderr and "--listen-port" not in result.stderr
+    assert "export" not in result.stdout, "no ready banner for servers that never started"
+    assert not (tmp_path / "data" / "logs").exists(), "nothing was started"
 
 
 def test_open_takes_settings_from_a_config_file(cli, name: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

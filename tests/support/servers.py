@@ -21,6 +21,8 @@ from pathlib import Path
 
 import httpx
 
+from groundhog.lifetime import tied_command
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOOPBACK = "127.0.0.1"
 
@@ -113,7 +115,7 @@ def start_server(
         prefix="groundhog-server-", suffix=".log", delete=False
     ) as log_file:
         process = subprocess.Popen(
-            command,
+            tied_command(command),  # dies with the test run, however it ends
             stdout=log_file,
             stderr=subprocess.STDOUT,
             cwd=cwd or REPO_ROOT,

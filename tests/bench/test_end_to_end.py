@@ -14,31 +14,31 @@ import sys
 import pytest
 
 from bench.harness import REPO_ROOT
+from groundhog.lifetime import tied_command
+from tests.support.servers import HANG_GUARD_SECONDS
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(HANG_GUARD_SECONDS)]
 
 
 @pytest.fixture(scope="module")
-def quick_run(tmp_path_factory) -> tuple[dict, object]:
+def quick_outcome(tmp_path_factory) -> tuple[dict, object] | str:
+    """One benchmark run per module: its results, or why it failed (never re-run per test)."""
     out = tmp_path_factory.mktemp("bench-quick")
+    command = [sys.executable, "-m", "bench", "--quick", "--no-speed", "--no-progress"]
+    # No wall-clock budget: a loaded machine is slow, not wrong. Tied: it dies with the run.
     completed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench",
-            "--quick",
-            "--no-speed",
-            "--no-progress",
-            "--out",
-            str(out),
-        ],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=280,
+        tied_command([*command, "--out", str(out)]), cwd=REPO_ROOT, capture_output=True, text=True
     )
-    assert completed.returncode == 0, completed.stderr[-4000:]
+    if completed.returncode != 0:
+        return f"python -m bench exited {completed.returncode}:\n{completed.stderr[-4000:]}"
     return json.loads((out / "benchmark.json").read_text()), out
+
+
+@pytest.fixture
+def quick_run(quick_outcome: tuple[dict, object] | str) -> tuple[dict, object]:
+    if isinstance(quick_outcome, str):
+        pytest.fail(quick_outcome)
+    return quick_outcome
 
 
 def test_every_output_file_is_written(quick_run) -> None:

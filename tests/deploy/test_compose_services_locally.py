@@ -19,17 +19,23 @@ from pathlib import Path
 
 import pytest
 
+from groundhog.lifetime import tied_command
 from tests.deploy.compose_local import LocalService, local_services
-from tests.support.servers import REPO_ROOT, ServerProcess, free_port, start_server
+from tests.support.servers import (
+    HANG_GUARD_SECONDS,
+    REPO_ROOT,
+    ServerProcess,
+    free_port,
+    start_server,
+)
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(HANG_GUARD_SECONDS)]
 
 # Appended to the bench service's command: they only shrink the workload (the fewest worlds
 # the statistics accept, no speed rows), so the run fits a test's budget while every flag,
 # URL and variable the compose file gives is still parsed and used. The full --quick run
 # takes about two minutes on a busy 2-core machine.
 SHRINK_FLAGS = ["--worlds", "8", "--no-speed", "--no-progress"]
-BENCH_TIMEOUT_SECONDS = 240
 # What a benchmark.json must hold for the table and figures (bench/assemble.py).
 BENCH_SECTIONS = {
     "meta",
@@ -90,13 +96,9 @@ def test_the_bench_service_runs_the_quick_benchmark_through_the_services(
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
         child_env.pop(name, None)
     command = [*bench.command_line(), *SHRINK_FLAGS]
+    # No wall-clock budget (slow under load is not wrong); tied so it dies with the test run.
     result = subprocess.run(
-        command,
-        env=child_env,
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=BENCH_TIMEOUT_SECONDS,
+        tied_command(command), env=child_env, cwd=REPO_ROOT, capture_output=True, text=True
     )
     assert result.returncode == 0, f"{command}\n{result.stdout}\n{result.stderr}"
 

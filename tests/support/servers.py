@@ -67,6 +67,11 @@ class ServerProcess:
                 self.process.wait(timeout=10)
 
 
+# For tests that run a whole benchmark or training loop: a guard against a hang, far above how
+# long they take even on a heavily loaded machine, instead of a budget that fails when it is slow.
+HANG_GUARD_SECONDS = 3600
+
+
 def wait_until(predicate, *, timeout: float = 30.0, interval: float = 0.05, what: str = "") -> None:
     """Poll `predicate` until it is true or the deadline passes."""
     deadline = time.monotonic() + timeout

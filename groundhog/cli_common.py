@@ -11,21 +11,17 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TransferSpeedColumn,
-)
 
-from groundhog.client import Groundhog
 from groundhog.errors import GroundhogError, ResolverUnreachable
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from groundhog.client import Groundhog
 
 # Where the store and the CA live unless --data or GROUNDHOG_DATA_DIR says otherwise.
 DEFAULT_DATA = Path(".groundhog")
@@ -43,6 +39,9 @@ class CliSettings:
     proxy_url: str | None = None
 
     def client(self) -> Groundhog:
+        # Imported on use: `groundhog --help` and the server commands never pay for httpx.
+        from groundhog.client import Groundhog
+
         return Groundhog(self.resolver_url, token=self.token, proxy_url=self.proxy_url)
 
 
@@ -86,6 +85,15 @@ def print_json(document: Any) -> None:
 
 
 def transfer_progress() -> Progress:
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TransferSpeedColumn,
+    )
+
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),

@@ -15,11 +15,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from groundhog import launcher
 from groundhog.cli_common import DEFAULT_DATA, console, errors, fail
-from groundhog.client import Groundhog
 from groundhog.errors import GroundhogError
 from groundhog.lifetime import tied_command
 from groundhog.worker_env import shell_exports
@@ -99,6 +97,8 @@ def worldsim(
 
 
 def _download_ca(resolver_url: str, data: Path) -> Path | None:
+    from groundhog.client import Groundhog
+
     try:
         with Groundhog(resolver_url, ca_file=data / "worker-ca.pem") as client:
             return client.ca_files(refresh=True).ca_file
@@ -181,6 +181,8 @@ def up(
 
 def bench(ctx: typer.Context) -> None:
     """Run the benchmark (`python -m bench`); all arguments pass through (--quick, --help)."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     command = [sys.executable, "-m", "bench", *ctx.args]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with Progress(

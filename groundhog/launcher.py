@@ -19,8 +19,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
 from groundhog.lifetime import tied_command
 
 HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -87,6 +85,8 @@ def spawn(name: str, module_args: list[str], log_dir: Path) -> Child:
 
 
 def http_ready(url: str) -> bool:
+    import httpx  # on use: the CLI's other commands start without it
+
     try:
         return httpx.get(url, timeout=1.0, trust_env=False).status_code == 200
     except httpx.HTTPError:

@@ -16,6 +16,7 @@ from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
 from resolver import ui
+from resolver.api_docs import install_api_docs
 from resolver.ca import ensure_ca
 from resolver.errors import install_error_handlers
 from resolver.limits import BodyLimit
@@ -52,7 +53,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         yield
         store.dispose()
 
-    app = FastAPI(title="Groundhog resolver", version="0.1.0", lifespan=lifespan)
+    # /docs is served with local assets (api_docs); ReDoc would load from a CDN, so it is off.
+    app = FastAPI(
+        title="Groundhog resolver",
+        version="0.1.0",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+    )
     app.state.settings = settings
     app.state.store = store
     app.state.metrics = Metrics()
@@ -65,5 +73,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for module in (health, tapes, branches, internal, inspect, transfer):
         app.include_router(module.router)
     app.include_router(ui.router)
+    install_api_docs(app)
     logger.info("resolver ready on %s", store.engine.url.render_as_string(hide_password=True))
     return app

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import signal
 import socket
 import subprocess
@@ -70,6 +71,22 @@ def test_help_guides_a_newcomer(cli) -> None:  # type: ignore[no-untyped-def]
         assert command in result.stdout
     tape_help = cli("tape", "open", "--help")
     assert "--seed" in tape_help.stdout and "--dependency-model" in tape_help.stdout
+
+
+@pytest.mark.parametrize(
+    "command", [["--help"], ["run", "--help"], ["tape", "fork", "--help"], ["up", "--help"]]
+)
+def test_help_shows_plain_placeholders(cli, command: list[str]) -> None:  # type: ignore[no-untyped-def]
+    shown = cli(*command).stdout
+    assert not re.search(r"<(bool|str|int|float|list\[\w+\]|path)>", shown), shown
+    if command == ["run", "--help"]:
+        assert re.search(r"--tape\s+TEXT", shown) and re.search(r"--shim\s+Key", shown), shown
+
+
+def test_version_names_the_installed_distribution(cli) -> None:  # type: ignore[no-untyped-def]
+    result = cli("--version")
+    assert result.exit_code == 0
+    assert re.fullmatch(r"groundhog \d+\.\d+\.\d+\S*\n", result.stdout), result.stdout
 
 
 def test_tape_lifecycle(cli, name: str) -> None:  # type: ignore[no-untyped-def]

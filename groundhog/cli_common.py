@@ -71,12 +71,19 @@ def show_problem(error: GroundhogError) -> None:
 
 
 @contextlib.contextmanager
-def reporting() -> Iterator[None]:
-    """Turn client errors into a printed problem and exit code 1."""
+def reporting(hints: dict[int, str] | None = None) -> Iterator[None]:
+    """Turn client errors into a printed problem and exit code 1.
+
+    `hints` maps an HTTP status to what a CLI user should do (the API's detail speaks of the
+    HTTP request, not of this command's flags).
+    """
     try:
         yield
     except GroundhogError as error:
         show_problem(error)
+        hint = (hints or {}).get(error.status or 0)
+        if hint:
+            errors.print(f"  hint: {hint}", markup=False, soft_wrap=True)
         raise typer.Exit(1) from None
 
 

@@ -31,6 +31,9 @@ Data = Annotated[
 ]
 
 
+_LOCAL_PACKAGES = {"groundhog", "resolver", "store", "proxy", "worldsim", "bench"}
+
+
 def _run_module(module: str, args: list[str]) -> None:
     """Run `python -m module args` in this process, as if started from a shell."""
     if importlib.util.find_spec(f"{module}.__main__") is None:
@@ -39,6 +42,14 @@ def _run_module(module: str, args: list[str]) -> None:
     sys.argv = [module, *args]
     try:
         runpy.run_module(module, run_name="__main__", alter_sys=True)
+    except ModuleNotFoundError as error:
+        if error.name and error.name.split(".")[0] in _LOCAL_PACKAGES:
+            raise
+        # A worker-side install: the servers' packages come with an extra.
+        raise fail(
+            f"`groundhog {module}` needs {error.name}, which the worker-side install leaves out: "
+            "pip install 'groundhog-rl[services]'"
+        ) from None
     except KeyboardInterrupt:
         pass  # Ctrl-C is how a foreground server is stopped
     finally:

@@ -137,6 +137,9 @@ def test_export_and_import(cli, name: str, tmp_path: Path, export_route: None) -
     original = cli("tape", "digest", name, "--json").stdout
     copy = cli("tape", "digest", f"{name}-copy", "--json").stdout
     assert json.loads(original)["digest"] == json.loads(copy)["digest"]
+    again = cli("tape", "import", str(target), "--name", f"{name}-copy")
+    assert again.exit_code == 1 and "409" in again.stderr
+    assert "--name NEW_NAME" in again.stderr and "?name=" not in again.stderr
 
 
 def test_resolver_down_says_how_to_fix_it(cli) -> None:  # type: ignore[no-untyped-def]

@@ -91,3 +91,11 @@ def test_shim_counter_reports_are_checked(proxy: ProxyDouble, tape_name: str) ->
         f"/v1/tapes/{tape_name}/branches/root/zz/shim-counters", json={"version": 1}
     )
     assert missing.status_code == 404
+
+
+def test_validator_messages_carry_no_pydantic_label(proxy: ProxyDouble, tape_name: str) -> None:
+    proxy.open(tape_name)
+    reply = proxy.http.post(f"/v1/tapes/{tape_name}/fork", json={"children": 0})
+    assert reply.status_code == 422
+    assert "give between 1 and 1000 children" in reply.json()["detail"]
+    assert "Value error" not in reply.text

@@ -104,6 +104,9 @@ def worldsim(
     seed: Annotated[int, typer.Option(help="The world's seed.")] = 0,
 ) -> None:
     """Run worldsim, the seeded research world the benchmark records."""
+    _require_free_port(host, port)
+    # worldsim logs only warnings; without this line a newcomer sees a silent terminal.
+    console.print(f"worldsim (seed {seed}) on {launcher.url_for(host, port)}; Ctrl-C stops it")
     _run_module("worldsim", ["--host", host, "--port", str(port), "--seed", str(seed)])
 
 

@@ -63,6 +63,7 @@ def test_training_loop_runs_groups_through_groundhog(stack: Stack, tmp_path: Pat
         tied_command(command), capture_output=True, text=True, env=_clean_env(tmp_path)
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "HTTP Request:" not in done.stderr, "httpx's per-request INFO lines flood stderr"
     summary = json.loads(done.stdout)
     assert summary["run"] == run and len(summary["iterations"]) == 2
     module = _load_example()

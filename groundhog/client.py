@@ -182,6 +182,11 @@ class Groundhog:
         document = self.transport.json("POST", f"/v1/tapes/{_segment(name)}/fork", json=body)
         return ForkResult(document["parent"], list(document["branches"]))
 
+    def report_shim_counters(self, name: str, path: str, counters: dict[str, Any]) -> BranchInfo:
+        """Store a branch's shim counters (merged: the stored sequence never goes back)."""
+        route = f"/v1/tapes/{_segment(name)}/branches/{_segment(path)}/shim-counters"
+        return BranchInfo.from_json(self.transport.json("PUT", route, json=counters))
+
     def list_branches(self, name: str) -> list[BranchInfo]:
         document = self.transport.json("GET", f"/v1/tapes/{_segment(name)}/branches")
         return [BranchInfo.from_json(item) for item in document.get("branches", [])]

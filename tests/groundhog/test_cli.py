@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 from groundhog import cli_servers
 from groundhog.cli import app
 from groundhog.client import Groundhog
+from groundhog.lifetime import tied_command
 from groundhog.shim import shim
 from tests.support.servers import (
     REPO_ROOT,
@@ -55,7 +56,7 @@ def cli(resolver: ServerProcess, isolated_env: Path):  # type: ignore[no-untyped
 def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """The CLI as a user runs it: its own process, so child commands' output is captured."""
     return subprocess.run(
-        [sys.executable, "-m", "groundhog.cli", *args],
+        tied_command([sys.executable, "-m", "groundhog.cli", *args]),
         env={**os.environ, "COLUMNS": "200", **env},
         capture_output=True,
         text=True,
@@ -288,7 +289,12 @@ def test_up_starts_both_prints_exports_and_stops_on_signal(
     ]  # fmt: skip
     env = {**os.environ, "COLUMNS": "200", "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=REPO_ROOT
+        tied_command(command),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=REPO_ROOT,
     )
     output: list[str] = []
     try:

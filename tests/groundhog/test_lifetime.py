@@ -64,3 +64,34 @@ def test_the_wrapper_runs_the_command_with_its_exit_code() -> None:
 def test_a_child_whose_parent_is_already_gone_does_not_start() -> None:
     command = [sys.executable, "-m", "groundhog.lifetime", "1", "true"]  # pid 1 is not our parent
     assert subprocess.run(command, timeout=60).returncode == 1
+
+
+class _Captured(Exception):
+    pass
+
+
+def _capture_popen(monkeypatch: pytest.MonkeyPatch, module: object) -> list[list[str]]:
+    seen: list[list[str]] = []
+
+    def popen(command: list[str], *args: object, **kwargs: object) -> None:
+        seen.append(list(command))
+        raise _Captured
+
+    # One `subprocess` module for everyone: patched here, it is patched in every caller.
+    monkeypatch.setattr(module.subprocess, "Popen", popen)  # type: ignore[attr-defined]
+    return seen
+
+
+def test_up_and_the_benchmark_start_their_services_tied(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: object
+) -> None:
+    from bench import harness
+    from groundhog import launcher
+
+    seen = _capture_popen(monkeypatch, launcher)
+    with pytest.raises(_Captured):
+        launcher.spawn("resolver", ["resolver"], tmp_path)  # type: ignore[arg-type]
+    with pytest.raises(_Captured):
+        harness.start_child("worldsim", ["worldsim"], health="http", log_dir=tmp_path)  # type: ignore[arg-type]
+    tied = [sys.executable, "-m", "groundhog.lifetime", str(os.getpid())]
+    assert [command[:4] for command in seen] == [tied, tied]

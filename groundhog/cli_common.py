@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from groundhog.errors import GroundhogError, ResolverUnreachable
 
@@ -53,7 +54,8 @@ def settings_of(ctx: typer.Context) -> CliSettings:
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
-    errors.print(f"[bold red]error:[/] {message}", markup=True, soft_wrap=True)
+    # The message is escaped: `[services]` or `[::1]` in it are text, not rich markup.
+    errors.print(f"[bold red]error:[/] {escape(message)}", markup=True, soft_wrap=True)
     return typer.Exit(code)
 
 

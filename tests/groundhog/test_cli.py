@@ -421,3 +421,15 @@ def test_env_takes_the_proxy_the_resolver_announces(tmp_path: Path, isolated_env
     assert exports["GROUNDHOG_PROXY_URL"] == proxy_url
     assert exports["HTTP_PROXY"] == proxy_url.replace("http://", "http://t:root@")
     assert urlsplit(proxy_url).netloc in exports["NO_PROXY"].split(",")
+
+
+def test_a_worker_install_asked_to_run_a_server_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch, isolated_env: Path
+) -> None:
+    def missing(module: str, **_kwargs: object) -> None:
+        raise ModuleNotFoundError("No module named 'fastapi'", name="fastapi")
+
+    monkeypatch.setattr(cli_servers.runpy, "run_module", missing)
+    result = runner.invoke(app, ["resolver", "--port", str(free_port())])
+    assert result.exit_code == 1
+    assert "pip install 'groundhog-rl[services]'" in result.stderr and "fastapi" in result.stderr

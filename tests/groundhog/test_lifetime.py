@@ -7,13 +7,14 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 
 from groundhog.lifetime import tied_command
 from tests.support.servers import wait_until
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG")
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
 
 def _alive(pid: int) -> bool:
@@ -54,6 +55,24 @@ def test_a_tied_child_dies_when_its_parent_is_killed() -> None:
         if parent.poll() is None:
             parent.kill()
             parent.wait()
+
+
+def test_a_child_started_from_a_finished_thread_lives_on() -> None:
+    """PR_SET_PDEATHSIG would kill it when the starting thread ends; the process still lives."""
+    started: list[subprocess.Popen[bytes]] = []
+    sleeper = [sys.executable, "-c", "import time; time.sleep(600)"]
+    thread = threading.Thread(
+        target=lambda: started.append(subprocess.Popen(tied_command(sleeper)))
+    )
+    thread.start()
+    thread.join()
+    (child,) = started
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            child.wait(timeout=2)  # several watcher polls: it would have stopped it by now
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_the_wrapper_runs_the_command_with_its_exit_code() -> None:

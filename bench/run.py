@@ -94,7 +94,7 @@ def collect_all(
         raw["reproducibility"] = collect.collect_reproducibility(context, config, advance)
     timed("reproducibility", started)
     started = time.perf_counter()
-    with _phase(progress, "speed (resolver, proxy)", 2) as advance:
+    with _phase(progress, "speed (resolver, proxy, redaction)", len(speed.SCRIPTS)) as advance:
         raw["speed"] = speed.measure(config, advance)
     timed("speed", started)
     return raw

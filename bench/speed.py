@@ -1,6 +1,7 @@
 """Row 8: the speed rows, taken from the resolver and proxy performance scripts.
 
-Two other scripts own the speed measurements (`bench/resolver_perf.py`, `bench/proxy_perf.py`);
+Other scripts own the speed measurements (`bench/resolver_perf.py`, `bench/proxy_perf.py`,
+`bench/redaction_perf.py`);
 the benchmark calls each one's `measure(quick=...)` and reports its rows unchanged. When a script
 or its function is missing the row says "not measured" rather than leaving a gap that reads as
 zero.
@@ -16,7 +17,11 @@ from typing import Any
 
 from bench.config import BenchConfig
 
-SCRIPTS = {"resolver": "bench.resolver_perf", "proxy": "bench.proxy_perf"}
+SCRIPTS = {
+    "resolver": "bench.resolver_perf",
+    "proxy": "bench.proxy_perf",
+    "redaction": "bench.redaction_perf",
+}
 NOT_MEASURED = "not measured"
 
 logger = logging.getLogger(__name__)
@@ -47,7 +52,7 @@ def measure_one(module_name: str, quick: bool) -> list[dict[str, Any]] | str:
 
 
 def measure(config: BenchConfig, advance: Callable[[int], None]) -> dict[str, Any]:
-    """Both scripts' rows, in quick mode when the run is quick."""
+    """Every script's rows, in quick mode when the run is quick."""
     results: dict[str, Any] = {}
     for name, module_name in SCRIPTS.items():
         if config.measure_speed:

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from resolver.asks import Ask
 from resolver.errors import PROBLEM_MEDIA_TYPE, problem_body
+from resolver.redaction_rules import without_identity
 from resolver.schemas import encode_base64
 from store import exchanges
 from store.models import Exchange
@@ -31,14 +32,29 @@ def nearest_keys(candidates: list[str], key: str, count: int = NEAREST_KEYS) -> 
     return [other for _score, other in scored[:count]]
 
 
+def credential_only_difference(key: str, nearest: list[str]) -> bool:
+    """A recorded key differs from `key` only in its credential placeholders."""
+    anonymous = without_identity(key)
+    return any(other != key and without_identity(other) == anonymous for other in nearest)
+
+
 def refused(ask: Ask, nearest: list[str]) -> dict[str, Any]:
+    credential_only = credential_only_difference(ask.key.readable, nearest)
+    because = (
+        "; the tape holds this request recorded with another credential (only the redacted "
+        "credentials differ): list the host in the tape's interchangeable_credentials "
+        "if its credentials name no identity"
+        if credential_only
+        else ""
+    )
     body = problem_body(
         502,
         "sealed-miss",
         "Not on tape",
         f"tape {ask.tape_name!r} is sealed and has no recording for this request on branch "
         f"{ask.branch!r} (occurrence {ask.occurrence}, fingerprint {ask.fingerprint!r}); "
-        "nothing was sent upstream",
+        f"nothing was sent upstream{because}",
+        credential_only_difference=credential_only,
         tape=ask.tape_name,
         branch=ask.branch,
         request_key=ask.key.readable,

@@ -18,6 +18,8 @@ from starlette.concurrency import run_in_threadpool
 from resolver import ui
 from resolver.api_docs import install_api_docs
 from resolver.ca import ensure_ca
+from resolver.deployment_key import load_or_create_key, make_private_dir, parse_key
+from resolver.echoes import EchoBook
 from resolver.errors import install_error_handlers
 from resolver.limits import BodyLimit
 from resolver.metrics import Metrics
@@ -45,6 +47,12 @@ async def _create_ca(settings: Settings) -> None:
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or load_settings()
+    make_private_dir(Path(settings.data_dir))
+    redaction_key = (
+        parse_key(settings.redaction_key.get_secret_value(), "GROUNDHOG_REDACTION_KEY")
+        if settings.redaction_key
+        else load_or_create_key(Path(settings.redaction_key_file or ""))
+    )
     store = open_store(settings.database_url, migrate_schema=settings.migrate_on_start)
 
     @asynccontextmanager
@@ -64,10 +72,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.store = store
     app.state.metrics = Metrics()
+    echoes = EchoBook()
     app.state.resolver = Resolver(
-        store, max_body_bytes=settings.max_body_bytes, lease_seconds=settings.claim_lease_seconds
+        store,
+        max_body_bytes=settings.max_body_bytes,
+        lease_seconds=settings.claim_lease_seconds,
+        redaction_key=redaction_key,
+        echoes=echoes,
     )
-    app.state.recorder = Recorder(store, max_body_bytes=settings.max_body_bytes)
+    app.state.recorder = Recorder(store, max_body_bytes=settings.max_body_bytes, echoes=echoes)
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_body_bytes=settings.max_body_bytes)
     for module in (health, tapes, branches, internal, inspect, transfer):

@@ -9,7 +9,7 @@ occurrence). Without it the resolve path would re-derive them in several places.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
 
@@ -18,7 +18,8 @@ from resolver.errors import NotFound
 from resolver.fingerprint import bump_versions, fingerprint
 from resolver.keys import RequestKey, request_key
 from resolver.policy import DependencyModel, Mode, lookup_fingerprint
-from resolver.redaction import redact_request
+from resolver.redaction import policy_from_config, redact_request_cached
+from resolver.redaction_rules import Finding
 from resolver.request import RequestParts
 from resolver.schemas import ResolveRequest, check_branch_path, check_tape_name
 from store import exchanges, hot, repository
@@ -46,6 +47,10 @@ class Ask:
     occurrence: int
     true_fingerprint: str
     fingerprint: str
+    findings: tuple[Finding, ...] = ()
+    # The raw secrets this request held and their placeholders, so an echo of them in the
+    # response can be scrubbed. Memory only: never stored, logged or shown.
+    secrets: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
 
 def cooperative_headers(ask: Ask) -> list[list[str]]:
@@ -93,7 +98,13 @@ def load_tape_and_branch(
 
 
 def build_ask(
-    session: Executor, tape: TapeRef, branch: BranchRef, wire: ResolveRequest, body: bytes
+    session: Executor,
+    tape: TapeRef,
+    branch: BranchRef,
+    wire: ResolveRequest,
+    body: bytes,
+    *,
+    redaction_key: bytes,
 ) -> Ask:
     """Redact, key and classify the request; take its occurrence; compute its fingerprints.
 
@@ -111,16 +122,13 @@ def build_ask(
         headers=tuple((name, value) for name, value in wire.headers),
         body=body,
     )
-    request = redact_request(
-        raw,
-        headers=config.get("redact_headers", []),
-        params=config.get("redact_params", []),
-        json_paths=config.get("redact_json_paths", []),
-    )
+    redacted = redact_request_cached(raw, policy_from_config(config), redaction_key)
+    request = redacted.request
     key = request_key(
         request,
         ignore_params=config.get("ignore_params", []),
         match_headers=config.get("match_headers", []),
+        ignore_headers=config.get("ignore_headers", []),
     )
     model = DependencyModel(tape.dependency_model)
     hint = None
@@ -166,6 +174,8 @@ def build_ask(
         occurrence=occurrence,
         true_fingerprint=true_fingerprint,
         fingerprint=address,
+        findings=redacted.findings,
+        secrets=redacted.secrets,
     )
 
 

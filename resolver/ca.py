@@ -21,6 +21,18 @@ CA_BASENAME = "mitmproxy"
 CA_CERT_NAME = f"{CA_BASENAME}-ca-cert.pem"
 CA_KEY_NAME = f"{CA_BASENAME}-ca.pem"
 CA_KEY_BITS = 2048
+# Files holding the CA's private key: readable by the service user only.
+CA_PRIVATE_FILES = (CA_KEY_NAME, f"{CA_BASENAME}-ca.p12")
+
+
+def _keep_key_private(ca_dir: Path) -> None:
+    for name in CA_PRIVATE_FILES:
+        path = ca_dir / name
+        if path.exists() and path.stat().st_mode & 0o077:
+            try:
+                os.chmod(path, 0o600)
+            except OSError as error:  # a read-only mount (a Kubernetes Secret): its owner's call
+                logger.warning("could not make the CA key %s private: %s", path, error)
 
 
 def ensure_ca(ca_dir: Path) -> Path:
@@ -28,10 +40,12 @@ def ensure_ca(ca_dir: Path) -> Path:
     ca_dir.mkdir(parents=True, exist_ok=True)
     certificate = ca_dir / CA_CERT_NAME
     if certificate.exists() and (ca_dir / CA_KEY_NAME).exists():
+        _keep_key_private(ca_dir)
         return certificate
     with (ca_dir / ".ca.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (ca_dir / CA_KEY_NAME).exists():
+            _keep_key_private(ca_dir)
             return certificate
         from mitmproxy.certs import CertStore
 
@@ -39,6 +53,8 @@ def ensure_ca(ca_dir: Path) -> Path:
             CertStore.from_store(staging, CA_BASENAME, CA_KEY_BITS)
             names = sorted(os.listdir(staging), key=lambda name: name == CA_KEY_NAME)
             for name in names:  # the key file last: its presence means "CA complete"
+                if name in CA_PRIVATE_FILES:
+                    os.chmod(Path(staging) / name, 0o600)
                 os.replace(Path(staging) / name, ca_dir / name)
         logger.info("created a CA in %s", ca_dir)
     return certificate

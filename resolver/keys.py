@@ -3,8 +3,9 @@
 Two asks are "the same request" exactly when their keys match, so everything that should not
 distinguish them (query order, JSON whitespace, header case, default ports, ignored params) is
 normalised away here, and everything that should (method, host, path, body) is kept. The key is
-computed after redaction, so a scrubbed tape still replays. Bodies that are not valid JSON or
-UTF-8 are keyed by hash: a key is never a crash.
+computed after redaction, so a scrubbed tape still replays; the placeholders of credentials
+join it, so two identities never share an answer unless the tape says they may. Bodies that
+are not valid JSON or UTF-8 are keyed by hash: a key is never a crash.
 """
 
 from __future__ import annotations
@@ -18,7 +19,22 @@ from urllib.parse import parse_qsl, quote, urlencode
 
 from resolver.request import RequestParts
 
-KEY_VERSION = "v1"
+# v2: repeated query names keep their relative order; negotiation headers and the placeholders
+# of redacted headers join the key.
+KEY_VERSION = "v2"
+# Headers that change the answer (a 304, a 206, another language or media type) by default.
+NEGOTIATION_HEADERS = frozenset(
+    {
+        "range",
+        "if-none-match",
+        "if-modified-since",
+        "if-match",
+        "accept",
+        "accept-encoding",
+        "accept-language",
+    }
+)
+_PLACEHOLDER_MARK = "[redacted:"
 MAX_DECODED_BODY_BYTES = 8 * 1024 * 1024
 
 
@@ -78,7 +94,7 @@ def canonical_body(body: bytes, content_type: str | None, content_encoding: str 
         except RecursionError:
             return _hashed(decoded)
     if media == "application/x-www-form-urlencoded":
-        pairs = sorted(parse_qsl(text, keep_blank_values=True))
+        pairs = sorted(parse_qsl(text, keep_blank_values=True), key=lambda pair: pair[0])
         return "form:" + urlencode(pairs, quote_via=quote)
     return _hashed(decoded)
 
@@ -88,13 +104,27 @@ def request_key(
     *,
     ignore_params: Iterable[str] = (),
     match_headers: Iterable[str] = (),
+    ignore_headers: Iterable[str] = (),
 ) -> RequestKey:
-    """The key of an (already redacted) request: readable form and its SHA-256."""
+    """The key of an (already redacted) request: readable form and its SHA-256.
+
+    Headers in the key: the negotiation headers (less `ignore_headers`), the tape's
+    `match_headers`, and every header holding a redaction placeholder (a credential: two
+    identities must not share an answer). Query pairs sort by name only (stable), so a repeated
+    name keeps its values' order; headers sort by name and value.
+    """
     ignored = set(ignore_params)
-    query = sorted((name, value) for name, value in request.query if name not in ignored)
-    wanted = {name.lower() for name in match_headers}
+    query = sorted(
+        ((name, value) for name, value in request.query if name not in ignored),
+        key=lambda pair: pair[0],
+    )
+    wanted = (NEGOTIATION_HEADERS - {name.lower() for name in ignore_headers}) | {
+        name.lower() for name in match_headers
+    }
     headers = sorted(
-        (name.lower(), value.strip()) for name, value in request.headers if name.lower() in wanted
+        (name.lower(), value.strip())
+        for name, value in request.headers
+        if name.lower() in wanted or _PLACEHOLDER_MARK in value
     )
     query_text = f"?{urlencode(query, quote_via=quote)}" if query else ""
     parts = [

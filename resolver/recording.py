@@ -23,6 +23,7 @@ from resolver.dependencies import (
     recorded_writes,
     response_hints,
 )
+from resolver.echoes import EchoBook, scrub_response
 from resolver.errors import BodyTooLarge, Conflict, GroundhogError
 from resolver.policy import Decision, DependencyModel
 from resolver.redaction import redact_response_headers
@@ -43,9 +44,12 @@ class RecordResult:
 
 
 class Recorder:
-    def __init__(self, store: Store, *, max_body_bytes: int) -> None:
+    def __init__(
+        self, store: Store, *, max_body_bytes: int, echoes: EchoBook | None = None
+    ) -> None:
         self.store = store
         self.max_body_bytes = max_body_bytes
+        self.echoes = echoes if echoes is not None else EchoBook()
 
     def record(self, wire: RecordRequest) -> RecordResult:
         kind = wire.kind()
@@ -101,7 +105,8 @@ class Recorder:
                     session=session,
                 )
                 return RecordResult(str(Decision.PASSTHROUGH), None, None)
-            content, response_headers = self._content(session, pending, tape, wire, body)
+            echoed = self.echoes.take(wire.ticket)
+            content, response_headers = self._content(session, pending, tape, wire, body, echoed)
             exchange, _created = exchanges.insert_exchange_first_wins(
                 pending.tape_id,
                 pending.key_hash,
@@ -131,7 +136,12 @@ class Recorder:
 
     @staticmethod
     def _content(
-        session: Session, pending: PendingRecord, tape: Tape, wire: RecordRequest, body: bytes
+        session: Session,
+        pending: PendingRecord,
+        tape: Tape,
+        wire: RecordRequest,
+        body: bytes,
+        echoed: tuple[tuple[str, str], ...] = (),
     ) -> tuple[exchanges.ExchangeContent, list[list[str]]]:
         """What the exchange will hold (redacted), and the response headers kept."""
         request = pending.request
@@ -146,10 +156,8 @@ class Recorder:
         response_headers: list[list[str]] = []
         if wire.response is not None:
             redact = tape.config.get("redact_headers", [])
-            response_headers = [
-                [name, value]
-                for name, value in redact_response_headers(wire.response.headers, redact)
-            ]
+            kept = redact_response_headers(wire.response.headers, redact)
+            response_headers, body, _echoes = scrub_response(kept, body, echoed)
             content.update(
                 response_status=wire.response.status,
                 response_headers=response_headers,

@@ -1,98 +1,205 @@
-"""Redaction: secrets never reach the store (DESIGN §4).
+"""Redaction: secrets never reach the store, and still key the same way (DESIGN §4).
 
-Credentials in request headers and cookies in responses are dropped before anything is keyed
-or written, and a tape can add its own headers, query parameters and JSON body paths. Without
-this, an exported tape would carry API keys to whoever receives it.
+Default-deny: before a request is keyed or written, every credential in it is replaced by a
+keyed placeholder (`resolver/redaction_rules.py`): headers, query parameters, form fields and
+JSON fields (any depth) whose names say credential, and values in a known secret format
+(`resolver/secret_formats.py`) anywhere — path segments, any header, any query value, JSON
+strings, form values, text bodies. Placeholders join the request key, so different identities
+never share an answer unless the tape declares the host's credentials interchangeable.
+
+A tape widens the rules (`redact_headers`, `redact_params`, `redact_json_paths`,
+`redact_patterns`) or narrows them (`redact_keep`: names never treated as credentials;
+`redact_disable`: rule names switched off, e.g. `high-entropy`). Without this an exported tape
+would carry API keys to whoever receives it.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
-from resolver.keys import decode_content
+from resolver.redaction_bodies import redact_body
+from resolver.redaction_rules import Finding, Placeholders, credential_word
 from resolver.request import RequestParts
+from resolver.secret_formats import (
+    HIGH_ENTROPY,
+    MIN_TOKEN,
+    Format,
+    FormatScanner,
+    builtin_formats,
+)
 
-REDACTED = "[redacted]"
-DEFAULT_REQUEST_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key"})
-DEFAULT_RESPONSE_HEADERS = frozenset({"set-cookie"})
+DEFAULT_RESPONSE_HEADERS = frozenset({"set-cookie", "set-cookie2"})
+# The scheme of an Authorization value stays readable; only its credentials are replaced.
+_AUTH_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*) +(\S.*)$")
+_AUTH_HEADERS = frozenset({"authorization", "proxy-authorization"})
+_CONFIG_FIELDS = (
+    "redact_headers",
+    "redact_params",
+    "redact_json_paths",
+    "redact_patterns",
+    "redact_keep",
+    "redact_disable",
+    "interchangeable_credentials",
+)
 
 
-def redact_headers(
-    headers: Iterable[Sequence[str]], defaults: frozenset[str], extra: Iterable[str] = ()
-) -> list[tuple[str, str]]:
-    dropped = defaults | {name.lower() for name in extra}
-    return [(name, value) for name, value in headers if name.lower() not in dropped]
+@dataclass(frozen=True)
+class Redacted:
+    request: RequestParts
+    findings: tuple[Finding, ...]
+    secrets: tuple[tuple[str, str], ...]
 
 
-def _redact_path(value: Any, path: list[str]) -> bool:
-    """Replace the value at `path` inside `value` in place; True if something was replaced."""
-    head, rest = path[0], path[1:]
-    if isinstance(value, dict):
-        if head not in value:
-            return False
-        if rest:
-            return _redact_path(value[head], rest)
-        value[head] = REDACTED
-        return True
+class Policy:
+    """A tape's redaction rules, compiled once per distinct config."""
+
+    def __init__(
+        self,
+        *,
+        headers: Iterable[str] = (),
+        params: Iterable[str] = (),
+        json_paths: Sequence[str] = (),
+        patterns: Sequence[str] = (),
+        keep: Iterable[str] = (),
+        disable: Iterable[str] = (),
+        interchangeable: Iterable[str] | str = (),
+    ) -> None:
+        self.headers = frozenset(name.lower() for name in headers)
+        self.params = frozenset(params)
+        self.json_paths = tuple(path.split(".") for path in json_paths)
+        self.keep = frozenset(name.lower() for name in keep)
+        self.disable = frozenset(disable)
+        everywhere = interchangeable == "*" or (
+            not isinstance(interchangeable, str) and "*" in interchangeable
+        )
+        self.interchangeable_all = everywhere
+        self.interchangeable = frozenset(
+            () if isinstance(interchangeable, str) else (h.lower() for h in interchangeable)
+        )
+        formats = tuple(fmt for fmt in builtin_formats() if fmt.rule not in self.disable)
+        extra = tuple(Format(f"tape-pattern-{i}", p) for i, p in enumerate(patterns))
+        self.scanner = FormatScanner(formats, entropy=HIGH_ENTROPY not in self.disable, extra=extra)
+
+    def name_rule(self, name: str, configured: frozenset[str], kind: str) -> str | None:
+        """The rule redacting a field called `name`, or None."""
+        if not configured and not self.keep and "names" not in self.disable:
+            word = credential_word(name)  # the common case: defaults only, cached
+            return f"name-{word}" if word else None
+        lowered = name.lower()
+        if lowered in self.keep:
+            return None
+        if lowered in configured or name in configured:
+            return f"tape-{kind}"
+        if "names" in self.disable:
+            return None
+        word = credential_word(name)
+        return f"name-{word}" if word else None
+
+    def shares_identities(self, host: str) -> bool:
+        return self.interchangeable_all or host in self.interchangeable
+
+    def scan(self, text: str, where: str, marks: Placeholders) -> str:
+        """`text` with every secret found by format replaced."""
+        if len(text) < MIN_TOKEN and not self.scanner.extra:
+            return text  # too short for any built-in format: the common case, kept cheap
+        found = self.scanner.find(text)
+        if not found:
+            return text
+        parts, last = [], 0
+        for start, end, rule in found:
+            parts.append(text[last:start])
+            identity = rule != HIGH_ENTROPY
+            parts.append(marks.replace(text[start:end], where, f"format-{rule}", identity=identity))
+            last = end
+        parts.append(text[last:])
+        return "".join(parts)
+
+
+def policy_from_config(config: Mapping[str, Any]) -> Policy:
+    """The compiled policy of a tape config (cached: the hit path asks for it on every ask)."""
+    frozen = tuple(_freeze(config.get(name)) for name in _CONFIG_FIELDS)
+    return _policy(frozen)
+
+
+def _freeze(value: Any) -> Any:
     if isinstance(value, list):
-        if head == "*":
-            hits = [_redact_path(item, rest) if rest else False for item in value]
-            if not rest:
-                value[:] = [REDACTED] * len(value)
-                return bool(value)
-            return any(hits)
-        if head.isdigit() and int(head) < len(value):
-            if rest:
-                return _redact_path(value[int(head)], rest)
-            value[int(head)] = REDACTED
-            return True
-    return False
+        return tuple(value)
+    return value if value is not None else ()
 
 
-def redact_json_body(
-    body: bytes, headers: list[tuple[str, str]], json_paths: Sequence[str]
-) -> tuple[bytes, list[tuple[str, str]]]:
-    """The body with each dotted JSON path's value replaced; untouched if nothing matched."""
-    if not json_paths or not body:
-        return body, headers
-    encoding = next((v for k, v in headers if k.lower() == "content-encoding"), None)
-    decoded = decode_content(body, encoding)
-    if decoded is None:
-        return body, headers
-    try:
-        document = json.loads(decoded.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):  # too deep to parse: left as sent
-        return body, headers
-    changed = False
-    for path in json_paths:
-        changed = _redact_path(document, path.split(".")) or changed
-    if not changed:
-        return body, headers
-    # The redacted body is stored decoded, so its encoding header must go with it.
-    kept = [(k, v) for k, v in headers if k.lower() not in ("content-encoding", "content-length")]
-    return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode(), kept
-
-
-def redact_request(
-    request: RequestParts,
-    *,
-    headers: Iterable[str] = (),
-    params: Iterable[str] = (),
-    json_paths: Sequence[str] = (),
-) -> RequestParts:
-    """The request as it may be keyed and stored."""
-    kept_headers = redact_headers(request.headers, DEFAULT_REQUEST_HEADERS, headers)
-    secret_params = set(params)
-    query = tuple(
-        (name, REDACTED if name in secret_params else value) for name, value in request.query
+@lru_cache(maxsize=256)
+def _policy(frozen: tuple[Any, ...]) -> Policy:
+    headers, params, json_paths, patterns, keep, disable, interchangeable = frozen
+    return Policy(
+        headers=headers,
+        params=params,
+        json_paths=json_paths,
+        patterns=patterns,
+        keep=keep,
+        disable=disable,
+        interchangeable=interchangeable,
     )
-    body, kept_headers = redact_json_body(request.body, kept_headers, json_paths)
-    return request.with_changes(headers=tuple(kept_headers), query=query, body=body)
+
+
+def _redact_header(name: str, value: str, policy: Policy, marks: Placeholders) -> str:
+    rule = policy.name_rule(name, policy.headers, "header")
+    if rule is None:
+        return policy.scan(value, "header", marks)
+    scheme = _AUTH_SCHEME.match(value) if name.lower() in _AUTH_HEADERS else None
+    if scheme:
+        return f"{scheme.group(1)} {marks.replace(scheme.group(2), 'header', rule)}"
+    return marks.replace(value, "header", rule)
+
+
+def redact_request(request: RequestParts, policy: Policy, key: bytes) -> Redacted:
+    """The request as it may be keyed and stored, what fired, and the raw secrets it held."""
+    marks = Placeholders(key, policy.shares_identities(request.normalised_host))
+    headers = [
+        (name, _redact_header(name, value, policy, marks)) for name, value in request.headers
+    ]
+    query = []
+    for name, value in request.query:
+        rule = policy.name_rule(name, policy.params, "param")
+        if rule is not None:
+            query.append((name, marks.replace(value, "query", rule)))
+        else:
+            query.append((name, policy.scan(value, "query", marks)))
+    path = policy.scan(request.path, "path", marks)
+    body, headers = redact_body(request.body, headers, policy, marks)
+    redacted = request.with_changes(
+        headers=tuple(headers), query=tuple(query), path=path, body=body
+    )
+    return Redacted(redacted, tuple(marks.findings), tuple(marks.secrets))
+
+
+# Requests up to this size (body, path, header and query values) are remembered, at most
+# CACHED_REQUESTS of them, so the cache holds a few tens of MiB at worst.
+CACHED_BODY_BYTES = 16 * 1024
+CACHED_REQUESTS = 2048
+
+
+@lru_cache(maxsize=CACHED_REQUESTS)
+def _redact_cached(request: RequestParts, policy: Policy, key: bytes) -> Redacted:
+    return redact_request(request, policy, key)
+
+
+def redact_request_cached(request: RequestParts, policy: Policy, key: bytes) -> Redacted:
+    """`redact_request`, remembered for small requests: the siblings of a group send the same
+    request, and each of them is redacted on the hit path. Memory only, and bounded."""
+    size = len(request.body) + len(request.path)
+    size += sum(len(value) for _name, value in request.headers)
+    size += sum(len(value) for _name, value in request.query)
+    if size > CACHED_BODY_BYTES:
+        return redact_request(request, policy, key)
+    return _redact_cached(request, policy, key)
 
 
 def redact_response_headers(
     headers: Iterable[Sequence[str]], extra: Iterable[str] = ()
 ) -> list[tuple[str, str]]:
-    return redact_headers(headers, DEFAULT_RESPONSE_HEADERS, extra)
+    dropped = DEFAULT_RESPONSE_HEADERS | {name.lower() for name in extra}
+    return [(name, value) for name, value in headers if name.lower() not in dropped]

@@ -13,6 +13,7 @@ anything else rolls that back and takes the general path, which decides afresh.
 from __future__ import annotations
 
 import itertools
+import secrets
 import threading
 import time
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from resolver.asks import (
 )
 from resolver.cache import AnswerCache, Recorded
 from resolver.dependencies import recorded_writes
+from resolver.echoes import EchoBook
 from resolver.errors import BodyTooLarge
 from resolver.policy import Action, Decision, DependencyModel, Mode, decide
 from resolver.schemas import ResolveRequest, decode_base64, encode_base64
@@ -86,8 +88,13 @@ class Resolver:
         max_body_bytes: int,
         lease_seconds: float,
         cache: AnswerCache | None = None,
+        redaction_key: bytes | None = None,
+        echoes: EchoBook | None = None,
     ) -> None:
         self.store = store
+        # Without a deployment key (tests, benches) placeholders are keyed by a process key.
+        self.redaction_key = redaction_key or secrets.token_bytes(32)
+        self.echoes = echoes if echoes is not None else EchoBook()
         self.max_body_bytes = max_body_bytes
         self.lease_seconds = lease_seconds
         self.cache = cache if cache is not None else AnswerCache()
@@ -112,7 +119,7 @@ class Resolver:
         with transaction(self.store.write) as session:
             relax_commit_durability(session)
             tape, branch = load_tape_and_branch(session, wire.tape, wire.branch)
-            ask = build_ask(session, tape, branch, wire, body)
+            ask = build_ask(session, tape, branch, wire, body, redaction_key=self.redaction_key)
             passthrough = wire.body_too_large or (
                 ask.request.normalised_host in _passthrough_hosts(tape)
             )
@@ -156,7 +163,7 @@ class Resolver:
             tape, branch = found_refs
             if tape.dependency_model == DependencyModel.HINTS:
                 raise _NotAPlainHit
-            ask = build_ask(driver, tape, branch, wire, body)
+            ask = build_ask(driver, tape, branch, wire, body, redaction_key=self.redaction_key)
             if ask.request.normalised_host in _passthrough_hosts(tape):
                 raise _NotAPlainHit
             if ask.classification.is_write or (tape.online and ask.mode is Mode.NAIVE):
@@ -313,6 +320,7 @@ class Resolver:
             horizon = max(STALE_PENDING_SECONDS, 10 * self.lease_seconds)
             claims.delete_stale_pending(time.time() - horizon, session=session)
         event_id = self._event(session, ask, decision, None)
+        self.echoes.remember(ticket, ask.secrets)
         exchanges.put_blob(ask.request.body, session=session)
         claims.add_pending(
             session=session,

@@ -78,6 +78,15 @@ class TapeConfig(Strict):
     redact_headers: list[str] = []
     redact_params: list[str] = []
     redact_json_paths: list[str] = []
+    # Widen: extra secret formats (regexes). Narrow: names never redacted by the name rule,
+    # rule names switched off (`high-entropy`, `jwt`, `names`, …). See resolver/redaction.py.
+    redact_patterns: list[str] = []
+    redact_keep: list[str] = []
+    redact_disable: list[str] = []
+    # Hosts (or "*") whose credentials name no identity: every credential keys the same there.
+    interchangeable_credentials: list[str] | Literal["*"] = []
+    # Negotiation headers (Range, Accept, …) left out of the request key.
+    ignore_headers: list[str] = []
     rules: list[Rule] = []
 
     @field_validator("name")
@@ -85,6 +94,18 @@ class TapeConfig(Strict):
     def _name(cls, value: str) -> str:
         if not re.match(TAPE_NAME_PATTERN, value) or value in (".", ".."):
             raise ValueError("use 1-100 of A-Z a-z 0-9 _ . - (not '.' or '..')")
+        return value
+
+    @field_validator("redact_patterns")
+    @classmethod
+    def _patterns(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            if not pattern or len(pattern) > 500:
+                raise ValueError("each pattern must be 1-500 characters")
+            try:
+                re.compile(pattern)
+            except re.error as error:
+                raise ValueError(f"pattern {pattern!r} is not a regex: {error}") from error
         return value
 
     def stored_config(self) -> dict[str, Any]:

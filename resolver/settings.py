@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DATA_DIR = Path("./.groundhog")
@@ -21,6 +21,10 @@ class Settings(BaseSettings):
     data_dir: Path = DEFAULT_DATA_DIR
     database_url: str = ""
     ca_dir: Path | None = None
+    # The HMAC key of redaction placeholders; replicas sharing a store must share it.
+    redaction_key_file: Path | None = None
+    # Or the key itself, hex (at least 32 digits): how replicas in a cluster share one.
+    redaction_key: SecretStr | None = None
     admin_token: str | None = None
     proxy_token: str | None = None
     # The proxy workers should use, announced at GET /v1/info so `groundhog env` never guesses.
@@ -37,6 +41,8 @@ class Settings(BaseSettings):
             self.database_url = f"sqlite:///{self.data_dir / 'groundhog.sqlite3'}"
         if self.ca_dir is None:
             self.ca_dir = self.data_dir / "ca"
+        if self.redaction_key_file is None:
+            self.redaction_key_file = self.data_dir / "redaction.key"
         return self
 
 

@@ -9,7 +9,9 @@ locked` errors under load, or silently lose foreign keys.
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -29,9 +31,26 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 
 def _prepare_sqlite_path(url: str) -> None:
+    """Create the store file private to the service user (0600) before SQLite does.
+
+    SQLite gives the `-wal` and `-shm` files the mode of the database file, so all three hold
+    recorded traffic readable by the owner only. A directory created here is 0700; one that
+    exists is the operator's (the resolver tightens its own data directory at start-up).
+    """
     database = make_url(url).database
-    if database and database != ":memory:":
-        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    if database and database != ":memory:" and not database.startswith("file:"):
+        path = Path(database).expanduser()
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for suffix in ("", "-wal", "-shm"):
+            existing = Path(f"{path}{suffix}")
+            if suffix and not existing.exists():
+                continue
+            try:
+                os.close(os.open(existing, os.O_CREAT | os.O_WRONLY, 0o600))
+                if stat.S_IMODE(existing.stat().st_mode) & 0o077:
+                    os.chmod(existing, 0o600)
+            except OSError as error:  # a read-only mount: SQLite will say what is wrong
+                logger.warning("could not make %s private: %s", existing, error)
 
 
 def _switch_to_wal(cursor: sqlite3.Cursor) -> None:

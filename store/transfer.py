@@ -61,15 +61,18 @@ def _stream(source: Session, model: Any, where: Any, skip: set[str]) -> Iterator
         yield dict(row._mapping)
 
 
-def copy_tape(source: Session, tape: Tape, target: Session, name: str) -> Tape:
-    """Copy `tape` from `source` into `target` as `name`; returns the new tape (not committed)."""
+def copy_tape(
+    source: Session, tape: Tape, target: Session, name: str, config: dict[str, Any] | None = None
+) -> Tape:
+    """Copy `tape` from `source` into `target` as `name` (with `config` instead of its own, if
+    given); returns the new tape (not committed)."""
     copy = Tape(
         name=name,
         world_seed=tape.world_seed,
         mode=tape.mode,
         online=tape.online,
         dependency_model=tape.dependency_model,
-        config=tape.config,
+        config=tape.config if config is None else config,
     )
     target.add(copy)
     target.flush()
@@ -149,14 +152,17 @@ def _copy_blobs(source: Session, tape_id: int, target: Session) -> None:
             target.execute(statement, rows)
 
 
-def export_tape(tape: Tape, path: Path, *, session: Session) -> None:
-    """Write `tape` into a new standalone SQLite file at `path`."""
+def export_tape(
+    tape: Tape, path: Path, *, session: Session, config: dict[str, Any] | None = None
+) -> None:
+    """Write `tape` into a new standalone SQLite file at `path` (its config replaced by
+    `config` if given: the resolver adds which redaction rules applied)."""
     if path.exists():
         path.unlink()
     engine = make_engine(f"sqlite:///{path}")
     try:
         with transaction(make_session_factory(engine)) as target:
-            copy_tape(session, tape, target, tape.name)
+            copy_tape(session, tape, target, tape.name, config)
     finally:
         # Closing the last connection checkpoints the WAL into the file and removes it.
         engine.dispose()

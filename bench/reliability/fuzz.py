@@ -168,8 +168,11 @@ def check_key_properties(examples: int = 200) -> dict[str, Any]:
             (("Content-Type", "application/json"), *headers),
             body,
         )
-        shuffled_query, shuffled_headers = list(query), list(base.headers)
-        random.shuffle(shuffled_query)
+        # Names in any order; a repeated query name keeps its values' order (key v2).
+        names_order = list(dict.fromkeys(name for name, _ in query))
+        random.shuffle(names_order)
+        shuffled_query = [pair for name in names_order for pair in query if pair[0] == name]
+        shuffled_headers = list(base.headers)
         random.shuffle(shuffled_headers)
         other_body = json.dumps(_shuffle_json(document, random), indent=random.choice([None, 2]))
         other = base.with_changes(

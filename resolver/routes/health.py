@@ -10,10 +10,11 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import func, select
 
+from resolver.auth import require_admin
 from resolver.ca import ensure_ca
 from resolver.errors import GroundhogError
 from store.db import transaction
@@ -39,7 +40,8 @@ def info(request: Request) -> dict[str, str | None]:
     return {"proxy_url": request.app.state.settings.proxy_url}
 
 
-@router.get("/metrics")
+# Tape names are the operator's business: with an admin token set, scraping needs it too.
+@router.get("/metrics", dependencies=[Depends(require_admin)])
 def metrics(request: Request) -> Response:
     state = request.app.state
     with transaction(state.store.read) as session:

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from resolver.auth import require_admin
 from resolver.errors import NotFound
 from resolver.policy import Decision
+from resolver.redaction_report import redaction_summary
 from resolver.report import build_report
 from resolver.routes.tapes import find_tape, store_of
 from resolver.schemas import check_branch_path, encode_base64
@@ -101,7 +102,9 @@ def report(tape: str, request: Request) -> dict[str, Any]:
         found = find_tape(tape, session=session)
         branches = [b.path for b in repository.list_branches(found.id, session=session)]
         tallies = inspect.decision_tallies(found.id, session=session)
-        return build_report(found.name, found.mode, branches, tallies)
+        result = build_report(found.name, found.mode, branches, tallies)
+        result["redaction"] = redaction_summary(found.id, found.config, session=session)
+        return result
 
 
 @router.get("/{tape}/digest")

@@ -14,6 +14,8 @@ from starlette.concurrency import run_in_threadpool
 
 from resolver.auth import require_admin
 from resolver.errors import BodyTooLarge, Conflict, InvalidInput
+from resolver.import_scrub import scrub_imported
+from resolver.redaction_report import redaction_summary
 from resolver.routes.tapes import find_tape, store_of
 from resolver.schemas import check_tape_name
 from resolver.views import tape_view
@@ -42,7 +44,10 @@ def export(tape: str, request: Request) -> FileResponse:
     path = _temporary_path()
     try:
         with transaction(store_of(request).read) as session:
-            export_tape(find_tape(tape, session=session), path, session=session)
+            found = find_tape(tape, session=session)
+            # The file says which redaction rules applied (names and counts, no values).
+            summary = redaction_summary(found.id, found.config, session=session)
+            export_tape(found, path, session=session, config={**found.config, "redaction": summary})
     except BaseException:
         _remove(path)
         raise
@@ -58,6 +63,8 @@ def _import(request: Request, path: Path, name: str | None) -> dict[str, Any]:
     try:
         with transaction(store_of(request).write) as session:
             tape = import_tape(path, name, session=session)
+            session.flush()
+            scrub_imported(tape.id, request.app.state.resolver.redaction_key, session=session)
             return tape_view(tape, session=session)
     except TransferError as error:
         raise InvalidInput(f"the uploaded file is not a tape export: {error}") from error

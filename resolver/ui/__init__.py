@@ -11,7 +11,15 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import HTMLResponse
 
 from resolver.ui import branch_pages, compare_page, tape_pages
-from resolver.ui.access import COOKIE_NAME, submitted_token, token_is_valid
+from resolver.ui.access import (
+    COOKIE_NAME,
+    SESSION_SECONDS,
+    LoginThrottle,
+    behind_tls,
+    new_session,
+    submitted_token,
+    token_is_valid,
+)
 from resolver.ui.access import require_viewer as _require_viewer
 from resolver.ui.assets import STYLESHEET
 from resolver.ui.layout import UI_ROOT
@@ -35,13 +43,36 @@ def login_form() -> Response:
     return login_page(status_code=200)
 
 
+def _throttle(request: Request) -> LoginThrottle:
+    state = request.app.state
+    if getattr(state, "login_throttle", None) is None:
+        state.login_throttle = LoginThrottle()
+    return state.login_throttle
+
+
 @router.post("/login")
 async def login(request: Request) -> Response:
+    throttle = _throttle(request)
+    client = request.client.host if request.client else "unknown"
+    wait = throttle.retry_after(client)
+    if wait:
+        response = login_page(status_code=429, throttled=wait)
+        response.headers["Retry-After"] = str(wait)
+        return response
     token = await submitted_token(request)
     if not token_is_valid(request, token):
+        throttle.failed(client)
         return login_page(failed=True)
     response = Response(status_code=303, headers={"Location": UI_ROOT})
-    response.set_cookie(COOKIE_NAME, token, httponly=True, samesite="strict", path=UI_ROOT)
+    response.set_cookie(
+        COOKIE_NAME,
+        new_session(request),
+        max_age=SESSION_SECONDS,
+        httponly=True,
+        samesite="strict",
+        secure=behind_tls(request),
+        path=UI_ROOT,
+    )
     return response
 
 

@@ -20,7 +20,7 @@ from resolver.ui.layout import UI_ROOT, error_page, page
 from resolver.ui.markup import tag, void
 
 
-def login_page(status_code: int = 401, failed: bool = False) -> Response:
+def login_page(status_code: int = 401, failed: bool = False, throttled: int = 0) -> Response:
     form = tag(
         "form",
         tag("label", "Admin token ", void("input", type="password", name="token", required=True)),
@@ -35,9 +35,11 @@ def login_page(status_code: int = 401, failed: bool = False) -> Response:
         if failed
         else "This resolver has an admin token (GROUNDHOG_ADMIN_TOKEN); enter it to view tapes."
     )
+    if throttled:
+        message = f"Too many failed logins from this address; try again in {throttled} s."
     return page(
         "Log in",
-        tag("p", message, class_="error" if failed else "note"),
+        tag("p", message, class_="error" if failed or throttled else "note"),
         form,
         status_code=status_code,
     )

@@ -7,12 +7,12 @@ from resolver.answers import nearest_keys
 
 def test_nearest_keys_best_first_and_at_most_three() -> None:
     keys = [
-        "v1 GET https://a/search?q=wind",
-        "v1 GET https://a/search?q=solar",
-        "v1 GET https://a/docs/1",
-        "v1 GET https://a/search?q=coal",
+        "v2 GET https://a/search?q=wind",
+        "v2 GET https://a/search?q=solar",
+        "v2 GET https://a/docs/1",
+        "v2 GET https://a/search?q=coal",
     ]
-    nearest = nearest_keys(keys, "v1 GET https://a/search?q=solarx")
-    assert nearest[0] == "v1 GET https://a/search?q=solar" and len(nearest) == 3
-    assert "v1 GET https://a/docs/1" not in nearest
+    nearest = nearest_keys(keys, "v2 GET https://a/search?q=solarx")
+    assert nearest[0] == "v2 GET https://a/search?q=solar" and len(nearest) == 3
+    assert "v2 GET https://a/docs/1" not in nearest
     assert nearest_keys([], "x") == []

@@ -64,7 +64,7 @@ def _wire(**fields: Any) -> ResolveRequest:
 def _ask(store: Store, wire: ResolveRequest, body: bytes = b"") -> Ask:
     with transaction(store.write) as session:
         tape, branch = load_tape_and_branch(session, wire.tape, wire.branch)
-        return build_ask(session, tape, branch, wire, body)
+        return build_ask(session, tape, branch, wire, body, redaction_key=b"k" * 32)
 
 
 def test_load_names_the_missing_tape_then_the_missing_branch(store: Store) -> None:
@@ -93,19 +93,18 @@ def test_load_rejects_malformed_names_before_the_store(
 def test_build_ask_normalises_the_request_and_counts_occurrences(store: Store) -> None:
     _make_tape(store)
     first = _ask(store, _wire(headers=[["Authorization", "Bearer s"], ["Accept", "x"]]))
-    second = _ask(store, _wire(headers=[["Accept", "x"]]))
+    second = _ask(store, _wire(headers=[["Authorization", "Bearer s"], ["Accept", "x"]]))
+    other = _ask(store, _wire(headers=[["Authorization", "Bearer t"], ["Accept", "x"]]))
     assert first.request.method == "GET"
-    assert first.request.headers == (("Accept", "x"),)  # the credential is redacted
-    assert (first.occurrence, second.occurrence) == (0, 1)
-    # The Authorization header was redacted before keying, so both asks share one key.
-    assert first.key == second.key
+    assert first.request.headers[0][1].startswith("Bearer [redacted:name-authorization:")
+    assert first.request.headers[1] == ("Accept", "x")
+    # The same credential keys the same way (occurrences count on); another one does not.
+    assert (first.occurrence, second.occurrence, other.occurrence) == (0, 1, 0)
+    assert first.key == second.key != other.key
+    assert [f.rule for f in first.findings] == ["name-authorization"]
     assert first.body_sha == hashlib.sha256(b"").hexdigest()
     assert first.mode is Mode.GROUNDHOG and first.model is DependencyModel.CLOSURE
     assert first.classification.is_write is False
-    assert first.classification.reads == frozenset({"host:api.example.com"})
-    # Nothing written yet on this lineage: the base recording is sound to share.
-    assert first.true_fingerprint == "" and first.fingerprint == ""
-    assert (first.tape_name, first.branch, first.world_seed) == ("t", "root/b0", 42)
 
 
 def test_empty_path_becomes_slash_and_params_are_redacted(store: Store) -> None:

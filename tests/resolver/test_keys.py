@@ -21,7 +21,7 @@ def parts(**changes: object) -> RequestParts:
 
 def test_readable_form_is_versioned_and_normalised() -> None:
     key = request_key(parts())
-    assert key.readable == "v1 GET https://api.example.com/s?a=1&b=2"
+    assert key.readable == "v2 GET https://api.example.com/s?a=1&b=2"
     assert len(key.hash) == 64
 
 
@@ -40,10 +40,26 @@ def test_ports_shown_only_when_not_default() -> None:
 def test_ignore_params_and_match_headers() -> None:
     noisy = parts(query=(("a", "1"), ("b", "2"), ("ts", "99")))
     assert request_key(noisy, ignore_params=["ts"]) == request_key(parts())
-    with_header = parts(headers=(("Accept-Language", "de"), ("User-Agent", "x")))
-    key = request_key(with_header, match_headers=["accept-language"])
-    assert 'headers:[["accept-language","de"]]' in key.readable and "User-Agent" not in key.readable
+    with_header = parts(headers=(("X-Region", "de"), ("User-Agent", "x")))
+    key = request_key(with_header, match_headers=["x-region"])
+    assert 'headers:[["x-region","de"]]' in key.readable and "User-Agent" not in key.readable
     assert request_key(with_header) == request_key(parts())
+
+
+def test_negotiation_headers_and_credentials_join_the_key_by_default() -> None:
+    for name, value in (("Range", "bytes=0-9"), ("If-None-Match", '"e1"'), ("Accept", "a/b")):
+        assert request_key(parts(headers=((name, value),))) != request_key(parts())
+    accept = parts(headers=(("Accept-Language", "de"),))
+    assert request_key(accept, ignore_headers=["Accept-Language"]) == request_key(parts())
+    credential = parts(headers=(("X-Api-Key", "[redacted:name-key:0123456789abcdef]"),))
+    assert "x-api-key" in request_key(credential).readable
+
+
+def test_repeated_query_names_keep_their_relative_order() -> None:
+    first = parts(query=(("k", "2"), ("a", "x"), ("k", "1")))
+    same = parts(query=(("a", "x"), ("k", "2"), ("k", "1")))
+    swapped = parts(query=(("k", "1"), ("a", "x"), ("k", "2")))
+    assert request_key(first) == request_key(same) != request_key(swapped)
 
 
 def test_json_bodies_are_canonical() -> None:
@@ -112,10 +128,12 @@ def test_key_ignores_order_and_never_crashes(query, document, seed, body) -> Non
     base = parts(
         method="POST", query=tuple(query), headers=json_type, body=json.dumps(document).encode()
     )
-    shuffled = list(query)
-    rng.shuffle(shuffled)
+    # Names in any order; a repeated name keeps its values' relative order (key v2).
+    names = list(dict.fromkeys(name for name, _ in query))
+    rng.shuffle(names)
+    shuffled = [pair for name in names for pair in query if pair[0] == name]
     other_body = json.dumps(_reorder(document, rng), indent=rng.choice([None, 2])).encode()
     other = base.with_changes(query=tuple(shuffled), body=other_body)
     assert request_key(base) == request_key(other)
     raw = request_key(base.with_changes(body=body))  # arbitrary bytes: keyed, not a crash
-    assert raw.readable.startswith("v1 POST ")
+    assert raw.readable.startswith("v2 POST ")

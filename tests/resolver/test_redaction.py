@@ -1,70 +1,199 @@
-"""Unit tests of redaction: secrets never reach the store, and the key is computed after it."""
+"""Unit tests of default-deny redaction: every kind of secret is replaced by a keyed
+placeholder before keying, the same secret keys the same way, and another one does not."""
 
 from __future__ import annotations
 
+import gzip
 import json
-from hashlib import sha256
+import sys
 
 from resolver.keys import request_key
-from resolver.redaction import REDACTED, redact_request, redact_response_headers
+from resolver.redaction import Policy, policy_from_config, redact_request, redact_response_headers
+from resolver.redaction_rules import PLACEHOLDER, credential_word, without_identity
 from resolver.request import RequestParts
 
-REQUEST = RequestParts(
-    "POST",
-    "https",
-    "api.example.com",
-    443,
-    "/login",
-    query=(("token", "abc"), ("q", "x")),
-    headers=(
-        ("Authorization", "Bearer s"),
-        ("Cookie", "c=1"),
-        ("X-Api-Key", "k"),
-        ("Proxy-Authorization", "p"),
-        ("X-Secret", "s"),
-        ("Content-Type", "application/json"),
-    ),
-    body=b'{"user": "ann", "password": "hunter2", "items": [{"card": "4111"}]}',
-)
+KEY = b"k" * 32
+OPENAI = "sk-proj-Zq3xT9vLmN2pQ8rS4tU6wY1aB5cD7eF0"
+GITHUB = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+AWS = "AKIAIOSFODNN7EXAMPLE"
+SLACK = "xoxb-123456789012-abcdefghijkl"
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbm4ifQ.c2lnbmF0dXJlLXBhcnQtaGVyZQ"
+DEFAULT = policy_from_config({})
 
 
-def test_default_credential_headers_are_dropped() -> None:
-    names = [name for name, _ in redact_request(REQUEST).headers]
-    assert names == ["X-Secret", "Content-Type"]
+def _request(**changes: object) -> RequestParts:
+    base = RequestParts("GET", "https", "api.example.com", 443, "/search", (("q", "wind"),))
+    return base.with_changes(**changes)
 
 
-def test_tape_adds_headers_params_and_json_paths() -> None:
-    redacted = redact_request(
-        REQUEST, headers=["x-secret"], params=["token"], json_paths=["password", "items.*.card"]
-    )
-    assert [name for name, _ in redacted.headers] == ["Content-Type"]
-    assert dict(redacted.query)["token"] == REDACTED
-    body = json.loads(redacted.body)
-    assert body == {"user": "ann", "password": REDACTED, "items": [{"card": REDACTED}]}
-
-
-def test_key_after_redaction_ignores_the_secret_value() -> None:
-    other = REQUEST.with_changes(query=(("token", "zzz"), ("q", "x")))
-    config = {"params": ["token"], "json_paths": ["password"]}
-    assert request_key(redact_request(REQUEST, **config)) == request_key(
-        redact_request(other, **config)
+def _flat(request: RequestParts) -> str:
+    return json.dumps(
+        [request.path, request.query, request.headers, request.body.decode("latin-1")]
     )
 
 
-def test_non_json_bodies_are_left_alone() -> None:
-    raw = REQUEST.with_changes(body=b"\xff not json")
-    assert redact_request(raw, json_paths=["password"]).body == b"\xff not json"
+def test_credential_names_are_words_not_substrings() -> None:
+    for name in (
+        "Authorization",
+        "X-Auth-Token",
+        "Api-Key",
+        "X-Goog-Api-Key",
+        "Ocp-Apim-Subscription-Key",
+        "api_key",
+        "key",
+        "accessToken",
+        "client_secret",
+        "JSESSIONID",
+        "password",
+        "X-Amz-Signature",
+    ):
+        assert credential_word(name) is not None, name
+    for name in ("keywords", "author", "max_tokens", "monkey", "q", "Content-Type", "Accept"):
+        assert credential_word(name) is None, name
+
+
+def test_headers_query_form_and_json_at_depth_are_replaced() -> None:
+    request = _request(
+        method="POST",
+        query=(("api_key", "QK1"), ("token", "QT1"), ("key", "QK2"), ("q", "wind")),
+        headers=(
+            ("X-Auth-Token", "H1"),
+            ("Api-Key", "H2"),
+            ("X-Goog-Api-Key", "H3"),
+            ("Ocp-Apim-Subscription-Key", "H4"),
+            ("Authorization", "Bearer H5"),
+            ("Content-Type", "application/json"),
+        ),
+        body=json.dumps({"user": {"profile": {"password": "hunter22", "name": "ann"}}}).encode(),
+    )
+    redacted = redact_request(request, DEFAULT, KEY)
+    text = _flat(redacted.request)
+    for secret in ("QK1", "QT1", "QK2", "H1", "H2", "H3", "H4", "H5", "hunter22"):
+        assert secret not in text
+    assert ("q", "wind") in redacted.request.query
+    assert redacted.request.header(
+        "Authorization",
+    ).startswith("Bearer [redacted:")
+    assert json.loads(redacted.request.body)["user"]["profile"]["name"] == "ann"
+    assert {f.where for f in redacted.findings} == {"header", "query", "json"}
+
+
+def test_form_password_is_replaced() -> None:
+    request = _request(
+        method="POST",
+        headers=(("Content-Type", "application/x-www-form-urlencoded"),),
+        body=b"user=ann&password=hunter22",
+    )
+    body = redact_request(request, DEFAULT, KEY).request.body
+    assert b"hunter22" not in body and b"user=ann" in body
+
+
+def test_secret_formats_in_path_body_and_any_header() -> None:
+    request = _request(
+        method="POST",
+        path=f"/v1/keys/{OPENAI}/repos/{GITHUB}",
+        headers=(("X-Note", f"aws {AWS}"), ("Content-Type", "text/plain")),
+        body=f"slack {SLACK} and jwt {JWT}".encode(),
+    )
+    redacted = redact_request(request, DEFAULT, KEY)
+    text = _flat(redacted.request)
+    for secret in (OPENAI, GITHUB, AWS, SLACK, JWT, JWT.split(".")[2]):
+        assert secret not in text
+    assert redacted.request.path.startswith("/v1/keys/[redacted:format-model-api-key:")
+    rules = {f.rule for f in redacted.findings}
+    assert {"format-github-token", "format-aws-access-key", "format-slack-token"} <= rules
+    assert "format-jwt" in rules
+
+
+def test_gzip_bodies_are_redacted_and_stored_decoded() -> None:
+    request = _request(
+        method="POST",
+        headers=(("Content-Type", "application/json"), ("Content-Encoding", "gzip")),
+        body=gzip.compress(json.dumps({"password": "hunter22"}).encode()),
+    )
+    redacted = redact_request(request, DEFAULT, KEY).request
+    assert redacted.header("content-encoding") is None
+    assert b"hunter22" not in redacted.body
+
+
+def test_same_secret_same_placeholder_other_secret_other_key() -> None:
+    def key_of(token: str, key: bytes = KEY) -> str:
+        request = _request(headers=(("X-Api-Key", token),))
+        return request_key(redact_request(request, DEFAULT, key).request).hash
+
+    assert key_of("alpha-123") == key_of("alpha-123")
+    assert key_of("alpha-123") != key_of("beta-456")
+    assert key_of("alpha-123") != key_of("alpha-123", b"other-deployment-key-0123456789")
+
+
+def test_interchangeable_hosts_share_credentials_but_not_ids() -> None:
+    policy = policy_from_config({"interchangeable_credentials": ["api.example.com"]})
+    a = redact_request(_request(headers=(("X-Api-Key", "alpha-123"),)), policy, KEY)
+    b = redact_request(_request(headers=(("X-Api-Key", "beta-456"),)), policy, KEY)
+    assert request_key(a.request).hash == request_key(b.request).hash
+    other = _request(host="other.example.com", headers=(("X-Api-Key", "alpha-123"),))
+    assert PLACEHOLDER.search(redact_request(other, policy, KEY).request.headers[0][1]).group(2)
+    everywhere = policy_from_config({"interchangeable_credentials": "*"})
+    assert redact_request(other, everywhere, KEY).request.headers[0][1] == "[redacted:name-key]"
+
+
+def test_without_identity_tells_credential_only_differences() -> None:
+    a = redact_request(_request(headers=(("X-Api-Key", "alpha-123"),)), DEFAULT, KEY).request
+    b = redact_request(_request(headers=(("X-Api-Key", "beta-456"),)), DEFAULT, KEY).request
+    ka, kb = request_key(a).readable, request_key(b).readable
+    assert ka != kb and without_identity(ka) == without_identity(kb)
+
+
+def test_placeholders_are_left_alone() -> None:
+    first = redact_request(_request(headers=(("X-Api-Key", "alpha-123"),)), DEFAULT, KEY).request
+    again = redact_request(first, DEFAULT, KEY).request
+    assert again == first
+
+
+def test_tape_widens_and_narrows() -> None:
+    policy = policy_from_config(
+        {
+            "redact_headers": ["X-Customer"],
+            "redact_params": ["account"],
+            "redact_json_paths": ["items.*.card"],
+            "redact_patterns": [r"ACME-\d{6}"],
+            "redact_keep": ["session"],
+            "redact_disable": ["high-entropy"],
+        }
+    )
+    request = _request(
+        method="POST",
+        query=(("account", "A1"), ("session", "S1"), ("q", "ACME-123456")),
+        headers=(("X-Customer", "C1"), ("Content-Type", "application/json")),
+        body=json.dumps(
+            {"items": [{"card": "4111"}], "id": "Zq3xT9vLmN2pQ8rS4tU6wY1aB5cD7eF0"}
+        ).encode(),
+    )
+    redacted = redact_request(request, policy, KEY).request
+    text = _flat(redacted)
+    assert "A1" not in text and "C1" not in text and "4111" not in text and "ACME-1" not in text
+    assert ("session", "S1") in redacted.query
+    assert "Zq3xT9vLmN2pQ8rS4tU6wY1aB5cD7eF0" in text  # entropy rule switched off
+
+
+def test_ordinary_requests_are_untouched() -> None:
+    request = _request(
+        query=(("keywords", "solar"), ("author", "ann"), ("max_tokens", "10")),
+        headers=(("Accept", "application/json"), ("User-Agent", "python-httpx/0.27")),
+        path="/docs/d41d8cd98f00b204e9800998ecf8427e/550e8400-e29b-41d4-a716-446655440000",
+    )
+    redacted = redact_request(request, DEFAULT, KEY)
+    assert redacted.request == request and not redacted.findings
 
 
 def test_response_set_cookie_dropped_with_order_and_duplicates_kept() -> None:
-    headers = [["A", "1"], ["Set-Cookie", "s"], ["A", "2"], ["X-Private", "p"]]
-    assert redact_response_headers(headers, ["x-private"]) == [("A", "1"), ("A", "2")]
+    headers = [("A", "1"), ("Set-Cookie", "s=1"), ("B", "2"), ("B", "3"), ("set-cookie", "t")]
+    assert redact_response_headers(headers) == [("A", "1"), ("B", "2"), ("B", "3")]
 
 
-def test_json_nested_past_the_recursion_limit_is_left_as_sent() -> None:
-    depth = 100_000
-    body = b"[" * depth + b"]" * depth
-    nested = REQUEST.with_changes(body=body)
-    redacted = redact_request(nested, json_paths=["password"])
-    assert redacted.body == body
-    assert request_key(redacted).readable.endswith("body:sha256:" + sha256(body).hexdigest())
+def test_json_nested_past_the_recursion_limit_is_scanned_as_text() -> None:
+    depth = sys.getrecursionlimit() + 10
+    body = ("[" * depth + json.dumps(OPENAI) + "]" * depth).encode()
+    request = _request(method="POST", headers=(("Content-Type", "application/json"),), body=body)
+    redacted = redact_request(request, Policy(), KEY).request
+    assert OPENAI.encode() not in redacted.body

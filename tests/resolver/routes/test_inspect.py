@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 
 from tests.resolver.proxy_double import ProxyDouble
 
@@ -51,7 +52,9 @@ def test_exchange_shows_request_and_response(proxy: ProxyDouble, tape_name: str)
     exchange_id = events["events"][0]["exchange_id"]
     shown = proxy.http.get(f"/v1/tapes/{tape_name}/exchanges/{exchange_id}").json()
     assert shown["request"]["method"] == "POST"
-    assert shown["request"]["headers"] == [["Content-Type", "text/plain"]]  # credential redacted
+    headers = shown["request"]["headers"]
+    assert headers[0][0] == "Authorization" and headers[0][1].startswith("Bearer [redacted:")
+    assert "secret" not in json.dumps(shown)  # the credential is replaced by its placeholder
     assert base64.b64decode(shown["request"]["body"]) == b"hello"
     assert base64.b64decode(shown["response"]["body"]) == served.body
     assert shown["error"] is None and shown["request_key"] == served.resolution["request_key"]

@@ -28,8 +28,10 @@ def record_fork(proxy: ProxyDouble, tape: str) -> Recorded:
     proxy.open(tape, world_seed=7)
     b0, b1 = proxy.fork(tape, children=2)
     search = {"path": "/search", "query": [["q", "solar"]]}
-    search_b0 = proxy.ask(tape, b0, **search)
-    search_b1 = proxy.ask(tape, b1, **search, headers=[["Authorization", "Bearer s3cret"]])
+    # One identity for both siblings: a credential joins the key (as a keyed placeholder).
+    identity = {"headers": [["Authorization", "Bearer s3cret"]]}
+    search_b0 = proxy.ask(tape, b0, **search, **identity)
+    search_b1 = proxy.ask(tape, b1, **search, **identity)
     proxy.ask(tape, b1, "POST", "/docs/1", body=b'{"title": "b1 wrote this"}')
     doc_b1 = proxy.ask(tape, b1, path="/docs/1")
     doc_b0 = proxy.ask(tape, b0, path="/docs/1")

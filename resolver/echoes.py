@@ -1,0 +1,111 @@
+"""Scrubbing a response of the secrets its request carried (DESIGN §4: "echoed secrets").
+
+Echo services, error pages ("invalid key abc…") and debug endpoints send a request's
+credentials back; recorded as they are, the credential would sit on the tape in the response
+blob. Between `/v1/resolve` (which knows the request's raw secrets) and `/v1/record` (which
+stores the response) the secrets wait here, in memory only, keyed by the forward's ticket; the
+record replaces each echo — raw, URL-encoded, base64 and JSON-escaped — by the request's own
+placeholder. `Set-Cookie` is dropped by `resolver.redaction.redact_response_headers`.
+
+Memory only means a record that reaches another replica (or a restarted one) is stored without
+this pass; the request side is unaffected. A body whose encoding cannot be undone (brotli,
+zstd) is stored as received.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import threading
+import zlib
+from collections import OrderedDict
+from collections.abc import Sequence
+from urllib.parse import quote, quote_plus
+
+from resolver.keys import decode_content
+
+Secrets = tuple[tuple[str, str], ...]
+MAX_PENDING = 4096
+
+
+class EchoBook:
+    """Tickets of forwards in flight -> the raw secrets of their requests (bounded, LRU)."""
+
+    def __init__(self, capacity: int = MAX_PENDING) -> None:
+        self.capacity = capacity
+        self._entries: OrderedDict[str, Secrets] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def remember(self, ticket: str, secrets: Secrets) -> None:
+        if not secrets:
+            return
+        with self._lock:
+            self._entries[ticket] = secrets
+            while len(self._entries) > self.capacity:
+                self._entries.popitem(last=False)
+
+    def take(self, ticket: str) -> Secrets:
+        with self._lock:
+            return self._entries.pop(ticket, ())
+
+
+def echo_forms(secret: str) -> list[str]:
+    """The spellings in which a secret is echoed back."""
+    raw = secret.encode("utf-8", "surrogatepass")
+    forms = {
+        secret,
+        quote(secret, safe=""),
+        quote_plus(secret),
+        base64.b64encode(raw).decode("ascii"),
+        base64.urlsafe_b64encode(raw).decode("ascii").rstrip("="),
+        json.dumps(secret)[1:-1],
+    }
+    return sorted(forms, key=len, reverse=True)
+
+
+def _replacements(secrets: Secrets) -> list[tuple[str, str]]:
+    pairs = [(form, placeholder) for secret, placeholder in secrets for form in echo_forms(secret)]
+    return sorted(pairs, key=lambda pair: len(pair[0]), reverse=True)
+
+
+def _scrub_text(text: str, pairs: list[tuple[str, str]]) -> str:
+    for form, placeholder in pairs:
+        if form in text:
+            text = text.replace(form, placeholder)
+    return text
+
+
+def _encode(data: bytes, encoding: str) -> bytes:
+    if encoding in ("gzip", "x-gzip"):
+        return gzip.compress(data, mtime=0)  # no timestamp: the tape stays deterministic
+    if encoding == "deflate":
+        return zlib.compress(data)
+    return data
+
+
+def scrub_response(
+    headers: Sequence[Sequence[str]], body: bytes, secrets: Secrets
+) -> tuple[list[list[str]], bytes, int]:
+    """Headers and body with every echo replaced; the number of spellings replaced."""
+    if not secrets:
+        return [list(pair) for pair in headers], body, 0
+    pairs = _replacements(secrets)
+    hits = 0
+    kept = []
+    for name, value in headers:
+        scrubbed = _scrub_text(value, pairs)
+        hits += scrubbed != value
+        kept.append([name, scrubbed])
+    encoding = next((v for k, v in kept if k.lower() == "content-encoding"), "") or ""
+    decoded = decode_content(body, encoding)
+    if decoded is None:
+        return kept, body, hits
+    text = decoded.decode("latin-1")  # one character per byte: offsets and bytes survive
+    scrubbed_pairs = [(form.encode().decode("latin-1"), placeholder) for form, placeholder in pairs]
+    scrubbed = _scrub_text(text, scrubbed_pairs)
+    if scrubbed == text:
+        return kept, body, hits
+    new_body = _encode(scrubbed.encode("latin-1"), encoding.strip().lower())
+    kept = [[k, str(len(new_body))] if k.lower() == "content-length" else [k, v] for k, v in kept]
+    return kept, new_body, hits + 1

@@ -1,0 +1,161 @@
+"""Redaction inside request bodies: JSON at any depth, form fields, and text of any other kind.
+
+Bodies are where agents put passwords and keys most often (a login form, a JSON `password`
+three levels down, a key pasted into a prompt), and they are stored as blobs that outlive the
+request. A changed body is stored decoded, so its `Content-Encoding` and `Content-Length` go;
+a body that cannot be decoded (an unknown encoding) is left as sent and keys by its hash.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, quote, urlencode
+
+from resolver.keys import decode_content
+from resolver.redaction_rules import Placeholders
+from resolver.secret_formats import MIN_TOKEN
+
+if TYPE_CHECKING:
+    from resolver.redaction import Policy
+
+
+def _header(headers: list[tuple[str, str]], name: str) -> str | None:
+    return next((value for key, value in headers if key.lower() == name), None)
+
+
+def _scalar_text(value: Any) -> str | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, str | int | float):
+        return str(value)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+class _JsonWalker:
+    def __init__(self, policy: Policy, marks: Placeholders) -> None:
+        self.policy = policy
+        self.marks = marks
+        self.changed = False
+
+    def walk(self, value: Any, path: tuple[str, ...]) -> Any:
+        if isinstance(value, str):
+            if len(value) < MIN_TOKEN and not self.policy.scanner.extra:
+                return value
+            scanned = self.policy.scan(value, "json", self.marks)
+            self.changed = self.changed or scanned != value
+            return scanned
+        # Paths are only tracked when the tape names JSON paths; most tapes do not.
+        tracked = bool(self.policy.json_paths)
+        if isinstance(value, dict):
+            return {
+                name: self.field(name, item, (*path, name) if tracked else path)
+                for name, item in value.items()
+            }
+        if isinstance(value, list):
+            if not tracked:
+                return [self.walk(item, path) for item in value]
+            return [self.walk(item, (*path, str(i))) for i, item in enumerate(value)]
+        return value
+
+    def field(self, name: str, value: Any, path: tuple[str, ...]) -> Any:
+        rule = self.policy.name_rule(name, frozenset(), "json")
+        if rule is None and self.policy.json_paths and self._configured(path):
+            rule = "tape-json_path"
+        if rule is None:
+            return self.walk(value, path)
+        text = _scalar_text(value)
+        if text is None or text == "":
+            return value
+        replaced = self.marks.replace(text, "json", rule)
+        self.changed = self.changed or replaced != text
+        return replaced
+
+    def _configured(self, path: tuple[str, ...]) -> bool:
+        for wanted in self.policy.json_paths:
+            if len(wanted) == len(path) and all(
+                w == p or (w == "*" and p.isdigit()) for w, p in zip(wanted, path, strict=True)
+            ):
+                return True
+        return False
+
+
+_NOT_JSON = object()
+_NONE: frozenset[str] = frozenset()
+_JSON_NAME = re.compile(r'"([^"\\]*)"\s*:')
+
+
+def _json_may_hold_secrets(text: str, policy: Policy) -> bool:
+    """A cheap look before the walk: a credential-looking field name or a secret format
+    anywhere in the text. Most bodies hold neither and are never parsed here."""
+    if policy.json_paths or policy.scanner.extra or "\\" in text:
+        return True  # escapes could hide a name from the quick look: walk it
+    names = set(_JSON_NAME.findall(text))
+    if any(policy.name_rule(name, _NONE, "json") for name in names):
+        return True
+    return bool(policy.scanner.find(text))
+
+
+def _redact_json(text: str, policy: Policy, marks: Placeholders) -> Any:
+    """The redacted JSON bytes, None if nothing changed, `_NOT_JSON` if it does not parse."""
+    if not _json_may_hold_secrets(text, policy):
+        return None
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError):
+        return _NOT_JSON
+    walker = _JsonWalker(policy, marks)
+    try:
+        redacted = walker.walk(document, ())
+        if not walker.changed:
+            return None
+        return json.dumps(redacted, separators=(",", ":"), ensure_ascii=False).encode()
+    except RecursionError:  # nested past the interpreter's limit: scanned as text instead
+        return _NOT_JSON
+
+
+def _redact_form(text: str, policy: Policy, marks: Placeholders) -> bytes | None:
+    pairs = parse_qsl(text, keep_blank_values=True)
+    changed = False
+    kept = []
+    for name, value in pairs:
+        rule = policy.name_rule(name, policy.params, "param")
+        new = (
+            marks.replace(value, "form", rule)
+            if rule is not None
+            else policy.scan(value, "form", marks)
+        )
+        changed = changed or new != value
+        kept.append((name, new))
+    return urlencode(kept, quote_via=quote).encode() if changed else None
+
+
+def redact_body(
+    body: bytes, headers: list[tuple[str, str]], policy: Policy, marks: Placeholders
+) -> tuple[bytes, list[tuple[str, str]]]:
+    """The body with its secrets replaced, and the headers that still describe it."""
+    if not body:
+        return body, headers
+    decoded = decode_content(body, _header(headers, "content-encoding"))
+    if decoded is None:
+        return body, headers
+    media = (_header(headers, "content-type") or "").split(";")[0].strip().lower()
+    redacted: Any = _NOT_JSON
+    try:
+        text = decoded.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is not None and ("json" in media or (not media and text.lstrip()[:1] in ("{", "["))):
+        redacted = _redact_json(text, policy, marks)
+    elif text is not None and media == "application/x-www-form-urlencoded":
+        redacted = _redact_form(text, policy, marks)
+    if redacted is _NOT_JSON:
+        # latin-1 maps bytes to characters one to one, so any body scans with ASCII patterns.
+        raw = decoded.decode("latin-1")
+        scanned = policy.scan(raw, "body", marks)
+        redacted = scanned.encode("latin-1") if scanned != raw else None
+    if redacted is None:
+        return body, headers
+    kept = [(k, v) for k, v in headers if k.lower() not in ("content-encoding", "content-length")]
+    return redacted, kept

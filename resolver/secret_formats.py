@@ -1,0 +1,216 @@
+"""Secret values recognised by their format, wherever they appear in a request (DESIGN §4).
+
+A credential does not always sit under a name that says so: a key can be a path segment, part
+of a free-text body, or a header nobody thought to list. The provider formats come from
+detect-secrets (Yelp's maintained scanner; its plugins' `denylist` regexes), so new formats
+arrive with its releases instead of from a list written from memory. Only its context-free
+plugins are taken: the keyword, contextual (`aws ... key = "..."`) and file-format plugins need
+a source file around the value, and are covered here by the name rules of `resolver/redaction`.
+detect-secrets lacks a few formats that matter for agent traffic (today's `sk-proj-` /
+`sk-ant-` model keys, Google `AIza` keys) and has no entropy rule for bare values, so those
+few are added below, each with its reason.
+
+Every pattern is ASCII, so it runs unchanged over header values, query values, path segments,
+JSON strings and raw bodies (decoded as latin-1, which keeps byte offsets).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from functools import cache
+
+# detect-secrets plugin module -> (rule name, plugin class). Context-free plugins only.
+_DETECT_SECRETS_PLUGINS = (
+    ("aws", "AWSKeyDetector", "aws-access-key"),
+    ("github_token", "GitHubTokenDetector", "github-token"),
+    ("gitlab_token", "GitLabTokenDetector", "gitlab-token"),
+    ("jwt", "JwtTokenDetector", "jwt"),
+    ("openai", "OpenAIDetector", "openai-legacy-key"),
+    ("slack", "SlackDetector", "slack-token"),
+    ("stripe", "StripeDetector", "stripe-key"),
+    ("sendgrid", "SendGridDetector", "sendgrid-key"),
+    ("discord", "DiscordBotTokenDetector", "discord-token"),
+    ("telegram_token", "TelegramBotTokenDetector", "telegram-token"),
+    ("pypi_token", "PypiTokenDetector", "pypi-token"),
+    ("square_oauth", "SquareOAuthDetector", "square-oauth"),
+    ("mailchimp", "MailchimpDetector", "mailchimp-key"),
+    ("azure_storage_key", "AzureStorageKeyDetector", "azure-storage-key"),
+    ("private_key", "PrivateKeyDetector", "private-key"),
+)
+
+# Formats detect-secrets 1.5 does not know. Its OpenAI rule only matches the retired
+# `T3BlbkFJ` keys; project, service-account and Anthropic keys look like these.
+SUPPLEMENT = (
+    ("model-api-key", r"sk-(?:proj-|svcacct-|admin-|ant-(?:api|admin)\d\d-)?[A-Za-z0-9_-]{20,}"),
+    ("google-api-key", r"AIza[0-9A-Za-z_-]{35}"),
+    ("slack-token", r"xox[abposre]-[A-Za-z0-9-]{10,}"),
+    ("huggingface-token", r"hf_[A-Za-z0-9]{30,}"),
+)
+
+# A long run of token characters is a secret when it mixes cases and digits and carries
+# more than HIGH_ENTROPY_BITS bits per character: random keys do, words, slugs, hex digests
+# (at most 4 bits) and UUIDs do not. `/`, `+` and `=` split runs, so a path is never one token.
+HIGH_ENTROPY = "high-entropy"
+_LONG_TOKEN = r"[A-Za-z0-9_-]{32,}"
+HIGH_ENTROPY_BITS = 4.3
+
+
+@dataclass(frozen=True)
+class Format:
+    rule: str
+    pattern: str
+
+
+def _detect_secrets_formats() -> list[Format]:
+    import importlib
+
+    found: list[Format] = []
+    for module_name, class_name, rule in _DETECT_SECRETS_PLUGINS:
+        module = importlib.import_module(f"detect_secrets.plugins.{module_name}")
+        plugin = getattr(module, class_name)
+        for regex in plugin.denylist:
+            if regex.flags & (re.IGNORECASE | re.VERBOSE):
+                continue  # a contextual pattern (it needs the words around the value)
+            found.append(Format(rule, regex.pattern))
+    return found
+
+
+@cache
+def builtin_formats() -> tuple[Format, ...]:
+    """Every built-in format rule, detect-secrets' first."""
+    formats = _detect_secrets_formats()
+    formats += [Format(rule, pattern) for rule, pattern in SUPPLEMENT]
+    return tuple(formats)
+
+
+def builtin_rule_names() -> list[str]:
+    return sorted({fmt.rule for fmt in builtin_formats()})
+
+
+def shannon_bits(text: str) -> float:
+    counts = Counter(text)
+    size = len(text)
+    return -sum(n / size * math.log2(n / size) for n in counts.values())
+
+
+def looks_random(token: str) -> bool:
+    """The high-entropy test for one long run of token characters: words joined by `_`/`-`
+    (identifiers, titles) are not random even when their letters are varied."""
+    longest = max(len(part) for part in re.split(r"[_-]", token))
+    return (
+        longest >= 20
+        and any(c.isdigit() for c in token)
+        and any(c.islower() for c in token)
+        and any(c.isupper() for c in token)
+        and shannon_bits(token) > HIGH_ENTROPY_BITS
+    )
+
+
+# Candidate tokens: runs of the characters secrets are made of (dots for JWTs, colons for bot
+# tokens). Only runs of MIN_TOKEN or more characters meet the format alternation, so ordinary
+# header values and prose cost one linear scan.
+MIN_TOKEN = 15
+_CANDIDATE = re.compile(r"[A-Za-z0-9_.:-]{15,}")
+# Formats whose values hold characters outside a token, each behind a literal it must contain.
+_WHOLE_TEXT_LITERALS = {
+    "private-key": ("PRIVATE KEY", "PuTTY"),
+    "azure-storage-key": ("AccountKey=",),
+}
+_ENTROPY_RUN = re.compile(r"[A-Za-z0-9_-]{32,}")
+_CAPTURING = re.compile(r"(?<!\\)\((?!\?)")
+# A named format's lazy tail (detect-secrets' JWT) is extended over the rest of its run.
+_TAIL = re.compile(r"[A-Za-z0-9_.-]*")
+
+
+def _alternation(formats: list[Format]) -> tuple[re.Pattern[str] | None, dict[str, str]]:
+    rules: dict[str, str] = {}
+    parts = []
+    for index, fmt in enumerate(formats):
+        group = f"f{index}"
+        rules[group] = fmt.rule
+        # Inner groups become non-capturing so `lastgroup` names the matching format.
+        parts.append(f"(?P<{group}>{_CAPTURING.sub('(?:', fmt.pattern)})")
+    return (re.compile("|".join(parts)) if parts else None), rules
+
+
+# Formats that start with a character class defeat the regex engine's first-character skip for
+# the whole alternation; each runs alone, and only on tokens holding the literal it needs.
+_GATED = {"mailchimp-key": "-us", "telegram-token": ":", "discord-token": "."}
+_HAS_LETTER = re.compile(r"[A-Za-z]")
+
+
+class FormatScanner:
+    """Finds secret values by format: named formats first, then the entropy rule over what no
+    named format claimed (so a key inside a long run is named for what it is)."""
+
+    def __init__(
+        self, formats: tuple[Format, ...], *, entropy: bool = True, extra: tuple[Format, ...] = ()
+    ) -> None:
+        token_formats = [
+            f for f in formats if f.rule not in _WHOLE_TEXT_LITERALS and f.rule not in _GATED
+        ]
+        self.gated = [
+            (_GATED[f.rule], re.compile(f.pattern), f.rule) for f in formats if f.rule in _GATED
+        ]
+        whole = [f for f in formats if f.rule in _WHOLE_TEXT_LITERALS]
+        self.token_regex, self.token_rules = _alternation(token_formats)
+        self.whole = [
+            (literals, re.compile("|".join(f.pattern for f in whole if f.rule == rule)), rule)
+            for rule, literals in _WHOLE_TEXT_LITERALS.items()
+            if any(f.rule == rule for f in whole)
+        ]
+        self.entropy = entropy
+        # A tape's own patterns may be short and span any characters: run on the whole text.
+        self.extra = [(re.compile(fmt.pattern), fmt.rule) for fmt in extra]
+
+    def find(self, text: str) -> list[tuple[int, int, str]]:
+        """(start, end, rule) of every secret in `text`, in order, not overlapping."""
+        found: list[tuple[int, int, str]] = []
+        for regex, rule in self.extra:
+            found += [
+                (m.start(), m.end(), rule) for m in regex.finditer(text) if m.end() > m.start()
+            ]
+        if len(text) < MIN_TOKEN:
+            return found
+        for literals, regex, rule in self.whole:
+            for literal in literals:
+                if literal in text:
+                    found += [(m.start(), m.end(), rule) for m in regex.finditer(text)]
+                    break
+        for candidate in _CANDIDATE.finditer(text):
+            found += self._in_token(candidate.group(), candidate.start())
+        if len(found) > 1:
+            found.sort()
+            kept = [found[0]]
+            for item in found[1:]:
+                if item[0] >= kept[-1][1]:
+                    kept.append(item)
+            found = kept
+        return found
+
+    def _in_token(self, token: str, offset: int) -> list[tuple[int, int, str]]:
+        found: list[tuple[int, int, str]] = []
+        if not _HAS_LETTER.search(token):
+            return found  # numbers, dates, versions: every format holds a letter
+        for literal, regex, rule in self.gated:
+            if literal in token:
+                found += [
+                    (offset + m.start(), offset + m.end(), rule) for m in regex.finditer(token)
+                ]
+        if self.token_regex is not None:
+            for match in self.token_regex.finditer(token):
+                end = _TAIL.match(token, match.end()).end()
+                found.append(
+                    (offset + match.start(), offset + end, self.token_rules[match.lastgroup or ""])
+                )
+        if self.entropy and len(token) >= 32:
+            for match in _ENTROPY_RUN.finditer(token):
+                start, end = match.start() + offset, match.end() + offset
+                if any(s < end and start < e for s, e, _rule in found):
+                    continue
+                if looks_random(match.group()):
+                    found.append((start, end, HIGH_ENTROPY))
+        return found

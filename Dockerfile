@@ -27,8 +27,13 @@ RUN python -m venv /opt/venv
 WORKDIR /src
 # Dependencies first, from pyproject alone, so a code change does not reinstall them.
 COPY pyproject.toml README.md ./
+# The image runs every service and the benchmark: core plus the services and bench extras
+# (their self-references, groundhog-rl[...], are the package itself, installed below).
 RUN python -c "import subprocess, sys, tomllib; \
-deps = tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']; \
+project = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
+extras = project['optional-dependencies']; \
+deps = [d for d in project['dependencies'] + extras['services'] + extras['bench'] \
+        if not d.startswith('groundhog-rl')]; \
 subprocess.check_call([sys.executable, '-m', 'pip', 'install', *deps])"
 
 COPY . .

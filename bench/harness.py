@@ -24,6 +24,7 @@ from pathlib import Path
 import httpx
 
 from groundhog.launcher import PROXY_VARIABLES, stop_process
+from groundhog.lifetime import tied_command
 
 LOOPBACK = "127.0.0.1"
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -186,7 +187,7 @@ def start_child(
     log_path = log_dir / f"{name}.log"
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(
-            command,
+            tied_command(command),  # never outlives the benchmark, however it ends
             stdout=log_file,
             stderr=subprocess.STDOUT,
             cwd=REPO_ROOT,

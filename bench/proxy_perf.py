@@ -32,6 +32,7 @@ import aiohttp
 import httpx
 
 from bench.harness import LOOPBACK, ChildService, free_port, start_child, wait_for_child
+from groundhog.lifetime import tied_command
 from groundhog.worker_env import proxy_url_with_credentials
 
 BODY = json.dumps({"items": [{"id": i, "title": f"result {i}"} for i in range(24)]}).encode()
@@ -146,7 +147,7 @@ def _start_mitmdump(name: str, arguments: Sequence[str], log_dir: Path) -> Child
     ]
     log_path = log_dir / f"{name}.log"
     with log_path.open("wb") as log_file:
-        process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(tied_command(command), stdout=log_file, stderr=subprocess.STDOUT)
     child = ChildService(name, command, port, process, log_path)
     wait_for_child(
         name, command, process, url=child.url, health="tcp", timeout=60, log_tail=child.log_tail

@@ -176,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.iterations < 1 or args.group_size < 2:
         parser.error("use --iterations >= 1 and --group-size >= 2 (advantages need a group)")
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request otherwise
     run = args.run or f"grpo-{uuid.uuid4().hex[:8]}"
     with Groundhog(args.resolver_url, proxy_url=args.proxy_url) as gh:
         summary = train(

@@ -29,7 +29,8 @@ logger = logging.getLogger("verifiers_rollouts")
 
 
 class SearchEnv:
-    """One tool (search), a reward for finding the answer among the top hits."""
+    """One tool (search); the reward is the share of the top three hits that are studies of the
+    prompt's own topic (a search also returns neighbouring topics' studies that mention it)."""
 
     def __init__(self, world_url: str) -> None:
         self.world_url = world_url.rstrip("/")
@@ -46,18 +47,20 @@ class SearchEnv:
         assert self.tools is not None, "open env.tools first"
         response = await self.tools.get(f"{self.world_url}/search", params={"q": prompt})
         response.raise_for_status()
-        hits = [hit["id"] for hit in response.json()["hits"]]
+        found = response.json()["hits"]
+        hits = [hit["id"] for hit in found]
         completion = [{"role": "assistant", "content": f"top hit: {hits[0] if hits else '-'}"}]
+        on_topic = [hit["title"].lower().startswith(answer.lower()) for hit in found[:3]]
         state = {
             "hits": hits,
             "decision": response.headers.get("x-groundhog-decision"),
-            "reward": 1.0 if answer in hits[:3] else 0.0,
+            "reward": round(sum(on_topic) / 3, 4),
         }
         return completion, state
 
     async def generate(self, prompts: list[str], rollouts_per_example: int) -> list[Any]:
         calls = [
-            self.rollout(None, "policy", prompt, answer="d01")
+            self.rollout(None, "policy", prompt, answer=f"{prompt} study")
             for prompt in prompts
             for _ in range(rollouts_per_example)
         ]

@@ -12,7 +12,7 @@ cli_worker; this module only assembles them and the root options.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -32,9 +32,34 @@ app = typer.Typer(
 )
 
 
+DISTRIBUTION = "groundhog-rl"
+
+
+def _print_version(value: bool) -> None:
+    if not value:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        number = version(DISTRIBUTION)
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        number = "unknown (not installed)"
+    typer.echo(f"groundhog {number}")
+    raise typer.Exit()
+
+
 @app.callback()
 def root(
     ctx: typer.Context,
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            is_eager=True,
+            callback=_print_version,
+            help="Print the installed version and exit.",
+        ),
+    ] = False,
     resolver_url: Annotated[
         str | None,
         typer.Option(
@@ -71,6 +96,37 @@ app.command(rich_help_panel="Servers")(cli_migrate.migrate)
 app.add_typer(tape_app, name="tape", rich_help_panel="Tapes")
 app.command(rich_help_panel="Workers")(cli_worker.env)
 app.command(rich_help_panel="Workers")(cli_worker.run)
+
+
+def _plain_type_label(param: Any, ctx: Any) -> str | None:
+    """TEXT / INTEGER / PATH, and nothing for a flag, instead of `<str>` / `<bool>` / `<list[str]>`.
+
+    Typer 0.29 labels every parameter with its Python annotation, which reads as a placeholder
+    to fill in; click's type names are what command-line users expect.
+    """
+    if getattr(param, "is_flag", False) or getattr(param, "count", False):
+        return None
+    if getattr(param, "param_type_name", "") == "option" and param.metavar is not None:
+        return str(param.metavar)
+    label = str(param.display_type(ctx)).strip("<>")
+    repeated = label.startswith("list[")
+    if repeated:
+        label = label.removeprefix("list[").removesuffix("]")
+    label = _TYPE_LABELS.get(label, label.upper() if label.isidentifier() else label)
+    return f"{label}..." if repeated or param.nargs != 1 else label
+
+
+_TYPE_LABELS = {
+    "str": "TEXT",
+    "int": "INTEGER",
+    "float": "FLOAT",
+    "Path": "PATH",
+    "bool": "BOOLEAN",
+}
+
+
+typer.core.TyperOption.display_type_rich = _plain_type_label  # type: ignore[method-assign]
+typer.core.TyperArgument.display_type_rich = _plain_type_label  # type: ignore[method-assign]
 
 
 def main() -> None:

@@ -11,21 +11,18 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TransferSpeedColumn,
-)
+from rich.markup import escape
 
-from groundhog.client import Groundhog
 from groundhog.errors import GroundhogError, ResolverUnreachable
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from groundhog.client import Groundhog
 
 # Where the store and the CA live unless --data or GROUNDHOG_DATA_DIR says otherwise.
 DEFAULT_DATA = Path(".groundhog")
@@ -43,6 +40,9 @@ class CliSettings:
     proxy_url: str | None = None
 
     def client(self) -> Groundhog:
+        # Imported on use: `groundhog --help` and the server commands never pay for httpx.
+        from groundhog.client import Groundhog
+
         return Groundhog(self.resolver_url, token=self.token, proxy_url=self.proxy_url)
 
 
@@ -54,7 +54,8 @@ def settings_of(ctx: typer.Context) -> CliSettings:
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
-    errors.print(f"[bold red]error:[/] {message}", markup=True, soft_wrap=True)
+    # The message is escaped: `[services]` or `[::1]` in it are text, not rich markup.
+    errors.print(f"[bold red]error:[/] {escape(message)}", markup=True, soft_wrap=True)
     return typer.Exit(code)
 
 
@@ -72,12 +73,19 @@ def show_problem(error: GroundhogError) -> None:
 
 
 @contextlib.contextmanager
-def reporting() -> Iterator[None]:
-    """Turn client errors into a printed problem and exit code 1."""
+def reporting(hints: dict[int, str] | None = None) -> Iterator[None]:
+    """Turn client errors into a printed problem and exit code 1.
+
+    `hints` maps an HTTP status to what a CLI user should do (the API's detail speaks of the
+    HTTP request, not of this command's flags).
+    """
     try:
         yield
     except GroundhogError as error:
         show_problem(error)
+        hint = (hints or {}).get(error.status or 0)
+        if hint:
+            errors.print(f"  hint: {hint}", markup=False, soft_wrap=True)
         raise typer.Exit(1) from None
 
 
@@ -86,6 +94,15 @@ def print_json(document: Any) -> None:
 
 
 def transfer_progress() -> Progress:
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TransferSpeedColumn,
+    )
+
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from sqlalchemy.exc import OperationalError
 
 from groundhog.cli_common import DEFAULT_DATA, console, fail
 
@@ -37,6 +36,8 @@ def migrate(
 ) -> None:
     """Migrate the store's schema to the newest revision (safe to run while replicas start)."""
     # Imported here: the store pulls in SQLAlchemy and Alembic, which other commands never need.
+    from sqlalchemy.exc import OperationalError
+
     from resolver.settings import load_settings
     from store import migrate as schema
     from store.db import make_engine

@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from groundhog import launcher
 from groundhog.cli_common import DEFAULT_DATA, console, errors, fail
-from groundhog.client import Groundhog
 from groundhog.errors import GroundhogError
+from groundhog.lifetime import tied_command
 from groundhog.worker_env import shell_exports
 
 Host = Annotated[str, typer.Option(help="Address to listen on (loopback by default).")]
@@ -79,6 +78,9 @@ def egress_args(
     return args
 
 
+_LOCAL_PACKAGES = {"groundhog", "resolver", "store", "proxy", "worldsim", "bench"}
+
+
 def _run_module(module: str, args: list[str]) -> None:
     """Run `python -m module args` in this process, as if started from a shell."""
     if importlib.util.find_spec(f"{module}.__main__") is None:
@@ -87,19 +89,46 @@ def _run_module(module: str, args: list[str]) -> None:
     sys.argv = [module, *args]
     try:
         runpy.run_module(module, run_name="__main__", alter_sys=True)
+    except ModuleNotFoundError as error:
+        if error.name and error.name.split(".")[0] in _LOCAL_PACKAGES:
+            raise
+        # A worker-side install: the servers' packages come with an extra.
+        raise fail(
+            f"`groundhog {module}` needs {error.name}, which the worker-side install leaves out: "
+            "pip install 'groundhog-rl[services]'"
+        ) from None
     except KeyboardInterrupt:
         pass  # Ctrl-C is how a foreground server is stopped
     finally:
         sys.argv = saved
 
 
+def _require_free_port(host: str, port: int) -> None:
+    try:
+        launcher.check_ports(host, {"--port": port})
+    except launcher.LaunchError as error:
+        raise fail(str(error)) from None
+
+
 def resolver(
     host: Host = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port for the admin API and /v1/resolve.")] = 8070,
     data: Data = DEFAULT_DATA,
+    proxy_url: Annotated[
+        str | None,
+        typer.Option(
+            "--proxy-url",
+            metavar="URL",
+            help="The proxy workers use; `groundhog env` reads it from here instead of guessing.",
+        ),
+    ] = None,
 ) -> None:
     """Run the resolver (the FastAPI service the proxies ask) in the foreground."""
-    _run_module("resolver", ["--host", host, "--port", str(port), "--data", str(data)])
+    _require_free_port(host, port)
+    args = ["--host", host, "--port", str(port), "--data", str(data)]
+    if proxy_url:
+        args += ["--proxy-url", proxy_url]
+    _run_module("resolver", args)
 
 
 def proxy(
@@ -115,6 +144,7 @@ def proxy(
     tcp_passthrough_host: TcpPassthroughHost = None,
 ) -> None:
     """Run the recording proxy (mitmproxy with the Groundhog addon) in the foreground."""
+    _require_free_port(host, port)
     args = ["--host", host, "--port", str(port), "--resolver-url", resolver_url]
     egress = egress_args(upstream_ca, insecure_upstream, upstream_proxy, tcp_passthrough_host)
     _run_module("proxy", [*args, "--data", str(data), *egress])
@@ -134,11 +164,20 @@ def worldsim(
     world: Annotated[str, typer.Option(help="Which world: research or shop.")] = "research",
 ) -> None:
     """Run worldsim, the seeded world (research or shop) the benchmark records."""
+    _require_free_port(host, port)
+    # worldsim logs only warnings; without this line a newcomer sees a silent terminal.
+    mode = "uncooperative" if uncooperative else "cooperative"
+    console.print(
+        f"worldsim ({world}, {mode}, seed {seed}) on {launcher.url_for(host, port)}; "
+        "Ctrl-C stops it"
+    )
     arguments = ["--host", host, "--port", str(port), "--seed", str(seed), "--world", world]
     _run_module("worldsim", [*arguments, "--uncooperative"] if uncooperative else arguments)
 
 
 def _download_ca(resolver_url: str, data: Path) -> Path | None:
+    from groundhog.client import Groundhog
+
     try:
         with Groundhog(resolver_url, ca_file=data / "worker-ca.pem") as client:
             return client.ca_files(refresh=True).ca_file
@@ -200,6 +239,7 @@ def up(
     """
     data = data.resolve()
     try:
+        launcher.check_ports(host, {"--resolver-port": resolver_port, "--proxy-port": proxy_port})
         with (
             launcher.sigterm_as_interrupt(),
             launcher.stack(
@@ -227,6 +267,8 @@ def up(
 
 def bench(ctx: typer.Context) -> None:
     """Run the benchmark (`python -m bench`); all arguments pass through (--quick, --help)."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     command = [sys.executable, "-m", "bench", *ctx.args]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with Progress(
@@ -235,7 +277,7 @@ def bench(ctx: typer.Context) -> None:
         progress.add_task("python -m bench " + " ".join(ctx.args), total=None)
         try:
             process = subprocess.Popen(
-                command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
+                tied_command(command), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
             )
         except OSError as error:
             raise fail(f"cannot start the benchmark: {error}") from None

@@ -260,7 +260,12 @@ def import_tape(
     """Import an exported SQLite file as a new tape."""
     if not source.is_file():
         raise fail(f"{source} is not a file: give the path `groundhog tape export` wrote")
-    with reporting(), settings_of(ctx).client() as client, transfer_progress() as progress:
+    conflict = f"choose another name: groundhog tape import {source} --name NEW_NAME"
+    with (
+        reporting({409: conflict}),
+        settings_of(ctx).client() as client,
+        transfer_progress() as progress,
+    ):
         task = progress.add_task(f"import {source.name}", total=source.stat().st_size)
 
         def advance(done: int, total: int | None) -> None:

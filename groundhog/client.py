@@ -25,6 +25,8 @@ from groundhog.tape import AUTO, Tape
 from groundhog.transport import AdminTransport
 from groundhog.worker_env import (
     CA_FILE_ENV,
+    DEFAULT_PROXY_URL,
+    PROXY_URL_ENV,
     CaFiles,
     proxy_url_from_env,
     proxy_url_with_credentials,
@@ -54,14 +56,38 @@ class Groundhog:
         timeout: float = 60.0,
     ) -> None:
         self.transport = AdminTransport(resolver_url, token=token, timeout=timeout)
-        self.proxy_url = proxy_url_from_env(proxy_url)
-        try:
-            proxy_url_with_credentials(self.proxy_url, "tape", "root")
-        except ValueError as error:
-            raise GroundhogError(None, "Bad proxy URL", f"{error} (GROUNDHOG_PROXY_URL)") from None
+        given = proxy_url or os.environ.get(PROXY_URL_ENV)
+        self._proxy_url = self._checked_proxy_url(given) if given else None
         chosen_ca = ca_file or os.environ.get(CA_FILE_ENV)
         self._ca_file = Path(chosen_ca) if chosen_ca else None
         self._ca: CaFiles | None = None
+
+    @staticmethod
+    def _checked_proxy_url(url: str) -> str:
+        url = proxy_url_from_env(url)
+        try:
+            proxy_url_with_credentials(url, "tape", "root")
+        except ValueError as error:
+            raise GroundhogError(None, "Bad proxy URL", f"{error} (GROUNDHOG_PROXY_URL)") from None
+        return url
+
+    @property
+    def proxy_url(self) -> str:
+        """The proxy workers use: as given, else GROUNDHOG_PROXY_URL, else the one the resolver
+        announces (`groundhog up` tells it), else the default port on loopback."""
+        if self._proxy_url is None:
+            announced = self.deployment_info().get("proxy_url")
+            self._proxy_url = self._checked_proxy_url(announced or DEFAULT_PROXY_URL)
+        return self._proxy_url
+
+    def deployment_info(self) -> dict[str, Any]:
+        """`GET /v1/info`; a resolver without the route counts as announcing nothing."""
+        try:
+            return dict(self.transport.json("GET", "/v1/info"))
+        except GroundhogError as error:
+            if error.status == 404:
+                return {}
+            raise
 
     @property
     def resolver_url(self) -> str:
@@ -155,6 +181,11 @@ class Groundhog:
             body["shim_counters"] = shim_counters
         document = self.transport.json("POST", f"/v1/tapes/{_segment(name)}/fork", json=body)
         return ForkResult(document["parent"], list(document["branches"]))
+
+    def report_shim_counters(self, name: str, path: str, counters: dict[str, Any]) -> BranchInfo:
+        """Store a branch's shim counters (merged: the stored sequence never goes back)."""
+        route = f"/v1/tapes/{_segment(name)}/branches/{_segment(path)}/shim-counters"
+        return BranchInfo.from_json(self.transport.json("PUT", route, json=counters))
 
     def list_branches(self, name: str) -> list[BranchInfo]:
         document = self.transport.json("GET", f"/v1/tapes/{_segment(name)}/branches")

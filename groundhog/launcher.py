@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
+from groundhog.lifetime import tied_command
 
 HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 # Variables that would route a server's own outgoing calls through a proxy.
@@ -73,8 +73,9 @@ def spawn(name: str, module_args: list[str], log_dir: Path) -> Child:
     with log_path.open("ab") as log:
         # A session of its own: a terminal's Ctrl-C reaches only `up`, which then stops the
         # proxy before the resolver instead of both dying at once in any order.
+        # Tied to this process: even a SIGKILLed `up` leaves no server behind on its port.
         process = subprocess.Popen(
-            [sys.executable, "-m", *module_args],
+            tied_command([sys.executable, "-m", *module_args]),
             stdout=log,
             stderr=subprocess.STDOUT,
             env=env,
@@ -84,6 +85,8 @@ def spawn(name: str, module_args: list[str], log_dir: Path) -> Child:
 
 
 def http_ready(url: str) -> bool:
+    import httpx  # on use: the CLI's other commands start without it
+
     try:
         return httpx.get(url, timeout=1.0, trust_env=False).status_code == 200
     except httpx.HTTPError:
@@ -113,6 +116,36 @@ def wait_ready(child: Child, ready: Callable[[], bool], *, timeout: float, what:
     )
 
 
+def port_in_use(host: str, port: int) -> bool:
+    """Whether binding `host:port` would fail because something else listens there."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        # As the servers bind: a port in TIME_WAIT is free, one with a listener is not.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def check_ports(host: str, ports: dict[str, int]) -> None:
+    """Refuse before starting anything if a port is taken, naming the groundhog flag to change.
+
+    Checked up front because a readiness probe answered by whoever holds the port would
+    otherwise print a ready banner for servers that then fail.
+    """
+    seen: dict[int, str] = {}
+    for flag, port in ports.items():
+        if port in seen:
+            raise LaunchError(f"{seen[port]} and {flag} are both {port}; give them different ports")
+        seen[port] = flag
+        if port != 0 and port_in_use(host, port):
+            raise LaunchError(
+                f"port {port} on {host} is already in use (another groundhog up, or another "
+                f"program); stop it, or choose a free port with {flag} PORT"
+            )
+
+
 def connect_host(host: str) -> str:
     """Where to reach a server bound to `host` (a wildcard bind is reached on loopback)."""
     return {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
@@ -139,9 +172,15 @@ def stack(
     try:
         resolver = spawn(
             "resolver",
-            ["resolver", "--host", host, "--port", str(resolver_port), "--data", str(data)],
+            [
+                "resolver",
+                "--host", host,
+                "--port", str(resolver_port),
+                "--data", str(data),
+                "--proxy-url", url_for(host, proxy_port),
+            ],
             logs,
-        )
+        )  # fmt: skip
         children.append(resolver)
         health = f"{url_for(host, resolver_port)}/healthz"
         wait_ready(resolver, lambda: http_ready(health), timeout=timeout, what=health)

@@ -36,14 +36,10 @@ import requests
 
 # The real-clock transports keep httpx's and urllib3's own clock reads (timeouts, pools) out
 # of the branch's virtual clock, exactly as `Branch.client()` does.
-from groundhog.branch import (
-    BRANCH_HEADER,
-    TAPE_HEADER,
-    _RealClockAdapter,
-    _RealClockAsyncTransport,
-    _RealClockTransport,
-)
+from groundhog.branch import BRANCH_HEADER, TAPE_HEADER
 from groundhog.client import Groundhog
+from groundhog.real_clock import _RealClockAsyncTransport, _RealClockTransport
+from groundhog.real_clock_requests import _RealClockAdapter
 from groundhog.shim import shim
 from groundhog.tape import Tape
 

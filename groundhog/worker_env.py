@@ -9,6 +9,7 @@ identical.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import json
 import os
 import tempfile
@@ -37,6 +38,36 @@ def proxy_url_with_credentials(proxy_url: str, tape: str, branch: str) -> str:
     user = quote(tape, safe="")
     password = quote(branch, safe="")
     return f"{parts.scheme}://{user}:{password}@{host}{port}"
+
+
+def own_addresses(*urls: str) -> list[str]:
+    """NO_PROXY entries for Groundhog's own services.
+
+    `host:port`, which Python's urllib, requests, httpx and aiohttp honour; a bare host name only
+    when it is not an IP literal or localhost, because curl ignores ports in NO_PROXY and a bare
+    loopback entry would send a world on 127.0.0.1 live, unrecorded.
+    """
+    entries: list[str] = []
+    for url in urls:
+        parts = urlsplit(url)
+        if not parts.hostname:
+            continue
+        host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        entries.append(f"{host}:{port}")
+        if not _is_ip_or_localhost(parts.hostname):
+            entries.append(parts.hostname)
+    return entries
+
+
+def _is_ip_or_localhost(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -98,6 +129,8 @@ def worker_env(
     proxy = proxy_url_with_credentials(proxy_url, tape, branch)
     bypass = list(no_proxy or [])
     bypass += [host for host in os.environ.get(NO_PROXY_ENV, "").split(",") if host.strip()]
+    # Groundhog's own services are never the world: admin calls must not land on the tape.
+    bypass += own_addresses(resolver_url, proxy_url)
     # Always set, even empty: an inherited NO_PROXY would silently send those hosts live.
     no_proxy_value = ",".join(dict.fromkeys(host.strip() for host in bypass))
     env = {

@@ -72,6 +72,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--database-url", default=None, help="sqlite:///… or postgresql+psycopg://…"
     )
+    parser.add_argument(
+        "--proxy-url", default=None, help="the proxy workers use, announced at GET /v1/info"
+    )
     parser.add_argument("--log-level", default="info")
     parser.add_argument(
         "--no-migrate",
@@ -83,6 +86,7 @@ def main(argv: list[str] | None = None) -> None:
     settings = load_settings(
         data_dir=args.data,
         database_url=args.database_url,
+        proxy_url=args.proxy_url,
         migrate_on_start=False if args.no_migrate else None,
     )
     refuse_open_bind(args.host, settings)

@@ -16,6 +16,7 @@ from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
 from resolver import notify, ui
+from resolver.api_docs import install_api_docs
 from resolver.ca import ensure_ca
 from resolver.deployment_key import load_or_create_key, make_private_dir, parse_key
 from resolver.disk import DiskReserve
@@ -75,7 +76,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             listener.stop()
         store.dispose()
 
-    app = FastAPI(title="Groundhog resolver", version="0.1.0", lifespan=lifespan)
+    # /docs is served with local assets (api_docs); ReDoc would load from a CDN, so it is off.
+    app = FastAPI(
+        title="Groundhog resolver",
+        version="0.1.0",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+    )
     app.state.settings = settings
     app.state.store = store
     app.state.metrics = Metrics()
@@ -104,5 +112,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for module in (health, tapes, branches, internal, tunnels, inspect, transfer):
         app.include_router(module.router)
     app.include_router(ui.router)
+    install_api_docs(app)
     logger.info("resolver ready on %s", store.engine.url.render_as_string(hide_password=True))
     return app

@@ -111,7 +111,11 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _validation(_request: Request, error: RequestValidationError) -> Response:
         issues = [
-            {"field": _location(tuple(item.get("loc", ()))), "message": item.get("msg", "")}
+            {
+                "field": _location(tuple(item.get("loc", ()))),
+                # A validator's own message, without pydantic's "Value error, " label.
+                "message": str(item.get("msg", "")).removeprefix("Value error, "),
+            }
             for item in error.errors()
         ]
         detail = "; ".join(f"{issue['field']}: {issue['message']}" for issue in issues)

@@ -10,7 +10,7 @@ import base64
 import binascii
 import json
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -149,9 +149,24 @@ class TapeConfig(Strict):
         )
 
 
+class ShimCounters(BaseModel):
+    """A worker's shim counters (`groundhog.shim.counters()`); other fields are kept as sent."""
+
+    model_config = ConfigDict(extra="allow")
+
+    version: Literal[1]
+    world_seed: int | None = None
+    clock_ns: int = Field(default=0, ge=0)
+    occurrences: dict[str, Annotated[int, Field(ge=0)]] = {}
+
+
+# The same default as the CLI and the Python client: a fork makes a pair unless told otherwise.
+DEFAULT_FORK_CHILDREN = 2
+
+
 class ForkRequest(Strict):
     parent: str = "root"
-    children: int | list[str] = Field(default=1)
+    children: int | list[str] = Field(default=DEFAULT_FORK_CHILDREN)
     shim_counters: dict[str, Any] | None = None
 
     @field_validator("children")

@@ -27,6 +27,8 @@ class Settings(BaseSettings):
     redaction_key: SecretStr | None = None
     admin_token: str | None = None
     proxy_token: str | None = None
+    # The proxy workers should use, announced at GET /v1/info so `groundhog env` never guesses.
+    proxy_url: str | None = None
     max_body_bytes: int = Field(default=8 * 1024 * 1024, gt=0)
     claim_lease_seconds: float = Field(default=30.0, gt=0)
     # One `/v1/wait` call holds at most this long before answering `wait` again.

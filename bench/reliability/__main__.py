@@ -19,7 +19,6 @@ from typing import Any
 from bench.reliability.crash import run_crash
 from bench.reliability.fail_closed import run_fail_closed
 from bench.reliability.faults import run_claim_takeover, run_world_faults
-from bench.reliability.fuzz import check_key_properties, fuzz_admin_api
 from bench.reliability.hostile import run_hostile
 from bench.reliability.hostile_fields import run_hostile_fields
 from bench.reliability.report import headline, write_report
@@ -30,6 +29,18 @@ from bench.reliability.tunnels import run_tunnels
 from bench.soak import run_soak
 
 logger = logging.getLogger("bench.reliability")
+
+
+def _fuzzer(name: str) -> Callable[..., dict[str, Any]]:
+    """A fuzz entry point, imported on use: hypothesis and schemathesis come with the
+    `reliability` extra, and every other scenario runs without them."""
+    try:
+        from bench.reliability import fuzz
+    except ImportError as error:
+        raise RuntimeError(
+            f"{error.name} is not installed: pip install 'groundhog-rl[reliability]'"
+        ) from error
+    return getattr(fuzz, name)
 
 
 def scenarios(quick: bool) -> list[tuple[str, Callable[[Path], dict[str, Any]]]]:
@@ -53,8 +64,8 @@ def scenarios(quick: bool) -> list[tuple[str, Callable[[Path], dict[str, Any]]]]
         ("fail_closed", run_fail_closed),
         ("hostile", run_hostile),
         ("hostile_fields", run_hostile_fields),
-        ("schema_fuzz", lambda _root: fuzz_admin_api(10 if quick else 50)),
-        ("key_properties", lambda _root: check_key_properties(100 if quick else 1000)),
+        ("schema_fuzz", lambda _root: _fuzzer("fuzz_admin_api")(10 if quick else 50)),
+        ("key_properties", lambda _root: _fuzzer("check_key_properties")(100 if quick else 1000)),
         ("security", run_security),
         ("tunnels", run_tunnels),
     ]

@@ -26,6 +26,7 @@ from bench.harness import (
     stop_process,
     wait_for_child,
 )
+from groundhog.lifetime import tied_command
 
 # The resolver under crash and fault load can take longer than a benchmark run's to answer.
 _HEALTH_TIMEOUT_SECONDS = 2.0
@@ -87,7 +88,7 @@ class Child:
         self.log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         with self.log_path.open("ab") as log_file:
             self.process = subprocess.Popen(
-                command,
+                tied_command(command),
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
                 cwd=REPO_ROOT,

@@ -25,6 +25,7 @@ from bench.reliability.client import direct, through_proxy
 from bench.reliability.processes import children
 from bench.reliability.stack import start_stack
 from bench.reliability.upstream import SECRET_COOKIE
+from groundhog.lifetime import tied_command
 
 SECRETS = {
     "authorization": "Bearer sk-live-authorization-5e1c",
@@ -51,7 +52,7 @@ def check_refuses_open_bind(root: Path) -> dict[str, Any]:
         "--data", str(root / "open-bind"),
     ]  # fmt: skip
     process = subprocess.Popen(
-        command,
+        tied_command(command),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         cwd=REPO_ROOT,

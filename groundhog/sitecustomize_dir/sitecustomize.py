@@ -32,9 +32,24 @@ def _install_shim() -> None:
         if package_root:
             sys.path.append(package_root)  # appended: it shadows none of the worker's packages
     try:
-        from groundhog.shim import install
+        from groundhog.shim import install, store_sync
+        from groundhog.shim.state import resolve_branch
 
-        install()
+        worker = store_sync.from_environment()
+        counters = None
+        if worker is not None:
+            # The branch's counters live in the store: resume where any earlier process of this
+            # branch (or its parent, before the fork) stood.
+            resolver_url, tape, token = worker
+            try:
+                counters = store_sync.load_counters(resolver_url, tape, resolve_branch(None), token)
+            except store_sync.StoreUnavailable as error:
+                sys.stderr.write(f"groundhog: shim counters not loaded from the store: {error}\n")
+        state = install(counters=counters or None)
+        if worker is not None:
+            store_sync.Reporter(
+                resolver_url, tape, state, token=token, interval=store_sync.report_interval()
+            ).start()
     except Exception as error:  # start-up must go on, but never silently unshimmed
         sys.stderr.write(f"groundhog: GROUNDHOG_SHIM=1 but the shim was not installed: {error}\n")
 

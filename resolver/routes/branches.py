@@ -1,4 +1,6 @@
-"""Branch routes: fork a branch into children at its current state, list and show branches."""
+"""Branch routes: fork a branch into children at its current state, list and show branches,
+and keep each branch's shim counters (so any process that runs as a branch resumes its sequence).
+"""
 
 from __future__ import annotations
 
@@ -7,9 +9,10 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 
 from resolver.auth import require_admin
-from resolver.errors import Conflict, NotFound
+from resolver.errors import Conflict, InvalidInput, NotFound
 from resolver.routes.tapes import find_tape, store_of
-from resolver.schemas import ForkRequest, check_branch_path
+from resolver.schemas import ForkRequest, ShimCounters, check_branch_path
+from resolver.shim_counters import CountersMismatch, merge_counters
 from resolver.tape_signals import branch_signal_views, signed_report
 from resolver.views import branch_view
 from store import repository
@@ -56,8 +59,13 @@ def fork(tape: str, body: ForkRequest, request: Request) -> dict[str, Any]:
                     branches=[f"{parent_path}/{name}" for name in clashing],
                 )
         paths = [f"{parent_path}/{name}" for name in names]
+        # Counters sent with the fork win (an in-process parent knows exactly where it stands);
+        # otherwise the parent's stored counters, so a CLI fork continues a CLI-run parent.
+        counters = (
+            body.shim_counters if body.shim_counters is not None else parent.shim_counters or {}
+        )
         for path in paths:
-            repository.fork_branch(parent, path, body.shim_counters or {}, session=session)
+            repository.fork_branch(parent, path, counters, session=session)
         return {"parent": parent_path, "branches": paths}
 
 
@@ -73,6 +81,33 @@ def list_branches(tape: str, request: Request) -> dict[str, Any]:
                 for branch in branches
             ]
         }
+
+
+@router.put("/{tape}/branches/{branch:path}/shim-counters")
+def report_shim_counters(
+    tape: str, branch: str, body: ShimCounters, request: Request
+) -> dict[str, Any]:
+    """A worker's counters, merged so the stored sequence never goes back (see shim_counters)."""
+    check_branch_path(branch)
+    reported = body.model_dump(mode="json")
+    with transaction(store_of(request).write) as session:
+        found = find_tape(tape, session=session)
+        if body.world_seed is not None and body.world_seed != found.world_seed:
+            raise InvalidInput(
+                f"shim counters were taken in world {body.world_seed}, but tape {tape!r} has "
+                f"world_seed {found.world_seed}",
+                field="world_seed",
+            )
+        row = repository.get_branch(found.id, branch, session=session)
+        if row is None:
+            raise NotFound(
+                f"branch {branch!r} does not exist on tape {tape!r}", tape=tape, branch=branch
+            )
+        try:
+            row.shim_counters = merge_counters(row.shim_counters or {}, reported)
+        except CountersMismatch as error:
+            raise Conflict(str(error), tape=tape, branch=branch) from error
+        return branch_view(row, session=session)
 
 
 @router.get("/{tape}/branches/{branch:path}")

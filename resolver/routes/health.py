@@ -1,4 +1,4 @@
-"""Liveness, Prometheus metrics and the deployment's CA certificate.
+"""Liveness, Prometheus metrics, the deployment's CA certificate and its proxy's address.
 
 `/v1/ca.pem` lets workers trust the proxy's interception CA without copying files between pods;
 the resolver creates the CA in `ca_dir` if absent so proxy and resolver share one per deployment.
@@ -35,6 +35,12 @@ class CertificateUnavailable(GroundhogError):
 @router.get("/healthz")
 def healthz() -> dict[str, str]:
     return {"status": "ok"}
+
+
+@router.get("/v1/info")
+def info(request: Request) -> dict[str, str | None]:
+    """What a client needs to know about this deployment: the proxy its workers should use."""
+    return {"proxy_url": request.app.state.settings.proxy_url}
 
 
 # Tape names are the operator's business: with an admin token set, scraping needs it too.

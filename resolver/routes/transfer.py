@@ -106,7 +106,7 @@ def _import(request: Request, path: Path, name: str | None) -> dict[str, Any]:
         raise InvalidInput(f"the uploaded file is not a tape export: {error}") from error
     except FileExistsError as error:
         raise Conflict(
-            f"tape {error.args[0]!r} already exists; import with ?name=NEW", tape=error.args[0]
+            f"tape {error.args[0]!r} already exists; import it under a new name", tape=error.args[0]
         ) from error
 
 

@@ -11,8 +11,6 @@ resolver or proxy outlives it.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 
@@ -20,44 +18,34 @@ import pytest
 
 from bench import claims
 from bench.harness import REPO_ROOT
+from groundhog.lifetime import tied_command
+from tests.support.servers import HANG_GUARD_SECONDS
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(HANG_GUARD_SECONDS)]
 
 
 @pytest.fixture(scope="module")
-def quick_run(tmp_path_factory) -> tuple[dict, object]:
+def quick_outcome(tmp_path_factory) -> tuple[dict, object] | str:
+    """One benchmark run per module: its results, or why it failed (never re-run per test)."""
     out = tmp_path_factory.mktemp("bench-quick")
-    command = [
-        sys.executable,
-        "-m",
-        "bench",
-        "--quick",
-        # --quick runs the research world only: the shop is covered by tests/worldsim and the
-        # committed run.
-        "--no-progress",
-        "--out",
-        str(out),
-    ]
-    process = subprocess.Popen(
-        command,
-        cwd=REPO_ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
+    # --quick runs the research world only: the shop is covered by tests/worldsim and the
+    # committed run.
+    command = [sys.executable, "-m", "bench", "--quick", "--no-progress"]
+    # No wall-clock budget: a loaded machine is slow, not wrong. Tied: it dies with the run.
+    completed = subprocess.run(
+        tied_command([*command, "--out", str(out)]), cwd=REPO_ROOT, capture_output=True, text=True
     )
-    try:
-        stdout, stderr = process.communicate()
-    finally:
-        # The bench and its three children share the new session's process group.
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                os.killpg(process.pid, sig)
-            except ProcessLookupError:
-                break
-    assert process.returncode == 0, stderr[-4000:]
-    assert "| metric |" in stdout  # the table goes to stdout, progress to stderr
+    if completed.returncode != 0:
+        return f"python -m bench exited {completed.returncode}:\n{completed.stderr[-4000:]}"
+    assert "| metric |" in completed.stdout  # the table goes to stdout, progress to stderr
     return json.loads((out / "benchmark.json").read_text()), out
+
+
+@pytest.fixture
+def quick_run(quick_outcome: tuple[dict, object] | str) -> tuple[dict, object]:
+    if isinstance(quick_outcome, str):
+        pytest.fail(quick_outcome)
+    return quick_outcome
 
 
 def test_every_output_file_is_written(quick_run) -> None:

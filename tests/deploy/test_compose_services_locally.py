@@ -21,10 +21,17 @@ from pathlib import Path
 
 import pytest
 
+from groundhog.lifetime import tied_command
 from tests.deploy.compose_local import LocalService, local_services
-from tests.support.servers import REPO_ROOT, ServerProcess, free_port, start_server
+from tests.support.servers import (
+    HANG_GUARD_SECONDS,
+    REPO_ROOT,
+    ServerProcess,
+    free_port,
+    start_server,
+)
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(HANG_GUARD_SECONDS)]
 
 # Appended to the bench service's command: they only shrink the workload (the fewest worlds
 # the statistics accept, no speed rows), so the run fits a test's budget while every flag,
@@ -102,7 +109,7 @@ def test_the_bench_service_runs_the_quick_benchmark_through_the_services(
     # No wall-clock budget (a loaded machine is slow, not wrong); the job runs in its own
     # process group, killed however the test ends.
     process = subprocess.Popen(
-        command,
+        tied_command(command),
         env=child_env,
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,

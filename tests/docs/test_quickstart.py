@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from groundhog.lifetime import tied_command
 from tests.support.servers import REPO_ROOT, free_port, running_server, wait_until
 
 QUICKSTART = REPO_ROOT / "docs" / "quickstart.md"
@@ -56,9 +57,9 @@ def ports(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, int]]:
     data = tmp_path_factory.mktemp("quickstart")
     resolver_port, proxy_port = free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
-    up = subprocess.Popen(
-        [_groundhog(), "up", "--resolver-port", str(resolver_port), "--proxy-port",
-         str(proxy_port), "--data", str(data / ".groundhog")],
+    up = subprocess.Popen(  # tied: the servers die with the test run, however it ends
+        tied_command([_groundhog(), "up", "--resolver-port", str(resolver_port), "--proxy-port",
+         str(proxy_port), "--data", str(data / ".groundhog")]),
         stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, cwd=data, env=env,
     )  # fmt: skip
     try:
@@ -103,3 +104,20 @@ def test_the_quickstart_commands_print_what_the_page_promises(ports, tmp_path: P
             assert shown.split(":")[0] == wanted.split(":")[0] and len(shown) > len(wanted)
         else:
             assert shown == wanted
+    _the_viewer_shows_what_the_write_changed(f"http://127.0.0.1:{ports['8070']}")
+
+
+def _the_viewer_shows_what_the_write_changed(resolver_url: str) -> None:
+    """The page's claim, in the viewer: the refetched search differs from root/b0's, by lines."""
+    with httpx.Client(base_url=resolver_url, trust_env=False) as http:
+        events = http.get("/v1/tapes/demo/events", params={"branch": "root/b1"}).json()["events"]
+        refetched = [event for event in events if event["decision"] == "refetched"]
+        assert len(refetched) == 1, events
+        page = http.get(
+            "/ui/tapes/demo/compare",
+            params={"key": refetched[0]["request_key"], "occurrence": refetched[0]["occurrence"]},
+        ).text
+    verdict = re.search(r"(\d+) line\(s\) differ", page)
+    assert verdict and int(verdict.group(1)) > 0, "the viewer must show the lines that differ"
+    changed = re.findall(r'<tr class="(?:changed|added)">(.*?)</tr>', page, flags=re.S)
+    assert any("Solar and wind brief" in row for row in changed), changed

@@ -15,8 +15,9 @@ from types import ModuleType
 import httpx
 import pytest
 
+from groundhog.lifetime import tied_command
 from tests.examples.conftest import Stack
-from tests.support.servers import REPO_ROOT
+from tests.support.servers import HANG_GUARD_SECONDS, REPO_ROOT
 
 EXAMPLE = REPO_ROOT / "examples" / "train_grpo.py"
 
@@ -44,6 +45,7 @@ def test_policy_update_moves_mass_toward_positive_advantage() -> None:
     assert math.isclose(probabilities[1], probabilities[3])
 
 
+@pytest.mark.timeout(HANG_GUARD_SECONDS)
 def test_training_loop_runs_groups_through_groundhog(stack: Stack, tmp_path: Path) -> None:
     run = f"grpo-{uuid.uuid4().hex[:8]}"
     command = [
@@ -56,10 +58,12 @@ def test_training_loop_runs_groups_through_groundhog(stack: Stack, tmp_path: Pat
         "--group-size", "3",
         "--run", run,
     ]  # fmt: skip
+    # No wall-clock budget (a loaded machine is slow, not wrong); tied so it dies with the run.
     done = subprocess.run(
-        command, capture_output=True, text=True, timeout=240, env=_clean_env(tmp_path)
+        tied_command(command), capture_output=True, text=True, env=_clean_env(tmp_path)
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "HTTP Request:" not in done.stderr, "httpx's per-request INFO lines flood stderr"
     summary = json.loads(done.stdout)
     assert summary["run"] == run and len(summary["iterations"]) == 2
     module = _load_example()
@@ -79,9 +83,16 @@ def test_training_loop_runs_groups_through_groundhog(stack: Stack, tmp_path: Pat
         policy.update(actions, iteration["advantages"], 2.0)
         expected = dict(zip(map(str, module.STRATEGIES), policy.probabilities(), strict=True))
         assert iteration["policy"] == pytest.approx(expected)
-    events = httpx.get(
-        f"{stack.resolver.url}/v1/tapes/{run}-it0/events",
-        params={"branch": summary["iterations"][0]["branches"][1]},
-        trust_env=False,
-    ).json()["events"]
-    assert "shared" in {event["decision"] for event in events}
+    # Whichever sibling recorded first, the others were served its bytes from the tape.
+    decisions = [
+        {
+            event["decision"]
+            for event in httpx.get(
+                f"{stack.resolver.url}/v1/tapes/{run}-it0/events",
+                params={"branch": branch},
+                trust_env=False,
+            ).json()["events"]
+        }
+        for branch in summary["iterations"][0]["branches"]
+    ]
+    assert sum("shared" in seen for seen in decisions) >= 2, decisions

@@ -37,4 +37,6 @@ def test_rollouts_of_one_prompt_share_one_recording(stack: Stack, tmp_path: Path
     assert len(groups) == 2
     for members in groups.values():
         assert len({json.dumps(row["hits"]) for row in members}) == 1
+        # Same search, same reward; and the toy task is solvable (the reward is not all zero).
+        assert len({row["reward"] for row in members}) == 1 and members[0]["reward"] > 0
         assert sorted(row["decision"] for row in members) == ["recorded", "shared", "shared"]

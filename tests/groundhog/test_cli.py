@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import signal
 import socket
 import subprocess
@@ -14,6 +15,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -22,6 +24,7 @@ from typer.testing import CliRunner
 from groundhog import cli_servers
 from groundhog.cli import app
 from groundhog.client import Groundhog
+from groundhog.lifetime import tied_command
 from groundhog.shim import shim
 from tests.support.servers import (
     REPO_ROOT,
@@ -53,7 +56,7 @@ def cli(resolver: ServerProcess, isolated_env: Path):  # type: ignore[no-untyped
 def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """The CLI as a user runs it: its own process, so child commands' output is captured."""
     return subprocess.run(
-        [sys.executable, "-m", "groundhog.cli", *args],
+        tied_command([sys.executable, "-m", "groundhog.cli", *args]),
         env={**os.environ, "COLUMNS": "200", **env},
         capture_output=True,
         text=True,
@@ -69,6 +72,22 @@ def test_help_guides_a_newcomer(cli) -> None:  # type: ignore[no-untyped-def]
         assert command in result.stdout
     tape_help = cli("tape", "open", "--help")
     assert "--seed" in tape_help.stdout and "--dependency-model" in tape_help.stdout
+
+
+@pytest.mark.parametrize(
+    "command", [["--help"], ["run", "--help"], ["tape", "fork", "--help"], ["up", "--help"]]
+)
+def test_help_shows_plain_placeholders(cli, command: list[str]) -> None:  # type: ignore[no-untyped-def]
+    shown = cli(*command).stdout
+    assert not re.search(r"<(bool|str|int|float|list\[\w+\]|path)>", shown), shown
+    if command == ["run", "--help"]:
+        assert re.search(r"--tape\s+TEXT", shown) and re.search(r"--shim\s+Key", shown), shown
+
+
+def test_version_names_the_installed_distribution(cli) -> None:  # type: ignore[no-untyped-def]
+    result = cli("--version")
+    assert result.exit_code == 0
+    assert re.fullmatch(r"groundhog \d+\.\d+\.\d+\S*\n", result.stdout), result.stdout
 
 
 def test_tape_lifecycle(cli, name: str) -> None:  # type: ignore[no-untyped-def]
@@ -119,6 +138,9 @@ def test_export_and_import(cli, name: str, tmp_path: Path, export_route: None) -
     original = cli("tape", "digest", name, "--json").stdout
     copy = cli("tape", "digest", f"{name}-copy", "--json").stdout
     assert json.loads(original)["digest"] == json.loads(copy)["digest"]
+    again = cli("tape", "import", str(target), "--name", f"{name}-copy")
+    assert again.exit_code == 1 and "409" in again.stderr
+    assert "--name NEW_NAME" in again.stderr and "?name=" not in again.stderr
 
 
 def test_resolver_down_says_how_to_fix_it(cli) -> None:  # type: ignore[no-untyped-def]
@@ -148,7 +170,7 @@ def test_problems_are_printed_with_their_detail(cli, name: str) -> None:  # type
     assert not_a_file.exit_code == 1 and "is not a file" in not_a_file.stderr
 
 
-def test_env_prints_exports_for_a_branch(cli, name: str) -> None:  # type: ignore[no-untyped-def]
+def test_env_prints_exports_for_a_branch(cli, name: str, resolver: ServerProcess) -> None:  # type: ignore[no-untyped-def]
     cli("tape", "open", name, "--seed", "5")
     cli("tape", "fork", name, "--children", "1")
     result = cli("env", "--tape", name, "--branch", "root/b0", "--no-proxy", "llm.local")
@@ -156,7 +178,9 @@ def test_env_prints_exports_for_a_branch(cli, name: str) -> None:  # type: ignor
     lines = result.stdout.splitlines()
     assert f"export HTTPS_PROXY='http://{name}:root%2Fb0@127.0.0.1:8080'" in lines
     assert "export GROUNDHOG_WORLD_SEED='5'" in lines
-    assert "export NO_PROXY='llm.local'" in lines
+    no_proxy = next(line for line in lines if line.startswith("export NO_PROXY="))
+    assert no_proxy.startswith("export NO_PROXY='llm.local,"), no_proxy
+    assert urlsplit(resolver.url).netloc in no_proxy and "127.0.0.1:8080" in no_proxy
     exports = json.loads(cli("env", "--tape", name, "--branch", "root/b0", "--json").stdout)
     assert Path(exports["SSL_CERT_FILE"]).is_file()
     unknown = cli("env", "--tape", name, "--branch", "root/b7")
@@ -223,6 +247,7 @@ def test_server_commands_start_each_server(data_dir: Path, tmp_path: Path) -> No
             assert proxy.process.poll() is None
     with running_server(["groundhog.cli", "worldsim", "--seed", "3"]) as world:
         assert httpx.get(f"{world.url}/healthz", trust_env=False).status_code == 200
+        assert f"worldsim (seed 3) on {world.url}; Ctrl-C stops it" in world.log()
 
 
 def test_bench_passes_arguments_through(isolated_env: Path) -> None:
@@ -264,7 +289,12 @@ def test_up_starts_both_prints_exports_and_stops_on_signal(
     ]  # fmt: skip
     env = {**os.environ, "COLUMNS": "200", "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=REPO_ROOT
+        tied_command(command),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=REPO_ROOT,
     )
     output: list[str] = []
     try:
@@ -290,20 +320,37 @@ def test_up_starts_both_prints_exports_and_stops_on_signal(
 
 
 def test_up_reports_a_server_that_cannot_start(tmp_path: Path) -> None:
+    start = time.monotonic()
+    result = run_cli(
+        "up", "--resolver-port", str(free_port()), "--proxy-port", str(free_port()),
+        "--data", str(tmp_path / "data"), "--timeout", "600",
+        env={"GROUNDHOG_MAX_BODY_BYTES": "0"},  # a setting the resolver refuses at start
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "the resolver exited with code" in result.stderr, result.stderr
+    assert "resolver.log" in result.stderr
+    assert "export GROUNDHOG_RESOLVER_URL" not in result.stdout
+    assert time.monotonic() - start < 600, "a dead child is reported at once, not at the deadline"
+
+
+@pytest.mark.parametrize("flag", ["--resolver-port", "--proxy-port"])
+def test_up_refuses_a_port_in_use_before_starting(tmp_path: Path, flag: str) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         busy_port = taken.getsockname()[1]
-        start = time.monotonic()
+        ports = {"--resolver-port": str(free_port()), "--proxy-port": str(free_port())}
+        ports[flag] = str(busy_port)
         result = run_cli(
-            "up", "--resolver-port", str(busy_port), "--proxy-port", str(free_port()),
-            "--data", str(tmp_path / "data"), "--timeout", "60",
+            "up", *[item for pair in ports.items() for item in pair],
+            "--data", str(tmp_path / "data"),
             env={},
         )  # fmt: skip
     assert result.returncode == 1
-    assert "the resolver exited with code" in result.stderr, result.stderr
-    assert "resolver.log" in result.stderr
-    assert time.monotonic() - start < 60, "a dead child is reported at once, not at the deadline"
+    assert f"port {busy_port} on 127.0.0.1 is already in use" in result.stderr, result.stderr
+    assert f"{flag} PORT" in result.stderr and "--listen-port" not in result.stderr
+    assert "export" not in result.stdout, "no ready banner for servers that never started"
+    assert not (tmp_path / "data" / "logs").exists(), "nothing was started"
 
 
 def test_open_takes_settings_from_a_config_file(cli, name: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -338,3 +385,51 @@ def test_server_commands_take_data_from_groundhog_data_dir(
     assert flag.exit_code == 0, flag.output
     data = [args[args.index("--data") + 1] for args in started]
     assert data == [str(tmp_path / "env"), str(tmp_path / "flag")]
+
+
+def test_cli_run_fork_run_continues_the_shim_sequence(
+    resolver: ServerProcess, isolated_env: Path, name: str
+) -> None:
+    """run root --shim, tape fork, run root/b0 --shim: no repeated uuid4, no clock going back."""
+    env = {"GROUNDHOG_RESOLVER_URL": resolver.url}
+    assert run_cli("tape", "open", name, "--seed", "8", env=env).returncode == 0
+    probe = [sys.executable, "-c", PROBE]
+    parent = run_cli("run", "--tape", name, "--branch", "root", "--shim", "--", *probe, env=env)
+    assert parent.returncode == 0, parent.stderr
+    assert run_cli("tape", "fork", name, env=env).returncode == 0
+    child = run_cli("run", "--tape", name, "--branch", "root/b0", "--shim", "--", *probe, env=env)
+    assert child.returncode == 0, child.stderr
+    before, after = json.loads(parent.stdout), json.loads(child.stdout)
+    assert after["uuid"] != before["uuid"]
+    assert after["time"] > before["time"]
+    assert not set(after["draws"]) & set(before["draws"])
+    with shim(world_seed=8, branch="root"):
+        expected = [__import__("random").random() for _ in range(4)]
+    assert before["draws"] + after["draws"] == expected, "the child continues the parent's stream"
+
+
+def test_env_takes_the_proxy_the_resolver_announces(tmp_path: Path, isolated_env: Path) -> None:
+    """On non-default ports `env` points workers at the running proxy, never at :8080."""
+    proxy_url = f"http://127.0.0.1:{free_port()}"
+    args = ["resolver", "--data", str(tmp_path), "--proxy-url", proxy_url]
+    with running_server(args) as announcing:
+        env = {"GROUNDHOG_RESOLVER_URL": announcing.url}
+        assert run_cli("tape", "open", "t", env=env).returncode == 0
+        printed = run_cli("env", "--tape", "t", "--json", env=env)
+    assert printed.returncode == 0, printed.stderr
+    exports = json.loads(printed.stdout)
+    assert exports["GROUNDHOG_PROXY_URL"] == proxy_url
+    assert exports["HTTP_PROXY"] == proxy_url.replace("http://", "http://t:root@")
+    assert urlsplit(proxy_url).netloc in exports["NO_PROXY"].split(",")
+
+
+def test_a_worker_install_asked_to_run_a_server_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch, isolated_env: Path
+) -> None:
+    def missing(module: str, **_kwargs: object) -> None:
+        raise ModuleNotFoundError("No module named 'fastapi'", name="fastapi")
+
+    monkeypatch.setattr(cli_servers.runpy, "run_module", missing)
+    result = runner.invoke(app, ["resolver", "--port", str(free_port())])
+    assert result.exit_code == 1
+    assert "pip install 'groundhog-rl[services]'" in result.stderr and "fastapi" in result.stderr

@@ -165,7 +165,8 @@ def test_worker_env_names_tape_branch_proxy_and_ca(
     assert proxy.username == tape_name and proxy.password == "root%2Fb1"
     assert unquote(proxy.password) == "root/b1"
     assert (proxy.hostname, proxy.port) == ("127.0.0.1", 9)
-    assert env["NO_PROXY"] == env["no_proxy"] == "llm.internal"
+    resolver_address = urlsplit(resolver.url).netloc
+    assert env["NO_PROXY"] == env["no_proxy"] == f"llm.internal,{resolver_address},127.0.0.1:9"
     assert env["GROUNDHOG_TAPE"] == tape_name and env["GROUNDHOG_BRANCH"] == "root/b1"
     assert env["GROUNDHOG_WORLD_SEED"] == "9"
     assert env["GROUNDHOG_RESOLVER_URL"] == resolver.url

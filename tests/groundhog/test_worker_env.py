@@ -96,7 +96,8 @@ def test_worker_env_sets_every_variable(monkeypatch: pytest.MonkeyPatch, tmp_pat
     proxy = "http://t:root%2Fb1@127.0.0.1:8080"
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
         assert env[name] == proxy
-    assert env["NO_PROXY"] == env["no_proxy"] == "localhost,127.0.0.1,extra.local"
+    own = "127.0.0.1:8070,127.0.0.1:8080"
+    assert env["NO_PROXY"] == env["no_proxy"] == f"localhost,127.0.0.1,extra.local,{own}"
     for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
         assert env[name] == str(ca.bundle_file)
     assert env["NODE_EXTRA_CA_CERTS"] == env["GROUNDHOG_CA_FILE"] == str(ca.ca_file)
@@ -110,11 +111,18 @@ def test_no_proxy_is_set_even_when_empty(monkeypatch: pytest.MonkeyPatch, tmp_pa
         tape="t",
         branch="root",
         world_seed=1,
-        resolver_url="r",
+        resolver_url="https://resolver.svc",
         proxy_url="http://p:1",
         ca=CaFiles(tmp_path / "a", tmp_path / "b"),
     )
-    assert env["NO_PROXY"] == "" and "GROUNDHOG_SHIM_COUNTERS" not in env
+    # Only Groundhog's own addresses: a named host bare too (curl ignores ports in NO_PROXY).
+    assert env["NO_PROXY"] == "resolver.svc:443,resolver.svc,p:1,p"
+    assert "GROUNDHOG_SHIM_COUNTERS" not in env
+
+
+def test_own_loopback_addresses_bypass_by_port_only() -> None:
+    entries = worker_env.own_addresses("http://127.0.0.1:8070", "http://[::1]:8080")
+    assert entries == ["127.0.0.1:8070", "[::1]:8080"], "a bare 127.0.0.1 would send worlds live"
 
 
 def test_shell_exports_survive_a_real_shell() -> None:

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import httpx
 
+from groundhog.lifetime import tied_command
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOOPBACK = "127.0.0.1"
 
@@ -63,6 +65,11 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=10)
+
+
+# For tests that run a whole benchmark or training loop: a guard against a hang, far above how
+# long they take even on a heavily loaded machine, instead of a budget that fails when it is slow.
+HANG_GUARD_SECONDS = 3600
 
 
 def wait_until(predicate, *, timeout: float = 30.0, interval: float = 0.05, what: str = "") -> None:
@@ -113,7 +120,7 @@ def start_server(
         prefix="groundhog-server-", suffix=".log", delete=False
     ) as log_file:
         process = subprocess.Popen(
-            command,
+            tied_command(command),  # dies with the test run, however it ends
             stdout=log_file,
             stderr=subprocess.STDOUT,
             cwd=cwd or REPO_ROOT,

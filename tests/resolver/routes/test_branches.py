@@ -57,3 +57,45 @@ def test_fork_errors(proxy: ProxyDouble, tape_name: str) -> None:
     assert no_tape.status_code == 404
     no_branch = proxy.http.get(f"/v1/tapes/{tape_name}/branches/root%2Fnope")
     assert no_branch.status_code == 404
+
+
+def test_a_fork_without_counters_copies_the_parents_stored_ones(
+    proxy: ProxyDouble, tape_name: str
+) -> None:
+    proxy.open(tape_name)
+    reported = {"version": 1, "world_seed": 0, "clock_ns": 50, "occurrences": {"uuid4": 3}}
+    put = proxy.http.put(f"/v1/tapes/{tape_name}/branches/root/shim-counters", json=reported)
+    assert put.status_code == 200, put.text
+    assert put.json()["shim_counters"] == reported
+    (child,) = proxy.fork(tape_name, children=1)
+    stored = proxy.http.get(f"/v1/tapes/{tape_name}/branches/{child}").json()["shim_counters"]
+    assert stored == reported
+
+
+def test_fork_makes_two_children_by_default_as_the_cli_does(
+    proxy: ProxyDouble, tape_name: str
+) -> None:
+    proxy.open(tape_name)
+    reply = proxy.http.post(f"/v1/tapes/{tape_name}/fork", json={"parent": "root"})
+    assert reply.json()["branches"] == ["root/b0", "root/b1"]
+
+
+def test_shim_counter_reports_are_checked(proxy: ProxyDouble, tape_name: str) -> None:
+    proxy.open(tape_name)
+    route = f"/v1/tapes/{tape_name}/branches/root/shim-counters"
+    wrong_world = proxy.http.put(route, json={"version": 1, "world_seed": 99})
+    assert wrong_world.status_code == 422 and "world 99" in wrong_world.json()["detail"]
+    negative = proxy.http.put(route, json={"version": 1, "occurrences": {"uuid4": -1}})
+    assert negative.status_code == 422
+    missing = proxy.http.put(
+        f"/v1/tapes/{tape_name}/branches/root/zz/shim-counters", json={"version": 1}
+    )
+    assert missing.status_code == 404
+
+
+def test_validator_messages_carry_no_pydantic_label(proxy: ProxyDouble, tape_name: str) -> None:
+    proxy.open(tape_name)
+    reply = proxy.http.post(f"/v1/tapes/{tape_name}/fork", json={"children": 0})
+    assert reply.status_code == 422
+    assert "give between 1 and 1000 children" in reply.json()["detail"]
+    assert "Value error" not in reply.text

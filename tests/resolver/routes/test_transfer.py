@@ -62,7 +62,7 @@ def test_import_refuses_garbage_and_existing_names(proxy: ProxyDouble, tape_name
     proxy.open(tape_name)
     exported = proxy.http.get(f"/v1/tapes/{tape_name}/export").content
     clash = proxy.http.post("/v1/tapes/import", content=exported)
-    assert clash.status_code == 409 and "?name=NEW" in clash.json()["detail"]
+    assert clash.status_code == 409 and "under a new name" in clash.json()["detail"]
     assert proxy.http.get(f"/v1/tapes/{tape_name}").status_code == 200
 
 

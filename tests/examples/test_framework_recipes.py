@@ -1,0 +1,148 @@
+"""examples/framework_recipes.py, each recipe driven the way its framework calls it, through real
+resolver, proxy and worldsim processes."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import httpx
+import pytest
+
+from groundhog.client import Groundhog
+from groundhog.rollout_groups import RolloutGroups
+from tests.examples.conftest import Stack
+from tests.support.servers import REPO_ROOT
+
+RECIPES = REPO_ROOT / "examples" / "framework_recipes.py"
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("framework_recipes", RECIPES)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
+    spec.loader.exec_module(module)
+    return module
+
+
+recipes = _load()
+
+
+@pytest.fixture
+def gh(stack: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Groundhog]:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    with Groundhog(stack.resolver.url, proxy_url=stack.proxy.url) as client:
+        yield client
+
+
+@pytest.fixture
+def groups(gh: Groundhog) -> RolloutGroups:
+    return RolloutGroups(gh.open(f"recipes-{uuid.uuid4().hex[:8]}", world_seed=5))
+
+
+def decisions(gh: Groundhog, tape: str, branch: str) -> list[str]:
+    return [event.decision for event in gh.iter_events(tape, branch=branch)]
+
+
+def group_shares_one_recording(gh: Groundhog, tape: str, paths: list[str]) -> None:
+    """Whichever sibling asked first recorded; every other one was served the tape's bytes."""
+    seen = sorted(decision for path in paths for decision in decisions(gh, tape, path))
+    assert seen == ["recorded"] + ["shared"] * (len(paths) - 1), seen
+
+
+def run_with_tools(groups: RolloutGroups, body):  # type: ignore[no-untyped-def]
+    async def main():  # type: ignore[no-untyped-def]
+        async with groups.async_client() as tools:
+            return await body(tools)
+
+    return asyncio.run(main())
+
+
+def test_verifiers_sandboxes_get_per_rollout_proxy_credentials(
+    stack: Stack, gh: Groundhog, groups: RolloutGroups
+) -> None:
+    seen = asyncio.run(recipes.verifiers_sandbox_group(groups, stack.world.url, "ex-1", 3))
+    assert sorted(seen) == ["recorded", "shared", "shared"], seen
+
+
+def test_skyrl_trajectory_ids_map_to_groups(
+    stack: Stack, gh: Groundhog, groups: RolloutGroups
+) -> None:
+    ids = [recipes.TrajectoryID(instance, rep) for instance in ("i-1", "i-2") for rep in range(3)]
+    prompts = ["solar"] * 3 + ["wind"] * 3
+    rewards = run_with_tools(
+        groups,
+        lambda tools: recipes.skyrl_generate(groups, tools, stack.world.url, prompts, ids),
+    )
+    assert rewards[:3] == [rewards[0]] * 3 and rewards[3:] == [rewards[3]] * 3
+    assert min(rewards) > 0
+    for instance in ("i-1", "i-2"):
+        paths = [f"root/{instance}/s{rep}" for rep in range(3)]
+        group_shares_one_recording(gh, groups.tape.name, paths)
+
+
+def test_verl_group_spread_over_nodes_shares_one_recording(stack: Stack, gh: Groundhog) -> None:
+    tape = gh.open(f"verl-{uuid.uuid4().hex[:8]}", world_seed=5)
+    assert recipes.verl_identifiers(5, 4) == ("prompt1", 1)
+    assert recipes.verl_identifiers(5, 4, uid="u-7") == ("u-7", 1)
+
+    def node(samples: range) -> list[float]:
+        """One node: its own client and RolloutGroups, told only sample_index and rollout_n."""
+        with Groundhog(stack.resolver.url, proxy_url=stack.proxy.url) as own:
+            groups = RolloutGroups(own.tape(tape.name))
+            return run_with_tools(
+                groups,
+                lambda tools: asyncio.gather(
+                    *(
+                        recipes.verl_agent_loop_run(
+                            groups, tools, stack.world.url,
+                            raw_prompt="battery", sample_index=index, rollout_n=4, uid="u-7",
+                        )
+                        for index in samples
+                    )
+                ),
+            )  # fmt: skip
+
+    rewards = node(range(0, 2)) + node(range(2, 4))
+    assert len(set(rewards)) == 1
+    group_shares_one_recording(gh, tape.name, [f"root/u-7/s{i}" for i in range(4)])
+
+
+def test_art_trajectory_groups(stack: Stack, gh: Groundhog, groups: RolloutGroups) -> None:
+    async def body(tools: httpx.AsyncClient) -> list[list[float]]:
+        rollout = recipes.art_rollout(groups, tools, stack.world.url)
+        return await recipes.gather_trajectory_groups(
+            [[rollout(scenario, index) for index in range(3)] for scenario in ("grid", "solar")]
+        )
+
+    grid, solar = run_with_tools(groups, body)
+    assert len(set(grid)) == 1 and len(set(solar)) == 1
+    group_shares_one_recording(gh, groups.tape.name, [f"root/scenario-grid/s{i}" for i in range(3)])
+
+
+def test_trl_rollout_func_groups_each_prompts_generations(stack: Stack, gh: Groundhog) -> None:
+    run = f"trl-{uuid.uuid4().hex[:8]}"
+    rollout_func = recipes.trl_rollout_func(gh, stack.world.url, num_generations=2, run=run)
+    first = rollout_func(["wind", "wind", "nuclear", "nuclear"], None)
+    second = rollout_func(["wind", "wind"], None)
+    assert len(first["env_reward"]) == 4 and len(second["env_reward"]) == 2
+    assert (first["tape"], second["tape"]) == (f"{run}-step1", f"{run}-step2")
+    group_shares_one_recording(gh, first["tape"], ["root/p0/s0", "root/p0/s1"])
+    group_shares_one_recording(gh, first["tape"], ["root/p1/s0", "root/p1/s1"])
+    # A new step is a new draw of the world: its first read is recorded afresh.
+    group_shares_one_recording(gh, second["tape"], ["root/p0/s0", "root/p0/s1"])
+
+
+def test_nemo_gym_sessions(stack: Stack, gh: Groundhog, groups: RolloutGroups) -> None:
+    by_task = run_with_tools(
+        groups,
+        lambda tools: recipes.nemo_gym_collect(groups, tools, stack.world.url, ["hydrogen"], 3),
+    )
+    assert len(by_task["hydrogen"]) == 3 and len(set(by_task["hydrogen"])) == 1
+    group_shares_one_recording(gh, groups.tape.name, [f"root/task-hydrogen/s{i}" for i in range(3)])

@@ -85,10 +85,18 @@ async def _serve_fixed(host: str, port: int, body: bytes) -> None:
 # -- load generation ------------------------------------------------------------------------
 
 
+# Negotiation headers join the request key: the load's clients send exactly these, and the
+# resolver asked directly is asked with the same, so both look up the same addresses.
+NEGOTIATION_HEADERS = {"Accept": "*/*", "Accept-Encoding": "identity"}
+
+
 async def _load(proxies: Sequence[str | None], urls: list[list[str]]) -> dict[str, float]:
     """Client i asks its urls in order, one at a time, through proxies[i]; all clients at once."""
     async with aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(limit=0), trust_env=False
+        connector=aiohttp.TCPConnector(limit=0),
+        trust_env=False,
+        headers=NEGOTIATION_HEADERS,
+        skip_auto_headers=("User-Agent",),
     ) as session:
 
         async def ask(proxy: str | None, url: str) -> None:
@@ -298,7 +306,7 @@ async def _resolve_directly(
             "port": parsed.port,
             "path": parsed.path,
             "query": [list(pair) for pair in parsed.params.multi_items()],
-            "headers": [],
+            "headers": [list(pair) for pair in NEGOTIATION_HEADERS.items()],
             "body": "",
             "body_too_large": False,
         }

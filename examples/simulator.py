@@ -1,5 +1,7 @@
 """`python -m examples.simulator --port 8099`: a tiny deterministic miss simulator for Groundhog.
 
+It is a service, so it needs the services extra (`pip install "groundhog-rl[services]"`).
+
 A sealed tape with `"simulator_url": "http://127.0.0.1:8099/simulate"` asks this service for
 the answer to a read it has no recording of. A real simulator would be an LLM writing a
 plausible answer from the API description and the nearest recordings; this one is a

@@ -230,11 +230,17 @@ class _Session:
         return math.fsum(step.latency_ms for step in self.steps) / 1000.0
 
 
+def _insight(source: dict[str, object]) -> float:
+    """A study's evidence strength; a brief (an agent's own document) carries none of its own."""
+    value = source.get("insight")
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
 def _brief(
     topic: str, sources: list[dict[str, object]], notes: Sequence[str] = ()
 ) -> dict[str, object]:
     lines = [f"Brief on {topic}."]
-    lines += [f"{source['title']} (evidence {float(source['insight']):.3f})." for source in sources]
+    lines += [f"{source['title']} (evidence {_insight(source):.3f})." for source in sources]
     if notes:
         lines.append("Revised: " + "; ".join(notes) + ".")
     return {
@@ -287,8 +293,7 @@ def run_rollout(
             revision_gain = float(review["uplift"])  # type: ignore[arg-type]
     writing_noise = WRITING_NOISE_SD * noise.normal(agent_seed, "agent", "writing")
     insight_terms = [
-        weight * float(source["insight"])  # type: ignore[arg-type]
-        for weight, source in zip(SOURCE_WEIGHTS, sources, strict=False)
+        weight * _insight(source) for weight, source in zip(SOURCE_WEIGHTS, sources, strict=False)
     ]
     quality = QUALITY_BASE + math.fsum(insight_terms) + writing_noise
     latency_cost = LATENCY_COST_PER_SECOND * session.latency_seconds()

@@ -117,9 +117,20 @@ def check_secrets_and_ca(root: Path) -> dict[str, Any]:
             f"{stack.upstream.url}/_headers", params={"path": "/item/secret"}, trust_env=False
         ).text
         world_saw = read.status == 200 and all(value in seen for value in SECRETS.values())
+        # The recorder is served the stored form, exactly as its siblings are (DESIGN §4):
+        # the world's Set-Cookie reaches neither.
         worker_got_cookie = any(
             name.lower() == "set-cookie" and SECRET_COOKIE in value
             for name, value in cookie.headers
+        )
+        sibling_got_cookie = any(
+            name.lower() == "set-cookie" and SECRET_COOKIE in value
+            for name, value in sibling_cookie.headers
+        )
+        world_direct = direct("GET", f"{stack.upstream.url}/cookie")
+        world_sets_cookie = any(
+            name.lower() == "set-cookie" and SECRET_COOKIE in value
+            for name, value in world_direct.headers
         )
         ca = direct("GET", f"{stack.resolver.url}/v1/ca.pem")
         live_files = _store_bytes(stack.data_dir)  # store, -wal and -shm while running
@@ -140,13 +151,20 @@ def check_secrets_and_ca(root: Path) -> dict[str, Any]:
             "secrets": {
                 "sent": sorted([*SECRETS, "set-cookie (from the world)"]),
                 "world_received_them": world_saw,
-                "worker_received_set_cookie": worker_got_cookie,
+                "world_sets_cookie": world_sets_cookie,
+                "recorder_received_set_cookie": worker_got_cookie,
+                "sibling_received_set_cookie": sibling_got_cookie,
                 "sibling_answer_status": sibling_cookie.status,
                 "write_status": write.status,
                 "store_bytes_searched": len(stored),
                 "found_in_store": leaked,
                 "found_in_logs": logged,
-                "held": world_saw and worker_got_cookie and not leaked and not logged,
+                "held": world_saw
+                and world_sets_cookie
+                and not worker_got_cookie
+                and not sibling_got_cookie
+                and not leaked
+                and not logged,
             },
             "ca": {
                 "status": ca.status,

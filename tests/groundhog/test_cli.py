@@ -247,7 +247,7 @@ def test_server_commands_start_each_server(data_dir: Path, tmp_path: Path) -> No
             assert proxy.process.poll() is None
     with running_server(["groundhog.cli", "worldsim", "--seed", "3"]) as world:
         assert httpx.get(f"{world.url}/healthz", trust_env=False).status_code == 200
-        assert f"worldsim (seed 3) on {world.url}; Ctrl-C stops it" in world.log()
+        assert f"worldsim (research, cooperative, seed 3) on {world.url};" in world.log()
 
 
 def test_bench_passes_arguments_through(isolated_env: Path) -> None:

@@ -6,6 +6,11 @@ The tap forwards every call unchanged and, before answering, appends one JSON li
 acknowledgement (flushed, so it outlives any other process) naming the address, the exchange id
 and the SHA-256 of the body. When the resolver is unreachable it answers 502, which the proxy
 treats like an unreachable resolver (503 to the worker, nothing forwarded).
+
+A resolve that answers `wait` is continued on `/v1/wait`, whose answer has the shape of a
+resolve: it can serve the address, or hand this asker a `forward` (its holder's lease lapsed or
+it released the claim) — a live call granted there and nowhere else. So `/v1/wait` answers are
+ledgered as `resolve` lines too (`via: "wait"`), with the tape and branch read from the token.
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ from typing import Any, TextIO
 import aiohttp
 from aiohttp import web
 
+from resolver import wait_tokens
+from resolver.errors import InvalidInput
+
 SKIPPED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
 LEDGER = web.AppKey("ledger", TextIO)
 TARGET = web.AppKey("target", str)
@@ -32,10 +40,22 @@ def body_sha(encoded: str | None) -> str:
     return hashlib.sha256(base64.b64decode(encoded or "")).hexdigest()
 
 
+def waited_ask(token: Any) -> dict[str, Any]:
+    """The tape and branch a `/v1/wait` token continues (empty if it cannot be read)."""
+    try:
+        ask = wait_tokens.decode(token)
+    except (InvalidInput, TypeError, AttributeError):
+        return {}
+    return {"tape": ask.tape_name, "branch": ask.branch}
+
+
 def ledger_entries(route: str, asked: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
-    """The ledger line for one acknowledged call."""
+    """The ledger line for one acknowledged call (a `/v1/wait` answer is a `resolve` line)."""
     entry: dict[str, Any] = {"t": time.time(), "route": route}
-    if route == "resolve":
+    if route == "wait":
+        entry.update(route="resolve", via="wait")
+        asked = waited_ask(asked.get("wait"))
+    if entry["route"] == "resolve":
         response = answer.get("response")
         entry.update(
             tape=asked.get("tape"),
@@ -81,7 +101,7 @@ async def _forward(request: web.Request) -> web.Response:
     except (aiohttp.ClientError, TimeoutError, OSError) as error:
         return web.Response(status=502, text=f"tap: resolver unreachable: {error}")
     route = request.path.rsplit("/", 1)[-1]
-    if status == 200 and request.method == "POST" and route in ("resolve", "record"):
+    if status == 200 and request.method == "POST" and route in ("resolve", "wait", "record"):
         entry = ledger_entries(route, json.loads(body), json.loads(content))
         ledger = app[LEDGER]
         ledger.write(json.dumps(entry, separators=(",", ":")) + "\n")

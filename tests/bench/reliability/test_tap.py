@@ -13,6 +13,12 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from bench.harness import free_port
 from bench.reliability.tap import body_sha, create_app, ledger_entries, read_ledger
+from resolver import wait_tokens
+from resolver.asks import Ask
+from resolver.dependencies import Classification
+from resolver.keys import RequestKey
+from resolver.policy import DependencyModel, Mode
+from resolver.request import RequestParts
 
 SERVED = b'{"items": [1, 2, 3]}'
 RECORDED = b"recorded body"
@@ -65,6 +71,54 @@ def test_resolve_entry_without_a_response_has_no_status_or_hash() -> None:
     assert entry["ticket"] == "tk"
 
 
+def wait_token(tape: str, branch: str) -> str:
+    """A real `/v1/wait` token for an ask on `tape`/`branch`."""
+    ask = Ask(
+        tape_id=1,
+        tape_name=tape,
+        mode=Mode.GROUNDHOG,
+        online=True,
+        model=DependencyModel.RULES,
+        world_seed=0,
+        cooperative=True,
+        branch_id=2,
+        branch=branch,
+        request=RequestParts("GET", "http", "example.com", 80, "/item/1", (), (), b""),
+        key=RequestKey("v1 GET http://example.com/item/1", "k" * 64),
+        body_sha="0" * 64,
+        classification=Classification(False, frozenset(), frozenset()),
+        occurrence=0,
+        true_fingerprint="",
+        fingerprint="",
+    )
+    return wait_tokens.encode(ask)
+
+
+def test_a_forward_granted_by_wait_is_a_resolve_line_of_the_waited_tape() -> None:
+    # A waiter that takes over a lapsed claim goes live on this grant alone: the ledger must
+    # hold it, on the tape and branch the token continues, like a forward from /v1/resolve.
+    answer = {
+        "action": "forward",
+        "decision": "recorded",
+        "request_key": "k" * 64,
+        "occurrence": 0,
+        "fingerprint": "",
+        "ticket": "tk",
+        "response": None,
+    }
+    entry = ledger_entries("wait", {"wait": wait_token("t", "root/b3")}, answer)
+    assert entry["route"] == "resolve"
+    assert entry["via"] == "wait"
+    assert (entry["tape"], entry["branch"]) == ("t", "root/b3")
+    assert (entry["action"], entry["ticket"], entry["request_key"]) == ("forward", "tk", "k" * 64)
+    unreadable = ledger_entries("wait", {"wait": "not a token"}, answer)
+    assert (unreadable["route"], unreadable["tape"], unreadable["ticket"]) == (
+        "resolve",
+        None,
+        "tk",
+    )
+
+
 def test_record_entry_of_a_response() -> None:
     asked = {"ticket": "tk", "response": {"status": 201, "body": encoded(RECORDED)}}
     entry = ledger_entries("record", asked, {"exchange_id": 17, "decision": "fresh"})
@@ -99,7 +153,7 @@ def test_read_ledger_skips_blank_lines(tmp_path: Path) -> None:
 
 
 def fake_resolver() -> web.Application:
-    """Answers resolve with a served body, record with an id, anything else with 404 or 200."""
+    """Resolve serves a body, wait grants a forward, record gives an id; else 404 or 200."""
 
     async def resolve(request: web.Request) -> web.Response:
         asked = await request.json()
@@ -115,6 +169,9 @@ def fake_resolver() -> web.Application:
     async def record(request: web.Request) -> web.Response:
         return web.json_response({"exchange_id": 5, "decision": "fresh"})
 
+    async def waited(request: web.Request) -> web.Response:
+        return web.json_response({"action": "forward", "decision": "recorded", "ticket": "w"})
+
     async def refuse(request: web.Request) -> web.Response:
         return web.json_response({"detail": "no such tape"}, status=404)
 
@@ -124,6 +181,7 @@ def fake_resolver() -> web.Application:
     app = web.Application()
     app.router.add_post("/v1/resolve", resolve)
     app.router.add_post("/v1/record", record)
+    app.router.add_post("/v1/wait", waited)
     app.router.add_post("/v1/refused/resolve", refuse)
     app.router.add_get("/v1/tapes", tapes)
     return app
@@ -146,6 +204,8 @@ def test_tap_forwards_and_ledgers_only_acknowledged_posts(tmp_path: Path) -> Non
                 answer = await resolve.json()
                 assert answer["branch_seen"] == "root/b0"
                 assert answer["auth_seen"] == "Bearer s3cret"
+                waited = await client.post("/v1/wait", json={"wait": wait_token("t", "root/b1")})
+                assert (await waited.json())["ticket"] == "w"
                 record = await client.post("/v1/record", json={"ticket": "tk"})
                 assert (await record.json())["exchange_id"] == 5
                 listing = await client.get("/v1/tapes")
@@ -157,10 +217,16 @@ def test_tap_forwards_and_ledgers_only_acknowledged_posts(tmp_path: Path) -> Non
     entries = read_ledger(ledger)
     assert [(entry["route"], entry["decision"]) for entry in entries] == [
         ("resolve", "shared"),
+        ("resolve", "recorded"),
         ("record", "fresh"),
     ]
     assert entries[0]["body_sha"] == hashlib.sha256(SERVED).hexdigest()
-    assert entries[1]["kind"] == "passthrough"
+    assert (entries[1]["via"], entries[1]["branch"], entries[1]["ticket"]) == (
+        "wait",
+        "root/b1",
+        "w",
+    )
+    assert entries[2]["kind"] == "passthrough"
     assert json.loads(ledger.read_text().splitlines()[0])["branch"] == "root/b0"
 
 

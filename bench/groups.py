@@ -22,9 +22,9 @@ import httpx
 from bench import agent_adapter
 from bench.world_client import WorldControl
 from groundhog.client import Groundhog
+from groundhog.protocol import headers as protocol_headers
 
 PROBE_BRANCH = "probe"
-FINGERPRINT_HEADER = "x-groundhog-fingerprint"
 REQUEST_ID_HEADER = "x-request-id"
 CLIENT_TIMEOUT = 120.0
 
@@ -133,7 +133,7 @@ class Grader:
         if self.written:
             grades.reads_after_write += 1
             grades.stale_after_write += int(verdict["stale"])
-            predicted = response.headers.get(FINGERPRINT_HEADER, "") != ""
+            predicted = response.headers.get(protocol_headers.FINGERPRINT, "") != ""
             grades.pairs.append((predicted, bool(verdict["changed"])))
 
 

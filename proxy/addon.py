@@ -18,6 +18,7 @@ from mitmproxy import connection, ctx, http
 from mitmproxy.addonmanager import Loader
 from mitmproxy.proxy import layer, server_hooks
 
+from groundhog.protocol.decisions import Decision
 from proxy import faults, native, problems
 from proxy.identity import (
     HEADER_BRANCH,
@@ -29,7 +30,7 @@ from proxy.identity import (
 )
 from proxy.live import META, RESOLVER_ERRORS, FlowState, LiveRecorder, failure_kind
 from proxy.options import declare_options
-from proxy.passthrough import PASSTHROUGH, native_passthrough_kind
+from proxy.passthrough import native_passthrough_kind
 from proxy.resolver_client import (
     ResolverClient,
     ResolverProtocolError,
@@ -47,10 +48,8 @@ from proxy.wire import (
 
 log = logging.getLogger(__name__)
 
-WRITE = "write"
 
-
-class Groundhog:
+class GroundhogAddon:
     def __init__(self) -> None:
         self.resolver: ResolverClient | None = None
         self.live = LiveRecorder(self._resolver)
@@ -182,7 +181,7 @@ class Groundhog:
             state.fingerprint = answer.get("fingerprint") or ""
             state.ticket = answer.get("ticket")
             state.lease_seconds = answer.get("lease_seconds")
-            state.is_write = state.decision == WRITE
+            state.is_write = state.decision == Decision.WRITE
             if action == "serve":
                 self._serve(flow, state, answer["response"])
                 faults.enact(flow)  # an injected reset closes the connection
@@ -236,7 +235,7 @@ class Groundhog:
         elif state.mode == "native":
             # Passthrough is never recorded, so stream it: it flows as it comes.
             flow.response.stream = True
-            state.mark(flow.response, PASSTHROUGH if state.passthrough else None)
+            state.mark(flow.response, Decision.PASSTHROUGH if state.passthrough else None)
 
     async def response(self, flow: http.HTTPFlow) -> None:
         state = flow.metadata.get(META)
@@ -276,4 +275,4 @@ class Groundhog:
         return ctx.options.groundhog_max_body_bytes
 
 
-addons = [Groundhog(), Tunnels()]
+addons = [GroundhogAddon(), Tunnels()]

@@ -13,9 +13,10 @@ import logging
 
 from mitmproxy import http
 
+from groundhog.protocol.headers import FAULT as FAULT_HEADER
+
 log = logging.getLogger(__name__)
 
-FAULT_HEADER = "X-Groundhog-Fault"
 MAX_DELAY_SECONDS = 600.0
 
 

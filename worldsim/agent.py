@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Protocol
 
+from groundhog.protocol import headers as protocol_headers
 from worldsim import noise
 
 QUALITY_BASE = 0.2
@@ -28,7 +29,6 @@ SOURCE_WEIGHTS = (0.6, 0.3, 0.15)
 LATENCY_COST_PER_SECOND = 0.25
 WRITING_NOISE_SD = 0.25
 LATENCY_HEADER = "x-world-latency-ms"
-DECISION_HEADER = "x-groundhog-decision"
 
 
 class Strategy(StrEnum):
@@ -222,7 +222,7 @@ class _Session:
             )
         latency = float(reply.headers[LATENCY_HEADER])
         self.steps.append(
-            Step(method, path, reply.status, latency, reply.headers.get(DECISION_HEADER))
+            Step(method, path, reply.status, latency, reply.headers.get(protocol_headers.DECISION))
         )
         return reply.json()
 

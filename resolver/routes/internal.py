@@ -17,13 +17,14 @@ same `body.<field>` locations, and the OpenAPI document still describes the requ
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from groundhog.protocol.wire import RecordAnswer, RenewAnswer, ResolveAnswer
 from resolver import leases, wait_tokens
 from resolver.auth import require_proxy
 from resolver.cache import dumps_compact
@@ -44,7 +45,7 @@ _RESOLVE_BODY = {
 }
 
 
-def waiting_json(waiting: Waiting) -> dict[str, Any]:
+def waiting_json(waiting: Waiting) -> ResolveAnswer:
     """`wait`: another asker holds the address; long-poll `/v1/wait` with the token."""
     ask = waiting.ask
     decision = Decision.RECORDED if ask.fingerprint == "" else Decision.REFETCHED
@@ -61,7 +62,11 @@ def waiting_json(waiting: Waiting) -> dict[str, Any]:
     }
 
 
-def resolution_json(result: Resolution, lease_seconds: float | None = None) -> dict[str, Any]:
+def resolution_json(result: Resolution, lease_seconds: float | None = None) -> ResolveAnswer:
+    return cast(ResolveAnswer, _answer_fields(result, lease_seconds))
+
+
+def _answer_fields(result: Resolution, lease_seconds: float | None) -> dict[str, Any]:
     ask = result.ask
     answer: dict[str, Any] = {
         "action": str(result.action),
@@ -81,7 +86,7 @@ def resolution_json(result: Resolution, lease_seconds: float | None = None) -> d
 
 def resolution_bytes(result: Resolution, resolver: Resolver) -> bytes:
     """`resolution_json` as JSON bytes, reusing the cached recording's encoded response."""
-    answer = resolution_json(result, resolver.lease_seconds)
+    answer = _answer_fields(result, resolver.lease_seconds)
     if result.response_json is None:
         return dumps_compact(answer)
     del answer["response"]  # the last key: spliced back in below, already encoded
@@ -144,7 +149,7 @@ def _next_look(waiting: Waiting, poll_seconds: float) -> float:
 
 
 @router.post("/renew")
-def renew(body: TicketRequest, request: Request) -> dict[str, Any]:
+def renew(body: TicketRequest, request: Request) -> RenewAnswer:
     state = request.app.state
     lease = leases.renew(state.store, body.ticket, state.resolver.lease_seconds)
     if lease is None:
@@ -157,7 +162,7 @@ def renew(body: TicketRequest, request: Request) -> dict[str, Any]:
 
 
 @router.post("/record")
-def record(body: RecordRequest, request: Request) -> dict[str, Any]:
+def record(body: RecordRequest, request: Request) -> RecordAnswer:
     state = request.app.state
     if body.head is not None and body.kind() == "head":
         return {"headers": state.recorder.head(body)}

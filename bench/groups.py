@@ -160,7 +160,7 @@ def proxied_client(
         proxy=context.proxy_for(index),
         trust_env=False,
         timeout=CLIENT_TIMEOUT,
-        headers={agent_adapter.TAPE_HEADER: tape, agent_adapter.BRANCH_HEADER: branch},
+        headers={protocol_headers.TAPE: tape, protocol_headers.BRANCH: branch},
         event_hooks={"response": hooks, "request": request_hooks or []},
     )
 
@@ -270,7 +270,7 @@ def run_live(
     A cooperative world is given the world seed for its per-call noise (as the proxy would);
     an uncooperative one draws its own.
     """
-    headers = {agent_adapter.SEED_HEADER: str(world_seed)} if context.cooperative else {}
+    headers = {protocol_headers.SEED: str(world_seed)} if context.cooperative else {}
     grader = Grader(context.world, enabled=False)
     try:
         with httpx.Client(

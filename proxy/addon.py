@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 
 from mitmproxy import connection, ctx, http
 from mitmproxy.addonmanager import Loader
 from mitmproxy.proxy import layer, server_hooks
 
-from groundhog.protocol.decisions import Decision
+from groundhog.protocol.decisions import Action, Decision
+from groundhog.protocol.wire import ResolveAnswer, ResolveAsk, WireResponse
 from proxy import faults, native, problems
 from proxy.identity import (
     HEADER_BRANCH,
@@ -182,11 +184,11 @@ class GroundhogAddon:
             state.ticket = answer.get("ticket")
             state.lease_seconds = answer.get("lease_seconds")
             state.is_write = state.decision == Decision.WRITE
-            if action == "serve":
+            if action == Action.SERVE:
                 self._serve(flow, state, answer["response"])
                 faults.enact(flow)  # an injected reset closes the connection
                 return
-            if action != "forward":
+            if action != Action.FORWARD:
                 raise KeyError(f"action {action!r}")
         except (KeyError, TypeError, ValueError) as error:
             flow.response = problems.resolver_protocol_error(
@@ -204,13 +206,20 @@ class GroundhogAddon:
         # mitmproxy forwards the request itself once this hook returns.
         self.live.begin(flow, state)
 
-    def _serve(self, flow: http.HTTPFlow, state: FlowState, recorded: dict) -> None:
+    def _serve(self, flow: http.HTTPFlow, state: FlowState, recorded: WireResponse | None) -> None:
+        if recorded is None:
+            raise TypeError("serve answer without a response")
         response = response_from_payload(recorded)
         state.mark(response)
         state.mode = "served"
         flow.response = response
 
-    async def _ask(self, flow: http.HTTPFlow, call, payload: dict) -> dict | None:
+    async def _ask(
+        self,
+        flow: http.HTTPFlow,
+        call: Callable[[ResolveAsk], Awaitable[ResolveAnswer]],
+        payload: ResolveAsk,
+    ) -> ResolveAnswer | None:
         """Call the resolver; on failure answer the worker and return None."""
         resolver = self._resolver()
         try:

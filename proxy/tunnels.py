@@ -131,8 +131,9 @@ class Tunnels:
             return
         log.warning("raw tunnel to %s closed, nothing relayed: %s", target, verdict.reason)
         chosen = nextlayer.layer
-        with contextlib.suppress(ValueError):
-            context.layers.remove(chosen)
+        if chosen is not None:
+            with contextlib.suppress(ValueError):
+                context.layers.remove(chosen)
         nextlayer.layer = ClosedTunnel(context)
 
     async def _decide(self, context: Context) -> TunnelVerdict:

@@ -172,7 +172,7 @@ def recorded_writes(
 ) -> frozenset[str]:
     """The resources a recorded write bumps; the hints model takes them from the response."""
     if model is DependencyModel.HINTS:
-        named = frozenset()
+        named: frozenset[str] = frozenset()
         for name, value in response_headers:
             if name.lower() == WRITES_HEADER:
                 named |= parse_resource_list(value)

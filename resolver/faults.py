@@ -27,7 +27,7 @@ from enum import StrEnum
 from typing import Any
 
 from groundhog.protocol.headers import FAULT as FAULT_HEADER
-from groundhog.protocol.wire import HeaderPairs, wire_response
+from groundhog.protocol.wire import HeaderPairs, WireResponse, wire_response
 from resolver.errors import PROBLEM_MEDIA_TYPE, problem_body
 
 DRAW_VERSION = "groundhog-fault-v1"
@@ -128,7 +128,9 @@ _STATUS = {
 }
 
 
-def injected_response(fault: Fault, *, tape: str, request_key: str, occurrence: int) -> dict:
+def injected_response(
+    fault: Fault, *, tape: str, request_key: str, occurrence: int
+) -> WireResponse:
     """The wire response of an injected fault: identical bytes for every branch at the address."""
     status, title = _STATUS[fault.kind]
     body = problem_body(

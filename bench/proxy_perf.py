@@ -4,7 +4,9 @@ Every worker request goes through the proxy, so its latency and throughput bound
 speed. This script measures, at 1 and 8 concurrent clients over plain HTTP on loopback:
 the upstream directly; mitmdump with no addon; mitmdump's own server replay
 (`server_replay_reuse`); Groundhog's record path (resolve, live fetch, record) and hit path
-(served from tape) through the real resolver; the resolver's hit alone (asked directly, with
+(served from tape) through the real resolver; four sibling branches asking one new address
+at once (one records, three wait on it; latency is the group's last answer, against one plain
+forward through mitmdump); the resolver's hit alone (asked directly, with
 aiohttp and with httpx, the two clients the proxy could use); and the hit path against an
 instant stand-in resolver, which isolates the proxy's own cost. Ratios are against mitmdump
 with no addon and against server replay, measured in the same run. Goal: hit path p50 within
@@ -38,6 +40,8 @@ from groundhog.worker_env import proxy_url_with_credentials
 BODY = json.dumps({"items": [{"id": i, "title": f"result {i}"} for i in range(24)]}).encode()
 CONCURRENCY = (1, 8)
 NO_ADDON = "mitmproxy (no addon)"
+GROUP = 4  # siblings asking one new address at once
+SIBLINGS = f"groundhog {GROUP} siblings, one new address (last answer)"
 REPLAY = "mitmproxy server replay"
 
 
@@ -222,6 +226,10 @@ def measure(quick: bool = False) -> list[dict[str, Any]]:
             lone = [_proxy_with_identity(lone_proxy.port, "perf", "root")] * clients
             asyncio.run(_load(lone, warm))
             measured["groundhog hit path, instant resolver"] = asyncio.run(_load(lone, urls))
+            if clients == 1:
+                # Against one plain forward: the no-addon row of this same loop (1 client).
+                rounds = max(total // 8, 10)
+                measured[SIBLINGS] = _sibling_groups(resolver.url, proxy.port, upstream.url, rounds)
             rows += [_row(name, clients, numbers, measured) for name, numbers in measured.items()]
     return rows
 
@@ -287,6 +295,59 @@ def _groundhog_conditions(
             _resolve_directly(resolver_url, tape, group, urls, library)
         )
     return measured
+
+
+def _sibling_groups(
+    resolver_url: str, proxy_port: int, upstream_url: str, rounds: int
+) -> dict[str, float]:
+    """GROUP siblings ask one new address at once, `rounds` times: when the last one answers.
+
+    One sibling records it, the others wait on it (single flight) and are served its bytes, so
+    this is the pace of every new read in a rollout group. Each round is one latency sample
+    (the group's last answer); throughput counts answers.
+    """
+    tape = "perf-siblings"
+    httpx.post(f"{resolver_url}/v1/tapes", json={"name": tape}, trust_env=False, timeout=30)
+    siblings = httpx.post(
+        f"{resolver_url}/v1/tapes/{tape}/fork",
+        json={"parent": "root", "children": GROUP},
+        trust_env=False,
+        timeout=30,
+    ).json()["branches"]
+    proxies = [_proxy_with_identity(proxy_port, tape, name) for name in siblings]
+    return asyncio.run(_group_rounds(proxies, upstream_url, rounds))
+
+
+async def _group_rounds(proxies: list[str], upstream_url: str, rounds: int) -> dict[str, float]:
+    async with aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=0),
+        trust_env=False,
+        headers=NEGOTIATION_HEADERS,
+        skip_auto_headers=("User-Agent",),
+    ) as session:
+
+        async def ask(proxy: str, url: str) -> None:
+            async with session.get(url, proxy=proxy) as response:
+                await response.read()
+                if response.status != 200:
+                    raise RuntimeError(f"{url} via {proxy} answered {response.status}")
+
+        async def group(url: str) -> None:
+            await asyncio.gather(*(ask(proxy, url) for proxy in proxies))
+
+        for warm in range(3):  # connections to the proxy opened before timing
+            await group(f"{upstream_url}/item?t=group-warm&i={warm}")
+        latencies: list[float] = []
+        started = time.perf_counter()
+        for index in range(rounds):
+            asked = time.perf_counter()
+            await group(f"{upstream_url}/item?t=group&i={index}")
+            latencies.append(time.perf_counter() - asked)
+        elapsed = time.perf_counter() - started
+    summary = _summary(latencies, elapsed)
+    summary["requests"] = rounds * len(proxies)
+    summary["throughput_rps"] = rounds * len(proxies) / elapsed
+    return summary
 
 
 async def _resolve_directly(

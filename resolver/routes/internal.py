@@ -21,7 +21,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.exceptions import RequestValidationError
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from resolver import leases, wait_tokens
@@ -41,6 +41,10 @@ LEASE_SLACK_SECONDS = 0.01
 _RESOLVE_BODY = {
     "required": True,
     "content": {"application/json": {"schema": ResolveRequest.model_json_schema()}},
+}
+_RECORD_BODY = {
+    "required": True,
+    "content": {"application/json": {"schema": RecordRequest.model_json_schema()}},
 }
 
 
@@ -88,13 +92,17 @@ def resolution_bytes(result: Resolution, resolver: Resolver) -> bytes:
     return dumps_compact(answer)[:-1] + b',"response":' + result.response_json + b"}"
 
 
-def parse_resolve(raw: bytes) -> ResolveRequest:
-    """The request body, validated from its bytes; errors located as FastAPI locates them."""
+def parse_body[Model: BaseModel](model: type[Model], raw: bytes) -> Model:
+    """A request body validated from its bytes; errors located as FastAPI locates them."""
     try:
-        return ResolveRequest.model_validate_json(raw)
+        return model.model_validate_json(raw)
     except ValidationError as error:
         issues = [{**issue, "loc": ("body", *issue["loc"])} for issue in error.errors()]
         raise RequestValidationError(issues, body=raw) from None
+
+
+def parse_resolve(raw: bytes) -> ResolveRequest:
+    return parse_body(ResolveRequest, raw)
 
 
 @router.post("/resolve", openapi_extra={"requestBody": _RESOLVE_BODY})
@@ -156,17 +164,27 @@ def renew(body: TicketRequest, request: Request) -> dict[str, Any]:
     return {"lease_seconds": lease}
 
 
-@router.post("/record")
-def record(body: RecordRequest, request: Request) -> dict[str, Any]:
-    state = request.app.state
+@router.post("/record", openapi_extra={"requestBody": _RECORD_BODY})
+async def record(request: Request) -> Response:
+    """Every forwarded ask ends here, so like resolve it is validated and answered as bytes."""
+    body = parse_body(RecordRequest, await request.body())
+    return Response(
+        await run_in_threadpool(record_answer, request.app.state, body),
+        media_type="application/json",
+    )
+
+
+def record_answer(state: Any, body: RecordRequest) -> bytes:
     if body.head is not None and body.kind() == "head":
-        return {"headers": state.recorder.head(body)}
+        return dumps_compact({"headers": state.recorder.head(body)})
     result = state.recorder.record(body)
     if result.decision == Decision.UPSTREAM_FAILED:
         state.metrics.upstream_failed.inc()
-    return {
-        "decision": result.decision,
-        "exchange_id": result.exchange_id,
-        "recorded": result.recorded,
-        "response": result.response,
-    }
+    return dumps_compact(
+        {
+            "decision": result.decision,
+            "exchange_id": result.exchange_id,
+            "recorded": result.recorded,
+            "response": result.response,
+        }
+    )

@@ -12,7 +12,7 @@ instant stand-in resolver, which isolates the proxy's own cost. Ratios are again
 with no addon and against server replay, measured in the same run. Goal: hit path p50 within
 1.10x of no-addon, throughput at least 0.9x.
 
-    python -m bench.proxy_perf [--quick] [--json out.json]
+    python -m bench.proxy_perf [--quick] [--repeat N] [--json out.json]
 """
 
 from __future__ import annotations
@@ -318,7 +318,9 @@ def _sibling_groups(
     return asyncio.run(_group_rounds(proxies, upstream_url, rounds))
 
 
-async def _group_rounds(proxies: list[str], upstream_url: str, rounds: int) -> dict[str, float]:
+async def _group_rounds(
+    proxies: Sequence[str | None], upstream_url: str, rounds: int
+) -> dict[str, float]:
     async with aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=0),
         trust_env=False,
@@ -326,7 +328,7 @@ async def _group_rounds(proxies: list[str], upstream_url: str, rounds: int) -> d
         skip_auto_headers=("User-Agent",),
     ) as session:
 
-        async def ask(proxy: str, url: str) -> None:
+        async def ask(proxy: str | None, url: str) -> None:
             async with session.get(url, proxy=proxy) as response:
                 await response.read()
                 if response.status != 200:
@@ -408,6 +410,28 @@ def _row(condition: str, clients: int, numbers: dict, measured: dict) -> dict[st
     }
 
 
+def median_rows(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Each number the median over whole runs; ratios are taken within a run first.
+
+    On a shared machine one run's baseline can be slowed by a neighbour; ratios from the same
+    run move together, and the median of several runs drops an unlucky one.
+    """
+    combined = []
+    for rows in zip(*runs, strict=True):
+        first = rows[0]
+        if any(
+            (row["condition"], row["clients"]) != (first["condition"], first["clients"])
+            for row in rows
+        ):
+            raise ValueError("runs measured different conditions")
+        merged = dict(first)
+        for key, value in first.items():
+            if isinstance(value, float):
+                merged[key] = round(statistics.median(row[key] for row in rows), 3)
+        combined.append(merged)
+    return combined
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| condition | clients | p50 ms | p90 ms | req/s | p50 vs no-addon | req/s vs no-addon "
@@ -428,6 +452,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.proxy_perf", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="160 requests per condition")
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="measure N whole runs and report each number's median (a noisy machine)",
+    )
     parser.add_argument("--serve-upstream", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--serve-instant-resolver", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--host", default=LOOPBACK, help=argparse.SUPPRESS)
@@ -437,7 +468,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         body = BODY if args.serve_upstream else _instant_resolve_answer()
         asyncio.run(_serve_fixed(args.host, args.port, body))
         return
-    rows = measure(quick=args.quick)
+    rows = median_rows([measure(quick=args.quick) for _ in range(args.repeat)])
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
     sys.stdout.write(table(rows) + "\n")

@@ -24,7 +24,12 @@ import pytest
 
 from tests.proxy.clients import Reply, proxy_url, with_curl
 from tests.support.certs import write_private_ca
-from tests.support.h2_server import FIRST_EVENT, LAST_EVENT, H2Upstream
+from tests.support.h2_server import (
+    FIRST_EVENT,
+    LAST_EVENT,
+    RELEASE_TIMEOUT_SECONDS,
+    H2Upstream,
+)
 from tests.support.servers import ServerProcess, start_server
 
 # The proxy's own environment, minus any trust store the machine sets for everyone.
@@ -133,9 +138,10 @@ def test_an_http2_stream_flows_while_recorded_and_is_shared_from_tape(
     first, second = siblings(resolver, "h2-stream")
     command = [*curl_http2(proxy, data, "h2-stream", first), f"{world.url}/stream"]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as curl:
-        # The upstream holds its last event until released: the first reaches the worker
-        # before that only if the proxy passes the stream on as it comes.
-        early = read_until(curl, FIRST_EVENT, seconds=20)
+        # The upstream holds its last event until released (or its own timeout): the first
+        # reaches the worker alone only if the proxy passes the stream on as it comes. A
+        # buffering proxy delivers both at once after that timeout, which fails below.
+        early = read_until(curl, FIRST_EVENT, seconds=RELEASE_TIMEOUT_SECONDS + 60)
         world.release()
         rest, errors = curl.communicate(timeout=60)
     assert FIRST_EVENT in early and LAST_EVENT not in early, early

@@ -24,6 +24,7 @@ from bench.proxy_perf import (
     REPLAY,
     _group_rounds,
     _instant_resolve_answer,
+    _interleaved,
     _load,
     _proxy_with_identity,
     _row,
@@ -215,3 +216,13 @@ def test_median_rows_take_each_number_over_runs() -> None:
     ]
     with pytest.raises(ValueError, match="different conditions"):
         median_rows([run(1.0, 1.0), [{**run(1.0, 1.0)[0], "condition": "y"}]])
+
+
+def test_interleaved_conditions_take_turns_over_slices_of_every_clients_urls() -> None:
+    async def exercise(base: str) -> dict[str, dict[str, float]]:
+        conditions = [("first", [None, None]), ("second", [None, None])]
+        return await _interleaved(conditions, _urls(base, 2, 6, "t"), slices=3)
+
+    measured = asyncio.run(with_fixed_server(BODY, exercise))
+    assert set(measured) == {"first", "second"}
+    assert all(numbers["requests"] == 12 for numbers in measured.values())

@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
@@ -44,10 +44,36 @@ _RESOLVE_BODY = {
     "required": True,
     "content": {"application/json": {"schema": ResolveRequest.model_json_schema()}},
 }
+# Record's body nests models: the document refers to them in its components, as FastAPI would
+# have (`document_record_body` adds them there).
 _RECORD_BODY = {
     "required": True,
-    "content": {"application/json": {"schema": RecordRequest.model_json_schema()}},
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RecordRequest"}}},
 }
+
+_VALIDATION_ERROR = {
+    "description": "Validation Error",
+    "content": {
+        "application/json": {"schema": {"$ref": "#/components/schemas/HTTPValidationError"}}
+    },
+}
+
+
+def document_record_body(app: FastAPI) -> None:
+    """Put `RecordRequest` and the models it nests in the OpenAPI document's components."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = generate()
+            schema = RecordRequest.model_json_schema(ref_template="#/components/schemas/{model}")
+            schemas = document.setdefault("components", {}).setdefault("schemas", {})
+            schemas.update(schema.pop("$defs", {}))
+            schemas["RecordRequest"] = schema
+            app.openapi_schema = document
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def waiting_json(waiting: Waiting) -> dict[str, Any]:
@@ -166,9 +192,13 @@ def renew(body: TicketRequest, request: Request) -> dict[str, Any]:
     return {"lease_seconds": lease}
 
 
-@router.post("/record", openapi_extra={"requestBody": _RECORD_BODY})
+@router.post(
+    "/record",
+    openapi_extra={"requestBody": _RECORD_BODY},
+    responses={422: _VALIDATION_ERROR},
+)
 async def record(request: Request) -> Response:
-    """Every forwarded ask ends here, so like resolve it is validated and answered as bytes."""
+    # Every forwarded ask ends here, so like resolve it is validated and answered as bytes.
     body = parse_body(RecordRequest, await request.body())
     return Response(
         await run_in_threadpool(record_answer, request.app.state, body),

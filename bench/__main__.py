@@ -9,6 +9,7 @@ three conditions and every other row, and writes benchmark.json, benchmark.md an
 from __future__ import annotations
 
 import argparse
+import itertools
 import logging
 import sys
 from collections.abc import Sequence
@@ -99,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 shop_uncooperative_world_url=args.shop_uncooperative_world_url,
             )
             if all(urls)
-            else started_services()
+            else started_services(cells=list(itertools.product(config.worlds_run, config.modes)))
         )
         with services as running:
             results = run_benchmark(config, running, args.out, show_progress=not args.no_progress)

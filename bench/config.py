@@ -118,7 +118,8 @@ def quick_config() -> BenchConfig:
         curve_worlds=0,
         dependency_worlds=1,
         grpo_steps=0,
-        grpo_fresh_steps=2,
+        # One fresh group per seed and condition: the row's shape, not a learning curve.
+        grpo_fresh_steps=1,
         grpo_seeds=(0, 1),
         worlds_run=("research",),
     )

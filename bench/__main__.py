@@ -28,7 +28,9 @@ DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="small run, under a minute")
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke run: mechanisms and directions, not results"
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where to write results")
     parser.add_argument("--world-url", help="a running cooperative worldsim (skip starting one)")
     parser.add_argument(

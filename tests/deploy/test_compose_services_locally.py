@@ -34,10 +34,9 @@ from tests.support.servers import (
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(HANG_GUARD_SECONDS)]
 
-# Appended to the bench service's command: they only shrink the workload (the fewest worlds
-# the statistics accept, no speed rows), so the run fits a test's budget while every flag,
-# URL and variable the compose file gives is still parsed and used. The full --quick run
-# takes about two minutes on a busy 2-core machine.
+# Appended to the bench service's command: they only keep the workload at its smallest (the
+# fewest worlds the statistics accept, as --quick has today, and no progress bars), while every
+# flag, URL and variable the compose file gives is still parsed and used.
 SHRINK_FLAGS = ["--worlds", "8", "--no-progress"]
 # What a benchmark.json must hold for the table and figures (bench/assemble.py).
 BENCH_SECTIONS = {"meta", "cells", "claims", "speed"}

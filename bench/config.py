@@ -54,6 +54,9 @@ class BenchConfig:
     worlds_run: tuple[str, ...] = ("research", "shop")
     dependency_models: tuple[str, ...] = ("closure", "path", "rules", "hints")
     workers: int = 2
+    # Cells (a world in a mode) run at once: each has its own world process and tapes, so only
+    # wall time changes. The committed run keeps them in turn, each phase's timing its own.
+    cell_workers: int = 1
     reference_workers: int = 3
     actions: tuple[str, ...] = ACTIONS
     conditions: tuple[str, ...] = CONDITIONS
@@ -122,4 +125,5 @@ def quick_config() -> BenchConfig:
         grpo_fresh_steps=1,
         grpo_seeds=(0, 1),
         worlds_run=("research",),
+        cell_workers=2,
     )

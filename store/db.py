@@ -130,6 +130,9 @@ def make_session_factory(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(bind=engine, expire_on_commit=False)
 
 
+_RELAX_COMMIT = text("SET LOCAL synchronous_commit = off")
+
+
 def relax_commit_durability(session: Session) -> None:
     """On PostgreSQL, let this transaction's commit return before its WAL reaches disk.
 
@@ -139,16 +142,21 @@ def relax_commit_durability(session: Session) -> None:
     saves an fsync (milliseconds) per hit. SQLite (WAL, synchronous=NORMAL) needs nothing.
     """
     if session.get_bind().dialect.name == "postgresql":
-        session.execute(text("SET LOCAL synchronous_commit = off"))
+        session.execute(_RELAX_COMMIT)
 
 
 @dataclass
 class Store:
-    """An engine with two session factories: `write` (takes the write lock) and `read`."""
+    """An engine with two session factories: `write` (takes the write lock) and `read`.
+
+    `write_lock` is the in-process lock every `transaction(store.write)` holds on SQLite (one
+    writer per file), None on PostgreSQL; anything else writing to the store queues on it too.
+    """
 
     engine: Engine
     write: sessionmaker[Session]
     read: sessionmaker[Session]
+    write_lock: threading.Lock | None = None
 
     def dispose(self) -> None:
         self.engine.dispose()
@@ -170,11 +178,13 @@ def open_store(
             engine.dispose()
             raise
     reader = engine.execution_options(sqlite_begin="DEFERRED")
-    info = {"write_lock": threading.Lock()} if engine.dialect.name == "sqlite" else {}
+    write_lock = threading.Lock() if engine.dialect.name == "sqlite" else None
+    info = {"write_lock": write_lock} if write_lock is not None else {}
     return Store(
         engine=engine,
         write=sessionmaker(bind=engine, expire_on_commit=False, info=info),
         read=sessionmaker(bind=reader, expire_on_commit=False),
+        write_lock=write_lock,
     )
 
 

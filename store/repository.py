@@ -3,17 +3,21 @@
 Every function takes `session=` and never commits: the caller owns the transaction, so one
 resolve is one short transaction and an acknowledged record is committed exactly once. Without
 this layer the routes would speak SQL directly and the SQLite/PostgreSQL differences would leak.
+
+The statements every resolve runs (tape and branch, occurrence, event number, versions) are
+SQLAlchemy Core constructs built once at import (or once per dialect, for ON CONFLICT) with named
+`bindparam`s, so their cache key is memoised and each execution is a compiled-cache hit.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, func, literal, select
+from sqlalchemy import Executable, bindparam, delete, func, literal, select, update
 from sqlalchemy.orm import Session
 
-from store import hot
 from store.models import (
     Branch,
     Claim,
@@ -25,7 +29,7 @@ from store.models import (
     ResourceVersion,
     Tape,
 )
-from store.upsert import insert_for
+from store.upsert import insert_for, insert_for_dialect
 
 ROOT = "root"
 
@@ -118,6 +122,36 @@ class BranchRef:
     path: str
 
 
+# Core statements on the tables (not the mapped classes): no ORM compile step per execution.
+_tapes, _branches, _versions = Tape.__table__, Branch.__table__, ResourceVersion.__table__
+_TAPE_AND_BRANCH = (
+    select(
+        _tapes.c.id,
+        _tapes.c.name,
+        _tapes.c.world_seed,
+        _tapes.c.mode,
+        _tapes.c.online,
+        _tapes.c.dependency_model,
+        _tapes.c.config,
+        _branches.c.id,
+    )
+    .join(_branches, _branches.c.tape_id == _tapes.c.id)
+    .where(_tapes.c.name == bindparam("name"), _branches.c.path == bindparam("path"))
+)
+
+
+def find_tape_and_branch(
+    name: str, path: str, *, session: Session
+) -> tuple[TapeRef, BranchRef] | None:
+    """The tape's fields and the branch's id in one statement, or None if either is missing."""
+    row = session.execute(_TAPE_AND_BRANCH, {"name": name, "path": path}).first()
+    if row is None:
+        return None
+    tape_id, name, world_seed, mode, online, dependency_model, config, branch_id = row
+    tape = TapeRef(tape_id, name, world_seed, mode, bool(online), dependency_model, config or {})
+    return tape, BranchRef(branch_id, path)
+
+
 def list_branches(tape_id: int, *, session: Session) -> list[Branch]:
     return list(
         session.scalars(select(Branch).where(Branch.tape_id == tape_id).order_by(Branch.path))
@@ -168,14 +202,38 @@ def _copy_branch_rows(
     session.execute(table.insert().from_select(["branch_id", *columns], rows))
 
 
+@functools.cache
+def _take_occurrence_statement(dialect: str) -> Executable:
+    table = OccurrenceCounter.__table__
+    statement = insert_for_dialect(dialect, table).values(
+        branch_id=bindparam("branch_id"), key_hash=bindparam("key_hash"), count=1
+    )
+    return statement.on_conflict_do_update(
+        index_elements=["branch_id", "key_hash"], set_={"count": table.c["count"] + 1}
+    ).returning(table.c["count"])
+
+
 def take_occurrence(branch_id: int, key_hash: str, *, session: Session) -> int:
-    """This ask's occurrence (asks of the key before it), counting it atomically."""
-    return hot.take_occurrence(branch_id, key_hash, session=session)
+    """This ask's occurrence (asks of the key before it), counting it atomically: a write."""
+    statement = _take_occurrence_statement(session.get_bind().dialect.name)
+    count = session.execute(statement, {"branch_id": branch_id, "key_hash": key_hash}).scalar_one()
+    return int(count) - 1
+
+
+_TAKE_EVENT_SEQ = (
+    update(_branches)
+    .where(_branches.c.id == bindparam("branch_id"))
+    .values(event_count=_branches.c.event_count + 1)
+    .returning(_branches.c.event_count)
+)
 
 
 def take_event_seq(branch_id: int, *, session: Session) -> int:
-    """The branch's next event number, taken atomically."""
-    return hot.take_event_seq(branch_id, session=session)
+    """The branch's next event number, taken atomically: a write."""
+    seq = session.execute(_TAKE_EVENT_SEQ, {"branch_id": branch_id}).scalar_one_or_none()
+    if seq is None:
+        raise LookupError(f"branch {branch_id} does not exist")
+    return int(seq)
 
 
 def branch_versions(branch_id: int, *, session: Session) -> dict[str, str]:
@@ -185,9 +243,20 @@ def branch_versions(branch_id: int, *, session: Session) -> dict[str, str]:
     return {resource: version for resource, version in session.execute(query)}
 
 
-def versions_of(branch_id: int, resources: set[str], *, session: Session) -> dict[str, str]:
+_VERSIONS_OF = select(_versions.c.resource, _versions.c.version).where(
+    _versions.c.branch_id == bindparam("branch_id"),
+    _versions.c.resource.in_(bindparam("resources", expanding=True)),
+)
+
+
+def versions_of(
+    branch_id: int, resources: set[str] | frozenset[str], *, session: Session
+) -> dict[str, str]:
     """The branch's versions of those of `resources` its lineage wrote."""
-    return hot.versions_of(branch_id, resources, session=session)
+    if not resources:
+        return {}
+    parameters = {"branch_id": branch_id, "resources": sorted(resources)}
+    return {resource: version for resource, version in session.execute(_VERSIONS_OF, parameters)}
 
 
 def set_versions(branch_id: int, versions: dict[str, str], *, session: Session) -> None:

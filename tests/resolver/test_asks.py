@@ -11,11 +11,11 @@ import pytest
 
 from resolver.asks import (
     Ask,
-    build_ask,
     bump_branch,
     cooperative_headers,
     find_tape_and_branch,
     load_tape_and_branch,
+    take_ask,
 )
 from resolver.errors import InvalidInput, NotFound
 from resolver.policy import DependencyModel, Mode
@@ -64,7 +64,7 @@ def _wire(**fields: Any) -> ResolveRequest:
 def _ask(store: Store, wire: ResolveRequest, body: bytes = b"") -> Ask:
     with transaction(store.write) as session:
         tape, branch = load_tape_and_branch(session, wire.tape, wire.branch)
-        return build_ask(session, tape, branch, wire, body, redaction_key=b"k" * 32)
+        return take_ask(session, tape, branch, wire, body, redaction_key=b"k" * 32)
 
 
 def test_load_names_the_missing_tape_then_the_missing_branch(store: Store) -> None:
@@ -90,7 +90,7 @@ def test_load_rejects_malformed_names_before_the_store(
         load_tape_and_branch(session, tape, branch)
 
 
-def test_build_ask_normalises_the_request_and_counts_occurrences(store: Store) -> None:
+def test_take_ask_normalises_the_request_and_counts_occurrences(store: Store) -> None:
     _make_tape(store)
     first = _ask(store, _wire(headers=[["Authorization", "Bearer s"], ["Accept", "x"]]))
     second = _ask(store, _wire(headers=[["Authorization", "Bearer s"], ["Accept", "x"]]))

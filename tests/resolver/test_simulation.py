@@ -10,7 +10,7 @@ import pytest
 from resolver.asks import Ask
 from resolver.dependencies import Classification
 from resolver.keys import RequestKey
-from resolver.policy import Decision, DependencyModel, Mode
+from resolver.policy import DependencyModel, Mode
 from resolver.request import RequestParts
 from resolver.simulation import (
     SIMULATED_HEADER,

@@ -24,6 +24,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from store import migrate
+from store.prepared import Prepared
 
 logger = logging.getLogger(__name__)
 
@@ -93,8 +94,10 @@ def _install_sqlite_pragmas(engine: Engine, synchronous: str) -> None:
         # A deferred transaction that later writes can fail at once with SQLITE_BUSY when
         # two writers race; taking the write lock up front makes busy_timeout apply instead.
         # Read-only sessions opt out (see `Store.read`), so polling never queues for the lock.
+        # Straight on the driver: this runs once per transaction, and SQLAlchemy's execution
+        # machinery would cost more than the BEGIN itself.
         begin = connection.get_execution_options().get("sqlite_begin", "IMMEDIATE")
-        connection.exec_driver_sql(f"BEGIN {begin}")
+        connection.connection.driver_connection.execute(f"BEGIN {begin}")
 
 
 def make_engine(
@@ -130,7 +133,7 @@ def make_session_factory(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(bind=engine, expire_on_commit=False)
 
 
-_RELAX_COMMIT = text("SET LOCAL synchronous_commit = off")
+_RELAX_COMMIT = Prepared(lambda _dialect: text("SET LOCAL synchronous_commit = off"))
 
 
 def relax_commit_durability(session: Session) -> None:
@@ -142,7 +145,7 @@ def relax_commit_durability(session: Session) -> None:
     saves an fsync (milliseconds) per hit. SQLite (WAL, synchronous=NORMAL) needs nothing.
     """
     if session.get_bind().dialect.name == "postgresql":
-        session.execute(_RELAX_COMMIT)
+        _RELAX_COMMIT.rows({}, session=session)
 
 
 @dataclass

@@ -16,6 +16,7 @@ from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from store.models import Blob, Event, Exchange
+from store.prepared import Prepared
 from store.upsert import insert_for
 
 
@@ -64,21 +65,23 @@ class RecordedAnswer(NamedTuple):
 
 # Core statements on the tables (not the mapped classes): no ORM compile step per execution.
 _exchanges, _blobs = Exchange.__table__, Blob.__table__
-_FIND_ANSWER = (
-    select(
-        _exchanges.c.id,
-        _exchanges.c.response_status,
-        _exchanges.c.response_headers,
-        _exchanges.c.response_body_sha,
-        _blobs.c.data,
-        _exchanges.c.error_kind,
-    )
-    .outerjoin(_blobs, _blobs.c.sha256 == _exchanges.c.response_body_sha)
-    .where(
-        _exchanges.c.tape_id == bindparam("tape_id"),
-        _exchanges.c.key_hash == bindparam("key_hash"),
-        _exchanges.c.occurrence == bindparam("occurrence"),
-        _exchanges.c.fingerprint == bindparam("fingerprint"),
+_FIND_ANSWER = Prepared(
+    lambda _dialect: (
+        select(
+            _exchanges.c.id,
+            _exchanges.c.response_status,
+            _exchanges.c.response_headers,
+            _exchanges.c.response_body_sha,
+            _blobs.c.data,
+            _exchanges.c.error_kind,
+        )
+        .outerjoin(_blobs, _blobs.c.sha256 == _exchanges.c.response_body_sha)
+        .where(
+            _exchanges.c.tape_id == bindparam("tape_id"),
+            _exchanges.c.key_hash == bindparam("key_hash"),
+            _exchanges.c.occurrence == bindparam("occurrence"),
+            _exchanges.c.fingerprint == bindparam("fingerprint"),
+        )
     )
 )
 
@@ -93,7 +96,7 @@ def find_answer(
         "occurrence": occurrence,
         "fingerprint": fingerprint,
     }
-    row = session.execute(_FIND_ANSWER, parameters).first()
+    row = _FIND_ANSWER.first(parameters, session=session)
     if row is None:
         return None
     exchange_id, status, headers, body_sha, body, error_kind = row
@@ -163,10 +166,12 @@ _EVENT_FIELDS = (
     "branch_id", "seq", "method", "url", "key_hash", "occurrence", "fingerprint", "decision",
     "is_read", "true_fingerprint_nonempty", "exchange_id",
 )  # fmt: skip
-_ADD_EVENT = (
-    insert(Event.__table__)
-    .values({name: bindparam(name) for name in _EVENT_FIELDS})
-    .returning(Event.__table__.c.id)
+_ADD_EVENT = Prepared(
+    lambda _dialect: (
+        insert(Event.__table__)
+        .values({name: bindparam(name) for name in _EVENT_FIELDS})
+        .returning(Event.__table__.c.id)
+    )
 )
 
 
@@ -175,7 +180,9 @@ def add_event(*, session: Session, **fields: Any) -> int:
     missing = set(_EVENT_FIELDS) - fields.keys()
     if missing:
         raise TypeError(f"add_event is missing {sorted(missing)}")
-    return int(session.execute(_ADD_EVENT, fields).scalar_one())
+    row = _ADD_EVENT.first(fields, session=session)
+    assert row is not None
+    return int(row[0])
 
 
 def finish_event(

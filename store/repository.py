@@ -5,18 +5,18 @@ resolve is one short transaction and an acknowledged record is committed exactly
 this layer the routes would speak SQL directly and the SQLite/PostgreSQL differences would leak.
 
 The statements every resolve runs (tape and branch, occurrence, event number, versions) are
-SQLAlchemy Core constructs built once at import (or once per dialect, for ON CONFLICT) with named
-`bindparam`s, so their cache key is memoised and each execution is a compiled-cache hit.
+SQLAlchemy Core constructs compiled once per dialect and run on the session's connection
+(store/prepared.py explains why); the rest go through `session.execute`.
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Executable, bindparam, delete, func, literal, select, update
+from sqlalchemy import bindparam, delete, func, literal, select, update
 from sqlalchemy.orm import Session
+from sqlalchemy.sql import ClauseElement
 
 from store.models import (
     Branch,
@@ -29,6 +29,7 @@ from store.models import (
     ResourceVersion,
     Tape,
 )
+from store.prepared import Prepared
 from store.upsert import insert_for, insert_for_dialect
 
 ROOT = "root"
@@ -140,11 +141,14 @@ _TAPE_AND_BRANCH = (
 )
 
 
+_FIND_TAPE_AND_BRANCH = Prepared(lambda _dialect: _TAPE_AND_BRANCH)
+
+
 def find_tape_and_branch(
     name: str, path: str, *, session: Session
 ) -> tuple[TapeRef, BranchRef] | None:
     """The tape's fields and the branch's id in one statement, or None if either is missing."""
-    row = session.execute(_TAPE_AND_BRANCH, {"name": name, "path": path}).first()
+    row = _FIND_TAPE_AND_BRANCH.first({"name": name, "path": path}, session=session)
     if row is None:
         return None
     tape_id, name, world_seed, mode, online, dependency_model, config, branch_id = row
@@ -202,8 +206,7 @@ def _copy_branch_rows(
     session.execute(table.insert().from_select(["branch_id", *columns], rows))
 
 
-@functools.cache
-def _take_occurrence_statement(dialect: str) -> Executable:
+def _take_occurrence_statement(dialect: str) -> ClauseElement:
     table = OccurrenceCounter.__table__
     statement = insert_for_dialect(dialect, table).values(
         branch_id=bindparam("branch_id"), key_hash=bindparam("key_hash"), count=1
@@ -213,27 +216,32 @@ def _take_occurrence_statement(dialect: str) -> Executable:
     ).returning(table.c["count"])
 
 
+_TAKE_OCCURRENCE = Prepared(_take_occurrence_statement)
+
+
 def take_occurrence(branch_id: int, key_hash: str, *, session: Session) -> int:
     """This ask's occurrence (asks of the key before it), counting it atomically: a write."""
-    statement = _take_occurrence_statement(session.get_bind().dialect.name)
-    count = session.execute(statement, {"branch_id": branch_id, "key_hash": key_hash}).scalar_one()
-    return int(count) - 1
+    row = _TAKE_OCCURRENCE.first({"branch_id": branch_id, "key_hash": key_hash}, session=session)
+    assert row is not None
+    return int(row[0]) - 1
 
 
-_TAKE_EVENT_SEQ = (
-    update(_branches)
-    .where(_branches.c.id == bindparam("branch_id"))
-    .values(event_count=_branches.c.event_count + 1)
-    .returning(_branches.c.event_count)
+_TAKE_EVENT_SEQ = Prepared(
+    lambda _dialect: (
+        update(_branches)
+        .where(_branches.c.id == bindparam("branch_id"))
+        .values(event_count=_branches.c.event_count + 1)
+        .returning(_branches.c.event_count)
+    )
 )
 
 
 def take_event_seq(branch_id: int, *, session: Session) -> int:
     """The branch's next event number, taken atomically: a write."""
-    seq = session.execute(_TAKE_EVENT_SEQ, {"branch_id": branch_id}).scalar_one_or_none()
-    if seq is None:
+    row = _TAKE_EVENT_SEQ.first({"branch_id": branch_id}, session=session)
+    if row is None:
         raise LookupError(f"branch {branch_id} does not exist")
-    return int(seq)
+    return int(row[0])
 
 
 def branch_versions(branch_id: int, *, session: Session) -> dict[str, str]:
@@ -243,10 +251,17 @@ def branch_versions(branch_id: int, *, session: Session) -> dict[str, str]:
     return {resource: version for resource, version in session.execute(query)}
 
 
-_VERSIONS_OF = select(_versions.c.resource, _versions.c.version).where(
-    _versions.c.branch_id == bindparam("branch_id"),
-    _versions.c.resource.in_(bindparam("resources", expanding=True)),
-)
+def _versions_of_statement(count: int) -> Prepared:
+    """The lookup of `count` resources (a resolve names a handful; sizes up to 64 are kept)."""
+    names = [bindparam(f"r{index}") for index in range(count)]
+    return Prepared(
+        lambda _dialect: select(_versions.c.resource, _versions.c.version).where(
+            _versions.c.branch_id == bindparam("branch_id"), _versions.c.resource.in_(names)
+        )
+    )
+
+
+_VERSIONS_OF = [_versions_of_statement(count) for count in range(65)]
 
 
 def versions_of(
@@ -255,8 +270,12 @@ def versions_of(
     """The branch's versions of those of `resources` its lineage wrote."""
     if not resources:
         return {}
-    parameters = {"branch_id": branch_id, "resources": sorted(resources)}
-    return {resource: version for resource, version in session.execute(_VERSIONS_OF, parameters)}
+    ordered = sorted(resources)
+    parameters: dict[str, Any] = {f"r{index}": name for index, name in enumerate(ordered)}
+    parameters["branch_id"] = branch_id
+    count = len(ordered)
+    statement = _VERSIONS_OF[count] if count < len(_VERSIONS_OF) else _versions_of_statement(count)
+    return dict(statement.rows(parameters, session=session))
 
 
 def set_versions(branch_id: int, versions: dict[str, str], *, session: Session) -> None:

@@ -37,7 +37,7 @@ from resolver.policy import Action, Decision
 from resolver.schemas import ResolveRequest, decode_base64, encode_base64
 from resolver.simulation import is_simulated
 from resolver.simulator_client import SimulatorClient
-from store import claims, exchanges, repository
+from store import claims, exchanges
 from store.db import Store, relax_commit_durability, transaction
 from store.models import Claim
 
@@ -290,11 +290,9 @@ class Resolver:
     def _write_event(
         session: Session, ask: Ask, decision: Decision, exchange_id: int | None
     ) -> int:
-        seq = repository.take_event_seq(ask.branch_id, session=session)
-        return exchanges.add_event(
+        return exchanges.add_next_event(
             session=session,
             branch_id=ask.branch_id,
-            seq=seq,
             method=ask.request.method,
             url=ask.request.url(),
             key_hash=ask.key.hash,

@@ -14,8 +14,10 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
+from sqlalchemy.sql import ClauseElement
 
-from store.models import Blob, Event, Exchange
+from store import repository
+from store.models import Blob, Branch, Event, Exchange
 from store.prepared import Prepared
 from store.upsert import insert_for
 
@@ -173,6 +175,50 @@ _ADD_EVENT = Prepared(
         .returning(Event.__table__.c.id)
     )
 )
+
+
+def _add_next_event_statement(dialect: str) -> ClauseElement:
+    """PostgreSQL: the branch's counter and the event in one statement, one round trip.
+
+    (SQLite has no data-modifying WITH, and being in-process needs no saving of round trips.)
+    """
+    branches, events = Branch.__table__, Event.__table__
+    seq = (
+        update(branches)
+        .where(branches.c.id == bindparam("branch_id", type_=branches.c.id.type))
+        .values(event_count=branches.c.event_count + 1)
+        .returning(branches.c.event_count)
+        .cte("next_seq")
+    )
+    values = select(
+        *(
+            seq.c.event_count if name == "seq" else bindparam(name, type_=events.c[name].type)
+            for name in _EVENT_FIELDS
+        )
+    )
+    return (
+        insert(events)
+        .from_select(list(_EVENT_FIELDS), values)
+        .returning(events.c.id)
+        .add_cte(seq)
+    )
+
+
+_ADD_NEXT_EVENT = Prepared(_add_next_event_statement)
+
+
+def add_next_event(*, session: Session, **fields: Any) -> int:
+    """Take the branch's next event number and insert the event at it; its id (a write)."""
+    if session.get_bind().dialect.name != "postgresql":
+        seq = repository.take_event_seq(fields["branch_id"], session=session)
+        return add_event(session=session, seq=seq, **fields)
+    missing = set(_EVENT_FIELDS) - {"seq"} - fields.keys()
+    if missing:
+        raise TypeError(f"add_next_event is missing {sorted(missing)}")
+    row = _ADD_NEXT_EVENT.first(fields, session=session)
+    if row is None:
+        raise LookupError(f"branch {fields['branch_id']} does not exist")
+    return int(row[0])
 
 
 def add_event(*, session: Session, **fields: Any) -> int:

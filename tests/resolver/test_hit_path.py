@@ -82,12 +82,17 @@ HIT_STATEMENTS = 6
 
 
 def statements_of(store: Store) -> list[str]:
+    """Every statement SQLite runs from now on, as traced by the driver itself."""
     seen: list[str] = []
+    store.engine.dispose()  # fresh connections, each traced from its first statement
 
-    @event.listens_for(store.engine, "before_cursor_execute")
-    def _log(_conn, _cursor, statement, _parameters, _context, _many) -> None:  # type: ignore[no-untyped-def]
-        if not statement.startswith(("BEGIN", "SET LOCAL")):
+    def trace(statement: str) -> None:
+        if not statement.startswith(("BEGIN", "COMMIT", "ROLLBACK", "PRAGMA")):
             seen.append(" ".join(statement.split()))
+
+    @event.listens_for(store.engine, "connect")
+    def _traced(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+        dbapi_connection.set_trace_callback(trace)
 
     return seen
 

@@ -12,8 +12,11 @@ import pytest
 from resolver.asks import (
     Ask,
     bump_branch,
+    classify_draft,
     cooperative_headers,
+    draft_ask,
     find_tape_and_branch,
+    finish_ask,
     load_tape_and_branch,
     take_ask,
 )
@@ -22,6 +25,7 @@ from resolver.policy import DependencyModel, Mode
 from resolver.schemas import ResolveRequest
 from store import repository
 from store.db import Store, open_store, transaction
+from store.repository import BranchRef, TapeRef
 
 
 @pytest.fixture
@@ -207,3 +211,16 @@ def test_find_answers_none_for_a_missing_tape_or_branch(store: Store) -> None:
         assert find_tape_and_branch(session, "absent", "root") is None
         with pytest.raises(InvalidInput):
             find_tape_and_branch(session, "t", "trunk")
+
+
+def test_drafting_and_finishing_an_ask_touch_no_store() -> None:
+    """Only `take_ask` writes (the occurrence); the steps around it are pure."""
+    tape = TapeRef(7, "t", 42, "groundhog", True, "closure", {"ignore_params": ["ts"]})
+    branch = BranchRef(3, "root/b0")
+    draft = draft_ask(tape, branch, _wire(query=[["ts", "1"]]), b"", redaction_key=b"k" * 32)
+    again = draft_ask(tape, branch, _wire(query=[["ts", "2"]]), b"", redaction_key=b"k" * 32)
+    assert draft.key == again.key  # ignored parameters do not change the key
+    classification = classify_draft(draft, None)
+    ask = finish_ask(draft, classification, occurrence=5, versions={})
+    assert (ask.tape_id, ask.branch_id, ask.occurrence, ask.fingerprint) == (7, 3, 5, "")
+    assert ask == finish_ask(draft, classification, occurrence=5, versions={})

@@ -197,10 +197,7 @@ def _add_next_event_statement(dialect: str) -> ClauseElement:
         )
     )
     return (
-        insert(events)
-        .from_select(list(_EVENT_FIELDS), values)
-        .returning(events.c.id)
-        .add_cte(seq)
+        insert(events).from_select(list(_EVENT_FIELDS), values).returning(events.c.id).add_cte(seq)
     )
 
 

@@ -24,8 +24,6 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import ClauseElement
 
-Processor = Callable[[Any], Any] | None
-
 
 @dataclass(frozen=True)
 class _Compiled:
@@ -35,7 +33,7 @@ class _Compiled:
     positional: tuple[str, ...] | None  # parameter order for positional drivers (SQLite)
     literals: dict[str, Any]  # values the statement itself holds (e.g. the 1 of `count + 1`)
     binds: tuple[tuple[str, Callable[[Any], Any]], ...]  # type processors of parameters
-    results: tuple[Processor, ...]  # type processors of result columns, None: as the driver
+    results: tuple[tuple[int, Callable[[Any], Any]], ...]  # column index, its type processor
     dialect: Dialect
 
 
@@ -52,9 +50,10 @@ def _compile(statement: ClauseElement, dialect: Dialect) -> _Compiled:
         if processor is not None:
             binds.append((name, processor))
     columns = getattr(statement, "exported_columns", ())
-    results = tuple(
+    processors = [
         column.type.dialect_impl(dialect).result_processor(dialect, None) for column in columns
-    )
+    ]
+    results = tuple((index, p) for index, p in enumerate(processors) if p is not None)
     positional = tuple(compiled.positiontup) if compiled.positional else None
     return _Compiled(compiled.string, positional, literals, tuple(binds), results, dialect)
 
@@ -97,9 +96,11 @@ class Prepared:
         """Run it inside the session's transaction; every result row, type-processed."""
         driver, dialect = _driver_of(session)
         compiled = self._for(dialect)
-        values = {**compiled.literals, **parameters}
-        for name, processor in compiled.binds:
-            values[name] = processor(values[name])
+        values = parameters
+        if compiled.literals or compiled.binds:
+            values = {**compiled.literals, **parameters}
+            for name, processor in compiled.binds:
+                values[name] = processor(values[name])
         arguments: Sequence[Any] | Mapping[str, Any] = values
         if compiled.positional is not None:
             arguments = [values[name] for name in compiled.positional]
@@ -115,15 +116,15 @@ class Prepared:
             raise DBAPIError.instance(
                 compiled.sql, arguments, error, errors, dialect=compiled.dialect
             ) from error
-        if not any(compiled.results):
+        if not compiled.results:
             return [tuple(row) for row in fetched]
-        return [
-            tuple(
-                value if p is None else p(value)
-                for p, value in zip(compiled.results, row, strict=True)
-            )
-            for row in fetched
-        ]
+        rows = []
+        for row in fetched:
+            processed = list(row)
+            for index, processor in compiled.results:
+                processed[index] = processor(processed[index])
+            rows.append(tuple(processed))
+        return rows
 
     def first(self, parameters: Mapping[str, Any], *, session: Session) -> tuple[Any, ...] | None:
         rows = self.rows(parameters, session=session)

@@ -4,6 +4,10 @@ fingerprints, gathered from the tape config and the branch's state.
 Both the first look at a request and every later single-flight poll work from this value, so
 the key and fingerprint are computed exactly once per ask (recomputing would take a second
 occurrence). Without it the resolve path would re-derive them in several places.
+
+Building one is pure (`draft_ask`, `classify_draft`, `finish_ask`) except for the two store
+steps between them, which `take_ask` names: the occurrence it takes (a write) and the branch's
+versions it reads.
 """
 
 from __future__ import annotations
@@ -24,8 +28,8 @@ from resolver.redaction import policy_from_config, redact_request_cached
 from resolver.redaction_rules import Finding
 from resolver.request import RequestParts
 from resolver.schemas import ResolveRequest, check_branch_path, check_tape_name
-from store import exchanges, hot, repository
-from store.hot import Executor
+from store import exchanges, repository
+from store.models import KeyHint
 from store.repository import BranchRef, TapeRef
 
 
@@ -74,18 +78,12 @@ def cooperative_headers(ask: Ask) -> list[list[str]]:
 
 
 def find_tape_and_branch(
-    session: Executor, tape_name: str, branch_path: str
+    session: Session, tape_name: str, branch_path: str
 ) -> tuple[TapeRef, BranchRef] | None:
     """Both in one round trip, or None if either is missing; malformed names are refused."""
     check_tape_name(tape_name)
     check_branch_path(branch_path)
-    row = hot.tape_and_branch(tape_name, branch_path, session=session)
-    if row is None:
-        return None
-    tape = TapeRef(
-        row.id, row.name, row.world_seed, row.mode, row.online, row.dependency_model, row.config
-    )
-    return tape, BranchRef(row.branch_id, branch_path)
+    return repository.find_tape_and_branch(tape_name, branch_path, session=session)
 
 
 def load_tape_and_branch(
@@ -103,20 +101,23 @@ def load_tape_and_branch(
     )
 
 
-def build_ask(
-    session: Executor,
-    tape: TapeRef,
-    branch: BranchRef,
-    wire: ResolveRequest,
-    body: bytes,
-    *,
-    redaction_key: bytes,
-) -> Ask:
-    """Redact, key and classify the request; take its occurrence; compute its fingerprints.
+@dataclass(frozen=True)
+class Draft:
+    """An ask before it is taken: the redacted, keyed request, which needs no branch state."""
 
-    `session` may be a bare driver transaction (the resolve hit path) unless the tape's model
-    is `hints`, whose hint lookup needs the ORM.
-    """
+    tape: TapeRef
+    branch: BranchRef
+    request: RequestParts
+    key: RequestKey
+    model: DependencyModel
+    findings: tuple[Finding, ...]
+    secrets: tuple[tuple[str, str], ...] = field(repr=False)
+
+
+def draft_ask(
+    tape: TapeRef, branch: BranchRef, wire: ResolveRequest, body: bytes, *, redaction_key: bytes
+) -> Draft:
+    """Redact and key the request (pure: nothing is read or written)."""
     config = tape.config
     raw = RequestParts(
         method=wire.method.upper(),
@@ -136,23 +137,40 @@ def build_ask(
         match_headers=config.get("match_headers", []),
         ignore_headers=config.get("ignore_headers", []),
     )
-    model = DependencyModel(tape.dependency_model)
-    hint = None
-    if model is DependencyModel.HINTS:
-        if not isinstance(session, Session):
-            raise TypeError("the hints model looks its hints up through an ORM session")
-        hint = repository.get_hint(tape.id, key.hash, session=session)
-    classification = classify(
-        request,
-        model,
-        rules=config.get("rules", []),
+    return Draft(
+        tape=tape,
+        branch=branch,
+        request=request,
+        key=key,
+        model=DependencyModel(tape.dependency_model),
+        findings=redacted.findings,
+        secrets=redacted.secrets,
+    )
+
+
+def classify_draft(draft: Draft, hint: KeyHint | None) -> Classification:
+    """What the request reads or writes (pure; `hint`: the key's recorded hint, `hints` model)."""
+    return classify(
+        draft.request,
+        draft.model,
+        rules=draft.tape.config.get("rules", []),
         hinted_reads=hint.reads if hint else None,
         hinted_writes=hint.writes if hint else None,
     )
-    occurrence = hot.take_occurrence(branch.id, key.hash, session=session)
-    resources = classification.own_resources if classification.is_write else classification.reads
-    versions = hot.versions_of(branch.id, set(resources), session=session)
-    true_fingerprint = fingerprint(resources, versions)
+
+
+def fingerprinted_resources(classification: Classification) -> frozenset[str]:
+    """The resources whose versions make the ask's true fingerprint."""
+    return classification.own_resources if classification.is_write else classification.reads
+
+
+def finish_ask(
+    draft: Draft, classification: Classification, *, occurrence: int, versions: dict[str, str]
+) -> Ask:
+    """The ask at its occurrence, with its fingerprints (pure)."""
+    tape, branch, request = draft.tape, draft.branch, draft.request
+    config = tape.config
+    true_fingerprint = fingerprint(fingerprinted_resources(classification), versions)
     mode = Mode(tape.mode)
     address = lookup_fingerprint(
         mode=mode,
@@ -168,24 +186,49 @@ def build_ask(
         tape_name=tape.name,
         mode=mode,
         online=tape.online,
-        model=model,
+        model=draft.model,
         world_seed=tape.world_seed,
         cooperative=cooperative,
         branch_id=branch.id,
         branch=branch.path,
         request=request,
-        key=key,
+        key=draft.key,
         body_sha=exchanges.sha256_hex(request.body),
         classification=classification,
         occurrence=occurrence,
         true_fingerprint=true_fingerprint,
         fingerprint=address,
-        findings=redacted.findings,
-        secrets=redacted.secrets,
+        findings=draft.findings,
+        secrets=draft.secrets,
         fault_rules=tuple(rules_of(config)),
         simulator_url=config.get("simulator_url"),
         simulate_writes=bool(config.get("simulate_writes", False)),
     )
+
+
+def take_ask(
+    session: Session,
+    tape: TapeRef,
+    branch: BranchRef,
+    wire: ResolveRequest,
+    body: bytes,
+    *,
+    redaction_key: bytes,
+) -> Ask:
+    """The ask, having taken its occurrence: a write, so call it exactly once per ask.
+
+    The occurrence is the one write made before deciding (the address needs it); a poll
+    reuses the ask it was given and never takes another.
+    """
+    draft = draft_ask(tape, branch, wire, body, redaction_key=redaction_key)
+    hint = None
+    if draft.model is DependencyModel.HINTS:
+        hint = repository.get_hint(tape.id, draft.key.hash, session=session)
+    classification = classify_draft(draft, hint)
+    occurrence = repository.take_occurrence(branch.id, draft.key.hash, session=session)
+    resources = fingerprinted_resources(classification)
+    versions = repository.versions_of(branch.id, resources, session=session)
+    return finish_ask(draft, classification, occurrence=occurrence, versions=versions)
 
 
 def bump_branch(
@@ -195,7 +238,7 @@ def bump_branch(
     key_hash: str,
     body_sha: str,
 ) -> None:
-    current = hot.versions_of(branch_id, set(resources), session=session)
+    current = repository.versions_of(branch_id, resources, session=session)
     repository.set_versions(
         branch_id, bump_versions(current, resources, key_hash, body_sha), session=session
     )

@@ -66,7 +66,6 @@ def lookup_fingerprint(*, mode: Mode, is_write: bool, true_fingerprint: str, bra
 class Outcome:
     action: Action
     decision: Decision
-    fingerprint: str
 
 
 def decide(
@@ -85,25 +84,25 @@ def decide(
     )
     if passthrough:
         if online:
-            return Outcome(Action.FORWARD, Decision.PASSTHROUGH, address)
-        return Outcome(Action.SERVE, Decision.REFUSED, address)
+            return Outcome(Action.FORWARD, Decision.PASSTHROUGH)
+        return Outcome(Action.SERVE, Decision.REFUSED)
     if is_write:
         if online:
-            return Outcome(Action.FORWARD, Decision.WRITE, address)
+            return Outcome(Action.FORWARD, Decision.WRITE)
         if recorded:
-            return Outcome(Action.SERVE, Decision.REPLAYED_WRITE, address)
-        return Outcome(Action.SERVE, Decision.REFUSED, address)
+            return Outcome(Action.SERVE, Decision.REPLAYED_WRITE)
+        return Outcome(Action.SERVE, Decision.REFUSED)
     if mode is Mode.NAIVE:
         if online:
-            return Outcome(Action.FORWARD, Decision.RECORDED, address)
+            return Outcome(Action.FORWARD, Decision.RECORDED)
         if recorded:
-            return Outcome(Action.SERVE, Decision.SHARED, address)
-        return Outcome(Action.SERVE, Decision.REFUSED, address)
+            return Outcome(Action.SERVE, Decision.SHARED)
+        return Outcome(Action.SERVE, Decision.REFUSED)
     if recorded:
         lie = mode is Mode.REPLAY and true_fingerprint != ""
-        return Outcome(Action.SERVE, Decision.STALE if lie else Decision.SHARED, address)
+        return Outcome(Action.SERVE, Decision.STALE if lie else Decision.SHARED)
     if not online:
-        return Outcome(Action.SERVE, Decision.REFUSED, address)
+        return Outcome(Action.SERVE, Decision.REFUSED)
     if address == "":
-        return Outcome(Action.FORWARD, Decision.RECORDED, address)
-    return Outcome(Action.FORWARD, Decision.REFETCHED, address)
+        return Outcome(Action.FORWARD, Decision.RECORDED)
+    return Outcome(Action.FORWARD, Decision.REFETCHED)

@@ -1,68 +1,70 @@
-"""The resolve hot path: one short transaction that gathers branch state, asks `policy.decide`
-and either serves from tape, hands out a ticket to go live, or says "wait, someone is fetching".
+"""The resolve path: one short transaction that takes the ask, settles it through the one
+decision path (resolver/decision.py) and carries out the final step: serve from tape, hand out a
+ticket to go live, or say "wait, someone is fetching".
 
-This is the edge where the pure modules (keys, redaction, dependencies, fingerprint, policy) meet
-the store. Without it the proxy would have nobody to ask. Waiting itself (single flight) is
-driven by the async `/v1/wait` route, which calls `poll` when woken (the address was recorded)
-or when the holder's lease lapses; a holder keeps its lease (resolver/leases.py) while it fetches.
+This is the edge where the pure modules (keys, redaction, dependencies, fingerprint, policy,
+decision) meet the store. Without it the proxy would have nobody to ask. Waiting itself (single
+flight) is driven by the async `/v1/wait` route, which calls `poll` when woken (the address was
+recorded) or when the holder's lease lapses; a holder keeps its lease (resolver/leases.py) while
+it fetches. A poll settles through the same decision path, from the facts it has looked up.
 
-Every forward re-reads the tape's online flag under a share lock in the transaction that hands
-it out, so once a seal commits no new live call starts; and every forward first checks the
+`_settle` is the loop: it asks `decide_step` for the next step, performs the lookups it asks for
+(`_find`, the locked online flag, a claim attempt) and hands the final step to `_carry_out`, the
+one place that writes events, pending records and claims. A plain hit is that loop with one
+lookup. Every forward re-reads the tape's online flag under a share lock in the transaction that
+hands it out, so once a seal commits no new live call starts; and every forward first checks the
 store's disk reserve, so a live answer always has room to be recorded.
-
-A plain hit (a read served from tape) is most of the traffic, so it is tried first on a bare
-driver transaction (store/hot.py) that does the same writes (occurrence, event) without the ORM;
-anything else rolls that back and takes the general path, which decides afresh.
 """
 
 from __future__ import annotations
 
 import itertools
 import secrets
-import threading
 import time
 from dataclasses import dataclass, field, replace
 
 from sqlalchemy.orm import Session
 
 from resolver import answers, injection, misses
-from resolver.asks import (
-    Ask,
-    build_ask,
-    bump_branch,
-    cooperative_headers,
-    find_tape_and_branch,
-    load_tape_and_branch,
-)
+from resolver.asks import Ask, bump_branch, cooperative_headers, load_tape_and_branch, take_ask
 from resolver.cache import AnswerCache, Recorded
+from resolver.decision import ClaimState, Facts, Plan, Step, decide_step
 from resolver.dependencies import recorded_writes
 from resolver.disk import DiskReserve
 from resolver.echoes import EchoBook
 from resolver.errors import BodyTooLarge
-from resolver.policy import Action, Decision, DependencyModel, Mode, decide
+from resolver.policy import Action, Decision
 from resolver.schemas import ResolveRequest, decode_base64, encode_base64
-from resolver.simulation import served_decision, should_simulate
+from resolver.simulation import is_simulated
 from resolver.simulator_client import SimulatorClient
-from store import claims, exchanges, hot
+from store import claims, exchanges
 from store.db import Store, relax_commit_durability, transaction
-from store.hot import Executor
-from store.repository import TapeRef
+from store.models import Claim
 
 # Forwards whose proxy never called /v1/record are forgotten after this long (or 10 leases).
 STALE_PENDING_SECONDS = 3600.0
 STALE_SWEEP_EVERY = 256
 
 
-# Served from tape with nothing but an occurrence and an event: what `_serve_hit` handles.
-_PLAIN_HITS = frozenset({Decision.SHARED, Decision.STALE})
+def facts_of(ask: Ask, *, passthrough: bool = False) -> Facts:
+    """What the ask itself tells the decision, before any lookup."""
+    return Facts(
+        is_write=ask.classification.is_write,
+        mode=ask.mode,
+        online=ask.online,
+        true_fingerprint=ask.true_fingerprint,
+        branch=ask.branch,
+        passthrough=passthrough,
+        fault=injection.replacing_fault(ask) is not None,
+        simulator=bool(ask.simulator_url),
+        simulate_writes=ask.simulate_writes,
+    )
 
 
-class _NotAPlainHit(Exception):
-    """The ask needs the general path (ORM, claims, live calls); nothing was committed."""
-
-
-def _passthrough_hosts(tape: TapeRef) -> set[str]:
-    return {host.lower() for host in tape.config.get("passthrough_hosts", [])}
+def claim_state(claim: Claim | None, now: float) -> ClaimState:
+    if claim is None:
+        return ClaimState.FREE
+    return ClaimState.HELD if claim.lease_expires >= now else ClaimState.EXPIRED
 
 
 @dataclass
@@ -114,12 +116,13 @@ class Resolver:
         self.simulator = SimulatorClient(store, max_body_bytes=max_body_bytes)
         self.reserve = reserve
         self._forwards = itertools.count(1)
-        # The in-process SQLite writer lock `transaction(store.write)` takes; the hit path's
-        # driver transaction must queue on the same one.
-        self._write_lock: threading.Lock | None = store.write.kw.get("info", {}).get("write_lock")
 
     def resolve(self, wire: ResolveRequest) -> Resolution | Waiting:
         return injection.with_delay(self._simulate(self._resolve(wire)))
+
+    def poll(self, waiting: Waiting) -> Resolution | Waiting:
+        """One look at an address someone else is fetching."""
+        return injection.with_delay(self._simulate(self._poll(waiting)))
 
     def _resolve(self, wire: ResolveRequest) -> Resolution | Waiting:
         body = decode_base64(wire.body, "body") if wire.body else b""
@@ -129,92 +132,30 @@ class Resolver:
                 "send body_too_large=true to pass it through unrecorded",
                 limit=self.max_body_bytes,
             )
-        if not wire.body_too_large:
-            try:
-                return self._serve_hit(wire, body)
-            except _NotAPlainHit:
-                pass  # rolled back, nothing taken: the general path decides afresh
         with transaction(self.store.write) as session:
             relax_commit_durability(session)
             tape, branch = load_tape_and_branch(session, wire.tape, wire.branch)
-            tape = replace(tape, online=self._online(session, tape.id))
-            ask = build_ask(session, tape, branch, wire, body, redaction_key=self.redaction_key)
-            fault = injection.replacing_fault(ask)  # faults: answered without tape or world
-            if fault is not None:
-                self._event(session, ask, Decision.INJECTED, None)
-                return Resolution(
-                    Action.SERVE, Decision.INJECTED, ask, response=injection.injected(ask, fault)
-                )
-            passthrough = wire.body_too_large or (
-                ask.request.normalised_host in _passthrough_hosts(tape)
-            )
-            is_write = ask.classification.is_write
-            looks_up = not passthrough and not (
-                tape.online and (is_write or ask.mode is Mode.NAIVE)
-            )
-            found = self._find(session, ask) if looks_up else None
-            outcome = decide(
-                is_write=is_write,
-                mode=ask.mode,
-                online=ask.online,
-                true_fingerprint=ask.true_fingerprint,
-                branch=ask.branch,
-                recorded=found is not None,
-                passthrough=passthrough,
-            )
-            if should_simulate(outcome.decision, ask, passthrough=passthrough):
-                return self._claim_or_wait(session, ask, Decision.SIMULATED)  # simulators
-            if outcome.action is Action.SERVE:
-                return self._serve(session, ask, outcome.decision, found)
-            if outcome.decision is Decision.PASSTHROUGH:
-                self._event(session, ask, Decision.PASSTHROUGH, None)
-                return Resolution(
-                    Action.FORWARD, Decision.PASSTHROUGH, ask, None, None, cooperative_headers(ask)
-                )
-            if is_write or ask.mode is Mode.NAIVE:
-                return self._forward(session, ask, outcome.decision)
-            return self._claim_or_wait(session, ask, outcome.decision)
+            ask = take_ask(session, tape, branch, wire, body, redaction_key=self.redaction_key)
+            passthrough_hosts = {host.lower() for host in tape.config.get("passthrough_hosts", [])}
+            passthrough = wire.body_too_large or ask.request.normalised_host in passthrough_hosts
+            return self._settle(session, ask, facts_of(ask, passthrough=passthrough))
 
-    def _serve_hit(self, wire: ResolveRequest, body: bytes) -> Resolution:
-        """The common case, a read served from tape, on a bare driver transaction.
-
-        Exactly what the general path does for a `shared` or `stale` answer (occurrence taken,
-        event written, one transaction), minus the ORM's cost. Anything else (unknown tape or
-        branch, passthrough, hints, a live call, a miss, a write) raises `_NotAPlainHit`, which
-        rolls the transaction back so the general path starts from the same state.
-        """
-        with hot.driver_transaction(self.store.engine, self._write_lock) as driver:
-            found_refs = find_tape_and_branch(driver, wire.tape, wire.branch)
-            if found_refs is None:
-                raise _NotAPlainHit
-            tape, branch = found_refs
-            if tape.dependency_model == DependencyModel.HINTS:
-                raise _NotAPlainHit
-            ask = build_ask(driver, tape, branch, wire, body, redaction_key=self.redaction_key)
-            if ask.request.normalised_host in _passthrough_hosts(tape):
-                raise _NotAPlainHit
-            if injection.replacing_fault(ask) is not None:
-                raise _NotAPlainHit
-            if ask.classification.is_write or (tape.online and ask.mode is Mode.NAIVE):
-                raise _NotAPlainHit
-            found = self._find(driver, ask)
-            if found is None:
-                raise _NotAPlainHit
-            outcome = decide(
-                is_write=False,
-                mode=ask.mode,
-                online=ask.online,
-                true_fingerprint=ask.true_fingerprint,
-                branch=ask.branch,
-                recorded=True,
-            )
-            if outcome.action is not Action.SERVE or outcome.decision not in _PLAIN_HITS:
-                raise _NotAPlainHit
-            return self._serve(driver, ask, outcome.decision, found)
-
-    def poll(self, waiting: Waiting) -> Resolution | Waiting:
-        """One look at an address someone else is fetching."""
-        return injection.with_delay(self._simulate(self._poll(waiting)))
+    def _poll(self, waiting: Waiting) -> Resolution | Waiting:
+        """The same decision from a poll's facts; waiting again needs only a read."""
+        ask = waiting.ask
+        start = facts_of(ask)  # a passthrough or a fault never waits
+        with transaction(self.store.read) as session:
+            found = self._find(session, ask)
+            claim = None if found else claims.get_claim(*_address(ask), session=session)
+        looked = replace(start, **_recorded_facts(found), claim=claim_state(claim, time.time()))
+        if decide_step(looked).step is Step.WAIT:
+            assert claim is not None
+            return Waiting(ask, claim.lease_expires)
+        with transaction(self.store.write) as session:
+            relax_commit_durability(session)
+            claim = claims.get_claim(*_address(ask), session=session)
+            facts = replace(start, claim=claim_state(claim, time.time()))
+            return self._settle(session, ask, facts, claim=claim)
 
     def _simulate(self, result: Resolution | Waiting) -> Resolution | Waiting:
         """A claimed `simulated` ask: ask the tape's simulator, record and serve its answer."""
@@ -225,64 +166,94 @@ class Resolver:
         decision, response = self.simulator.answer(result.ask, result.ticket)
         return Resolution(Action.SERVE, decision, result.ask, response=response)
 
-    def _poll(self, waiting: Waiting) -> Resolution | Waiting:
-        ask = waiting.ask
-        with transaction(self.store.read) as session:
-            found = self._find(session, ask)
-            claim = (
-                None
-                if found
-                else claims.get_claim(
-                    ask.tape_id, ask.key.hash, ask.occurrence, ask.fingerprint, session=session
-                )
-            )
-            if found is None and claim is not None and claim.lease_expires >= time.time():
-                return Waiting(ask, claim.lease_expires)
-        with transaction(self.store.write) as session:
-            relax_commit_durability(session)
-            found = self._find(session, ask)
-            if found is not None:
-                return self._serve(session, ask, Decision.SHARED, found)
-            online = self._online(session, ask.tape_id)
-            if not online and not ask.simulator_url:
-                return self._serve(session, ask, Decision.REFUSED, None)  # sealed meanwhile
-            decision = Decision.RECORDED if ask.fingerprint == "" else Decision.REFETCHED
-            if not online:  # a sealed tape's claims are its simulator's, never the world's
-                decision = Decision.SIMULATED
-            claim = claims.get_claim(
-                ask.tape_id, ask.key.hash, ask.occurrence, ask.fingerprint, session=session
-            )
-            if claim is None:
-                return self._claim_or_wait(session, ask, decision)
-            ticket = claims.new_ticket()
-            now = time.time()
-            if claims.take_over_expired(
-                claim.id,
-                old_ticket=claim.ticket,
-                ticket=ticket,
-                now=now,
-                lease_expires=now + self.lease_seconds,
-                session=session,
-            ):
-                return self._forward(session, ask, decision, ticket=ticket)
-            return Waiting(ask, claim.lease_expires)
+    def _settle(
+        self, session: Session, ask: Ask, facts: Facts, *, claim: Claim | None = None
+    ) -> Resolution | Waiting:
+        """Decide, look up what the decision asks for, decide again; then carry it out."""
+        found: Recorded | None = None
+        ticket: str | None = None
+        while True:
+            plan = decide_step(facts)
+            if plan.step is Step.LOOK_UP:
+                found = self._find(session, ask)
+                facts = replace(facts, **_recorded_facts(found))
+            elif plan.step is Step.CONFIRM_ONLINE:
+                online = bool(claims.tape_online_locked(ask.tape_id, session=session))
+                ask = replace(ask, online=online)
+                facts = replace(facts, online=online, online_confirmed=True)
+            elif plan.step is Step.CLAIM:
+                ticket = claims.new_ticket()
+                if self._take_claim(session, ask, ticket):
+                    # Someone may have recorded and released between our lookup and our claim.
+                    facts = replace(facts, claim=ClaimState.OURS, recorded=None)
+                else:
+                    facts = replace(facts, claim=ClaimState.HELD)
+            elif plan.step is Step.TAKE_OVER:
+                assert claim is not None
+                ticket = claims.new_ticket()
+                if self._take_over(session, claim, ticket):
+                    facts = replace(facts, claim=ClaimState.OURS, recorded=None)
+                else:
+                    facts = replace(facts, claim=ClaimState.HELD)
+            else:
+                lease = claim.lease_expires if claim is not None else None
+                return self._carry_out(session, ask, plan, facts, found, ticket, lease)
 
-    @staticmethod
-    def _online(session: Session, tape_id: int) -> bool:
-        online = claims.tape_online_locked(tape_id, session=session)
-        return bool(online)
+    def _carry_out(
+        self,
+        session: Session,
+        ask: Ask,
+        plan: Plan,
+        facts: Facts,
+        found: Recorded | None,
+        ticket: str | None,
+        lease_expires: float | None,
+    ) -> Resolution | Waiting:
+        """The one place a final step writes: its event, and its claim or pending record."""
+        assert plan.decision is not None
+        if plan.step is Step.WAIT:
+            return Waiting(ask, lease_expires)
+        if plan.step is Step.SERVE:
+            assert found is not None
+            if facts.claim is ClaimState.OURS and ticket is not None:
+                claims.release_claim(ticket, session=session)
+            self._write_event(session, ask, plan.decision, found.exchange_id)
+            if ask.classification.is_write:  # a replayed write moves the branch on as live
+                self._bump_versions(session, ask, found.response_headers)
+            return Resolution(
+                Action.SERVE,
+                plan.decision,
+                ask,
+                response=found.response,
+                response_json=found.response_json,
+            )
+        if plan.step is Step.REFUSE:
+            self._write_event(session, ask, Decision.REFUSED, None)
+            response = misses.sealed_miss(session, ask)  # near-miss explanations
+            return Resolution(Action.SERVE, Decision.REFUSED, ask, response=response)
+        if plan.step is Step.INJECT:
+            fault = injection.replacing_fault(ask)
+            assert fault is not None
+            self._write_event(session, ask, Decision.INJECTED, None)
+            response = injection.injected(ask, fault)
+            return Resolution(Action.SERVE, Decision.INJECTED, ask, response=response)
+        if plan.step is Step.PASS:
+            self._write_event(session, ask, Decision.PASSTHROUGH, None)
+            headers = cooperative_headers(ask)
+            return Resolution(Action.FORWARD, Decision.PASSTHROUGH, ask, None, None, headers)
+        assert plan.step is Step.FORWARD
+        return self._write_forward(session, ask, plan.decision, ticket or claims.new_ticket())
 
-    def _find(self, session: Executor, ask: Ask) -> Recorded | None:
-        address = (ask.tape_id, ask.key.hash, ask.occurrence, ask.fingerprint)
+    def _find(self, session: Session, ask: Ask) -> Recorded | None:
+        """The answer recorded at the ask's address (from memory when it was served before)."""
+        address = _address(ask)
         cached = self.cache.get(address)
         if cached is not None:
             return cached
-        answer = hot.find_answer(*address, session=session)
+        answer = exchanges.find_answer(*address, session=session)
         if answer is None:
             return None
         if answer.error_kind is not None:  # rare: its 502 problem names the whole exchange
-            if not isinstance(session, Session):
-                raise _NotAPlainHit
             exchange = exchanges.find_exchange(*address, session=session)
             assert exchange is not None
             response = answers.recorded(exchange, session=session, tape_name=ask.tape_name)
@@ -298,14 +269,30 @@ class Resolver:
         self.cache.put(address, found)
         return found
 
-    def _event(
-        self, session: Executor, ask: Ask, decision: Decision, exchange_id: int | None
+    def _take_claim(self, session: Session, ask: Ask, ticket: str) -> bool:
+        lease_expires = time.time() + self.lease_seconds
+        return claims.try_claim(
+            *_address(ask), ticket=ticket, lease_expires=lease_expires, session=session
+        )
+
+    def _take_over(self, session: Session, claim: Claim, ticket: str) -> bool:
+        now = time.time()
+        return claims.take_over_expired(
+            claim.id,
+            old_ticket=claim.ticket,
+            ticket=ticket,
+            now=now,
+            lease_expires=now + self.lease_seconds,
+            session=session,
+        )
+
+    @staticmethod
+    def _write_event(
+        session: Session, ask: Ask, decision: Decision, exchange_id: int | None
     ) -> int:
-        seq = hot.take_event_seq(ask.branch_id, session=session)
-        return hot.add_event(
+        return exchanges.add_next_event(
             session=session,
             branch_id=ask.branch_id,
-            seq=seq,
             method=ask.request.method,
             url=ask.request.url(),
             key_hash=ask.key.hash,
@@ -317,57 +304,16 @@ class Resolver:
             exchange_id=exchange_id,
         )
 
-    def _serve(
-        self, session: Executor, ask: Ask, decision: Decision, found: Recorded | None
+    def _write_forward(
+        self, session: Session, ask: Ask, decision: Decision, ticket: str
     ) -> Resolution:
-        if decision is Decision.REFUSED or found is None:
-            if not isinstance(session, Session):
-                raise _NotAPlainHit
-            self._event(session, ask, Decision.REFUSED, None)
-            response = misses.sealed_miss(session, ask)  # near-miss explanations
-            return Resolution(Action.SERVE, Decision.REFUSED, ask, response=response)
-        shown = served_decision(decision, found.response_headers)  # simulators' recordings
-        self._event(session, ask, shown, found.exchange_id)
-        if decision is Decision.REPLAYED_WRITE:
-            if not isinstance(session, Session):
-                raise _NotAPlainHit
-            self.bump(session, ask, found.response_headers)
-        return Resolution(
-            Action.SERVE, shown, ask, response=found.response, response_json=found.response_json
-        )
-
-    def _claim_or_wait(
-        self, session: Session, ask: Ask, decision: Decision
-    ) -> Resolution | Waiting:
-        ticket = claims.new_ticket()
-        claimed = claims.try_claim(
-            ask.tape_id,
-            ask.key.hash,
-            ask.occurrence,
-            ask.fingerprint,
-            ticket=ticket,
-            lease_expires=time.time() + self.lease_seconds,
-            session=session,
-        )
-        if not claimed:
-            return Waiting(ask)
-        # Someone may have recorded and released between our lookup and our claim.
-        found = self._find(session, ask)
-        if found is not None:
-            claims.release_claim(ticket, session=session)
-            return self._serve(session, ask, Decision.SHARED, found)
-        return self._forward(session, ask, decision, ticket=ticket)
-
-    def _forward(
-        self, session: Session, ask: Ask, decision: Decision, *, ticket: str | None = None
-    ) -> Resolution:
+        """A live call handed out: its event, request body and pending record."""
         if self.reserve is not None:
             self.reserve.check()  # raises before anything is written: the ask is not taken
-        ticket = ticket or claims.new_ticket()
         if next(self._forwards) % STALE_SWEEP_EVERY == 0:
             horizon = max(STALE_PENDING_SECONDS, 10 * self.lease_seconds)
             claims.delete_stale_pending(time.time() - horizon, session=session)
-        event_id = self._event(session, ask, decision, None)
+        event_id = self._write_event(session, ask, decision, None)
         self.echoes.remember(ticket, ask.secrets)
         exchanges.put_blob(ask.request.body, session=session)
         claims.add_pending(
@@ -395,6 +341,15 @@ class Resolver:
         return Resolution(Action.FORWARD, decision, ask, ticket, None, cooperative_headers(ask))
 
     @staticmethod
-    def bump(session: Session, ask: Ask, response_headers: list[list[str]]) -> None:
+    def _bump_versions(session: Session, ask: Ask, response_headers: list[list[str]]) -> None:
         written = recorded_writes(ask.request, ask.model, ask.classification, response_headers)
         bump_branch(session, ask.branch_id, written, ask.key.hash, ask.body_sha)
+
+
+def _address(ask: Ask) -> tuple[int, str, int, str]:
+    return (ask.tape_id, ask.key.hash, ask.occurrence, ask.fingerprint)
+
+
+def _recorded_facts(found: Recorded | None) -> dict[str, bool]:
+    simulated = found is not None and is_simulated(found.response_headers)
+    return {"recorded": found is not None, "simulated_recording": simulated}

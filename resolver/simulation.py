@@ -6,8 +6,9 @@ as virtual API servers for tool benchmarks do). Its answer is recorded at the ad
 world's, so siblings share it, and marked `simulated` everywhere: the decision, the report,
 the viewer and the stored response itself (`X-Groundhog-Simulated: 1`, so an export keeps the
 mark) — reward code can mask it. The simulator is never the world: it is asked only when the
-tape is sealed, and writes only when the tape says `simulate_writes`. Pure functions here; the
-call and the recording are `resolver/simulator_client.py`.
+tape is sealed, and writes only when the tape says `simulate_writes` (that rule, and serving its
+recordings as `simulated`, are part of the decision path, resolver/decision.py). Pure functions
+here; the call and the recording are `resolver/simulator_client.py`.
 """
 
 from __future__ import annotations
@@ -18,30 +19,13 @@ from typing import Any
 
 from groundhog.protocol.headers import SIMULATED as SIMULATED_HEADER
 from resolver.asks import Ask
-from resolver.policy import Decision
 from resolver.schemas import encode_base64
 
 PROTOCOL = "groundhog-simulator-v1"
 
 
-def should_simulate(decision: Decision, ask: Ask, *, passthrough: bool) -> bool:
-    """A refusal of a sealed tape with a simulator: reads always, writes if the tape allows."""
-    if decision is not Decision.REFUSED or ask.online or passthrough or not ask.simulator_url:
-        return False
-    return ask.simulate_writes or not ask.classification.is_write
-
-
 def is_simulated(headers: Sequence[Sequence[str]]) -> bool:
     return any(name.lower() == SIMULATED_HEADER.lower() for name, *_ in headers)
-
-
-def served_decision(decision: Decision, headers: Sequence[Sequence[str]]) -> Decision:
-    """A recording the simulator made is served as `simulated` to everyone, never `shared`."""
-    if decision in (Decision.SHARED, Decision.STALE, Decision.REPLAYED_WRITE) and is_simulated(
-        headers
-    ):
-        return Decision.SIMULATED
-    return decision
 
 
 def simulator_request(ask: Ask, nearest: list[dict[str, Any]]) -> dict[str, Any]:

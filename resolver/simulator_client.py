@@ -23,7 +23,7 @@ from resolver.policy import Decision
 from resolver.recording import Recorder
 from resolver.schemas import RecordRequest, ResponseIn, encode_base64
 from resolver.simulation import marked_response, simulator_request
-from store import claims, exchanges, hot
+from store import claims, exchanges
 from store.db import Store, transaction
 
 logger = logging.getLogger(__name__)
@@ -84,7 +84,7 @@ class SimulatorClient:
         first = miss.recordings[0] if miss.recordings else None
         if first is not None:
             key_hash = exchanges.sha256_hex(miss.key.encode())
-            answer = hot.find_answer(
+            answer = exchanges.find_answer(
                 ask.tape_id, key_hash, first.occurrence, first.fingerprint, session=session
             )
             if answer is not None and answer.error_kind is None:

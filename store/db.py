@@ -24,6 +24,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from store import migrate
+from store.prepared import Prepared
 
 logger = logging.getLogger(__name__)
 
@@ -93,8 +94,10 @@ def _install_sqlite_pragmas(engine: Engine, synchronous: str) -> None:
         # A deferred transaction that later writes can fail at once with SQLITE_BUSY when
         # two writers race; taking the write lock up front makes busy_timeout apply instead.
         # Read-only sessions opt out (see `Store.read`), so polling never queues for the lock.
+        # Straight on the driver: this runs once per transaction, and SQLAlchemy's execution
+        # machinery would cost more than the BEGIN itself.
         begin = connection.get_execution_options().get("sqlite_begin", "IMMEDIATE")
-        connection.exec_driver_sql(f"BEGIN {begin}")
+        connection.connection.driver_connection.execute(f"BEGIN {begin}")
 
 
 def make_engine(
@@ -130,6 +133,9 @@ def make_session_factory(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(bind=engine, expire_on_commit=False)
 
 
+_RELAX_COMMIT = Prepared(lambda _dialect: text("SET LOCAL synchronous_commit = off"))
+
+
 def relax_commit_durability(session: Session) -> None:
     """On PostgreSQL, let this transaction's commit return before its WAL reaches disk.
 
@@ -139,16 +145,21 @@ def relax_commit_durability(session: Session) -> None:
     saves an fsync (milliseconds) per hit. SQLite (WAL, synchronous=NORMAL) needs nothing.
     """
     if session.get_bind().dialect.name == "postgresql":
-        session.execute(text("SET LOCAL synchronous_commit = off"))
+        _RELAX_COMMIT.rows({}, session=session)
 
 
 @dataclass
 class Store:
-    """An engine with two session factories: `write` (takes the write lock) and `read`."""
+    """An engine with two session factories: `write` (takes the write lock) and `read`.
+
+    `write_lock` is the in-process lock every `transaction(store.write)` holds on SQLite (one
+    writer per file), None on PostgreSQL; anything else writing to the store queues on it too.
+    """
 
     engine: Engine
     write: sessionmaker[Session]
     read: sessionmaker[Session]
+    write_lock: threading.Lock | None = None
 
     def dispose(self) -> None:
         self.engine.dispose()
@@ -170,11 +181,13 @@ def open_store(
             engine.dispose()
             raise
     reader = engine.execution_options(sqlite_begin="DEFERRED")
-    info = {"write_lock": threading.Lock()} if engine.dialect.name == "sqlite" else {}
+    write_lock = threading.Lock() if engine.dialect.name == "sqlite" else None
+    info = {"write_lock": write_lock} if write_lock is not None else {}
     return Store(
         engine=engine,
         write=sessionmaker(bind=engine, expire_on_commit=False, info=info),
         read=sessionmaker(bind=reader, expire_on_commit=False),
+        write_lock=write_lock,
     )
 
 

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
+from sqlalchemy.sql import ClauseElement
 
-from store import hot
-from store.models import Blob, Event, Exchange
+from store import repository
+from store.models import Blob, Branch, Event, Exchange
+from store.prepared import Prepared
 from store.upsert import insert_for
 
 
@@ -50,6 +52,64 @@ def find_exchange(
         Exchange.fingerprint == fingerprint,
     )
     return session.scalars(query).one_or_none()
+
+
+class RecordedAnswer(NamedTuple):
+    """An exchange's answer with its body, read in one statement for the resolve path."""
+
+    exchange_id: int
+    status: int | None
+    headers: list[list[str]]
+    body_sha: str | None
+    body: bytes | None  # None when the exchange has no body, or its blob is missing
+    error_kind: str | None
+
+
+# Core statements on the tables (not the mapped classes): no ORM compile step per execution.
+_exchanges, _blobs = Exchange.__table__, Blob.__table__
+_FIND_ANSWER = Prepared(
+    lambda _dialect: (
+        select(
+            _exchanges.c.id,
+            _exchanges.c.response_status,
+            _exchanges.c.response_headers,
+            _exchanges.c.response_body_sha,
+            _blobs.c.data,
+            _exchanges.c.error_kind,
+        )
+        .outerjoin(_blobs, _blobs.c.sha256 == _exchanges.c.response_body_sha)
+        .where(
+            _exchanges.c.tape_id == bindparam("tape_id"),
+            _exchanges.c.key_hash == bindparam("key_hash"),
+            _exchanges.c.occurrence == bindparam("occurrence"),
+            _exchanges.c.fingerprint == bindparam("fingerprint"),
+        )
+    )
+)
+
+
+def find_answer(
+    tape_id: int, key_hash: str, occurrence: int, fingerprint: str, *, session: Session
+) -> RecordedAnswer | None:
+    """The answer recorded at this address with its body, or None."""
+    parameters = {
+        "tape_id": tape_id,
+        "key_hash": key_hash,
+        "occurrence": occurrence,
+        "fingerprint": fingerprint,
+    }
+    row = _FIND_ANSWER.first(parameters, session=session)
+    if row is None:
+        return None
+    exchange_id, status, headers, body_sha, body, error_kind = row
+    return RecordedAnswer(
+        exchange_id,
+        status,
+        headers or [],
+        body_sha,
+        None if body is None else bytes(body),
+        error_kind,
+    )
 
 
 def get_exchange(tape_id: int, exchange_id: int, *, session: Session) -> Exchange | None:
@@ -104,9 +164,68 @@ def insert_exchange_first_wins(
     return exchange, created_id is not None
 
 
+_EVENT_FIELDS = (
+    "branch_id", "seq", "method", "url", "key_hash", "occurrence", "fingerprint", "decision",
+    "is_read", "true_fingerprint_nonempty", "exchange_id",
+)  # fmt: skip
+_ADD_EVENT = Prepared(
+    lambda _dialect: (
+        insert(Event.__table__)
+        .values({name: bindparam(name) for name in _EVENT_FIELDS})
+        .returning(Event.__table__.c.id)
+    )
+)
+
+
+def _add_next_event_statement(dialect: str) -> ClauseElement:
+    """PostgreSQL: the branch's counter and the event in one statement, one round trip.
+
+    (SQLite has no data-modifying WITH, and being in-process needs no saving of round trips.)
+    """
+    branches, events = Branch.__table__, Event.__table__
+    seq = (
+        update(branches)
+        .where(branches.c.id == bindparam("branch_id", type_=branches.c.id.type))
+        .values(event_count=branches.c.event_count + 1)
+        .returning(branches.c.event_count)
+        .cte("next_seq")
+    )
+    values = select(
+        *(
+            seq.c.event_count if name == "seq" else bindparam(name, type_=events.c[name].type)
+            for name in _EVENT_FIELDS
+        )
+    )
+    return (
+        insert(events).from_select(list(_EVENT_FIELDS), values).returning(events.c.id).add_cte(seq)
+    )
+
+
+_ADD_NEXT_EVENT = Prepared(_add_next_event_statement)
+
+
+def add_next_event(*, session: Session, **fields: Any) -> int:
+    """Take the branch's next event number and insert the event at it; its id (a write)."""
+    if session.get_bind().dialect.name != "postgresql":
+        seq = repository.take_event_seq(fields["branch_id"], session=session)
+        return add_event(session=session, seq=seq, **fields)
+    missing = set(_EVENT_FIELDS) - {"seq"} - fields.keys()
+    if missing:
+        raise TypeError(f"add_next_event is missing {sorted(missing)}")
+    row = _ADD_NEXT_EVENT.first(fields, session=session)
+    if row is None:
+        raise LookupError(f"branch {fields['branch_id']} does not exist")
+    return int(row[0])
+
+
 def add_event(*, session: Session, **fields: Any) -> int:
-    """Insert an event and return its id (every resolve does this)."""
-    return hot.add_event(session=session, **fields)
+    """Insert an event and return its id (every resolve does this): a write."""
+    missing = set(_EVENT_FIELDS) - fields.keys()
+    if missing:
+        raise TypeError(f"add_event is missing {sorted(missing)}")
+    row = _ADD_EVENT.first(fields, session=session)
+    assert row is not None
+    return int(row[0])
 
 
 def finish_event(

@@ -3,6 +3,10 @@
 Every function takes `session=` and never commits: the caller owns the transaction, so one
 resolve is one short transaction and an acknowledged record is committed exactly once. Without
 this layer the routes would speak SQL directly and the SQLite/PostgreSQL differences would leak.
+
+The statements every resolve runs (tape and branch, occurrence, event number, versions) are
+SQLAlchemy Core constructs compiled once per dialect and run on the session's connection
+(store/prepared.py explains why); the rest go through `session.execute`.
 """
 
 from __future__ import annotations
@@ -10,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, func, literal, select
+from sqlalchemy import bindparam, delete, func, literal, select, update
 from sqlalchemy.orm import Session
+from sqlalchemy.sql import ClauseElement
 
-from store import hot
 from store.models import (
     Branch,
     Claim,
@@ -25,7 +29,8 @@ from store.models import (
     ResourceVersion,
     Tape,
 )
-from store.upsert import insert_for
+from store.prepared import Prepared
+from store.upsert import insert_for, insert_for_dialect
 
 ROOT = "root"
 
@@ -118,6 +123,39 @@ class BranchRef:
     path: str
 
 
+# Core statements on the tables (not the mapped classes): no ORM compile step per execution.
+_tapes, _branches, _versions = Tape.__table__, Branch.__table__, ResourceVersion.__table__
+_TAPE_AND_BRANCH = (
+    select(
+        _tapes.c.id,
+        _tapes.c.name,
+        _tapes.c.world_seed,
+        _tapes.c.mode,
+        _tapes.c.online,
+        _tapes.c.dependency_model,
+        _tapes.c.config,
+        _branches.c.id,
+    )
+    .join(_branches, _branches.c.tape_id == _tapes.c.id)
+    .where(_tapes.c.name == bindparam("name"), _branches.c.path == bindparam("path"))
+)
+
+
+_FIND_TAPE_AND_BRANCH = Prepared(lambda _dialect: _TAPE_AND_BRANCH)
+
+
+def find_tape_and_branch(
+    name: str, path: str, *, session: Session
+) -> tuple[TapeRef, BranchRef] | None:
+    """The tape's fields and the branch's id in one statement, or None if either is missing."""
+    row = _FIND_TAPE_AND_BRANCH.first({"name": name, "path": path}, session=session)
+    if row is None:
+        return None
+    tape_id, name, world_seed, mode, online, dependency_model, config, branch_id = row
+    tape = TapeRef(tape_id, name, world_seed, mode, bool(online), dependency_model, config or {})
+    return tape, BranchRef(branch_id, path)
+
+
 def list_branches(tape_id: int, *, session: Session) -> list[Branch]:
     return list(
         session.scalars(select(Branch).where(Branch.tape_id == tape_id).order_by(Branch.path))
@@ -168,14 +206,42 @@ def _copy_branch_rows(
     session.execute(table.insert().from_select(["branch_id", *columns], rows))
 
 
+def _take_occurrence_statement(dialect: str) -> ClauseElement:
+    table = OccurrenceCounter.__table__
+    statement = insert_for_dialect(dialect, table).values(
+        branch_id=bindparam("branch_id"), key_hash=bindparam("key_hash"), count=1
+    )
+    return statement.on_conflict_do_update(
+        index_elements=["branch_id", "key_hash"], set_={"count": table.c["count"] + 1}
+    ).returning(table.c["count"])
+
+
+_TAKE_OCCURRENCE = Prepared(_take_occurrence_statement)
+
+
 def take_occurrence(branch_id: int, key_hash: str, *, session: Session) -> int:
-    """This ask's occurrence (asks of the key before it), counting it atomically."""
-    return hot.take_occurrence(branch_id, key_hash, session=session)
+    """This ask's occurrence (asks of the key before it), counting it atomically: a write."""
+    row = _TAKE_OCCURRENCE.first({"branch_id": branch_id, "key_hash": key_hash}, session=session)
+    assert row is not None
+    return int(row[0]) - 1
+
+
+_TAKE_EVENT_SEQ = Prepared(
+    lambda _dialect: (
+        update(_branches)
+        .where(_branches.c.id == bindparam("branch_id"))
+        .values(event_count=_branches.c.event_count + 1)
+        .returning(_branches.c.event_count)
+    )
+)
 
 
 def take_event_seq(branch_id: int, *, session: Session) -> int:
-    """The branch's next event number, taken atomically."""
-    return hot.take_event_seq(branch_id, session=session)
+    """The branch's next event number, taken atomically: a write."""
+    row = _TAKE_EVENT_SEQ.first({"branch_id": branch_id}, session=session)
+    if row is None:
+        raise LookupError(f"branch {branch_id} does not exist")
+    return int(row[0])
 
 
 def branch_versions(branch_id: int, *, session: Session) -> dict[str, str]:
@@ -185,9 +251,31 @@ def branch_versions(branch_id: int, *, session: Session) -> dict[str, str]:
     return {resource: version for resource, version in session.execute(query)}
 
 
-def versions_of(branch_id: int, resources: set[str], *, session: Session) -> dict[str, str]:
+def _versions_of_statement(count: int) -> Prepared:
+    """The lookup of `count` resources (a resolve names a handful; sizes up to 64 are kept)."""
+    names = [bindparam(f"r{index}") for index in range(count)]
+    return Prepared(
+        lambda _dialect: select(_versions.c.resource, _versions.c.version).where(
+            _versions.c.branch_id == bindparam("branch_id"), _versions.c.resource.in_(names)
+        )
+    )
+
+
+_VERSIONS_OF = [_versions_of_statement(count) for count in range(65)]
+
+
+def versions_of(
+    branch_id: int, resources: set[str] | frozenset[str], *, session: Session
+) -> dict[str, str]:
     """The branch's versions of those of `resources` its lineage wrote."""
-    return hot.versions_of(branch_id, resources, session=session)
+    if not resources:
+        return {}
+    ordered = sorted(resources)
+    parameters: dict[str, Any] = {f"r{index}": name for index, name in enumerate(ordered)}
+    parameters["branch_id"] = branch_id
+    count = len(ordered)
+    statement = _VERSIONS_OF[count] if count < len(_VERSIONS_OF) else _versions_of_statement(count)
+    return dict(statement.rows(parameters, session=session))
 
 
 def set_versions(branch_id: int, versions: dict[str, str], *, session: Session) -> None:

@@ -15,7 +15,11 @@ from sqlalchemy.orm import Session
 
 def insert_for(session: Session, table: Any) -> Any:
     """An `insert(table)` construct that has `.on_conflict_do_*` for the session's dialect."""
-    dialect = session.get_bind().dialect.name
+    return insert_for_dialect(session.get_bind().dialect.name, table)
+
+
+def insert_for_dialect(dialect: str, table: Any) -> Any:
+    """The same for a dialect name, for statements built once per dialect and reused."""
     if dialect == "postgresql":
         return postgresql.insert(table)
     if dialect == "sqlite":

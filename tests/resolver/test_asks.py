@@ -11,17 +11,21 @@ import pytest
 
 from resolver.asks import (
     Ask,
-    build_ask,
     bump_branch,
+    classify_draft,
     cooperative_headers,
+    draft_ask,
     find_tape_and_branch,
+    finish_ask,
     load_tape_and_branch,
+    take_ask,
 )
 from resolver.errors import InvalidInput, NotFound
 from resolver.policy import DependencyModel, Mode
 from resolver.schemas import ResolveRequest
 from store import repository
 from store.db import Store, open_store, transaction
+from store.repository import BranchRef, TapeRef
 
 
 @pytest.fixture
@@ -64,7 +68,7 @@ def _wire(**fields: Any) -> ResolveRequest:
 def _ask(store: Store, wire: ResolveRequest, body: bytes = b"") -> Ask:
     with transaction(store.write) as session:
         tape, branch = load_tape_and_branch(session, wire.tape, wire.branch)
-        return build_ask(session, tape, branch, wire, body, redaction_key=b"k" * 32)
+        return take_ask(session, tape, branch, wire, body, redaction_key=b"k" * 32)
 
 
 def test_load_names_the_missing_tape_then_the_missing_branch(store: Store) -> None:
@@ -90,7 +94,7 @@ def test_load_rejects_malformed_names_before_the_store(
         load_tape_and_branch(session, tape, branch)
 
 
-def test_build_ask_normalises_the_request_and_counts_occurrences(store: Store) -> None:
+def test_take_ask_normalises_the_request_and_counts_occurrences(store: Store) -> None:
     _make_tape(store)
     first = _ask(store, _wire(headers=[["Authorization", "Bearer s"], ["Accept", "x"]]))
     second = _ask(store, _wire(headers=[["Authorization", "Bearer s"], ["Accept", "x"]]))
@@ -207,3 +211,16 @@ def test_find_answers_none_for_a_missing_tape_or_branch(store: Store) -> None:
         assert find_tape_and_branch(session, "absent", "root") is None
         with pytest.raises(InvalidInput):
             find_tape_and_branch(session, "t", "trunk")
+
+
+def test_drafting_and_finishing_an_ask_touch_no_store() -> None:
+    """Only `take_ask` writes (the occurrence); the steps around it are pure."""
+    tape = TapeRef(7, "t", 42, "groundhog", True, "closure", {"ignore_params": ["ts"]})
+    branch = BranchRef(3, "root/b0")
+    draft = draft_ask(tape, branch, _wire(query=[["ts", "1"]]), b"", redaction_key=b"k" * 32)
+    again = draft_ask(tape, branch, _wire(query=[["ts", "2"]]), b"", redaction_key=b"k" * 32)
+    assert draft.key == again.key  # ignored parameters do not change the key
+    classification = classify_draft(draft, None)
+    ask = finish_ask(draft, classification, occurrence=5, versions={})
+    assert (ask.tape_id, ask.branch_id, ask.occurrence, ask.fingerprint) == (7, 3, 5, "")
+    assert ask == finish_ask(draft, classification, occurrence=5, versions={})

@@ -10,13 +10,11 @@ import pytest
 from resolver.asks import Ask
 from resolver.dependencies import Classification
 from resolver.keys import RequestKey
-from resolver.policy import Decision, DependencyModel, Mode
+from resolver.policy import DependencyModel, Mode
 from resolver.request import RequestParts
 from resolver.simulation import (
     SIMULATED_HEADER,
     marked_response,
-    served_decision,
-    should_simulate,
     simulator_request,
 )
 
@@ -45,32 +43,6 @@ def make_ask(**changes: object) -> Ask:
         simulator_url="http://127.0.0.1:1/simulate",
     )
     return replace(ask, **changes)
-
-
-@pytest.mark.parametrize(
-    ("decision", "changes", "passthrough", "expected"),
-    [
-        (Decision.REFUSED, {}, False, True),
-        (Decision.SHARED, {}, False, False),
-        (Decision.REFUSED, {"online": True}, False, False),
-        (Decision.REFUSED, {"simulator_url": None}, False, False),
-        (Decision.REFUSED, {}, True, False),
-        (Decision.REFUSED, {"classification": WRITE}, False, False),
-        (Decision.REFUSED, {"classification": WRITE, "simulate_writes": True}, False, True),
-    ],
-)
-def test_only_sealed_misses_with_a_simulator_are_simulated(
-    decision: Decision, changes: dict, passthrough: bool, expected: bool
-) -> None:
-    assert should_simulate(decision, make_ask(**changes), passthrough=passthrough) is expected
-
-
-def test_recordings_of_the_simulator_are_served_as_simulated() -> None:
-    marked = [["Content-Type", "a"], [SIMULATED_HEADER.lower(), "1"]]
-    assert served_decision(Decision.SHARED, marked) is Decision.SIMULATED
-    assert served_decision(Decision.REPLAYED_WRITE, marked) is Decision.SIMULATED
-    assert served_decision(Decision.SHARED, [["Content-Type", "a"]]) is Decision.SHARED
-    assert served_decision(Decision.REFUSED, marked) is Decision.REFUSED
 
 
 def test_the_simulator_is_sent_the_redacted_request_and_nearest() -> None:

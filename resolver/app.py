@@ -112,6 +112,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for module in (health, tapes, branches, internal, tunnels, inspect, transfer):
         app.include_router(module.router)
     app.include_router(ui.router)
+    internal.document_record_body(app)
     install_api_docs(app)
     logger.info("resolver ready on %s", store.engine.url.render_as_string(hide_password=True))
     return app

@@ -38,7 +38,7 @@ from resolver.errors import (
 from resolver.policy import Decision, DependencyModel
 from resolver.redaction import redact_response_headers
 from resolver.request import RequestParts
-from resolver.schemas import RecordRequest, decode_base64
+from resolver.schemas import RecordRequest, decode_base64, encode_base64
 from resolver.wakeups import Address
 from store import claims, exchanges, repository
 from store.db import Store, transaction
@@ -54,10 +54,6 @@ class RecordResult:
     # What the worker must be served; body None: identical to the body the proxy sent.
     response: dict[str, Any] | None
     recorded: bool
-
-
-def _sha(body: bytes) -> str:
-    return exchanges.sha256_hex(body)
 
 
 def _address(pending: PendingRecord) -> Address:
@@ -201,7 +197,7 @@ class Recorder:
         body: bytes,
         echoed: Secrets,
     ) -> RecordResult:
-        content = self._content(session, pending, tape, wire, body, echoed)
+        content, stored_body = self._content(session, pending, tape, wire, body, echoed)
         exchange, created = exchanges.insert_exchange_first_wins(
             *_address(pending), content, session=session
         )
@@ -215,9 +211,16 @@ class Recorder:
             repository.set_hint(tape.id, pending.key_hash, *hints, session=session)
         if pending.is_write:
             self._bump(session, pending, model, response_headers)
-        response = answers.recorded(exchange, session=session, tape_name=tape.name)
-        if created and wire.response is not None and content.response_body_sha == _sha(body):
-            response["body"] = None  # byte-identical to what the proxy sent: not repeated
+        if created and wire.response is not None:
+            # What was just stored, without reading the blob back; a body byte-identical to
+            # what the proxy sent is not repeated.
+            response = {
+                "status": content.response_status,
+                "headers": content.response_headers or [],
+                "body": None if stored_body == body else encode_base64(stored_body),
+            }
+        else:
+            response = answers.recorded(exchange, session=session, tape_name=tape.name)
         return RecordResult(decision, exchange.id, response, created)
 
     def _upstream_failed(
@@ -267,8 +270,8 @@ class Recorder:
         wire: RecordRequest,
         body: bytes,
         echoed: Secrets,
-    ) -> exchanges.ExchangeContent:
-        """What the exchange will hold (redacted, echoes scrubbed)."""
+    ) -> tuple[exchanges.ExchangeContent, bytes]:
+        """What the exchange will hold (redacted, echoes scrubbed), and its stored body."""
         request = pending.request
         content: dict[str, Any] = {
             "key_readable": request["key_readable"],
@@ -278,6 +281,7 @@ class Recorder:
             "request_headers": request["headers"],
             "request_body_sha": request["body_sha"],
         }
+        stored = b""
         if wire.response is not None:
             headers, stored = self._stored_form(tape, wire.response.headers, body, echoed)
             content.update(
@@ -287,7 +291,7 @@ class Recorder:
             )
         elif wire.error is not None:
             content.update(error_kind=wire.error.kind, error_message=wire.error.message)
-        return exchanges.ExchangeContent(**content)
+        return exchanges.ExchangeContent(**content), stored
 
     @staticmethod
     def _bump(

@@ -7,11 +7,13 @@ on the event loop, woken when the address is recorded (resolver/wakeups.py; on P
 by other replicas' records, resolver/notify.py), with a slow store poll as the fallback; each
 store access runs in the threadpool as one short transaction.
 
-Resolve is the hot path (one per proxied request), so it skips FastAPI's generic body handling
-(stdlib JSON parse, then validation of the Python objects) and response encoding: the body is
-validated straight from its bytes by pydantic-core and the reply is written as bytes, a cached
-recording's JSON spliced in as it is. Bad input still gets FastAPI's 422 problem+json, with the
-same `body.<field>` locations, and the OpenAPI document still describes the request body.
+Resolve is the hot path (one per proxied request) and record follows every forward, so both
+skip FastAPI's generic body handling (stdlib JSON parse, then validation of the Python objects)
+and response encoding: the body is validated straight from its bytes by pydantic-core and the
+reply is written as bytes, a cached recording's JSON spliced in as it is (measured in process:
+a record call about a tenth cheaper than with the generic handling). Bad input still gets
+FastAPI's 422 problem+json, with the same `body.<field>` locations, and the OpenAPI document
+still describes the bodies.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from resolver import leases, wait_tokens
@@ -42,6 +44,36 @@ _RESOLVE_BODY = {
     "required": True,
     "content": {"application/json": {"schema": ResolveRequest.model_json_schema()}},
 }
+# Record's body nests models: the document refers to them in its components, as FastAPI would
+# have (`document_record_body` adds them there).
+_RECORD_BODY = {
+    "required": True,
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RecordRequest"}}},
+}
+
+_VALIDATION_ERROR = {
+    "description": "Validation Error",
+    "content": {
+        "application/json": {"schema": {"$ref": "#/components/schemas/HTTPValidationError"}}
+    },
+}
+
+
+def document_record_body(app: FastAPI) -> None:
+    """Put `RecordRequest` and the models it nests in the OpenAPI document's components."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = generate()
+            schema = RecordRequest.model_json_schema(ref_template="#/components/schemas/{model}")
+            schemas = document.setdefault("components", {}).setdefault("schemas", {})
+            schemas.update(schema.pop("$defs", {}))
+            schemas["RecordRequest"] = schema
+            app.openapi_schema = document
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def waiting_json(waiting: Waiting) -> dict[str, Any]:
@@ -88,13 +120,17 @@ def resolution_bytes(result: Resolution, resolver: Resolver) -> bytes:
     return dumps_compact(answer)[:-1] + b',"response":' + result.response_json + b"}"
 
 
-def parse_resolve(raw: bytes) -> ResolveRequest:
-    """The request body, validated from its bytes; errors located as FastAPI locates them."""
+def parse_body[Model: BaseModel](model: type[Model], raw: bytes) -> Model:
+    """A request body validated from its bytes; errors located as FastAPI locates them."""
     try:
-        return ResolveRequest.model_validate_json(raw)
+        return model.model_validate_json(raw)
     except ValidationError as error:
         issues = [{**issue, "loc": ("body", *issue["loc"])} for issue in error.errors()]
         raise RequestValidationError(issues, body=raw) from None
+
+
+def parse_resolve(raw: bytes) -> ResolveRequest:
+    return parse_body(ResolveRequest, raw)
 
 
 @router.post("/resolve", openapi_extra={"requestBody": _RESOLVE_BODY})
@@ -156,17 +192,31 @@ def renew(body: TicketRequest, request: Request) -> dict[str, Any]:
     return {"lease_seconds": lease}
 
 
-@router.post("/record")
-def record(body: RecordRequest, request: Request) -> dict[str, Any]:
-    state = request.app.state
+@router.post(
+    "/record",
+    openapi_extra={"requestBody": _RECORD_BODY},
+    responses={422: _VALIDATION_ERROR},
+)
+async def record(request: Request) -> Response:
+    # Every forwarded ask ends here, so like resolve it is validated and answered as bytes.
+    body = parse_body(RecordRequest, await request.body())
+    return Response(
+        await run_in_threadpool(record_answer, request.app.state, body),
+        media_type="application/json",
+    )
+
+
+def record_answer(state: Any, body: RecordRequest) -> bytes:
     if body.head is not None and body.kind() == "head":
-        return {"headers": state.recorder.head(body)}
+        return dumps_compact({"headers": state.recorder.head(body)})
     result = state.recorder.record(body)
     if result.decision == Decision.UPSTREAM_FAILED:
         state.metrics.upstream_failed.inc()
-    return {
-        "decision": result.decision,
-        "exchange_id": result.exchange_id,
-        "recorded": result.recorded,
-        "response": result.response,
-    }
+    return dumps_compact(
+        {
+            "decision": result.decision,
+            "exchange_id": result.exchange_id,
+            "recorded": result.recorded,
+            "response": result.response,
+        }
+    )

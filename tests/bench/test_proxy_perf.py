@@ -22,7 +22,9 @@ from bench.proxy_perf import (
     BODY,
     NO_ADDON,
     REPLAY,
+    _group_rounds,
     _instant_resolve_answer,
+    _interleaved,
     _load,
     _proxy_with_identity,
     _row,
@@ -30,6 +32,7 @@ from bench.proxy_perf import (
     _summary,
     _timed_concurrently,
     _urls,
+    median_rows,
     table,
 )
 
@@ -183,3 +186,43 @@ def test_load_refuses_a_non_200_answer() -> None:
 
     with pytest.raises(RuntimeError, match="answered 404"):
         asyncio.run(run())
+
+
+def test_group_rounds_count_one_latency_per_round_and_every_answer() -> None:
+    async def exercise(base: str) -> dict[str, float]:
+        return await _group_rounds([None] * 4, base, rounds=5)
+
+    summary = asyncio.run(with_fixed_server(BODY, exercise))
+    assert summary["requests"] == 20  # four answers a round
+    assert summary["p50_ms"] <= summary["p90_ms"]
+    assert summary["throughput_rps"] > 0
+
+
+def test_median_rows_take_each_number_over_runs() -> None:
+    def run(p50: float, ratio: float) -> list[dict[str, Any]]:
+        return [
+            {
+                "condition": "x",
+                "clients": 1,
+                "requests": 10,
+                "p50_ms": p50,
+                "p50_vs_no_addon": ratio,
+            }
+        ]
+
+    rows = median_rows([run(1.0, 2.0), run(9.0, 1.0), run(2.0, 1.5)])
+    assert rows == [
+        {"condition": "x", "clients": 1, "requests": 10, "p50_ms": 2.0, "p50_vs_no_addon": 1.5}
+    ]
+    with pytest.raises(ValueError, match="different conditions"):
+        median_rows([run(1.0, 1.0), [{**run(1.0, 1.0)[0], "condition": "y"}]])
+
+
+def test_interleaved_conditions_take_turns_over_slices_of_every_clients_urls() -> None:
+    async def exercise(base: str) -> dict[str, dict[str, float]]:
+        conditions = [("first", [None, None]), ("second", [None, None])]
+        return await _interleaved(conditions, _urls(base, 2, 6, "t"), slices=3)
+
+    measured = asyncio.run(with_fixed_server(BODY, exercise))
+    assert set(measured) == {"first", "second"}
+    assert all(numbers["requests"] == 12 for numbers in measured.values())

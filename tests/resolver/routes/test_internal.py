@@ -252,6 +252,20 @@ def test_bad_resolve_inputs_are_precise_problems(proxy: ProxyDouble, tape_name: 
     assert "method" in no_method.json()["detail"]
 
 
+def test_bad_record_bodies_are_422_problems_naming_the_field(proxy: ProxyDouble) -> None:
+    no_ticket = proxy.http.post("/v1/record", json={"passthrough": "streamed"})
+    assert no_ticket.status_code == 422
+    assert no_ticket.headers["content-type"] == "application/problem+json"
+    assert "ticket" in no_ticket.json()["detail"]
+    bad_status = proxy.http.post(
+        "/v1/record",
+        json={"ticket": "t", "response": {"status": "two hundred", "headers": [], "body": ""}},
+    )
+    assert bad_status.status_code == 422 and "status" in bad_status.json()["detail"]
+    not_json = proxy.http.post("/v1/record", content=b"{not json")
+    assert not_json.status_code == 422
+
+
 def test_non_utf8_and_invalid_json_bodies_are_keyed_as_bytes(
     proxy: ProxyDouble, tape_name: str
 ) -> None:

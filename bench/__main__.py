@@ -9,6 +9,7 @@ three conditions and every other row, and writes benchmark.json, benchmark.md an
 from __future__ import annotations
 
 import argparse
+import itertools
 import logging
 import sys
 from collections.abc import Sequence
@@ -27,7 +28,9 @@ DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="small run, under a minute")
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke run: mechanisms and directions, not results"
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where to write results")
     parser.add_argument("--world-url", help="a running cooperative worldsim (skip starting one)")
     parser.add_argument(
@@ -99,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 shop_uncooperative_world_url=args.shop_uncooperative_world_url,
             )
             if all(urls)
-            else started_services()
+            else started_services(cells=list(itertools.product(config.worlds_run, config.modes)))
         )
         with services as running:
             results = run_benchmark(config, running, args.out, show_progress=not args.no_progress)

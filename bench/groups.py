@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from bench import agent_adapter
+from bench import agent_adapter, http_clients
 from bench.world_client import WorldControl
 from groundhog.client import Groundhog
 
@@ -156,9 +156,8 @@ def proxied_client(
     request_hooks: list[Any] | None = None,
     index: int = 0,
 ) -> httpx.Client:
-    return httpx.Client(
+    return http_clients.client(
         proxy=context.proxy_for(index),
-        trust_env=False,
         timeout=CLIENT_TIMEOUT,
         headers={agent_adapter.TAPE_HEADER: tape, agent_adapter.BRANCH_HEADER: branch},
         event_hooks={"response": hooks, "request": request_hooks or []},
@@ -273,8 +272,8 @@ def run_live(
     headers = {agent_adapter.SEED_HEADER: str(world_seed)} if context.cooperative else {}
     grader = Grader(context.world, enabled=False)
     try:
-        with httpx.Client(
-            trust_env=False, timeout=CLIENT_TIMEOUT, event_hooks={"response": [grader]}
+        with http_clients.client(
+            timeout=CLIENT_TIMEOUT, event_hooks={"response": [grader]}
         ) as client:
             return agent_adapter.run(
                 client,

@@ -170,6 +170,37 @@ def wait_for_child(
         raise
 
 
+def spawn_child(name: str, module_args: Sequence[str], *, log_dir: Path) -> ChildService:
+    """Run ``python -m <module_args> --host 127.0.0.1 --port P`` without waiting for it."""
+    port = free_port()
+    command = child_command(module_args, port)
+    log_path = log_dir / f"{name}.log"
+    with log_path.open("wb") as log_file:
+        process = subprocess.Popen(
+            tied_command(command),  # never outlives the benchmark, however it ends
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            cwd=REPO_ROOT,
+            env=child_environment(),
+        )
+    return ChildService(name, command, port, process, log_path)
+
+
+def await_child(child: ChildService, *, health: str, timeout: float = 60.0) -> ChildService:
+    """Poll until ``child`` answers (see wait_for_child); stop it and raise if it never does."""
+    wait_for_child(
+        child.name,
+        child.command,
+        child.process,
+        url=child.url,
+        health=health,
+        timeout=timeout,
+        log_tail=child.log_tail,
+    )
+    logger.info("%s ready at %s", child.name, child.url)
+    return child
+
+
 def start_child(
     name: str,
     module_args: Sequence[str],
@@ -182,69 +213,70 @@ def start_child(
 
     ``health`` is "http" (GET /healthz) or "tcp" (the port accepts connections).
     """
-    port = free_port()
-    command = child_command(module_args, port)
-    log_path = log_dir / f"{name}.log"
-    with log_path.open("wb") as log_file:
-        process = subprocess.Popen(
-            tied_command(command),  # never outlives the benchmark, however it ends
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            cwd=REPO_ROOT,
-            env=child_environment(),
-        )
-    child = ChildService(name, command, port, process, log_path)
-    wait_for_child(
-        name,
-        command,
-        process,
-        url=child.url,
-        health=health,
-        timeout=timeout,
-        log_tail=child.log_tail,
+    return await_child(
+        spawn_child(name, module_args, log_dir=log_dir), health=health, timeout=timeout
     )
-    logger.info("%s ready at %s", name, child.url)
-    return child
+
+
+ALL_CELLS: tuple[tuple[str, str], ...] = tuple(
+    itertools.product(("research", "shop"), ("cooperative", "uncooperative"))
+)
 
 
 @contextlib.contextmanager
-def started_services(*, world_seed: int = 0, data_dir: Path | None = None) -> Iterator[Services]:
-    """Start worldsim, the resolver and the proxy as children; stop all three on exit."""
+def started_services(
+    *,
+    world_seed: int = 0,
+    data_dir: Path | None = None,
+    cells: Sequence[tuple[str, str]] = ALL_CELLS,
+    timeout: float = 60.0,
+) -> Iterator[Services]:
+    """Start worldsim, the resolver and the proxy as children; stop them all on exit.
+
+    ``cells`` are the (world, mode) pairs to serve; the cooperative research world always runs
+    (the faults row uses it). Every child starts at once and is then awaited: each spends its
+    start importing, and a serial start left the cores idle while each one's health was polled.
+    """
+    wanted = [cell for cell in ALL_CELLS if cell in {*cells, ("research", "cooperative")}]
     with contextlib.ExitStack() as stack:
         if data_dir is None:
             data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gh-bench-")))
         data_dir.mkdir(parents=True, exist_ok=True)
-        # Each child is stopped by the stack as soon as it has started, even if a later one fails.
+        # Each child is stopped by the stack as soon as it is spawned, even if a later one fails.
         worlds = {}
-        for kind, mode in itertools.product(("research", "shop"), ("cooperative", "uncooperative")):
+        for kind, mode in wanted:
             arguments = ["worldsim", "--seed", str(world_seed), "--sandbox-cap", str(SANDBOX_CAP)]
             arguments += ["--world", kind]
             arguments += ["--uncooperative"] if mode == "uncooperative" else []
-            worlds[kind, mode] = start_child(
-                f"worldsim-{kind}-{mode}", arguments, health="http", log_dir=data_dir
-            )
+            worlds[kind, mode] = spawn_child(f"worldsim-{kind}-{mode}", arguments, log_dir=data_dir)
             stack.callback(worlds[kind, mode].stop)
-        resolver = start_child(
-            "resolver",
-            ["resolver", "--data", str(data_dir / "resolver")],
-            health="http",
-            log_dir=data_dir,
+        resolver = spawn_child(
+            "resolver", ["resolver", "--data", str(data_dir / "resolver")], log_dir=data_dir
         )
         stack.callback(resolver.stop)
-        proxy = start_child(
+        # The proxy asks the resolver nothing until a request arrives, so it starts alongside.
+        proxy = spawn_child(
             "proxy",
             ["proxy", "--resolver-url", resolver.url, "--data", str(data_dir / "proxy")],
-            health="tcp",
             log_dir=data_dir,
         )
         stack.callback(proxy.stop)
+        for world in worlds.values():
+            await_child(world, health="http", timeout=timeout)
+        await_child(resolver, health="http", timeout=timeout)
+        await_child(proxy, health="tcp", timeout=timeout)
+
+        def url(kind: str, mode: str) -> str | None:
+            world = worlds.get((kind, mode))
+            return world.url if world else None
+
         yield Services(
             world_url=worlds["research", "cooperative"].url,
             resolver_url=resolver.url,
             proxy_url=proxy.url,
-            uncooperative_world_url=worlds["research", "uncooperative"].url,
-            shop_world_url=worlds["shop", "cooperative"].url,
-            shop_uncooperative_world_url=worlds["shop", "uncooperative"].url,
+            uncooperative_world_url=url("research", "uncooperative"),
+            shop_world_url=url("shop", "cooperative"),
+            shop_uncooperative_world_url=url("shop", "uncooperative"),
         )
 
 

@@ -18,9 +18,11 @@ def test_contrast_is_patient_minus_impatient_advantage() -> None:
 @pytest.mark.slow
 def test_shared_faults_give_same_policy_branches_identical_rewards(tmp_path) -> None:
     with (
-        started_services(data_dir=tmp_path) as services,
+        started_services(data_dir=tmp_path, cells=()) as services,
         Groundhog(services.resolver_url, proxy_url=services.proxy_url) as admin,
     ):
+        # Only the world the row uses was started (the cooperative research world).
+        assert services.uncooperative_world_url is None and services.shop_world_url is None
         row = faults.measure(services.proxy_url, services.world_url, admin, groups=2)
     shared, independent = row["shared"], row["independent"]
     assert shared["faults_injected"] > 0 and independent["faults_injected"] > 0

@@ -222,7 +222,13 @@ class _Session:
             )
         latency = float(reply.headers[LATENCY_HEADER])
         self.steps.append(
-            Step(method, path, reply.status, latency, reply.headers.get(protocol_headers.DECISION))
+            Step(
+                method,
+                path,
+                reply.status,
+                latency,
+                reply.headers.get(protocol_headers.DECISION.lower()),
+            )
         )
         return reply.json()
 

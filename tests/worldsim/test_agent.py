@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from types import SimpleNamespace
 
 import pytest
 
@@ -77,3 +78,25 @@ class FailingTransport:
 def test_an_unusable_answer_stops_the_rollout_loudly() -> None:
     with pytest.raises(AgentError, match="answered 502"):
         run_rollout(FailingTransport(), Strategy.GUESS, 1)
+
+
+class _ProxiedClient:
+    """An HTTP client whose answers carry the proxy's decision header, spelled as on the wire."""
+
+    def __init__(self, inner: InProcessTransport) -> None:
+        self.inner = inner
+
+    def request(self, method: str, url: str, *, params, headers, content):
+        path = url.removeprefix("http://world")
+        reply = self.inner.send(method, path, params or (), content, headers)
+        wire_headers = {name.title(): value for name, value in reply.headers.items()}
+        wire_headers["X-Groundhog-Decision"] = "shared" if method == "GET" else "recorded"
+        return SimpleNamespace(status_code=reply.status, headers=wire_headers, content=reply.body)
+
+
+def test_each_step_keeps_the_decision_the_proxy_announced() -> None:
+    client = _ProxiedClient(InProcessTransport(World(7), branch="live"))
+    transport = agent.HttpTransport(client, "http://world")
+    rollout = run_rollout(transport, Strategy.SKIM, 1, open_session=False)
+    decisions = {(step.method, step.decision) for step in rollout.steps}
+    assert decisions == {("GET", "shared"), ("POST", "recorded")}

@@ -150,14 +150,14 @@ class Resolver:
         with unit_of_work(self.store, write=False) as unit:
             found = self._find(unit, ask)
             claim = None if found else claims.get_claim(*_address(ask), session=unit.session)
-        looked = replace(start, **_recorded_facts(found), claim=claim_state(claim, time.time()))
+        looked = start.updated(**_recorded_facts(found), claim=claim_state(claim, time.time()))
         if decide_step(looked).step is Step.WAIT:
             assert claim is not None
             return Waiting(ask, claim.lease_expires)
         with unit_of_work(self.store) as unit:
             relax_commit_durability(unit.connection)
             claim = claims.get_claim(*_address(ask), session=unit.session)
-            facts = replace(start, claim=claim_state(claim, time.time()))
+            facts = start.updated(claim=claim_state(claim, time.time()))
             return self._settle(unit, ask, facts, claim=claim)
 
     def _simulate(self, result: Resolution | Waiting) -> Resolution | Waiting:
@@ -179,25 +179,25 @@ class Resolver:
             plan = decide_step(facts)
             if plan.step is Step.LOOK_UP:
                 found = self._find(unit, ask)
-                facts = replace(facts, **_recorded_facts(found))
+                facts = facts.updated(**_recorded_facts(found))
             elif plan.step is Step.CONFIRM_ONLINE:
                 online = bool(claims.tape_online_locked(ask.tape_id, session=unit.session))
                 ask = replace(ask, online=online)
-                facts = replace(facts, online=online, online_confirmed=True)
+                facts = facts.updated(online=online, online_confirmed=True)
             elif plan.step is Step.CLAIM:
                 ticket = claims.new_ticket()
                 if self._take_claim(unit.session, ask, ticket):
                     # Someone may have recorded and released between our lookup and our claim.
-                    facts = replace(facts, claim=ClaimState.OURS, recorded=None)
+                    facts = facts.updated(claim=ClaimState.OURS, recorded=None)
                 else:
-                    facts = replace(facts, claim=ClaimState.HELD)
+                    facts = facts.updated(claim=ClaimState.HELD)
             elif plan.step is Step.TAKE_OVER:
                 assert claim is not None
                 ticket = claims.new_ticket()
                 if self._take_over(unit.session, claim, ticket):
-                    facts = replace(facts, claim=ClaimState.OURS, recorded=None)
+                    facts = facts.updated(claim=ClaimState.OURS, recorded=None)
                 else:
-                    facts = replace(facts, claim=ClaimState.HELD)
+                    facts = facts.updated(claim=ClaimState.HELD)
             else:
                 lease = claim.lease_expires if claim is not None else None
                 return self._carry_out(unit, ask, plan, facts, found, ticket, lease)

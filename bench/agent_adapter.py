@@ -19,9 +19,6 @@ import httpx
 
 from worldsim import agent, shop_agent
 
-TAPE_HEADER = "X-Groundhog-Tape"
-BRANCH_HEADER = "X-Groundhog-Branch"
-SEED_HEADER = "X-Groundhog-Seed"
 PROBE_WRITE_LATENCY = "0.0"
 
 

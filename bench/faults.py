@@ -34,6 +34,7 @@ from urllib.parse import quote
 from bench import http_clients
 from bench.harness import started_services
 from groundhog.client import Groundhog
+from groundhog.protocol import headers as protocol_headers
 
 STEPS = 6
 GROUP = 4
@@ -68,7 +69,7 @@ def rollout(
         for step in range(STEPS):
             for _attempt in range(budget + 1):
                 answer = client.get(f"{world_url}/context", params={"step": step})
-                if answer.headers.get("x-groundhog-fault"):
+                if answer.headers.get(protocol_headers.FAULT):
                     injected += 1
                     continue
                 done += answer.status_code == 200

@@ -22,9 +22,9 @@ import httpx
 from bench import agent_adapter, http_clients
 from bench.world_client import WorldControl
 from groundhog.client import Groundhog
+from groundhog.protocol import headers as protocol_headers
 
 PROBE_BRANCH = "probe"
-FINGERPRINT_HEADER = "x-groundhog-fingerprint"
 REQUEST_ID_HEADER = "x-request-id"
 CLIENT_TIMEOUT = 120.0
 
@@ -133,7 +133,7 @@ class Grader:
         if self.written:
             grades.reads_after_write += 1
             grades.stale_after_write += int(verdict["stale"])
-            predicted = response.headers.get(FINGERPRINT_HEADER, "") != ""
+            predicted = response.headers.get(protocol_headers.FINGERPRINT, "") != ""
             grades.pairs.append((predicted, bool(verdict["changed"])))
 
 
@@ -159,7 +159,7 @@ def proxied_client(
     return http_clients.client(
         proxy=context.proxy_for(index),
         timeout=CLIENT_TIMEOUT,
-        headers={agent_adapter.TAPE_HEADER: tape, agent_adapter.BRANCH_HEADER: branch},
+        headers={protocol_headers.TAPE: tape, protocol_headers.BRANCH: branch},
         event_hooks={"response": hooks, "request": request_hooks or []},
     )
 
@@ -269,7 +269,7 @@ def run_live(
     A cooperative world is given the world seed for its per-call noise (as the proxy would);
     an uncooperative one draws its own.
     """
-    headers = {agent_adapter.SEED_HEADER: str(world_seed)} if context.cooperative else {}
+    headers = {protocol_headers.SEED: str(world_seed)} if context.cooperative else {}
     grader = Grader(context.world, enabled=False)
     try:
         with http_clients.client(

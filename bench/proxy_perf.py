@@ -346,7 +346,7 @@ def _groundhog_conditions(
     asyncio.run(_load([plain_url] * clients, warm))
     asyncio.run(_load(as_branches([branches[-2]] * clients), warm))
     asyncio.run(_load(as_branches([branches[-1]] * clients), warm))
-    conditions = [
+    conditions: list[tuple[str, Sequence[str | None]]] = [
         (NO_ADDON, [plain_url] * clients),
         ("groundhog record path", as_branches(recorders)),
         ("groundhog hit path", as_branches(hitters)),

@@ -28,10 +28,12 @@ from bench.reliability.load import LoadPlan, LoadResult, drive, percentile
 from bench.reliability.memory import MemorySampler
 from bench.reliability.processes import children
 from bench.reliability.stack import start_stack
+from groundhog.protocol.decisions import FORWARD_DECISIONS as FORWARDED
+from groundhog.protocol.decisions import Decision
 
 logger = logging.getLogger(__name__)
 
-FORWARD_DECISIONS = frozenset({"recorded", "refetched", "write", "passthrough"})
+FORWARD_DECISIONS = FORWARDED - {Decision.UPSTREAM_FAILED}
 
 
 def summarize_load(result: LoadResult) -> dict[str, Any]:

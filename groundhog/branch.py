@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from groundhog.models import BranchInfo
+from groundhog.protocol.headers import BRANCH as BRANCH_HEADER
+from groundhog.protocol.headers import TAPE as TAPE_HEADER
 from groundhog.real_clock import _RealClockAsyncTransport, _RealClockTransport
 from groundhog.shim import shim
 from groundhog.worker_env import proxy_url_with_credentials, worker_env
@@ -22,9 +24,6 @@ if TYPE_CHECKING:
     import requests
 
     from groundhog.client import Groundhog
-
-TAPE_HEADER = "X-Groundhog-Tape"
-BRANCH_HEADER = "X-Groundhog-Branch"
 
 
 class Branch:

@@ -191,8 +191,8 @@ def _print_exports(
     resolver_port: int,
     proxy_port: int,
     data: Path,
-    resolver_child: launcher.Child,
-    proxy_child: launcher.Child,
+    resolver_child: launcher.Service,
+    proxy_child: launcher.Service,
 ) -> None:
     resolver_url = launcher.url_for(host, resolver_port)
     exports = {

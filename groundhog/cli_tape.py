@@ -34,7 +34,10 @@ TapeName = Annotated[str, typer.Argument(help="The tape's name.", show_default=F
 
 
 def _as_json(value: Any) -> Any:
-    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
+    """The server's shape: the known fields plus any it added (`extra`)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {**dataclasses.asdict(value), **getattr(value, "extra", {})}
+    return value
 
 
 def _tape_table(tapes: list[TapeInfo]) -> Table:

@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 from groundhog import shim as shim_module
 from groundhog.errors import GroundhogError
-from groundhog.models import BranchInfo, Event, ForkResult, TapeDigest, TapeInfo, TapeReport
+from groundhog.models import BranchEvent, BranchInfo, ForkResult, TapeDigest, TapeInfo, TapeReport
 from groundhog.tape import AUTO, Tape
 from groundhog.transport import AdminTransport
 from groundhog.worker_env import (
@@ -197,16 +197,16 @@ class Groundhog:
 
     def events(
         self, name: str, *, branch: str | None = None, after: int = 0, limit: int = 100
-    ) -> tuple[list[Event], int | None]:
+    ) -> tuple[list[BranchEvent], int | None]:
         """One page of what branches were served, and the `after` of the next page (or None)."""
         params: dict[str, Any] = {"after": after, "limit": limit}
         if branch is not None:
             params["branch"] = branch
         document = self.transport.json("GET", f"/v1/tapes/{_segment(name)}/events", params=params)
-        events = [Event.from_json(item) for item in document.get("events", [])]
+        events = [BranchEvent.from_json(item) for item in document.get("events", [])]
         return events, document.get("next_after")
 
-    def iter_events(self, name: str, *, branch: str | None = None) -> Iterator[Event]:
+    def iter_events(self, name: str, *, branch: str | None = None) -> Iterator[BranchEvent]:
         after: int | None = 0
         while after is not None:
             page, after = self.events(name, branch=branch, after=after)

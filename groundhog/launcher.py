@@ -35,7 +35,7 @@ class LaunchError(RuntimeError):
 
 
 @dataclass
-class Child:
+class Service:
     name: str
     process: subprocess.Popen[bytes]
     log_path: Path
@@ -63,7 +63,7 @@ def stop_process(process: subprocess.Popen[bytes], *, timeout: float = 10.0) -> 
         process.wait(timeout=timeout)
 
 
-def spawn(name: str, module_args: list[str], log_dir: Path) -> Child:
+def spawn(name: str, module_args: list[str], log_dir: Path) -> Service:
     """Run `python -m <module_args>` with its output in `<log_dir>/<name>.log`."""
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{name}.log"
@@ -81,7 +81,7 @@ def spawn(name: str, module_args: list[str], log_dir: Path) -> Child:
             env=env,
             start_new_session=True,
         )
-    return Child(name, process, log_path)
+    return Service(name, process, log_path)
 
 
 def http_ready(url: str) -> bool:
@@ -99,7 +99,7 @@ def port_ready(host: str, port: int) -> bool:
     return False
 
 
-def wait_ready(child: Child, ready: Callable[[], bool], *, timeout: float, what: str) -> None:
+def wait_ready(child: Service, ready: Callable[[], bool], *, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if child.process.poll() is not None:
@@ -165,10 +165,10 @@ def stack(
     data: Path,
     timeout: float = 60.0,
     proxy_args: Sequence[str] = (),
-) -> Iterator[tuple[Child, Child]]:
+) -> Iterator[tuple[Service, Service]]:
     """Resolver, then proxy (it needs the resolver), both ready; both stopped on exit."""
     logs = data / "logs"
-    children: list[Child] = []
+    children: list[Service] = []
     try:
         resolver = spawn(
             "resolver",
@@ -229,7 +229,7 @@ def signals_held() -> Iterator[None]:
             signal.signal(number, handler)
 
 
-def wait_for_exit(children: tuple[Child, ...]) -> Child:
+def wait_for_exit(children: tuple[Service, ...]) -> Service:
     """Block until a child exits and return it; Ctrl-C (KeyboardInterrupt) propagates."""
     while True:
         for child in children:

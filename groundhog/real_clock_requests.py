@@ -13,6 +13,6 @@ from groundhog.shim import outside_branch
 class _RealClockAdapter(requests.adapters.HTTPAdapter):
     def send(
         self, request: requests.PreparedRequest, *args: Any, **kwargs: Any
-    ) -> requests.Response:  # type: ignore[override]
+    ) -> requests.Response:
         with outside_branch():
             return super().send(request, *args, **kwargs)

@@ -1,6 +1,6 @@
 """Groundhog's proxy: mitmproxy plus the addon that puts every request through the resolver.
 
-Modules: `addon` (the mitmproxy addon, `Groundhog`), `identity` (tape and branch from headers,
+Modules: `addon` (the mitmproxy addon, `GroundhogAddon`), `identity` (tape and branch from headers,
 proxy credentials or defaults), `wire` (flows to and from the internal protocol's JSON),
 `resolver_client` (aiohttp client for the resolver's internal routes), `live` (a forwarded
 ask followed through mitmproxy's own upstream path and recorded), `recording_stream` (buffer,

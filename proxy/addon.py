@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 
 from mitmproxy import connection, ctx, http
 from mitmproxy.addonmanager import Loader
 from mitmproxy.proxy import layer, server_hooks
 
+from groundhog.protocol.decisions import Action, Decision
+from groundhog.protocol.wire import ResolveAnswer, ResolveAsk, WireResponse
 from proxy import faults, native, problems
 from proxy.identity import (
     HEADER_BRANCH,
@@ -29,7 +32,7 @@ from proxy.identity import (
 )
 from proxy.live import META, RESOLVER_ERRORS, FlowState, LiveRecorder, failure_kind
 from proxy.options import declare_options
-from proxy.passthrough import PASSTHROUGH, native_passthrough_kind
+from proxy.passthrough import native_passthrough_kind
 from proxy.resolver_client import (
     ResolverClient,
     ResolverProtocolError,
@@ -47,10 +50,8 @@ from proxy.wire import (
 
 log = logging.getLogger(__name__)
 
-WRITE = "write"
 
-
-class Groundhog:
+class GroundhogAddon:
     def __init__(self) -> None:
         self.resolver: ResolverClient | None = None
         self.live = LiveRecorder(self._resolver)
@@ -182,12 +183,12 @@ class Groundhog:
             state.fingerprint = answer.get("fingerprint") or ""
             state.ticket = answer.get("ticket")
             state.lease_seconds = answer.get("lease_seconds")
-            state.is_write = state.decision == WRITE
-            if action == "serve":
+            state.is_write = state.decision == Decision.WRITE
+            if action == Action.SERVE:
                 self._serve(flow, state, answer["response"])
                 faults.enact(flow)  # an injected reset closes the connection
                 return
-            if action != "forward":
+            if action != Action.FORWARD:
                 raise KeyError(f"action {action!r}")
         except (KeyError, TypeError, ValueError) as error:
             flow.response = problems.resolver_protocol_error(
@@ -205,13 +206,20 @@ class Groundhog:
         # mitmproxy forwards the request itself once this hook returns.
         self.live.begin(flow, state)
 
-    def _serve(self, flow: http.HTTPFlow, state: FlowState, recorded: dict) -> None:
+    def _serve(self, flow: http.HTTPFlow, state: FlowState, recorded: WireResponse | None) -> None:
+        if recorded is None:
+            raise TypeError("serve answer without a response")
         response = response_from_payload(recorded)
         state.mark(response)
         state.mode = "served"
         flow.response = response
 
-    async def _ask(self, flow: http.HTTPFlow, call, payload: dict) -> dict | None:
+    async def _ask(
+        self,
+        flow: http.HTTPFlow,
+        call: Callable[[ResolveAsk], Awaitable[ResolveAnswer]],
+        payload: ResolveAsk,
+    ) -> ResolveAnswer | None:
         """Call the resolver; on failure answer the worker and return None."""
         resolver = self._resolver()
         try:
@@ -236,7 +244,7 @@ class Groundhog:
         elif state.mode == "native":
             # Passthrough is never recorded, so stream it: it flows as it comes.
             flow.response.stream = True
-            state.mark(flow.response, PASSTHROUGH if state.passthrough else None)
+            state.mark(flow.response, Decision.PASSTHROUGH if state.passthrough else None)
 
     async def response(self, flow: http.HTTPFlow) -> None:
         state = flow.metadata.get(META)
@@ -276,4 +284,4 @@ class Groundhog:
         return ctx.options.groundhog_max_body_bytes
 
 
-addons = [Groundhog(), Tunnels()]
+addons = [GroundhogAddon(), Tunnels()]

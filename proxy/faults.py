@@ -13,13 +13,15 @@ import logging
 
 from mitmproxy import http
 
+from groundhog.protocol.headers import FAULT as FAULT_HEADER
+from groundhog.protocol.wire import ResolveAnswer
+
 log = logging.getLogger(__name__)
 
-FAULT_HEADER = "X-Groundhog-Fault"
 MAX_DELAY_SECONDS = 600.0
 
 
-async def hold(answer: dict) -> None:
+async def hold(answer: ResolveAnswer) -> None:
     """Wait the resolver's `delay_ms` (absent or 0: no wait)."""
     try:
         delay = float(answer.get("delay_ms") or 0) / 1000.0

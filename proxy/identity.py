@@ -16,8 +16,8 @@ from urllib.parse import unquote
 
 from mitmproxy import http
 
-HEADER_TAPE = "X-Groundhog-Tape"
-HEADER_BRANCH = "X-Groundhog-Branch"
+from groundhog.protocol.headers import BRANCH as HEADER_BRANCH
+from groundhog.protocol.headers import TAPE as HEADER_TAPE
 
 
 class CredentialsError(ValueError):

@@ -29,6 +29,8 @@ from typing import Any
 
 from mitmproxy import ctx, http
 
+from groundhog.protocol.decisions import Decision
+from groundhog.protocol.headers import RECORD_ERROR as RECORD_ERROR_HEADER
 from proxy import problems
 from proxy.native import FAILURE_PHASE, FAILURE_RESPONSE, UpstreamDeadline
 from proxy.passthrough import Kind
@@ -41,7 +43,6 @@ from proxy.resolver_client import (
     ResolverUnavailable,
 )
 from proxy.wire import (
-    PASSTHROUGH,
     fields_from_pairs,
     mark_response,
     pairs_from_fields,
@@ -52,7 +53,6 @@ from proxy.wire import (
 log = logging.getLogger(__name__)
 
 META = "groundhog"
-RECORD_ERROR_HEADER = "X-Groundhog-Record-Error"
 RESOLVER_ERRORS = (ResolverUnavailable, ResolverRejected, ResolverProtocolError)
 
 
@@ -169,7 +169,7 @@ class LiveRecorder:
         if state.plan is Plan.TOO_LARGE:
             flow.response.stream = True
             state.streaming = True
-            state.mark(flow.response, PASSTHROUGH)
+            state.mark(flow.response, Decision.PASSTHROUGH)
             await self.pass_through(flow, state, Kind.TOO_LARGE)
             return
         await self._start_recorded_stream(flow, state, limit)

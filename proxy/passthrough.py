@@ -13,9 +13,7 @@ from enum import StrEnum
 
 from mitmproxy import http
 
-from proxy.wire import PASSTHROUGH
-
-__all__ = ["PASSTHROUGH", "Kind", "native_passthrough_kind"]
+__all__ = ["Kind", "native_passthrough_kind"]
 
 
 class Kind(StrEnum):

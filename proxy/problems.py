@@ -7,17 +7,16 @@ or, worse, a silent live call. Without this module each failure would invent its
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
 from mitmproxy import http
 from mitmproxy.net.http import status_codes
 
-from proxy.wire import REFUSED, UPSTREAM_FAILED, mark_response
-
-PROBLEM_CONTENT_TYPE = "application/problem+json"
-PROBLEM_BASE = "https://groundhog.dev/problems/"
+from groundhog.protocol.decisions import Decision
+from groundhog.protocol.problems import MEDIA_TYPE as PROBLEM_CONTENT_TYPE
+from groundhog.protocol.problems import problem_bytes
+from proxy.wire import mark_response
 
 IDENTITY_HELP = (
     "name the tape and branch in one of three ways: headers X-Groundhog-Tape and "
@@ -27,17 +26,16 @@ IDENTITY_HELP = (
 
 
 def problem_response(
-    status: int, slug: str, title: str, detail: str, *, decision: str = REFUSED, **extras: Any
+    status: int,
+    slug: str,
+    title: str,
+    detail: str,
+    *,
+    decision: Decision = Decision.REFUSED,
+    **extras: Any,
 ) -> http.Response:
-    body = {
-        "type": PROBLEM_BASE + slug,
-        "title": title,
-        "status": status,
-        "detail": detail,
-        **extras,
-    }
     now = time.time()
-    content = json.dumps(body, sort_keys=True).encode()
+    content = problem_bytes(status, slug, title, detail, **extras)
     response = http.Response(
         http_version=b"HTTP/1.1",
         status_code=status,
@@ -104,7 +102,7 @@ def upstream_failed(url: str, kind: str, message: str) -> http.Response:
         "Upstream failed before answering",
         f"the live call to {url} failed before the world answered ({kind}: {message}); "
         "nothing was recorded, the next ask tries again",
-        decision=UPSTREAM_FAILED,
+        decision=Decision.UPSTREAM_FAILED,
         kind=kind,
     )
 

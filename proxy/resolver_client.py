@@ -19,10 +19,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
+
+from groundhog.protocol.wire import RecordAnswer, ResolveAnswer, ResolveAsk, TunnelAnswer
 
 log = logging.getLogger(__name__)
 # Idle connections to the resolver are closed by this side first: the resolver keeps them 75 s
@@ -91,7 +94,7 @@ class ResolverClient:
             self._loop = loop
         return self._session
 
-    async def resolve(self, payload: dict[str, Any]) -> dict[str, Any]:
+    async def resolve(self, payload: ResolveAsk) -> ResolveAnswer:
         """The final answer (`serve` or `forward`), long-polling `/v1/wait` through any `wait`."""
         answer = await self._post("/v1/resolve", payload, self._resolve_timeout)
         deadline = asyncio.get_running_loop().time() + self.wait_limit
@@ -105,7 +108,7 @@ class ResolverClient:
                     "address; nothing was sent upstream"
                 )
             answer = await self._post("/v1/wait", {"wait": token}, self._wait_timeout)
-        return answer
+        return cast(ResolveAnswer, answer)
 
     async def renew(self, ticket: str) -> float | None:
         """Extend `ticket`'s single-flight lease: its length in seconds, or None if superseded."""
@@ -120,15 +123,15 @@ class ResolverClient:
             raise ResolverProtocolError(f"/v1/renew answered no usable lease_seconds: {lease!r}")
         return float(lease)
 
-    async def record(self, payload: dict[str, Any]) -> dict[str, Any]:
-        return await self._post("/v1/record", payload, self._record_timeout)
+    async def record(self, payload: dict[str, Any]) -> RecordAnswer:
+        return cast(RecordAnswer, await self._post("/v1/record", payload, self._record_timeout))
 
-    async def tunnel(self, payload: dict[str, Any]) -> dict[str, Any]:
+    async def tunnel(self, payload: dict[str, Any]) -> TunnelAnswer:
         """May a raw tunnel reach the world (`/v1/tunnel`)? No single flight: a short call."""
-        return await self._post("/v1/tunnel", payload, self._record_timeout)
+        return cast(TunnelAnswer, await self._post("/v1/tunnel", payload, self._record_timeout))
 
     async def _post(
-        self, route: str, payload: dict[str, Any], timeout: aiohttp.ClientTimeout
+        self, route: str, payload: Mapping[str, Any], timeout: aiohttp.ClientTimeout
     ) -> dict[str, Any]:
         session = self._ensure_session()
         url = self.base_url + route

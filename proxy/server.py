@@ -34,7 +34,7 @@ from mitmproxy.addons import (
     tlsconfig,
 )
 
-from proxy.addon import Groundhog
+from proxy.addon import GroundhogAddon
 from proxy.egress import INSECURE_WARNING, EgressAuth, parse_upstream_proxy, trust_bundle
 from proxy.options import DEFAULT_MAX_BODY_BYTES
 from proxy.tunnels import Tunnels
@@ -152,7 +152,7 @@ def build_master() -> mitm_master.Master:
         next_layer.NextLayer(),
         tlsconfig.TlsConfig(),
         errorcheck.ErrorCheck(),
-        Groundhog(),
+        GroundhogAddon(),
         EgressAuth(),  # after Groundhog: it must not overwrite the worker's credentials
         Tunnels(),  # after NextLayer: it vets the layer NextLayer chose
     )

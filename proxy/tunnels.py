@@ -16,13 +16,13 @@ import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 
 from mitmproxy import connection, ctx, http
 from mitmproxy.addonmanager import Loader
 from mitmproxy.proxy import commands, events, layer, layers
 from mitmproxy.proxy.context import Context
 
+from groundhog.protocol.decisions import Decision
 from proxy.identity import Credentials, CredentialsError, connect_credentials
 from proxy.resolver_client import (
     ResolverClient,
@@ -43,14 +43,9 @@ VISIBLE_LAYERS: tuple[type[layer.Layer], ...] = (
 )
 
 
-class TunnelDecision(StrEnum):
-    PASSTHROUGH = "passthrough"
-    REFUSED = "refused"
-
-
 @dataclass(frozen=True)
 class TunnelVerdict:
-    decision: TunnelDecision
+    decision: Decision
     reason: str
 
 
@@ -129,28 +124,29 @@ class Tunnels:
             verdict = await self._decide(context)
         except Exception as error:  # fail closed: an error here must not mean "relay"
             log.exception("raw tunnel decision failed")
-            verdict = TunnelVerdict(TunnelDecision.REFUSED, f"decision failed: {error}")
+            verdict = TunnelVerdict(Decision.REFUSED, f"decision failed: {error}")
         target = _target(context)
-        if verdict.decision is TunnelDecision.PASSTHROUGH:
+        if verdict.decision is Decision.PASSTHROUGH:
             log.info("raw tunnel to %s relayed unrecorded: %s", target, verdict.reason)
             return
         log.warning("raw tunnel to %s closed, nothing relayed: %s", target, verdict.reason)
         chosen = nextlayer.layer
-        with contextlib.suppress(ValueError):
-            context.layers.remove(chosen)
+        if chosen is not None:
+            with contextlib.suppress(ValueError):
+                context.layers.remove(chosen)
         nextlayer.layer = ClosedTunnel(context)
 
     async def _decide(self, context: Context) -> TunnelVerdict:
         address = context.server.address
         if not address:
-            return TunnelVerdict(TunnelDecision.REFUSED, "no destination")
+            return TunnelVerdict(Decision.REFUSED, "no destination")
         host, port = str(address[0]), int(address[1])
         options = ctx.options
         remembered = self._identities.get(context.client.id)
         tape = (remembered.tape if remembered else None) or options.groundhog_tape
         branch = (remembered.branch if remembered else None) or options.groundhog_branch
         if not tape or not branch:
-            return TunnelVerdict(TunnelDecision.REFUSED, "no tape and branch named")
+            return TunnelVerdict(Decision.REFUSED, "no tape and branch named")
         assert self.resolver is not None
         payload = {
             "tape": tape,
@@ -162,12 +158,12 @@ class Tunnels:
         try:
             answer = await self.resolver.tunnel(payload)
         except (ResolverUnavailable, ResolverRejected, ResolverProtocolError) as error:
-            return TunnelVerdict(TunnelDecision.REFUSED, f"the resolver did not allow it: {error}")
+            return TunnelVerdict(Decision.REFUSED, f"the resolver did not allow it: {error}")
         decision = answer.get("decision")
         detail = str(answer.get("detail") or "")
-        if decision == TunnelDecision.PASSTHROUGH:
-            return TunnelVerdict(TunnelDecision.PASSTHROUGH, detail)
-        return TunnelVerdict(TunnelDecision.REFUSED, detail or f"resolver answered {decision!r}")
+        if decision == Decision.PASSTHROUGH:
+            return TunnelVerdict(Decision.PASSTHROUGH, detail)
+        return TunnelVerdict(Decision.REFUSED, detail or f"resolver answered {decision!r}")
 
 
 def _target(context: Context) -> str:

@@ -14,25 +14,16 @@ from __future__ import annotations
 import base64
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from mitmproxy import http
 from mitmproxy.net.http import status_codes
 
-from resolver.policy import Decision
+from groundhog.protocol import headers
+from groundhog.protocol.decisions import Decision
+from groundhog.protocol.problems import MEDIA_TYPE as PROBLEM_MEDIA_TYPE
+from groundhog.protocol.wire import HeaderPairs, ResolveAsk, WireResponse, wire_response
 
-GROUNDHOG_PREFIX = b"x-groundhog-"
 PROXY_AUTHORIZATION = b"proxy-authorization"
-HEADER_DECISION = "X-Groundhog-Decision"
-HEADER_OCCURRENCE = "X-Groundhog-Occurrence"
-HEADER_FINGERPRINT = "X-Groundhog-Fingerprint"
-# The decision of every answer that forwarded nothing and served nothing from tape.
-REFUSED = str(Decision.REFUSED)
-PASSTHROUGH = str(Decision.PASSTHROUGH)
-# Decision.UPSTREAM_FAILED in the resolver's enum (PROTOCOL v2 §5); spelled here until then.
-UPSTREAM_FAILED = "upstream-failed"
-
-HeaderPairs = list[list[str]]
 
 
 def header_text(value: bytes) -> str:
@@ -68,7 +59,7 @@ def strip_private_headers(request: http.Request) -> None:
     request.headers.fields = tuple(
         (name, value)
         for name, value in request.headers.fields
-        if not name.lower().startswith(GROUNDHOG_PREFIX) and name.lower() != PROXY_AUTHORIZATION
+        if not name.lower().startswith(headers.PREFIX_BYTES) and name.lower() != PROXY_AUTHORIZATION
     )
 
 
@@ -80,7 +71,7 @@ def add_upstream_headers(request: http.Request, pairs: Sequence[Sequence[str]]) 
 
 def resolve_payload(
     request: http.Request, *, tape: str, branch: str, body_too_large: bool
-) -> dict[str, Any]:
+) -> ResolveAsk:
     """The `POST /v1/resolve` body for a request whose private headers are already gone."""
     path, _, _ = request.path.partition("?")
     return {
@@ -98,7 +89,7 @@ def resolve_payload(
     }
 
 
-def response_from_payload(payload: dict[str, Any], *, sent_body: bytes = b"") -> http.Response:
+def response_from_payload(payload: WireResponse, *, sent_body: bytes = b"") -> http.Response:
     """A mitmproxy response carrying exactly the recorded status, headers and body bytes.
 
     A `/v1/record` answer may give `"body": null`, meaning "the body you sent" (`sent_body`).
@@ -118,30 +109,32 @@ def response_from_payload(payload: dict[str, Any], *, sent_body: bytes = b"") ->
     )
 
 
-def response_payload(status: int, fields: Iterable[tuple[bytes, bytes]], body: bytes) -> dict:
+def response_payload(
+    status: int, fields: Iterable[tuple[bytes, bytes]], body: bytes
+) -> WireResponse:
     """The `response` object of a `POST /v1/record` body."""
-    return {"status": status, "headers": pairs_from_fields(fields), "body": encode_body(body)}
+    return wire_response(status, pairs_from_fields(fields), encode_body(body))
 
 
 def mark_response(
     response: http.Response, *, decision: str, occurrence: int | None, fingerprint: str | None
 ) -> None:
     """Tell the worker why it got these bytes; replaces any header of the same name."""
-    response.headers[HEADER_DECISION] = decision
-    response.headers[HEADER_OCCURRENCE] = "" if occurrence is None else str(occurrence)
-    response.headers[HEADER_FINGERPRINT] = fingerprint or ""
+    response.headers[headers.DECISION] = str(decision)
+    response.headers[headers.OCCURRENCE] = "" if occurrence is None else str(occurrence)
+    response.headers[headers.FINGERPRINT] = fingerprint or ""
 
 
 def relayed_response(status: int, headers: Sequence[tuple[str, str]], body: bytes) -> http.Response:
     """The resolver's own refusal (4xx problem+json), passed to the worker unchanged."""
     content_type = next(
         (value for name, value in headers if name.lower() == "content-type"),
-        "application/problem+json",
+        PROBLEM_MEDIA_TYPE,
     )
-    response = response_from_payload({"status": status, "headers": [], "body": ""})
+    response = response_from_payload(wire_response(status, [], ""))
     response.headers["Content-Type"] = content_type
     response.headers["Content-Length"] = str(len(body))
     response.raw_content = body
     # Nothing was forwarded: the worker sees the same decision as for any other refusal.
-    mark_response(response, decision=REFUSED, occurrence=None, fingerprint=None)
+    mark_response(response, decision=Decision.REFUSED, occurrence=None, fingerprint=None)
     return response

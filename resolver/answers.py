@@ -8,10 +8,11 @@ keys) so a user can see why a replay diverged. Both are built here, deterministi
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy.orm import Session
 
+from groundhog.protocol.wire import HeaderPairs, WireResponse, wire_response
 from resolver.asks import Ask
 from resolver.errors import PROBLEM_MEDIA_TYPE, problem_body
 from resolver.near_miss import NearMiss
@@ -20,7 +21,7 @@ from resolver.schemas import encode_base64
 from store import exchanges
 from store.models import Exchange
 
-PROBLEM_HEADERS = [["Content-Type", PROBLEM_MEDIA_TYPE]]
+PROBLEM_HEADERS: HeaderPairs = [["Content-Type", PROBLEM_MEDIA_TYPE]]
 
 
 def credential_only_difference(key: str, nearest: list[str]) -> bool:
@@ -29,7 +30,7 @@ def credential_only_difference(key: str, nearest: list[str]) -> bool:
     return any(other != key and without_identity(other) == anonymous for other in nearest)
 
 
-def refused(ask: Ask, near: list[NearMiss], **extras: Any) -> dict[str, Any]:
+def refused(ask: Ask, near: list[NearMiss], **extras: Any) -> WireResponse:
     """The sealed-miss 502: the address asked, and what differs in the nearest recordings."""
     credential_only = credential_only_difference(ask.key.readable, [miss.key for miss in near])
     because = (
@@ -58,7 +59,7 @@ def refused(ask: Ask, near: list[NearMiss], **extras: Any) -> dict[str, Any]:
         near_misses=[miss.as_json() for miss in near],
         **extras,
     )
-    return {"status": 502, "headers": PROBLEM_HEADERS, "body": encode_base64(body)}
+    return wire_response(502, PROBLEM_HEADERS, encode_base64(body))
 
 
 def upstream_error_body(exchange: Exchange, tape_name: str) -> bytes:
@@ -84,7 +85,7 @@ def upstream_failed(
     fingerprint: str,
     kind: str,
     message: str,
-) -> dict[str, Any]:
+) -> WireResponse:
     """The 502 for a live call that failed before the world answered; nothing was recorded."""
     body = problem_body(
         502,
@@ -98,17 +99,15 @@ def upstream_failed(
         fingerprint=fingerprint,
         error_kind=kind,
     )
-    return {"status": 502, "headers": PROBLEM_HEADERS, "body": encode_base64(body)}
+    return wire_response(502, PROBLEM_HEADERS, encode_base64(body))
 
 
-def recorded(exchange: Exchange, *, session: Session, tape_name: str) -> dict[str, Any]:
+def recorded(exchange: Exchange, *, session: Session, tape_name: str) -> WireResponse:
     """The wire form of an exchange's answer."""
     if exchange.error_kind is not None:
         body = upstream_error_body(exchange, tape_name)
-        return {"status": 502, "headers": PROBLEM_HEADERS, "body": encode_base64(body)}
+        return wire_response(502, PROBLEM_HEADERS, encode_base64(body))
     body = exchanges.get_blob(exchange.response_body_sha, session=session)
-    return {
-        "status": exchange.response_status,
-        "headers": exchange.response_headers or [],
-        "body": encode_base64(body),
-    }
+    return wire_response(
+        cast(int, exchange.response_status), exchange.response_headers or [], encode_base64(body)
+    )

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
 
+from groundhog.protocol import headers as protocol_headers
 from resolver.dependencies import Classification, classify
 from resolver.errors import NotFound
 from resolver.faults import FaultRule, rules_of
@@ -71,9 +72,9 @@ def cooperative_headers(ask: Ask) -> list[list[str]]:
         salted = hashlib.sha256(f"{ask.world_seed}/{ask.branch}".encode()).digest()
         seed = int.from_bytes(salted[:4], "big")
     return [
-        ["X-Groundhog-Branch", ask.branch],
-        ["X-Groundhog-Seed", str(seed)],
-        ["X-Groundhog-Occurrence", str(ask.occurrence)],
+        [protocol_headers.BRANCH, ask.branch],
+        [protocol_headers.SEED, str(seed)],
+        [protocol_headers.OCCURRENCE, str(ask.occurrence)],
     ]
 
 

@@ -15,12 +15,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from groundhog.protocol import headers as protocol_headers
 from resolver.keys import decode_content
 from resolver.policy import READ_METHODS, DependencyModel
 from resolver.request import RequestParts
 
-READS_HEADER = "x-groundhog-reads"
-WRITES_HEADER = "x-groundhog-writes"
+READS_HEADER = protocol_headers.READS.lower()
+WRITES_HEADER = protocol_headers.WRITES.lower()
 _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
 
 
@@ -171,7 +172,7 @@ def recorded_writes(
 ) -> frozenset[str]:
     """The resources a recorded write bumps; the hints model takes them from the response."""
     if model is DependencyModel.HINTS:
-        named = frozenset()
+        named: frozenset[str] = frozenset()
         for name, value in response_headers:
             if name.lower() == WRITES_HEADER:
                 named |= parse_resource_list(value)

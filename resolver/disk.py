@@ -9,7 +9,6 @@ directory can be measured from here; a PostgreSQL store reports its own full dis
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -52,5 +51,5 @@ class DiskReserve:
                 "sent upstream. Free disk space, then retry.",
                 free_bytes=free,
                 reserve_bytes=self.reserve_bytes,
-                directory=os.fspath(self.directory),
+                directory=str(self.directory or ""),
             )

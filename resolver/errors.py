@@ -7,7 +7,6 @@ own error. Foreign errors are translated at the edge with `raise … from e`.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
@@ -17,13 +16,15 @@ from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
+from groundhog.protocol.problems import MEDIA_TYPE, TYPE_BASE, problem_bytes
+
 logger = logging.getLogger(__name__)
 
-PROBLEM_TYPE_BASE = "https://groundhog.dev/problems/"
-PROBLEM_MEDIA_TYPE = "application/problem+json"
+PROBLEM_TYPE_BASE = TYPE_BASE
+PROBLEM_MEDIA_TYPE = MEDIA_TYPE
 
 
-class GroundhogError(Exception):
+class ResolverError(Exception):
     status = 400
     slug = "bad-request"
     title = "Bad request"
@@ -34,52 +35,45 @@ class GroundhogError(Exception):
         self.extras = extras
 
 
-class NotFound(GroundhogError):
+class NotFound(ResolverError):
     status, slug, title = 404, "not-found", "Not found"
 
 
-class Conflict(GroundhogError):
+class Conflict(ResolverError):
     status, slug, title = 409, "conflict", "Conflict"
 
 
-class InvalidInput(GroundhogError):
+class InvalidInput(ResolverError):
     status, slug, title = 422, "invalid-input", "Invalid input"
 
 
-class BodyTooLarge(GroundhogError):
+class BodyTooLarge(ResolverError):
     status, slug, title = 413, "body-too-large", "Body too large"
 
 
-class Unauthorized(GroundhogError):
+class Unauthorized(ResolverError):
     status, slug, title = 401, "unauthorized", "Unauthorized"
 
 
-class StoreFull(GroundhogError):
+class StoreFull(ResolverError):
     """The store's disk is below its reserve: no live call may start."""
 
     status, slug, title = 503, "store-full", "Store full"
 
 
-class StoreUnavailable(GroundhogError):
+class StoreUnavailable(ResolverError):
     """The store could not take a record; the proxy must not serve the live answer as taped."""
 
     status, slug, title = 503, "store-unavailable", "Store unavailable"
 
 
-class ResolveTimeout(GroundhogError):
+class ResolveTimeout(ResolverError):
     status, slug, title = 504, "resolve-timeout", "Timed out waiting for another asker"
 
 
 def problem_body(status: int, slug: str, title: str, detail: str, **extras: Any) -> bytes:
     """Deterministic problem+json bytes (sorted keys), so identical problems are identical bytes."""
-    document = {
-        "type": PROBLEM_TYPE_BASE + slug,
-        "title": title,
-        "status": status,
-        "detail": detail,
-    }
-    document.update(extras)
-    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+    return problem_bytes(status, slug, title, detail, **extras)
 
 
 def problem_response(
@@ -99,8 +93,8 @@ def _location(loc: tuple[Any, ...]) -> str:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(GroundhogError)
-    async def _groundhog(_request: Request, error: GroundhogError) -> Response:
+    @app.exception_handler(ResolverError)
+    async def _groundhog(_request: Request, error: ResolverError) -> Response:
         headers = {"WWW-Authenticate": "Bearer"} if isinstance(error, Unauthorized) else None
         if error.status == 503:
             headers = {"Retry-After": "1"}

@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from groundhog.protocol.headers import FAULT as FAULT_HEADER
+from groundhog.protocol.wire import HeaderPairs, WireResponse, wire_response
 from resolver.errors import PROBLEM_MEDIA_TYPE, problem_body
 
-FAULT_HEADER = "X-Groundhog-Fault"
 DRAW_VERSION = "groundhog-fault-v1"
 
 
@@ -127,7 +128,9 @@ _STATUS = {
 }
 
 
-def injected_response(fault: Fault, *, tape: str, request_key: str, occurrence: int) -> dict:
+def injected_response(
+    fault: Fault, *, tape: str, request_key: str, occurrence: int
+) -> WireResponse:
     """The wire response of an injected fault: identical bytes for every branch at the address."""
     status, title = _STATUS[fault.kind]
     body = problem_body(
@@ -141,10 +144,10 @@ def injected_response(fault: Fault, *, tape: str, request_key: str, occurrence: 
         occurrence=occurrence,
         fault=str(fault.kind),
     )
-    headers = [["Content-Type", PROBLEM_MEDIA_TYPE], [FAULT_HEADER, str(fault.kind)]]
+    headers: HeaderPairs = [["Content-Type", PROBLEM_MEDIA_TYPE], [FAULT_HEADER, str(fault.kind)]]
     if fault.kind in (FaultKind.TOO_MANY_REQUESTS, FaultKind.UNAVAILABLE):
         headers.append(["Retry-After", str(fault.rule.retry_after)])
-    return {"status": status, "headers": headers, "body": base64.b64encode(body).decode("ascii")}
+    return wire_response(status, headers, base64.b64encode(body).decode("ascii"))
 
 
 def rules_of(config: dict[str, Any]) -> list[FaultRule]:

@@ -11,6 +11,7 @@ hashes) are kept, so the tape still replays; a request body is keyed by content 
 from __future__ import annotations
 
 import re
+from functools import partial
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from sqlalchemy import select
@@ -21,6 +22,10 @@ from resolver.redaction_rules import Placeholders
 from store.models import Exchange
 
 _QUERY_IN_KEY = re.compile(r"(\S+://\S+)")
+
+
+def _scrub_match(match: re.Match[str], *, policy: Policy, marks: Placeholders) -> str:
+    return _scrub_url(match.group(1), policy, marks)
 
 
 def _scrub_url(url: str, policy: Policy, marks: Placeholders) -> str:
@@ -51,7 +56,7 @@ def scrub_imported(tape_id: int, key: bytes, *, session: Session) -> int:
             headers.append([name, scrubbed])
         url = _scrub_url(exchange.request_url, policy, marks)
         key_text = _QUERY_IN_KEY.sub(
-            lambda m, marks=marks: _scrub_url(m.group(1), policy, marks), exchange.key_readable
+            partial(_scrub_match, policy=policy, marks=marks), exchange.key_readable
         )
         key_text = policy.scan(key_text, "body", marks)
         response = [

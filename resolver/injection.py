@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from groundhog.protocol.wire import WireResponse
 from resolver.asks import Ask
 from resolver.faults import Fault, decide_fault, injected_response
 
@@ -34,7 +35,7 @@ def replacing_fault(ask: Ask) -> Fault | None:
     return fault if fault is not None and fault.replaces_answer else None
 
 
-def injected(ask: Ask, fault: Fault) -> dict:
+def injected(ask: Ask, fault: Fault) -> WireResponse:
     return injected_response(
         fault, tape=ask.tape_name, request_key=ask.key.readable, occurrence=ask.occurrence
     )

@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from groundhog.protocol.wire import WireResponse
 from resolver import answers
 from resolver.asks import Ask
 from resolver.near_miss import NearMiss, Recording, explain
@@ -30,6 +31,6 @@ def near_misses(session: Session, ask: Ask) -> list[NearMiss]:
     )
 
 
-def sealed_miss(session: Session, ask: Ask, **extras: Any) -> dict[str, Any]:
+def sealed_miss(session: Session, ask: Ask, **extras: Any) -> WireResponse:
     """The wire response of a sealed miss: a 502 problem naming the nearest recordings."""
     return answers.refused(ask, near_misses(session, ask), **extras)

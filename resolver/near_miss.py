@@ -189,10 +189,10 @@ def differences(asked: KeyParts, recorded: KeyParts) -> list[Difference]:
         if a != b:
             found.append(Difference(part, "", a, b))
     for index in range(max(len(asked.segments), len(recorded.segments))):
-        a = asked.segments[index] if index < len(asked.segments) else _MISSING
-        b = recorded.segments[index] if index < len(recorded.segments) else _MISSING
-        if a != b:
-            found.append(Difference("path", str(index + 1), a, b))
+        mine = asked.segments[index] if index < len(asked.segments) else _MISSING
+        theirs = recorded.segments[index] if index < len(recorded.segments) else _MISSING
+        if mine != theirs:
+            found.append(Difference("path", str(index + 1), mine, theirs))
     found += _pairs_diff("query", asked.query, recorded.query)
     found += _pairs_diff("header", asked.headers, recorded.headers)
     found += _body_diff(asked.body, recorded.body)

@@ -9,9 +9,13 @@ bytes after a write would slip through.
 
 from __future__ import annotations
 
+__all__ = ["Action", "Decision", "DependencyModel", "Mode"]
+
 import hashlib
 from dataclasses import dataclass
 from enum import StrEnum
+
+from groundhog.protocol.decisions import Action, Decision
 
 
 class Mode(StrEnum):
@@ -25,27 +29,6 @@ class DependencyModel(StrEnum):
     PATH = "path"
     RULES = "rules"
     HINTS = "hints"
-
-
-class Decision(StrEnum):
-    SHARED = "shared"
-    RECORDED = "recorded"
-    REFETCHED = "refetched"
-    STALE = "stale"
-    WRITE = "write"
-    REPLAYED_WRITE = "replayed-write"
-    REFUSED = "refused"
-    PASSTHROUGH = "passthrough"
-    INJECTED = "injected"
-    SIMULATED = "simulated"
-    # The live call failed before the world answered (connect, TLS, timeout): nothing recorded.
-    UPSTREAM_FAILED = "upstream-failed"
-
-
-class Action(StrEnum):
-    SERVE = "serve"
-    FORWARD = "forward"
-    WAIT = "wait"
 
 
 LIVE_DECISIONS = frozenset(

@@ -31,8 +31,8 @@ from resolver.echoes import EchoBook, Secrets, scrub_response
 from resolver.errors import (
     BodyTooLarge,
     Conflict,
-    GroundhogError,
     InvalidInput,
+    ResolverError,
     StoreUnavailable,
 )
 from resolver.policy import Decision, DependencyModel
@@ -104,12 +104,12 @@ class Recorder:
                         f"{self.max_body_bytes}; record it as passthrough 'too-large'",
                         limit=self.max_body_bytes,
                     )
-        except GroundhogError:
+        except ResolverError:
             self._release_after_failure(wire.ticket)  # a rejected record must not hold siblings
             raise
         try:
             result, address = self._commit(wire, kind, body)
-        except GroundhogError:
+        except ResolverError:
             raise  # an unknown ticket or a deleted tape: no claim of this ticket is left
         except Exception as error:
             self._release_after_failure(wire.ticket)

@@ -47,6 +47,8 @@ def rules_applied(config: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def redaction_summary(tape_id: int, config: Mapping[str, Any], *, session: Session) -> dict:
+def redaction_summary(
+    tape_id: int, config: Mapping[str, Any], *, session: Session
+) -> dict[str, Any]:
     keys = session.scalars(select(Exchange.key_readable).where(Exchange.tape_id == tape_id))
     return {"applied": rules_applied(config), "fired": fired_rules(list(keys))}

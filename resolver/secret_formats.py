@@ -202,7 +202,9 @@ class FormatScanner:
                 ]
         if self.token_regex is not None:
             for match in self.token_regex.finditer(token):
-                end = _TAIL.match(token, match.end()).end()
+                tail = _TAIL.match(token, match.end())
+                assert tail is not None  # the tail pattern matches the empty string
+                end = tail.end()
                 found.append(
                     (offset + match.start(), offset + end, self.token_rules[match.lastgroup or ""])
                 )

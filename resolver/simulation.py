@@ -17,10 +17,10 @@ import base64
 from collections.abc import Sequence
 from typing import Any
 
+from groundhog.protocol.headers import SIMULATED as SIMULATED_HEADER
 from resolver.asks import Ask
 from resolver.schemas import encode_base64
 
-SIMULATED_HEADER = "X-Groundhog-Simulated"
 PROTOCOL = "groundhog-simulator-v1"
 
 

@@ -164,3 +164,35 @@ def test_client_commands_start_without_the_services_packages() -> None:
     env = {"GROUNDHOG_RESOLVER_URL": "http://127.0.0.1:9", "PATH": "/usr/bin:/bin"}
     assert loaded_heavy_modules("tape", "ls", env=env) == []
     assert loaded_heavy_modules("env", "--tape", "t", env=env) == []
+
+
+def test_the_protocol_is_standard_library_only() -> None:
+    # Proxy, resolver, client, bench and worldsim all import it: it must not pull a service in.
+    for path in sources("groundhog/protocol"):
+        assert third_party_imports(path, module_level_only=False) == set(), path
+
+
+def test_an_undeclared_import_is_caught(tmp_path: Path) -> None:
+    # The checks above must be able to fail: a module importing what no install declares.
+    module = REPO_ROOT / "groundhog" / "_undeclared_probe.py"
+    module.write_text("import yaml\nimport certifi\n\n\ndef later():\n    import numpy\n")
+    try:
+        assert undeclared([module], "core", module_level_only=True) == [
+            "groundhog/_undeclared_probe.py imports yaml"
+        ]
+        assert sorted(undeclared([module], "core", module_level_only=False)) == [
+            "groundhog/_undeclared_probe.py imports numpy",
+            "groundhog/_undeclared_probe.py imports yaml",
+        ]
+        assert undeclared([module], "bench", module_level_only=False) == [
+            "groundhog/_undeclared_probe.py imports yaml"
+        ]
+    finally:
+        module.unlink()
+
+
+def test_the_type_checker_is_a_dev_requirement_and_runs_in_make_test() -> None:
+    assert "mypy" in extra("dev")
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    test_target = makefile.split("\ntest:", 1)[1].split("\n\n", 1)[0]
+    assert "$(BIN)/mypy" in test_target

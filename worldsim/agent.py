@@ -16,8 +16,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from enum import StrEnum
-from typing import Protocol
+from typing import Any, Protocol
 
+from groundhog.protocol import headers as protocol_headers
 from worldsim import noise
 
 QUALITY_BASE = 0.2
@@ -28,7 +29,6 @@ SOURCE_WEIGHTS = (0.6, 0.3, 0.15)
 LATENCY_COST_PER_SECOND = 0.25
 WRITING_NOISE_SD = 0.25
 LATENCY_HEADER = "x-world-latency-ms"
-DECISION_HEADER = "x-groundhog-decision"
 
 
 class Strategy(StrEnum):
@@ -212,7 +212,7 @@ class _Session:
         params: Sequence[tuple[str, str]] = (),
         payload: Mapping[str, object] | None = None,
         expect: int = 200,
-    ) -> dict[str, object]:
+    ) -> dict[str, Any]:
         body = _canonical(payload) if payload is not None else None
         reply = self.transport.send(method, path, params, body, self.headers)
         if reply.status != expect or LATENCY_HEADER not in reply.headers:
@@ -222,7 +222,7 @@ class _Session:
             )
         latency = float(reply.headers[LATENCY_HEADER])
         self.steps.append(
-            Step(method, path, reply.status, latency, reply.headers.get(DECISION_HEADER))
+            Step(method, path, reply.status, latency, reply.headers.get(protocol_headers.DECISION))
         )
         return reply.json()
 
@@ -273,12 +273,12 @@ def run_rollout(
     if open_session:
         session.open(epoch, client)
     trends = session.call("GET", "/trends")["trends"]
-    topic = str(trends[0]["topic"])  # type: ignore[index]
-    attention = float(session.call("GET", "/context")["attention"])  # type: ignore[arg-type]
+    topic = str(trends[0]["topic"])
+    attention = float(session.call("GET", "/context")["attention"])
     sources: list[dict[str, object]] = []
     if SOURCES_READ[strategy]:
         hits = session.call("GET", "/search", [("q", topic)])["hits"]
-        for hit in hits[: SOURCES_READ[strategy]]:  # type: ignore[index]
+        for hit in hits[: SOURCES_READ[strategy]]:
             sources.append(session.call("GET", f"/docs/{hit['id']}"))
     brief = _brief(topic, sources)
     doc_id = str(session.call("POST", "/docs", payload=brief, expect=201)["id"])
@@ -288,9 +288,9 @@ def run_rollout(
         review = session.call("GET", "/review", [("doc", doc_id)])
         review_exists = bool(review["exists"])
         if review_exists:
-            notes = [str(note) for note in review["notes"]]  # type: ignore[attr-defined]
+            notes = [str(note) for note in review["notes"]]
             session.call("POST", "/docs", payload=_brief(topic, sources, notes), expect=201)
-            revision_gain = float(review["uplift"])  # type: ignore[arg-type]
+            revision_gain = float(review["uplift"])
     writing_noise = WRITING_NOISE_SD * noise.normal(agent_seed, "agent", "writing")
     insight_terms = [
         weight * _insight(source) for weight, source in zip(SOURCE_WEIGHTS, sources, strict=False)

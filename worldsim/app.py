@@ -54,7 +54,7 @@ def install_error_handlers(app: FastAPI) -> None:
             {"loc": [str(part) for part in item.get("loc", ())], "msg": str(item.get("msg", ""))}
             for item in error.errors()
         ]
-        where = "; ".join(f"{'.'.join(e['loc'])}: {e['msg']}" for e in errors)  # type: ignore[arg-type]
+        where = "; ".join(f"{'.'.join(e['loc'])}: {e['msg']}" for e in errors)
         return _problem(422, "invalid-request", "Invalid request", where, errors=errors)
 
     @app.exception_handler(StarletteHTTPException)

@@ -8,6 +8,8 @@ CLI, `groundhog worldsim` and tests cannot disagree about defaults.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -26,6 +28,6 @@ class WorldConfig(BaseSettings):
     max_body_bytes: int = Field(default=65_536, ge=1)
 
 
-def load_config(**overrides: object) -> WorldConfig:
+def load_config(**overrides: Any) -> WorldConfig:
     """Settings from the environment, with explicit overrides (e.g. CLI flags) winning."""
     return WorldConfig(**{name: value for name, value in overrides.items() if value is not None})

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import pydantic
 
+from groundhog.protocol import headers as protocol_headers
 from worldsim import corpus, render
 from worldsim.errors import InvalidRequest, UnknownEndpoint
 
@@ -176,8 +177,8 @@ def parse_brief(body: bytes) -> corpus.Brief:
 def world_headers(headers: Mapping[str, str]) -> dict[str, str | None]:
     """The cooperative headers from any case-insensitive header mapping."""
     return {
-        "branch": headers.get("x-groundhog-branch"),
-        "seed": headers.get("x-groundhog-seed"),
-        "occurrence": headers.get("x-groundhog-occurrence"),
+        "branch": headers.get(protocol_headers.BRANCH.lower()),
+        "seed": headers.get(protocol_headers.SEED.lower()),
+        "occurrence": headers.get(protocol_headers.OCCURRENCE.lower()),
         "session": bearer(headers.get("authorization")),
     }

@@ -9,20 +9,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-PROBLEM_MEDIA_TYPE = "application/problem+json"
+from groundhog.protocol import problems
+from groundhog.protocol.problems import MEDIA_TYPE as PROBLEM_MEDIA_TYPE
+
+__all__ = ["PROBLEM_MEDIA_TYPE", "problem_document"]
+
+TYPE_BASE = "urn:groundhog:worldsim:problem:"
 
 
 def problem_document(
     status: int, kind: str, title: str, detail: str, **extras: object
 ) -> dict[str, object]:
     """An RFC 9457 problem with the world's own type URN: the one shape of every refusal."""
-    return {
-        **extras,
-        "type": f"urn:groundhog:worldsim:problem:{kind}",
-        "title": title,
-        "status": status,
-        "detail": detail,
-    }
+    return problems.problem_document(status, kind, title, detail, type_base=TYPE_BASE, **extras)
 
 
 @dataclass

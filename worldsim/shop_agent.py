@@ -79,7 +79,7 @@ def run_rollout(
     session = _Session(transport)
     if open_session:
         session.open(epoch, client)
-    listed = [item for item in session.call("GET", "/catalog")["items"] if item["in_stock"]]  # type: ignore[union-attr]
+    listed = [item for item in session.call("GET", "/catalog")["items"] if item["in_stock"]]
     if not listed:
         raise ValueError("nothing is in stock today")
     choice = str(listed[0]["id"])
@@ -90,7 +90,7 @@ def run_rollout(
         scored = {}
         for item_id in candidates:
             detail = session.call("GET", f"/items/{item_id}")
-            scored[item_id] = float(detail["value"]) - float(detail["price"])  # type: ignore[arg-type]
+            scored[item_id] = float(detail["value"]) - float(detail["price"])
         choice = max(sorted(scored), key=scored.__getitem__)
     session.call("POST", "/cart", payload={"item": choice}, expect=201)
     coupon: str | None = None
@@ -98,12 +98,12 @@ def run_rollout(
     if strategy is Strategy.DEAL:
         offer = session.call("GET", "/cart")["offer"]
         offer_seen = offer is not None
-        coupon = str(offer["code"]) if offer else None  # type: ignore[index]
+        coupon = str(offer["code"]) if offer else None
     payload = {"coupon": coupon} if coupon else {}
     order = session.call("POST", "/checkout", payload=payload, expect=201)
     agent_noise = AGENT_NOISE_SD * noise.normal(agent_seed, "agent", "shop")
     latency_cost = LATENCY_COST_PER_SECOND * session.latency_seconds()
-    value, total = float(order["value"]), float(order["total"])  # type: ignore[arg-type]
+    value, total = float(order["value"]), float(order["total"])
     reward = value - total - latency_cost + agent_noise
     return Rollout(
         strategy=strategy,

@@ -16,6 +16,7 @@ import urllib.parse
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 
+from groundhog.protocol import headers as protocol_headers
 from worldsim import corpus, noise, render, shop
 from worldsim.dispatch import (
     OCCURRENCE_PATTERN,
@@ -31,8 +32,6 @@ from worldsim.dispatch import (
 )
 from worldsim.errors import BodyTooLarge, ReadOnlyConflict, SandboxCapReached, UnknownSession
 
-HINT_READS = "X-Groundhog-Reads"
-HINT_WRITES = "X-Groundhog-Writes"
 LATENCY_HEADER = "X-World-Latency-Ms"
 OCCURRENCE_ECHO_HEADER = "X-World-Occurrence"
 REQUEST_ID_HEADER = "X-Request-Id"
@@ -244,9 +243,9 @@ class World:
             if request.session is not None:
                 return parse_session(request.session), None, None
             return PUBLIC_SANDBOX, None, None
-        header_seed = parse_int_header("X-Groundhog-Seed", request.seed, SEED_PATTERN)
+        header_seed = parse_int_header(protocol_headers.SEED, request.seed, SEED_PATTERN)
         header_occurrence = parse_int_header(
-            "X-Groundhog-Occurrence", request.occurrence, OCCURRENCE_PATTERN
+            protocol_headers.OCCURRENCE, request.occurrence, OCCURRENCE_PATTERN
         )
         if request.session is not None:
             return parse_session(request.session), header_seed, header_occurrence
@@ -364,8 +363,8 @@ class World:
             headers.append((OCCURRENCE_ECHO_HEADER, str(occurrence)))
         if self.hints:
             # Resource names can carry a client's text (a doc id); headers must stay ASCII.
-            headers.append((HINT_READS, _ascii(",".join(rendered.reads))))
-            headers.append((HINT_WRITES, _ascii(",".join(rendered.writes))))
+            headers.append((protocol_headers.READS, _ascii(",".join(rendered.reads))))
+            headers.append((protocol_headers.WRITES, _ascii(",".join(rendered.writes))))
         return WorldResponse(
             rendered.status, body, tuple(headers), rendered.media_type, latency, request_id
         )

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from groundhog.protocol import headers as protocol_headers
+
 
 @dataclass
 class Answer:
@@ -44,7 +46,7 @@ def through_proxy(
 ) -> Answer:
     """Send one request through the proxy; transport failures come back as `error`."""
     extra = list(headers.items()) if isinstance(headers, dict) else list(headers or [])
-    sent = [("X-Groundhog-Tape", tape), ("X-Groundhog-Branch", branch), *extra]
+    sent = [(protocol_headers.TAPE, tape), (protocol_headers.BRANCH, branch), *extra]
     try:
         with httpx.Client(proxy=proxy_url, timeout=timeout, trust_env=False) as client:
             response = client.request(method, url, content=content, headers=sent)
@@ -52,7 +54,7 @@ def through_proxy(
         return Answer(None, error=f"{type(error).__name__}: {error}")
     return Answer(
         status=response.status_code,
-        decision=response.headers.get("X-Groundhog-Decision"),
+        decision=response.headers.get(protocol_headers.DECISION),
         content_type=response.headers.get("Content-Type", ""),
         body=response.content,
         headers=list(response.headers.multi_items()),

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 from bench.reliability.client import Answer, direct, through_proxy
 from bench.reliability.processes import scenario_children
 from bench.reliability.stack import Stack, start_stack
+from groundhog.protocol import headers as protocol_headers
 
 BOMB_DECOMPRESSED_BYTES = 512 * 1024 * 1024
 MEMORY_JUMP_LIMIT_KIB = 192 * 1024
@@ -229,9 +230,17 @@ def _cases(bomb: bytes) -> list[Case]:
             lambda stack, tape, b: _raw(
                 stack.proxies[0].url,
                 b"GET " + stack.upstream.url.encode() + b"/item/\xff\xfe?q=\xc3\x28 HTTP/1.1\r\n"
-                b"Host: " + stack.upstream.url.split("//")[1].encode() + b"\r\n"
-                b"X-Groundhog-Tape: " + tape.encode() + b"\r\n"
-                b"X-Groundhog-Branch: " + b[0].encode() + b"\r\n"
+                b"Host: "
+                + stack.upstream.url.split("//")[1].encode()
+                + b"\r\n"
+                + protocol_headers.TAPE.encode()
+                + b": "
+                + tape.encode()
+                + b"\r\n"
+                + protocol_headers.BRANCH.encode()
+                + b": "
+                + b[0].encode()
+                + b"\r\n"
                 b"X-Bad: \xff\xfe\r\nConnection: close\r\n\r\n",
             ),
         ),

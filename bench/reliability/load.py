@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 
 import aiohttp
 
+from groundhog.protocol import headers as protocol_headers
+from groundhog.protocol.problems import MEDIA_TYPE as PROBLEM_MEDIA_TYPE
+
 WRITE_STATUS = 201
 READ_STATUS = 200
 CONNECTION_BACKOFF_SECONDS = 0.05
@@ -96,7 +99,7 @@ async def _worker(
     rng = random.Random(plan.seed * 1000 + index)
     proxy_index = index % len(plan.proxies)
     branch = plan.branches[index % len(plan.branches)]
-    headers = {"X-Groundhog-Tape": plan.tape, "X-Groundhog-Branch": branch}
+    headers = {protocol_headers.TAPE: plan.tape, protocol_headers.BRANCH: branch}
     timeout = aiohttp.ClientTimeout(total=120)
     async with aiohttp.ClientSession(trust_env=False, timeout=timeout) as session:
         while time.monotonic() < deadline and budget[0] > 0 and not stop.is_set():
@@ -114,11 +117,11 @@ async def _worker(
                 ) as response:
                     body = await response.read()
                     outcome.status = response.status
-                    outcome.decision = response.headers.get("X-Groundhog-Decision")
-                    outcome.occurrence = response.headers.get("X-Groundhog-Occurrence")
-                    outcome.fingerprint = response.headers.get("X-Groundhog-Fingerprint")
+                    outcome.decision = response.headers.get(protocol_headers.DECISION)
+                    outcome.occurrence = response.headers.get(protocol_headers.OCCURRENCE)
+                    outcome.fingerprint = response.headers.get(protocol_headers.FINGERPRINT)
                     outcome.body_sha = hashlib.sha256(body).hexdigest()
-                    if "problem+json" in response.headers.get("Content-Type", ""):
+                    if PROBLEM_MEDIA_TYPE in response.headers.get("Content-Type", ""):
                         outcome.problem_type, outcome.problem_detail = _problem(body)
             except (aiohttp.ClientError, OSError, TimeoutError) as error:
                 outcome.error = f"{type(error).__name__}: {error}"

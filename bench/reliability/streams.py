@@ -16,6 +16,7 @@ import httpx
 from bench.reliability.memory import MemorySampler
 from bench.reliability.processes import scenario_children
 from bench.reliability.stack import start_stack
+from groundhog.protocol import headers as protocol_headers
 
 MIB = 1024 * 1024
 DOWNLOAD_MIB = 300
@@ -33,10 +34,10 @@ def _download(stack: Any, tape: str, branch: str, chunked: bool) -> dict[str, An
         MemorySampler([proxy], interval=0.1) as sampler,
         httpx.Client(proxy=proxy.url, trust_env=False, timeout=120) as client,
         client.stream(
-            "GET", url, headers={"X-Groundhog-Tape": tape, "X-Groundhog-Branch": branch}
+            "GET", url, headers={protocol_headers.TAPE: tape, protocol_headers.BRANCH: branch}
         ) as answer,
     ):
-        decision = answer.headers.get("x-groundhog-decision")
+        decision = answer.headers.get(protocol_headers.DECISION)
         for piece in answer.iter_raw(MIB):
             received += len(piece)
     peak = max([kib for _, kib in sampler.series[proxy.name].samples] + [baseline])

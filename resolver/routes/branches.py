@@ -8,6 +8,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 
+from groundhog.protocol.admin import BranchInfo, BranchList, ForkResult
 from resolver.auth import require_admin
 from resolver.errors import Conflict, InvalidInput, NotFound
 from resolver.routes.tapes import find_tape, store_of
@@ -31,7 +32,7 @@ def _next_free_names(taken: set[str], count: int) -> list[str]:
     return names
 
 
-@router.post("/{tape}/fork", status_code=201)
+@router.post("/{tape}/fork", status_code=201, response_model=ForkResult)
 def fork(tape: str, body: ForkRequest, request: Request) -> dict[str, Any]:
     parent_path = check_branch_path(body.parent)
     with transaction(store_of(request).write) as session:
@@ -69,7 +70,7 @@ def fork(tape: str, body: ForkRequest, request: Request) -> dict[str, Any]:
         return {"parent": parent_path, "branches": paths}
 
 
-@router.get("/{tape}/branches")
+@router.get("/{tape}/branches", response_model=BranchList)
 def list_branches(tape: str, request: Request) -> dict[str, Any]:
     with transaction(store_of(request).read) as session:
         found = find_tape(tape, session=session)
@@ -83,7 +84,7 @@ def list_branches(tape: str, request: Request) -> dict[str, Any]:
         }
 
 
-@router.put("/{tape}/branches/{branch:path}/shim-counters")
+@router.put("/{tape}/branches/{branch:path}/shim-counters", response_model=BranchInfo)
 def report_shim_counters(
     tape: str, branch: str, body: ShimCounters, request: Request
 ) -> dict[str, Any]:
@@ -110,7 +111,7 @@ def report_shim_counters(
         return branch_view(row, session=session)
 
 
-@router.get("/{tape}/branches/{branch:path}")
+@router.get("/{tape}/branches/{branch:path}", response_model=BranchInfo)
 def show_branch(tape: str, branch: str, request: Request) -> dict[str, Any]:
     check_branch_path(branch)
     with transaction(store_of(request).read) as session:

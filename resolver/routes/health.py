@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 
 from resolver.auth import require_admin
 from resolver.ca import ensure_ca
-from resolver.errors import GroundhogError
+from resolver.errors import ResolverError
 from resolver.policy import LIVE_DECISIONS
 from resolver.signals import fork_rates_from_tallies
 from store import signals
@@ -28,7 +28,7 @@ logger = logging.getLogger(__name__)
 router = APIRouter(tags=["health"])
 
 
-class CertificateUnavailable(GroundhogError):
+class CertificateUnavailable(ResolverError):
     status, slug, title = 500, "ca-unavailable", "CA certificate unavailable"
 
 

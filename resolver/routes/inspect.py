@@ -6,6 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 
+from groundhog.protocol.admin import EventPage, TapeDigest
 from resolver.auth import require_admin
 from resolver.errors import NotFound
 from resolver.policy import Decision
@@ -24,7 +25,7 @@ MAX_ID = 2**63 - 1
 ANSWERED_502 = frozenset({Decision.REFUSED, Decision.UPSTREAM_FAILED})
 
 
-@router.get("/{tape}/events")
+@router.get("/{tape}/events", response_model=EventPage)
 def events(
     tape: str,
     request: Request,
@@ -111,7 +112,7 @@ def report(tape: str, request: Request) -> dict[str, Any]:
         return result
 
 
-@router.get("/{tape}/digest")
+@router.get("/{tape}/digest", response_model=TapeDigest)
 def digest(tape: str, request: Request) -> dict[str, Any]:
     with transaction(store_of(request).read) as session:
         found = find_tape(tape, session=session)

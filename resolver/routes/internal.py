@@ -19,13 +19,14 @@ still describes the bodies.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 from fastapi import APIRouter, Depends, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from groundhog.protocol.wire import RenewAnswer, ResolveAnswer
 from resolver import leases, wait_tokens
 from resolver.auth import require_proxy
 from resolver.cache import dumps_compact
@@ -76,7 +77,7 @@ def document_record_body(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def waiting_json(waiting: Waiting) -> dict[str, Any]:
+def waiting_json(waiting: Waiting) -> ResolveAnswer:
     """`wait`: another asker holds the address; long-poll `/v1/wait` with the token."""
     ask = waiting.ask
     decision = Decision.RECORDED if ask.fingerprint == "" else Decision.REFETCHED
@@ -93,7 +94,11 @@ def waiting_json(waiting: Waiting) -> dict[str, Any]:
     }
 
 
-def resolution_json(result: Resolution, lease_seconds: float | None = None) -> dict[str, Any]:
+def resolution_json(result: Resolution, lease_seconds: float | None = None) -> ResolveAnswer:
+    return cast(ResolveAnswer, _answer_fields(result, lease_seconds))
+
+
+def _answer_fields(result: Resolution, lease_seconds: float | None) -> dict[str, Any]:
     ask = result.ask
     answer: dict[str, Any] = {
         "action": str(result.action),
@@ -113,7 +118,7 @@ def resolution_json(result: Resolution, lease_seconds: float | None = None) -> d
 
 def resolution_bytes(result: Resolution, resolver: Resolver) -> bytes:
     """`resolution_json` as JSON bytes, reusing the cached recording's encoded response."""
-    answer = resolution_json(result, resolver.lease_seconds)
+    answer = _answer_fields(result, resolver.lease_seconds)
     if result.response_json is None:
         return dumps_compact(answer)
     del answer["response"]  # the last key: spliced back in below, already encoded
@@ -180,7 +185,7 @@ def _next_look(waiting: Waiting, poll_seconds: float) -> float:
 
 
 @router.post("/renew")
-def renew(body: TicketRequest, request: Request) -> dict[str, Any]:
+def renew(body: TicketRequest, request: Request) -> RenewAnswer:
     state = request.app.state
     lease = leases.renew(state.store, body.ticket, state.resolver.lease_seconds)
     if lease is None:

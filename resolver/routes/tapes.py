@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from groundhog.protocol.admin import TapeInfo, TapeList
 from resolver.auth import require_admin
 from resolver.errors import Conflict, NotFound
 from resolver.schemas import TapeConfig, check_config_size, check_tape_name
@@ -41,7 +42,7 @@ def _differences(existing: dict[str, Any], wanted: TapeConfig) -> list[str]:
     return sorted(name for name, value in given.items() if existing.get(name) != value)
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, response_model=TapeInfo)
 def open_tape(config: TapeConfig, request: Request, response: Response) -> dict[str, Any]:
     store = store_of(request)
     check_config_size(config.stored_config(), request.app.state.settings.max_tape_config_bytes)
@@ -76,7 +77,7 @@ def open_tape(config: TapeConfig, request: Request, response: Response) -> dict[
     raise Conflict(f"tape {config.name!r} could not be opened; retry", tape=config.name)
 
 
-@router.get("")
+@router.get("", response_model=TapeList)
 def list_all(request: Request) -> dict[str, Any]:
     with transaction(store_of(request).read) as session:
         return {
@@ -84,7 +85,7 @@ def list_all(request: Request) -> dict[str, Any]:
         }
 
 
-@router.get("/{tape}")
+@router.get("/{tape}", response_model=TapeInfo)
 def show(tape: str, request: Request) -> dict[str, Any]:
     with transaction(store_of(request).read) as session:
         return tape_view(find_tape(tape, session=session), session=session)
@@ -106,11 +107,11 @@ def _set_online(name: str, request: Request, online: bool) -> dict[str, Any]:
         return tape_view(tape, session=session)
 
 
-@router.post("/{tape}/seal")
+@router.post("/{tape}/seal", response_model=TapeInfo)
 def seal(tape: str, request: Request) -> dict[str, Any]:
     return _set_online(tape, request, False)
 
 
-@router.post("/{tape}/unseal")
+@router.post("/{tape}/unseal", response_model=TapeInfo)
 def unseal(tape: str, request: Request) -> dict[str, Any]:
     return _set_online(tape, request, True)

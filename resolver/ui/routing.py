@@ -14,7 +14,7 @@ from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 
-from resolver.errors import GroundhogError
+from resolver.errors import ResolverError
 from resolver.ui.access import LoginRequired
 from resolver.ui.layout import UI_ROOT, error_page, page
 from resolver.ui.markup import tag, void
@@ -54,7 +54,7 @@ class HtmlRoute(APIRoute):
                 return await handler(request)
             except LoginRequired:
                 return login_page()
-            except GroundhogError as error:
+            except ResolverError as error:
                 return error_page(error.status, error.title, error.detail)
             except RequestValidationError as error:
                 detail = "; ".join(

@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from bench import agent_adapter
 from bench.groups import RunContext, agent_seed, proxied_client, run_group, run_live
 from groundhog.models import ForkResult
+from groundhog.protocol import headers as protocol_headers
 from tests.support.servers import ServerProcess, running_server
 from worldsim import agent
 
@@ -78,8 +78,8 @@ def test_proxied_client_names_tape_and_branch_and_hooks() -> None:
     seen: list[str] = []
     context = _context("http://127.0.0.1:1")
     with proxied_client(context, "t", "root/b0", [seen.append], [seen.append]) as client:
-        assert client.headers[agent_adapter.TAPE_HEADER] == "t"
-        assert client.headers[agent_adapter.BRANCH_HEADER] == "root/b0"
+        assert client.headers[protocol_headers.TAPE] == "t"
+        assert client.headers[protocol_headers.BRANCH] == "root/b0"
         assert client.event_hooks["response"] == [seen.append]
         assert client.event_hooks["request"] == [seen.append]
         assert client.timeout.read == 120.0

@@ -55,3 +55,16 @@ def test_types_render_readably(generator: ModuleType) -> None:
     pair = {"type": "array", "prefixItems": [{"type": "string"}, {"type": "string"}]}
     assert type_of(pair) == "[string, string]"
     assert generator.constraints({"minimum": 1, "default": 100}) == "≥ 1; default `100`"
+
+
+def test_admin_answers_have_schemas_shared_with_the_client(schema: dict) -> None:
+    from groundhog.protocol import admin
+
+    schemas = schema["components"]["schemas"]
+    for shape in (admin.TapeInfo, admin.TapeList, admin.BranchInfo, admin.EventPage):
+        assert shape.__name__ in schemas, shape
+    # The client keeps a newer server's fields aside; that is no part of the answer.
+    assert "extra" not in schemas["TapeInfo"]["properties"]
+    operation = schema["paths"]["/v1/tapes/{tape}"]["get"]
+    answer = operation["responses"]["200"]["content"]["application/json"]["schema"]
+    assert answer == {"$ref": "#/components/schemas/TapeInfo"}

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from groundhog.launcher import (
-    Child,
     LaunchError,
+    Service,
     connect_host,
     http_ready,
     port_ready,
@@ -115,9 +115,9 @@ def test_wait_for_exit_returns_the_child_that_exited(child_module: str, tmp_path
 def test_log_tail_keeps_the_last_lines_and_tolerates_a_missing_log(tmp_path: Path) -> None:
     log = tmp_path / "x.log"
     log.write_text("".join(f"line {n}\n" for n in range(50)))
-    child = Child("x", None, log)  # type: ignore[arg-type]
+    child = Service("x", None, log)  # type: ignore[arg-type]
     assert child.log_tail(3) == "line 47\nline 48\nline 49"
-    assert Child("y", None, tmp_path / "absent.log").log_tail() == ""  # type: ignore[arg-type]
+    assert Service("y", None, tmp_path / "absent.log").log_tail() == ""  # type: ignore[arg-type]
 
 
 def test_port_and_http_readiness_probes() -> None:

@@ -12,7 +12,7 @@ from mitmproxy import http
 from mitmproxy.proxy import server_hooks
 from mitmproxy.test import taddons, tflow
 
-from proxy.addon import Groundhog
+from proxy.addon import GroundhogAddon
 from tests.proxy.live_script import b64, recording_script
 from tests.proxy.stub_resolver import StubResolver
 from tests.proxy.upstream_server import AcceptCounter
@@ -53,11 +53,11 @@ def run(
     flow: http.HTTPFlow,
     resolver_url: str,
     *,
-    before: Callable[[Groundhog], None] | None = None,
+    before: Callable[[GroundhogAddon], None] | None = None,
     **options,
-) -> Groundhog:
+) -> GroundhogAddon:
     """Cycle one flow through the addon as mitmproxy would (hooks in order)."""
-    addon = Groundhog()
+    addon = GroundhogAddon()
 
     async def go() -> None:
         with taddons.context(addon) as context:
@@ -122,7 +122,7 @@ def test_serve_is_byte_for_byte_and_opens_no_upstream_connection() -> None:
 def test_identity_sources_in_order(headers, connect_headers, options, expected) -> None:
     flow = make_flow("http://127.0.0.1:1/x", headers=headers)
 
-    def remember_connect(addon: Groundhog) -> None:
+    def remember_connect(addon: GroundhogAddon) -> None:
         if connect_headers:
             connect = tflow.tflow(client_conn=flow.client_conn)
             connect.request = http.Request.make("CONNECT", "http://127.0.0.1:1/")
@@ -195,7 +195,7 @@ def test_declared_large_request_body_streams_natively_and_is_reported() -> None:
         body=b"y" * 50,
     )
     flow.request.data.content = None  # the body has not arrived when requestheaders runs
-    addon = Groundhog()
+    addon = GroundhogAddon()
     with StubResolver(recording_script()) as resolver:
 
         async def go() -> None:
@@ -223,7 +223,7 @@ def test_websocket_upgrade_is_native_passthrough_and_reported() -> None:
         "http://127.0.0.1:1/ws",
         headers={"X-Groundhog-Tape": "t", "X-Groundhog-Branch": "root", "Upgrade": "websocket"},
     )
-    addon = Groundhog()
+    addon = GroundhogAddon()
     with StubResolver(recording_script()) as resolver:
 
         async def go() -> None:
@@ -252,7 +252,7 @@ def test_proxy_token_is_sent_as_bearer() -> None:
 
 
 def test_an_upstream_connect_past_its_timeout_is_cancelled_and_a_made_one_is_not() -> None:
-    addon = Groundhog()
+    addon = GroundhogAddon()
 
     def hook_data() -> server_hooks.ServerConnectionHookData:
         return server_hooks.ServerConnectionHookData(

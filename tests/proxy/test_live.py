@@ -17,7 +17,7 @@ from mitmproxy import flow as mitm_flow
 from mitmproxy import http
 from mitmproxy.test import taddons, tflow
 
-from proxy.addon import Groundhog
+from proxy.addon import GroundhogAddon
 from proxy.live import META, FlowState, failure_kind
 from proxy.native import FAILURE_PHASE, FAILURE_RESPONSE
 from tests.proxy.live_script import Script, b64, recording_script
@@ -53,7 +53,7 @@ def live(
     **options,
 ) -> list[dict]:
     """Play mitmproxy's part for one forwarded flow; return the record payloads posted."""
-    addon = Groundhog()
+    addon = GroundhogAddon()
     with StubResolver(script) as resolver:
 
         async def go() -> None:

@@ -18,9 +18,9 @@ from resolver.errors import (
     PROBLEM_MEDIA_TYPE,
     BodyTooLarge,
     Conflict,
-    GroundhogError,
     InvalidInput,
     NotFound,
+    ResolverError,
     ResolveTimeout,
     Unauthorized,
     install_error_handlers,
@@ -41,10 +41,10 @@ def _app() -> TestClient:
 
     @app.get("/typed/{kind}")
     def typed(kind: str) -> None:
-        errors: dict[str, GroundhogError] = {
+        errors: dict[str, ResolverError] = {
             "conflict": Conflict("clash", branches=["root/a"]),
             "unauthorized": Unauthorized("token please"),
-            "plain": GroundhogError("plain detail"),
+            "plain": ResolverError("plain detail"),
         }
         raise errors[kind]
 
@@ -88,7 +88,7 @@ def test_problem_response_sets_media_type_status_and_headers() -> None:
 @pytest.mark.parametrize(
     ("error_class", "status", "slug"),
     [
-        (GroundhogError, 400, "bad-request"),
+        (ResolverError, 400, "bad-request"),
         (NotFound, 404, "not-found"),
         (Conflict, 409, "conflict"),
         (InvalidInput, 422, "invalid-input"),
@@ -98,7 +98,7 @@ def test_problem_response_sets_media_type_status_and_headers() -> None:
     ],
 )
 def test_each_error_class_has_its_status_and_slug(
-    error_class: type[GroundhogError], status: int, slug: str
+    error_class: type[ResolverError], status: int, slug: str
 ) -> None:
     error = error_class("why", field="x")
     assert (error.status, error.slug) == (status, slug)

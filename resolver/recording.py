@@ -43,6 +43,7 @@ from resolver.wakeups import Address
 from store import claims, exchanges, repository
 from store.db import Store, transaction
 from store.models import PendingRecord, Tape
+from store.repository import TapeRef
 
 logger = logging.getLogger(__name__)
 
@@ -170,7 +171,7 @@ class Recorder:
                 )
             claims.release_claim(wire.ticket, session=session)
             notify.announce(session, _address(pending))  # other replicas' waiters, on commit
-            tape = session.get(Tape, pending.tape_id)
+            tape = repository.find_tape_ref(pending.tape_id, session=session)
             if tape is None:
                 raise Conflict(
                     f"the tape of ticket {wire.ticket!r} was deleted", ticket=wire.ticket
@@ -192,7 +193,7 @@ class Recorder:
         self,
         session: Session,
         pending: PendingRecord,
-        tape: Tape,
+        tape: TapeRef,
         wire: RecordRequest,
         body: bytes,
         echoed: Secrets,
@@ -224,7 +225,7 @@ class Recorder:
         return RecordResult(decision, exchange.id, response, created)
 
     def _upstream_failed(
-        self, session: Session, pending: PendingRecord, tape: Tape, wire: RecordRequest
+        self, session: Session, pending: PendingRecord, tape: TapeRef, wire: RecordRequest
     ) -> RecordResult:
         """Not the world's answer: nothing stored, unless a read's address was recorded since."""
         if not pending.is_write:
@@ -255,7 +256,7 @@ class Recorder:
 
     @staticmethod
     def _stored_form(
-        tape: Tape, headers: list[tuple[str, str]], body: bytes, echoed: Secrets
+        tape: Tape | TapeRef, headers: list[tuple[str, str]], body: bytes, echoed: Secrets
     ) -> tuple[list[list[str]], bytes]:
         """Headers redacted by the tape's rules, then headers and body scrubbed of echoes."""
         kept = redact_response_headers(headers, tape.config.get("redact_headers", []))
@@ -266,7 +267,7 @@ class Recorder:
         self,
         session: Session,
         pending: PendingRecord,
-        tape: Tape,
+        tape: TapeRef,
         wire: RecordRequest,
         body: bytes,
         echoed: Secrets,

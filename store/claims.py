@@ -11,11 +11,54 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.orm import Session
+from sqlalchemy.sql import ClauseElement
 
 from store.models import Claim, PendingRecord, Tape
-from store.upsert import insert_for
+from store.prepared import Prepared
+from store.upsert import insert_for_dialect
+
+# Every forward and every record runs these: Core statements compiled once (see store.prepared).
+_claims, _pending, _tapes = Claim.__table__, PendingRecord.__table__, Tape.__table__
+_PENDING_FIELDS = tuple(column.name for column in _pending.columns)
+
+
+def _try_claim_statement(dialect: str) -> ClauseElement:
+    columns = ("tape_id", "key_hash", "occurrence", "fingerprint", "ticket", "lease_expires")
+    return (
+        insert_for_dialect(dialect, _claims)
+        .values({name: bindparam(name) for name in columns})
+        .on_conflict_do_nothing(index_elements=["tape_id", "key_hash", "occurrence", "fingerprint"])
+        .returning(_claims.c.id)
+    )
+
+
+_TRY_CLAIM = Prepared(_try_claim_statement)
+_TAPE_ONLINE_LOCKED = Prepared(
+    lambda _dialect: (
+        select(_tapes.c.online)
+        .where(_tapes.c.id == bindparam("tape_id"))
+        .with_for_update(read=True)
+    )
+)
+_RELEASE_CLAIM = Prepared(
+    lambda _dialect: delete(_claims).where(_claims.c.ticket == bindparam("ticket"))
+)
+_ADD_PENDING = Prepared(
+    lambda _dialect: insert(_pending).values({name: bindparam(name) for name in _PENDING_FIELDS})
+)
+# What a record needs of the pending row (not `created`: only the stale sweep reads it).
+_POPPED_FIELDS = tuple(name for name in _PENDING_FIELDS if name != "created")
+# One statement takes the ticket's row: a concurrent second record of the ticket (PostgreSQL
+# waits on the row lock) finds nothing, so a ticket still records at most once.
+_POP_PENDING = Prepared(
+    lambda _dialect: (
+        delete(_pending)
+        .where(_pending.c.ticket == bindparam("ticket"))
+        .returning(*(_pending.c[name] for name in _POPPED_FIELDS))
+    )
+)
 
 
 def new_ticket() -> str:
@@ -33,18 +76,15 @@ def try_claim(
     session: Session,
 ) -> bool:
     """Claim the address for `ticket`; False when someone else holds it."""
-    statement = insert_for(session, Claim.__table__).values(
-        tape_id=tape_id,
-        key_hash=key_hash,
-        occurrence=occurrence,
-        fingerprint=fingerprint,
-        ticket=ticket,
-        lease_expires=lease_expires,
-    )
-    statement = statement.on_conflict_do_nothing(
-        index_elements=["tape_id", "key_hash", "occurrence", "fingerprint"]
-    ).returning(Claim.__table__.c.id)
-    return session.execute(statement).scalar_one_or_none() is not None
+    parameters = {
+        "tape_id": tape_id,
+        "key_hash": key_hash,
+        "occurrence": occurrence,
+        "fingerprint": fingerprint,
+        "ticket": ticket,
+        "lease_expires": lease_expires,
+    }
+    return _TRY_CLAIM.first(parameters, session=session) is not None
 
 
 def get_claim(
@@ -90,29 +130,32 @@ def tape_online_locked(tape_id: int, *, session: Session) -> bool | None:
     update waits for it (or it sees the committed seal), so once a seal commits no new forward
     is handed out. SQLite serialises writers anyway (`BEGIN IMMEDIATE`).
     """
-    query = select(Tape.online).where(Tape.id == tape_id).with_for_update(read=True)
-    return session.execute(query).scalar_one_or_none()
+    row = _TAPE_ONLINE_LOCKED.first({"tape_id": tape_id}, session=session)
+    return None if row is None else bool(row[0])
 
 
 def release_claim(ticket: str, *, session: Session) -> None:
-    session.execute(delete(Claim).where(Claim.ticket == ticket))
+    _RELEASE_CLAIM.rows({"ticket": ticket}, session=session)
 
 
-def add_pending(*, session: Session, **fields: Any) -> PendingRecord:
-    pending = PendingRecord(**fields)
-    session.add(pending)
-    session.flush()
-    return pending
+def add_pending(*, session: Session, **fields: Any) -> None:
+    """Store what `ticket` needs at record time (every field of the row is given)."""
+    missing = set(_PENDING_FIELDS) - fields.keys()
+    if missing:
+        raise TypeError(f"add_pending is missing {sorted(missing)}")
+    _ADD_PENDING.rows(fields, session=session)
 
 
 def pop_pending(ticket: str, *, session: Session) -> PendingRecord | None:
-    """The pending record for `ticket`, removed so a ticket records at most once."""
-    pending = session.get(PendingRecord, ticket, with_for_update=True)
-    if pending is None:
+    """The pending record for `ticket`, removed so a ticket records at most once.
+
+    The record comes back as a detached object (never added to the session): the row is
+    already gone, and nothing of it is to be written back.
+    """
+    row = _POP_PENDING.first({"ticket": ticket}, session=session)
+    if row is None:
         return None
-    session.delete(pending)
-    session.flush()
-    return pending
+    return PendingRecord(**dict(zip(_POPPED_FIELDS, row, strict=True)))
 
 
 def delete_stale_pending(created_before: float, *, session: Session) -> int:

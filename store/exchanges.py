@@ -19,17 +19,28 @@ from sqlalchemy.sql import ClauseElement
 from store import repository
 from store.models import Blob, Branch, Event, Exchange
 from store.prepared import Executor, Prepared, dialect_of
-from store.upsert import insert_for
+from store.upsert import insert_for_dialect
+
+# Core statements on the tables (not the mapped classes): no ORM compile step per execution.
+_exchanges, _blobs, _events = Exchange.__table__, Blob.__table__, Event.__table__
 
 
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+_PUT_BLOB = Prepared(
+    lambda dialect: (
+        insert_for_dialect(dialect, _blobs)
+        .values(sha256=bindparam("sha256"), data=bindparam("data"))
+        .on_conflict_do_nothing(index_elements=["sha256"])
+    )
+)
+
+
 def put_blob(data: bytes, *, session: Session) -> str:
     digest = sha256_hex(data)
-    statement = insert_for(session, Blob.__table__).values(sha256=digest, data=data)
-    session.execute(statement.on_conflict_do_nothing(index_elements=["sha256"]))
+    _PUT_BLOB.rows({"sha256": digest, "data": data}, session=session)
     return digest
 
 
@@ -65,8 +76,6 @@ class RecordedAnswer(NamedTuple):
     error_kind: str | None
 
 
-# Core statements on the tables (not the mapped classes): no ORM compile step per execution.
-_exchanges, _blobs = Exchange.__table__, Blob.__table__
 _FIND_ANSWER = Prepared(
     lambda _dialect: (
         select(
@@ -136,6 +145,17 @@ class ExchangeContent:
     error_message: str | None = None
 
 
+_EXCHANGE_FIELDS = tuple(column.name for column in _exchanges.columns if column.name != "id")
+_INSERT_EXCHANGE = Prepared(
+    lambda dialect: (
+        insert_for_dialect(dialect, _exchanges)
+        .values({name: bindparam(name) for name in _EXCHANGE_FIELDS})
+        .on_conflict_do_nothing(index_elements=["tape_id", "key_hash", "occurrence", "fingerprint"])
+        .returning(_exchanges.c.id)
+    )
+)
+
+
 def insert_exchange_first_wins(
     tape_id: int,
     key_hash: str,
@@ -145,7 +165,11 @@ def insert_exchange_first_wins(
     *,
     session: Session,
 ) -> tuple[Exchange, bool]:
-    """The exchange at the address, and whether this call created it (first recording wins)."""
+    """The exchange at the address, and whether this call created it (first recording wins).
+
+    A created exchange is not read back: what was inserted is known, so it comes back as a
+    detached object holding those values and the new id. Only a lost race reads the winner.
+    """
     values: dict[str, Any] = {
         "tape_id": tape_id,
         "key_hash": key_hash,
@@ -153,15 +177,13 @@ def insert_exchange_first_wins(
         "fingerprint": fingerprint,
         **content.__dict__,
     }
-    statement = insert_for(session, Exchange.__table__).values(**values)
-    statement = statement.on_conflict_do_nothing(
-        index_elements=["tape_id", "key_hash", "occurrence", "fingerprint"]
-    ).returning(Exchange.__table__.c.id)
-    created_id = session.execute(statement).scalar_one_or_none()
+    row = _INSERT_EXCHANGE.first(values, session=session)
+    if row is not None:
+        return Exchange(id=int(row[0]), **values), True
     exchange = find_exchange(tape_id, key_hash, occurrence, fingerprint, session=session)
     if exchange is None:
         raise LookupError("exchange vanished between insert and select")
-    return exchange, created_id is not None
+    return exchange, False
 
 
 _EVENT_FIELDS = (
@@ -228,9 +250,17 @@ def add_event(*, session: Executor, **fields: Any) -> int:
     return int(row[0])
 
 
+_FINISH_EVENT = Prepared(
+    lambda _dialect: (
+        update(_events)
+        .where(_events.c.id == bindparam("event_id"))
+        .values(decision=bindparam("decision"), exchange_id=bindparam("exchange_id"))
+    )
+)
+
+
 def finish_event(
     event_id: int, *, decision: str, exchange_id: int | None, session: Session
 ) -> None:
-    session.execute(
-        update(Event).where(Event.id == event_id).values(decision=decision, exchange_id=exchange_id)
-    )
+    parameters = {"event_id": event_id, "decision": decision, "exchange_id": exchange_id}
+    _FINISH_EVENT.rows(parameters, session=session)

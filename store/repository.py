@@ -165,6 +165,22 @@ def find_tape_and_branch(
     return tape, BranchRef(branch_id, path)
 
 
+_TAPE_BY_ID = Prepared(
+    lambda _dialect: select(*(c for c in _TAPE_AND_BRANCH.selected_columns[:-1])).where(
+        _tapes.c.id == bindparam("tape_id")
+    )
+)
+
+
+def find_tape_ref(tape_id: int, *, session: Session) -> TapeRef | None:
+    """The tape's fields by id without loading the mapped object (every record reads them)."""
+    row = _TAPE_BY_ID.first({"tape_id": tape_id}, session=session)
+    if row is None:
+        return None
+    tape_id, name, world_seed, mode, online, dependency_model, config = row
+    return TapeRef(tape_id, name, world_seed, mode, bool(online), dependency_model, config or {})
+
+
 def list_branches(tape_id: int, *, session: Session) -> list[Branch]:
     return list(
         session.scalars(select(Branch).where(Branch.tape_id == tape_id).order_by(Branch.path))

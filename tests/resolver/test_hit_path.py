@@ -137,3 +137,25 @@ def test_a_sealed_miss_is_refused_by_the_general_path(store: Store) -> None:
     assert isinstance(shared, Resolution) and shared.decision is Decision.SHARED
     events, _ = branch_rows(store, "root/b")
     assert [decision for _, decision, _ in events] == ["refused", "shared"]
+
+
+# The pending row taken (DELETE … RETURNING), the claim released, the tape's fields, the body,
+# the exchange (INSERT … RETURNING, not read back), the event finished.
+RECORD_STATEMENTS = 6
+
+
+def test_a_record_writes_without_reading_back_what_it_wrote(store: Store) -> None:
+    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    forward = resolver.resolve(ask("/r", "root/a"))
+    assert isinstance(forward, Resolution) and forward.action is Action.FORWARD
+    seen = statements_of(store)
+    response = ResponseIn(status=200, headers=[("X-A", "1")], body=base64.b64encode(b"r").decode())
+    result = Recorder(store, max_body_bytes=1024).record(
+        RecordRequest(ticket=forward.ticket, response=response)
+    )
+    assert len(seen) == RECORD_STATEMENTS, seen
+    assert not [s for s in seen if s.startswith("SELECT") and "gh_exchanges" in s], seen
+    assert result.recorded and result.response is not None
+    assert result.response["body"] is None and result.response["headers"] == [["X-A", "1"]]
+    events, _ = branch_rows(store, "root/a")
+    assert [decision for _, decision, _ in events] == ["recorded"]

@@ -30,7 +30,8 @@ from resolver.request import RequestParts
 from resolver.schemas import ResolveRequest, check_branch_path, check_tape_name
 from store import exchanges, repository
 from store.models import KeyHint
-from store.repository import BranchRef, TapeRef
+from store.prepared import Executor
+from store.repository import BranchRef, Hint, TapeRef
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ def cooperative_headers(ask: Ask) -> list[list[str]]:
 
 
 def find_tape_and_branch(
-    session: Session, tape_name: str, branch_path: str
+    session: Executor, tape_name: str, branch_path: str
 ) -> tuple[TapeRef, BranchRef] | None:
     """Both in one round trip, or None if either is missing; malformed names are refused."""
     check_tape_name(tape_name)
@@ -87,12 +88,12 @@ def find_tape_and_branch(
 
 
 def load_tape_and_branch(
-    session: Session, tape_name: str, branch_path: str
+    session: Executor, tape_name: str, branch_path: str
 ) -> tuple[TapeRef, BranchRef]:
     found = find_tape_and_branch(session, tape_name, branch_path)
     if found is not None:
         return found
-    if repository.get_tape(tape_name, session=session) is None:
+    if not repository.tape_exists(tape_name, session=session):
         raise NotFound(f"tape {tape_name!r} does not exist", tape=tape_name)
     raise NotFound(
         f"branch {branch_path!r} does not exist on tape {tape_name!r}",
@@ -148,7 +149,7 @@ def draft_ask(
     )
 
 
-def classify_draft(draft: Draft, hint: KeyHint | None) -> Classification:
+def classify_draft(draft: Draft, hint: Hint | KeyHint | None) -> Classification:
     """What the request reads or writes (pure; `hint`: the key's recorded hint, `hints` model)."""
     return classify(
         draft.request,
@@ -207,7 +208,7 @@ def finish_ask(
 
 
 def take_ask(
-    session: Session,
+    session: Executor,
     tape: TapeRef,
     branch: BranchRef,
     wire: ResolveRequest,
@@ -223,7 +224,7 @@ def take_ask(
     draft = draft_ask(tape, branch, wire, body, redaction_key=redaction_key)
     hint = None
     if draft.model is DependencyModel.HINTS:
-        hint = repository.get_hint(tape.id, draft.key.hash, session=session)
+        hint = repository.find_hint(tape.id, draft.key.hash, session=session)
     classification = classify_draft(draft, hint)
     occurrence = repository.take_occurrence(branch.id, draft.key.hash, session=session)
     resources = fingerprinted_resources(classification)

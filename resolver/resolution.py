@@ -38,8 +38,10 @@ from resolver.schemas import ResolveRequest, decode_base64, encode_base64
 from resolver.simulation import is_simulated
 from resolver.simulator_client import SimulatorClient
 from store import claims, exchanges
-from store.db import Store, relax_commit_durability, transaction
+from store.db import Store, relax_commit_durability
 from store.models import Claim
+from store.prepared import Executor
+from store.unit import Unit, unit_of_work
 
 # Forwards whose proxy never called /v1/record are forgotten after this long (or 10 leases).
 STALE_PENDING_SECONDS = 3600.0
@@ -132,30 +134,31 @@ class Resolver:
                 "send body_too_large=true to pass it through unrecorded",
                 limit=self.max_body_bytes,
             )
-        with transaction(self.store.write) as session:
-            relax_commit_durability(session)
-            tape, branch = load_tape_and_branch(session, wire.tape, wire.branch)
-            ask = take_ask(session, tape, branch, wire, body, redaction_key=self.redaction_key)
+        with unit_of_work(self.store) as unit:
+            connection = unit.connection
+            relax_commit_durability(connection)
+            tape, branch = load_tape_and_branch(connection, wire.tape, wire.branch)
+            ask = take_ask(connection, tape, branch, wire, body, redaction_key=self.redaction_key)
             passthrough_hosts = {host.lower() for host in tape.config.get("passthrough_hosts", [])}
             passthrough = wire.body_too_large or ask.request.normalised_host in passthrough_hosts
-            return self._settle(session, ask, facts_of(ask, passthrough=passthrough))
+            return self._settle(unit, ask, facts_of(ask, passthrough=passthrough))
 
     def _poll(self, waiting: Waiting) -> Resolution | Waiting:
         """The same decision from a poll's facts; waiting again needs only a read."""
         ask = waiting.ask
         start = facts_of(ask)  # a passthrough or a fault never waits
-        with transaction(self.store.read) as session:
-            found = self._find(session, ask)
-            claim = None if found else claims.get_claim(*_address(ask), session=session)
-        looked = replace(start, **_recorded_facts(found), claim=claim_state(claim, time.time()))
+        with unit_of_work(self.store, write=False) as unit:
+            found = self._find(unit, ask)
+            claim = None if found else claims.get_claim(*_address(ask), session=unit.session)
+        looked = start.updated(**_recorded_facts(found), claim=claim_state(claim, time.time()))
         if decide_step(looked).step is Step.WAIT:
             assert claim is not None
             return Waiting(ask, claim.lease_expires)
-        with transaction(self.store.write) as session:
-            relax_commit_durability(session)
-            claim = claims.get_claim(*_address(ask), session=session)
-            facts = replace(start, claim=claim_state(claim, time.time()))
-            return self._settle(session, ask, facts, claim=claim)
+        with unit_of_work(self.store) as unit:
+            relax_commit_durability(unit.connection)
+            claim = claims.get_claim(*_address(ask), session=unit.session)
+            facts = start.updated(claim=claim_state(claim, time.time()))
+            return self._settle(unit, ask, facts, claim=claim)
 
     def _simulate(self, result: Resolution | Waiting) -> Resolution | Waiting:
         """A claimed `simulated` ask: ask the tape's simulator, record and serve its answer."""
@@ -167,7 +170,7 @@ class Resolver:
         return Resolution(Action.SERVE, decision, result.ask, response=response)
 
     def _settle(
-        self, session: Session, ask: Ask, facts: Facts, *, claim: Claim | None = None
+        self, unit: Unit, ask: Ask, facts: Facts, *, claim: Claim | None = None
     ) -> Resolution | Waiting:
         """Decide, look up what the decision asks for, decide again; then carry it out."""
         found: Recorded | None = None
@@ -175,33 +178,33 @@ class Resolver:
         while True:
             plan = decide_step(facts)
             if plan.step is Step.LOOK_UP:
-                found = self._find(session, ask)
-                facts = replace(facts, **_recorded_facts(found))
+                found = self._find(unit, ask)
+                facts = facts.updated(**_recorded_facts(found))
             elif plan.step is Step.CONFIRM_ONLINE:
-                online = bool(claims.tape_online_locked(ask.tape_id, session=session))
+                online = bool(claims.tape_online_locked(ask.tape_id, session=unit.session))
                 ask = replace(ask, online=online)
-                facts = replace(facts, online=online, online_confirmed=True)
+                facts = facts.updated(online=online, online_confirmed=True)
             elif plan.step is Step.CLAIM:
                 ticket = claims.new_ticket()
-                if self._take_claim(session, ask, ticket):
+                if self._take_claim(unit.session, ask, ticket):
                     # Someone may have recorded and released between our lookup and our claim.
-                    facts = replace(facts, claim=ClaimState.OURS, recorded=None)
+                    facts = facts.updated(claim=ClaimState.OURS, recorded=None)
                 else:
-                    facts = replace(facts, claim=ClaimState.HELD)
+                    facts = facts.updated(claim=ClaimState.HELD)
             elif plan.step is Step.TAKE_OVER:
                 assert claim is not None
                 ticket = claims.new_ticket()
-                if self._take_over(session, claim, ticket):
-                    facts = replace(facts, claim=ClaimState.OURS, recorded=None)
+                if self._take_over(unit.session, claim, ticket):
+                    facts = facts.updated(claim=ClaimState.OURS, recorded=None)
                 else:
-                    facts = replace(facts, claim=ClaimState.HELD)
+                    facts = facts.updated(claim=ClaimState.HELD)
             else:
                 lease = claim.lease_expires if claim is not None else None
-                return self._carry_out(session, ask, plan, facts, found, ticket, lease)
+                return self._carry_out(unit, ask, plan, facts, found, ticket, lease)
 
     def _carry_out(
         self,
-        session: Session,
+        unit: Unit,
         ask: Ask,
         plan: Plan,
         facts: Facts,
@@ -216,10 +219,10 @@ class Resolver:
         if plan.step is Step.SERVE:
             assert found is not None
             if facts.claim is ClaimState.OURS and ticket is not None:
-                claims.release_claim(ticket, session=session)
-            self._write_event(session, ask, plan.decision, found.exchange_id)
+                claims.release_claim(ticket, session=unit.session)
+            self._write_event(unit.connection, ask, plan.decision, found.exchange_id)
             if ask.classification.is_write:  # a replayed write moves the branch on as live
-                self._bump_versions(session, ask, found.response_headers)
+                self._bump_versions(unit.session, ask, found.response_headers)
             return Resolution(
                 Action.SERVE,
                 plan.decision,
@@ -228,35 +231,35 @@ class Resolver:
                 response_json=found.response_json,
             )
         if plan.step is Step.REFUSE:
-            self._write_event(session, ask, Decision.REFUSED, None)
-            response = misses.sealed_miss(session, ask)  # near-miss explanations
+            self._write_event(unit.connection, ask, Decision.REFUSED, None)
+            response = misses.sealed_miss(unit.session, ask)  # near-miss explanations
             return Resolution(Action.SERVE, Decision.REFUSED, ask, response=response)
         if plan.step is Step.INJECT:
             fault = injection.replacing_fault(ask)
             assert fault is not None
-            self._write_event(session, ask, Decision.INJECTED, None)
+            self._write_event(unit.connection, ask, Decision.INJECTED, None)
             response = injection.injected(ask, fault)
             return Resolution(Action.SERVE, Decision.INJECTED, ask, response=response)
         if plan.step is Step.PASS:
-            self._write_event(session, ask, Decision.PASSTHROUGH, None)
+            self._write_event(unit.connection, ask, Decision.PASSTHROUGH, None)
             headers = cooperative_headers(ask)
             return Resolution(Action.FORWARD, Decision.PASSTHROUGH, ask, None, None, headers)
         assert plan.step is Step.FORWARD
-        return self._write_forward(session, ask, plan.decision, ticket or claims.new_ticket())
+        return self._write_forward(unit, ask, plan.decision, ticket or claims.new_ticket())
 
-    def _find(self, session: Session, ask: Ask) -> Recorded | None:
+    def _find(self, unit: Unit, ask: Ask) -> Recorded | None:
         """The answer recorded at the ask's address (from memory when it was served before)."""
         address = _address(ask)
         cached = self.cache.get(address)
         if cached is not None:
             return cached
-        answer = exchanges.find_answer(*address, session=session)
+        answer = exchanges.find_answer(*address, session=unit.connection)
         if answer is None:
             return None
         if answer.error_kind is not None:  # rare: its 502 problem names the whole exchange
-            exchange = exchanges.find_exchange(*address, session=session)
+            exchange = exchanges.find_exchange(*address, session=unit.session)
             assert exchange is not None
-            response = answers.recorded(exchange, session=session, tape_name=ask.tape_name)
+            response = answers.recorded(exchange, session=unit.session, tape_name=ask.tape_name)
         else:
             if answer.body_sha and answer.body is None:
                 raise LookupError(f"blob {answer.body_sha} is missing from the store")
@@ -288,7 +291,7 @@ class Resolver:
 
     @staticmethod
     def _write_event(
-        session: Session, ask: Ask, decision: Decision, exchange_id: int | None
+        session: Executor, ask: Ask, decision: Decision, exchange_id: int | None
     ) -> int:
         return exchanges.add_next_event(
             session=session,
@@ -304,16 +307,15 @@ class Resolver:
             exchange_id=exchange_id,
         )
 
-    def _write_forward(
-        self, session: Session, ask: Ask, decision: Decision, ticket: str
-    ) -> Resolution:
+    def _write_forward(self, unit: Unit, ask: Ask, decision: Decision, ticket: str) -> Resolution:
         """A live call handed out: its event, request body and pending record."""
         if self.reserve is not None:
             self.reserve.check()  # raises before anything is written: the ask is not taken
         if next(self._forwards) % STALE_SWEEP_EVERY == 0:
             horizon = max(STALE_PENDING_SECONDS, 10 * self.lease_seconds)
-            claims.delete_stale_pending(time.time() - horizon, session=session)
-        event_id = self._write_event(session, ask, decision, None)
+            claims.delete_stale_pending(time.time() - horizon, session=unit.session)
+        event_id = self._write_event(unit.connection, ask, decision, None)
+        session = unit.session
         self.echoes.remember(ticket, ask.secrets)
         exchanges.put_blob(ask.request.body, session=session)
         claims.add_pending(

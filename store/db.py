@@ -24,7 +24,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from store import migrate
-from store.prepared import Prepared
+from store.prepared import Executor, Prepared, dialect_of
 
 logger = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ def make_session_factory(engine: Engine) -> sessionmaker[Session]:
 _RELAX_COMMIT = Prepared(lambda _dialect: text("SET LOCAL synchronous_commit = off"))
 
 
-def relax_commit_durability(session: Session) -> None:
+def relax_commit_durability(session: Executor) -> None:
     """On PostgreSQL, let this transaction's commit return before its WAL reaches disk.
 
     For the resolve path only (occurrence counters, events, claims): a PostgreSQL server crash
@@ -144,7 +144,7 @@ def relax_commit_durability(session: Session) -> None:
     commits synchronously and a synchronous commit flushes every earlier WAL record too. This
     saves an fsync (milliseconds) per hit. SQLite (WAL, synchronous=NORMAL) needs nothing.
     """
-    if session.get_bind().dialect.name == "postgresql":
+    if dialect_of(session).name == "postgresql":
         _RELAX_COMMIT.rows({}, session=session)
 
 

@@ -18,7 +18,7 @@ from sqlalchemy.sql import ClauseElement
 
 from store import repository
 from store.models import Blob, Branch, Event, Exchange
-from store.prepared import Prepared
+from store.prepared import Executor, Prepared, dialect_of
 from store.upsert import insert_for_dialect
 
 # Core statements on the tables (not the mapped classes): no ORM compile step per execution.
@@ -98,7 +98,7 @@ _FIND_ANSWER = Prepared(
 
 
 def find_answer(
-    tape_id: int, key_hash: str, occurrence: int, fingerprint: str, *, session: Session
+    tape_id: int, key_hash: str, occurrence: int, fingerprint: str, *, session: Executor
 ) -> RecordedAnswer | None:
     """The answer recorded at this address with its body, or None."""
     parameters = {
@@ -226,9 +226,9 @@ def _add_next_event_statement(dialect: str) -> ClauseElement:
 _ADD_NEXT_EVENT = Prepared(_add_next_event_statement)
 
 
-def add_next_event(*, session: Session, **fields: Any) -> int:
+def add_next_event(*, session: Executor, **fields: Any) -> int:
     """Take the branch's next event number and insert the event at it; its id (a write)."""
-    if session.get_bind().dialect.name != "postgresql":
+    if dialect_of(session).name != "postgresql":
         seq = repository.take_event_seq(fields["branch_id"], session=session)
         return add_event(session=session, seq=seq, **fields)
     missing = set(_EVENT_FIELDS) - {"seq"} - fields.keys()
@@ -240,7 +240,7 @@ def add_next_event(*, session: Session, **fields: Any) -> int:
     return int(row[0])
 
 
-def add_event(*, session: Session, **fields: Any) -> int:
+def add_event(*, session: Executor, **fields: Any) -> int:
     """Insert an event and return its id (every resolve does this): a write."""
     missing = set(_EVENT_FIELDS) - fields.keys()
     if missing:

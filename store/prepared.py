@@ -7,8 +7,9 @@ the database's own work for them: about 150 us a statement against 20 us for the
 development machine, which made a resolve hit several times slower than the driver-level SQL it
 replaces. A `Prepared` statement is an ordinary Core construct built from the models; SQLAlchemy's
 compiler renders it once per dialect (SQL text and parameter style are SQLAlchemy's, never
-hand-written), and each execution runs that text on the DBAPI connection of the session's
-transaction — same transaction, locks and commit as anything else the session does. Result
+hand-written), and each execution runs that text on the DBAPI connection of the session's (or
+Core connection's, store/unit.py) transaction — same transaction, locks and commit as anything
+else run there. Result
 columns go through their types' own result processors (JSON kept as text by SQLite, 0/1
 booleans), and driver errors are raised as SQLAlchemy's exceptions, so callers see one error type.
 """
@@ -19,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Dialect
+from sqlalchemy import Connection, Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import ClauseElement
@@ -58,16 +59,28 @@ def _compile(statement: ClauseElement, dialect: Dialect) -> _Compiled:
     return _Compiled(compiled.string, positional, literals, tuple(binds), results, dialect)
 
 
+# Where a prepared statement runs: a Session's transaction, or a Core connection's (store/unit.py).
+Executor = Session | Connection
+
 _DRIVER_KEY = "store.prepared.driver"
 
 
-def _driver_of(session: Session) -> tuple[Any, Dialect]:
+def dialect_of(executor: Executor) -> Dialect:
+    if isinstance(executor, Connection):
+        return executor.dialect
+    return executor.get_bind().dialect
+
+
+def _driver_of(session: Executor) -> tuple[Any, Dialect]:
     """The DBAPI connection of the session's current transaction, looked up once per transaction.
 
     `Session.connection()` walks the session's transaction state on every call (about a fifth
     of a hit's time when called per statement); the connection cannot change within a
-    transaction, so it is kept in `session.info` next to the transaction it belongs to.
+    transaction, so it is kept in `session.info` next to the transaction it belongs to. A Core
+    connection holds its DBAPI connection directly.
     """
+    if isinstance(session, Connection):
+        return session.connection.driver_connection, session.dialect
     transaction = session.get_transaction()
     cached = session.info.get(_DRIVER_KEY)
     if cached is not None and transaction is not None and cached[0] is transaction:
@@ -92,8 +105,8 @@ class Prepared:
             self._compiled[dialect.name] = compiled
         return compiled
 
-    def rows(self, parameters: Mapping[str, Any], *, session: Session) -> list[tuple[Any, ...]]:
-        """Run it inside the session's transaction; every result row, type-processed."""
+    def rows(self, parameters: Mapping[str, Any], *, session: Executor) -> list[tuple[Any, ...]]:
+        """Run it inside the session's (or connection's) transaction; every row, type-processed."""
         driver, dialect = _driver_of(session)
         compiled = self._for(dialect)
         values = parameters
@@ -126,6 +139,6 @@ class Prepared:
             rows.append(tuple(processed))
         return rows
 
-    def first(self, parameters: Mapping[str, Any], *, session: Session) -> tuple[Any, ...] | None:
+    def first(self, parameters: Mapping[str, Any], *, session: Executor) -> tuple[Any, ...] | None:
         rows = self.rows(parameters, session=session)
         return rows[0] if rows else None

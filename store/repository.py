@@ -12,7 +12,7 @@ SQLAlchemy Core constructs compiled once per dialect and run on the session's co
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, delete, func, literal, select, update
 from sqlalchemy.orm import Session
@@ -29,7 +29,7 @@ from store.models import (
     ResourceVersion,
     Tape,
 )
-from store.prepared import Prepared
+from store.prepared import Executor, Prepared
 from store.upsert import insert_for, insert_for_dialect
 
 ROOT = "root"
@@ -37,6 +37,15 @@ ROOT = "root"
 
 def get_tape(name: str, *, session: Session) -> Tape | None:
     return session.scalars(select(Tape).where(Tape.name == name)).one_or_none()
+
+
+_TAPE_ID = Prepared(
+    lambda _dialect: select(Tape.__table__.c.id).where(Tape.__table__.c.name == bindparam("name"))
+)
+
+
+def tape_exists(name: str, *, session: Executor) -> bool:
+    return _TAPE_ID.first({"name": name}, session=session) is not None
 
 
 def list_tapes(*, session: Session) -> list[Tape]:
@@ -145,7 +154,7 @@ _FIND_TAPE_AND_BRANCH = Prepared(lambda _dialect: _TAPE_AND_BRANCH)
 
 
 def find_tape_and_branch(
-    name: str, path: str, *, session: Session
+    name: str, path: str, *, session: Executor
 ) -> tuple[TapeRef, BranchRef] | None:
     """The tape's fields and the branch's id in one statement, or None if either is missing."""
     row = _FIND_TAPE_AND_BRANCH.first({"name": name, "path": path}, session=session)
@@ -235,7 +244,7 @@ def _take_occurrence_statement(dialect: str) -> ClauseElement:
 _TAKE_OCCURRENCE = Prepared(_take_occurrence_statement)
 
 
-def take_occurrence(branch_id: int, key_hash: str, *, session: Session) -> int:
+def take_occurrence(branch_id: int, key_hash: str, *, session: Executor) -> int:
     """This ask's occurrence (asks of the key before it), counting it atomically: a write."""
     row = _TAKE_OCCURRENCE.first({"branch_id": branch_id, "key_hash": key_hash}, session=session)
     assert row is not None
@@ -252,7 +261,7 @@ _TAKE_EVENT_SEQ = Prepared(
 )
 
 
-def take_event_seq(branch_id: int, *, session: Session) -> int:
+def take_event_seq(branch_id: int, *, session: Executor) -> int:
     """The branch's next event number, taken atomically: a write."""
     row = _TAKE_EVENT_SEQ.first({"branch_id": branch_id}, session=session)
     if row is None:
@@ -281,7 +290,7 @@ _VERSIONS_OF = [_versions_of_statement(count) for count in range(65)]
 
 
 def versions_of(
-    branch_id: int, resources: set[str] | frozenset[str], *, session: Session
+    branch_id: int, resources: set[str] | frozenset[str], *, session: Executor
 ) -> dict[str, str]:
     """The branch's versions of those of `resources` its lineage wrote."""
     if not resources:
@@ -307,6 +316,26 @@ def set_versions(branch_id: int, versions: dict[str, str], *, session: Session) 
 
 def get_hint(tape_id: int, key_hash: str, *, session: Session) -> KeyHint | None:
     return session.get(KeyHint, (tape_id, key_hash))
+
+
+class Hint(NamedTuple):
+    """A key's hint as the resolve path reads it (the columns of `KeyHint`, no ORM object)."""
+
+    reads: str | None
+    writes: str
+
+
+_hints = KeyHint.__table__
+_FIND_HINT = Prepared(
+    lambda _dialect: select(_hints.c.reads, _hints.c.writes).where(
+        _hints.c.tape_id == bindparam("tape_id"), _hints.c.key_hash == bindparam("key_hash")
+    )
+)
+
+
+def find_hint(tape_id: int, key_hash: str, *, session: Executor) -> Hint | None:
+    row = _FIND_HINT.first({"tape_id": tape_id, "key_hash": key_hash}, session=session)
+    return None if row is None else Hint(row[0], row[1] or "")
 
 
 def set_hint(

@@ -175,3 +175,13 @@ def test_the_loop_always_ends(facts: Facts) -> None:
         else:  # a claim or takeover won: look again, as someone may have recorded meanwhile
             facts = replace(facts, claim=ClaimState.OURS, recorded=None)
     raise AssertionError(f"no final step from {facts}")
+
+
+def test_updated_is_replace_without_init_and_refuses_unknown_fields() -> None:
+    start = Facts(is_write=False, mode=Mode.GROUNDHOG, online=True, true_fingerprint="", branch="b")
+    changed = start.updated(recorded=True, claim=ClaimState.HELD)
+    assert changed == replace(start, recorded=True, claim=ClaimState.HELD)
+    assert hash(changed) == hash(replace(start, recorded=True, claim=ClaimState.HELD))
+    assert start.recorded is None and start.claim is None  # the original is untouched
+    with pytest.raises(TypeError, match="nope"):
+        start.updated(nope=1)

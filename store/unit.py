@@ -1,0 +1,84 @@
+"""One short transaction on a SQLAlchemy Core connection, with an ORM Session only if needed.
+
+Every `/v1/resolve` is one transaction of a few prepared statements (store/prepared.py); a
+Session's own begin, commit and close cost about as much again as all of them (its transaction
+state machine, identity map and event hooks), though a plain hit loads no mapped object. A
+`Unit` runs the transaction on a Core `Connection` (`engine.connect()` and `begin()`, the same
+pool, the same SQLite `BEGIN IMMEDIATE` hook and write lock as `transaction(store.write)`), and
+gives the steps that do need the ORM (claims, pending records, near misses) a Session joined to
+that connection's transaction the first time one asks. The caller owns the transaction:
+repository functions run on `unit.connection` or `unit.session` and never commit; the unit
+commits once when its block ends (flushing its Session first) and rolls back if it raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import Connection, Engine
+from sqlalchemy.orm import Session
+
+from store.db import Store
+
+
+class Unit:
+    """A transaction's Core connection, and its ORM Session made on first use."""
+
+    def __init__(self, connection: Connection, store: Store, *, write: bool) -> None:
+        self.connection = connection
+        self._store = store
+        self._write = write
+        self._session: Session | None = None
+
+    @property
+    def session(self) -> Session:
+        """A Session in this unit's transaction; it never commits or ends the transaction."""
+        if self._session is None:
+            factory = self._store.write if self._write else self._store.read
+            self._session = factory(bind=self.connection, join_transaction_mode="rollback_only")
+        return self._session
+
+    def _flush(self) -> None:
+        if self._session is not None:
+            self._session.flush()
+
+    def _close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+
+def _bind(store: Store, *, write: bool) -> Engine:
+    """The engine behind the store's session factory (the reader's begins DEFERRED on SQLite)."""
+    factory = store.write if write else store.read
+    bind = factory.kw.get("bind", store.engine)
+    return bind if isinstance(bind, Engine) else store.engine
+
+
+@contextmanager
+def unit_of_work(store: Store, *, write: bool = True) -> Iterator[Unit]:
+    """What `transaction(store.write)` (or `store.read`) opens, on a Core connection.
+
+    Commits when the block ends and rolls back if it raises; on SQLite a write unit holds the
+    store's in-process write lock for its whole length, as a write Session does.
+    """
+    lock = store.write_lock if write else None
+    if lock is not None:
+        lock.acquire()
+    try:
+        with _bind(store, write=write).connect() as connection:
+            unit = Unit(connection, store, write=write)
+            transaction = connection.begin()
+            try:
+                yield unit
+                unit._flush()
+                transaction.commit()
+            except BaseException:
+                transaction.rollback()
+                raise
+            finally:
+                unit._close()
+    finally:
+        if lock is not None:
+            lock.release()

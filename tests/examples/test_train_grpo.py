@@ -83,7 +83,8 @@ def test_training_loop_runs_groups_through_groundhog(stack: Stack, tmp_path: Pat
         policy.update(actions, iteration["advantages"], 2.0)
         expected = dict(zip(map(str, module.STRATEGIES), policy.probabilities(), strict=True))
         assert iteration["policy"] == pytest.approx(expected)
-    # Whichever sibling recorded first, the others were served its bytes from the tape.
+    # Whichever sibling recorded first, another was served its bytes from the tape (how many
+    # depends on which sibling's write lands before its read: concurrent, in no fixed order).
     decisions = [
         {
             event["decision"]
@@ -95,4 +96,4 @@ def test_training_loop_runs_groups_through_groundhog(stack: Stack, tmp_path: Pat
         }
         for branch in summary["iterations"][0]["branches"]
     ]
-    assert sum("shared" in seen for seen in decisions) >= 2, decisions
+    assert sum("shared" in seen for seen in decisions) >= 1, decisions

@@ -98,20 +98,29 @@ async def _serve_fixed(host: str, port: int, body: bytes) -> None:
 NEGOTIATION_HEADERS = {"Accept": "*/*", "Accept-Encoding": "identity"}
 
 
-async def _load(proxies: Sequence[str | None], urls: list[list[str]]) -> dict[str, float]:
-    """Client i asks its urls in order, one at a time, through proxies[i]; all clients at once."""
-    async with aiohttp.ClientSession(
+def _load_session() -> aiohttp.ClientSession:
+    """The load's client: unlimited connections, no proxy variables, the negotiation headers."""
+    return aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=0),
         trust_env=False,
         headers=NEGOTIATION_HEADERS,
         skip_auto_headers=("User-Agent",),
-    ) as session:
+    )
+
+
+async def _get_ok(session: aiohttp.ClientSession, proxy: str | None, url: str) -> None:
+    async with session.get(url, proxy=proxy) as response:
+        await response.read()
+        if response.status != 200:
+            raise RuntimeError(f"{url} via {proxy} answered {response.status}")
+
+
+async def _load(proxies: Sequence[str | None], urls: list[list[str]]) -> dict[str, float]:
+    """Client i asks its urls in order, one at a time, through proxies[i]; all clients at once."""
+    async with _load_session() as session:
 
         async def ask(proxy: str | None, url: str) -> None:
-            async with session.get(url, proxy=proxy) as response:
-                await response.read()
-                if response.status != 200:
-                    raise RuntimeError(f"{url} via {proxy} answered {response.status}")
+            await _get_ok(session, proxy, url)
 
         return await _timed_concurrently(ask, proxies, urls)
 
@@ -385,21 +394,10 @@ def _sibling_groups(
 async def _group_rounds(
     proxies: Sequence[str | None], upstream_url: str, rounds: int
 ) -> dict[str, float]:
-    async with aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(limit=0),
-        trust_env=False,
-        headers=NEGOTIATION_HEADERS,
-        skip_auto_headers=("User-Agent",),
-    ) as session:
-
-        async def ask(proxy: str | None, url: str) -> None:
-            async with session.get(url, proxy=proxy) as response:
-                await response.read()
-                if response.status != 200:
-                    raise RuntimeError(f"{url} via {proxy} answered {response.status}")
+    async with _load_session() as session:
 
         async def group(url: str) -> None:
-            await asyncio.gather(*(ask(proxy, url) for proxy in proxies))
+            await asyncio.gather(*(_get_ok(session, proxy, url) for proxy in proxies))
 
         for warm in range(3):  # connections to the proxy opened before timing
             await group(f"{upstream_url}/item?t=group-warm&i={warm}")

@@ -7,20 +7,14 @@ import pytest
 from store import exchanges, repository
 from store.db import Store, transaction
 from store.unit import unit_of_work
+from tests.store.test_repository import make_tape
 
 
 def _make_tape(store: Store) -> int:
-    with transaction(store.write) as session:
-        tape = repository.create_tape(
-            session=session,
-            name="u",
-            world_seed=0,
-            mode="groundhog",
-            online=True,
-            dependency_model="closure",
-            config={},
-        )
-        root = repository.get_branch(tape.id, "root", session=session)
+    """A fresh tape's root branch id."""
+    tape_id = make_tape(store, "u")
+    with transaction(store.read) as session:
+        root = repository.get_branch(tape_id, "root", session=session)
         assert root is not None
         return root.id
 

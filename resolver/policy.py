@@ -15,7 +15,7 @@ import hashlib
 from dataclasses import dataclass
 from enum import StrEnum
 
-from groundhog.protocol.decisions import Action, Decision
+from groundhog.protocol.decisions import FORWARD_DECISIONS, Action, Decision
 
 
 class Mode(StrEnum):
@@ -31,15 +31,8 @@ class DependencyModel(StrEnum):
     HINTS = "hints"
 
 
-LIVE_DECISIONS = frozenset(
-    {
-        Decision.RECORDED,
-        Decision.REFETCHED,
-        Decision.WRITE,
-        Decision.PASSTHROUGH,
-        Decision.UPSTREAM_FAILED,
-    }
-)
+# Decisions answered by a live call (the protocol's forward set): one definition for all.
+LIVE_DECISIONS = FORWARD_DECISIONS
 # Live calls whose answer is meant to reach the tape; one without an exchange is unrecorded.
 RECORDING_DECISIONS = frozenset({Decision.RECORDED, Decision.REFETCHED, Decision.WRITE})
 

@@ -141,6 +141,7 @@ class ResolverHttp:
         headers: dict[str, str],
         keep_alive_seconds: float,
         ssl_context: ssl.SSLContext | None = None,
+        limit: int = 256,
     ) -> None:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -155,6 +156,9 @@ class ResolverHttp:
         authority = parts.netloc.rpartition("@")[2]
         fixed = {"Host": authority, **headers}
         self._head = "".join(f"{name}: {value}\r\n" for name, value in fixed.items())
+        # Calls in flight at once (long-polls included); more wait their turn, within their
+        # timeout, instead of opening a connection each (aiohttp's connector had the same bound).
+        self._slots = asyncio.Semaphore(limit)
         self._idle: collections.deque[_Connection] = collections.deque()
         self._open: set[_Connection] = set()
 
@@ -164,7 +168,7 @@ class ResolverHttp:
         ).encode("latin-1") + body
         connection: _Connection | None = None
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(timeout), self._slots:
                 connection = self._reusable() or await self._connect()
                 answer = await connection.call(request)
         except BaseException:

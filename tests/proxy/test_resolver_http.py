@@ -266,3 +266,34 @@ def test_https_with_a_private_ca_is_verified(tmp_path: Path) -> None:
 def test_a_resolver_url_that_is_not_http_is_refused_with_the_fix(url: str) -> None:
     with pytest.raises(ValueError, match="is not http://host"):
         ResolverHttp(url, headers={}, keep_alive_seconds=1)
+
+
+def test_calls_over_the_limit_wait_for_a_connection_within_their_timeout() -> None:
+    release = asyncio.Event()
+
+    async def held(_n: int, _head: bytes, body: bytes, writer: asyncio.StreamWriter) -> None:
+        if body == b"hold":
+            await release.wait()
+        writer.write(_ok(b"{}"))
+
+    async def go() -> None:
+        async with scripted(held) as server:
+            client = ResolverHttp(
+                f"http://127.0.0.1:{server.port}", headers={}, keep_alive_seconds=30, limit=1
+            )
+            holding = asyncio.ensure_future(client.post("/v1/wait", b"hold", timeout=30))
+            try:
+                for _ in range(500):  # until the long-poll has reached the server; bounded
+                    if server.requests:
+                        break
+                    await asyncio.sleep(0.01)
+                with pytest.raises(TimeoutError):  # the only slot is taken by the long-poll
+                    await client.post("/v1/resolve", b"{}", timeout=0.2)
+            finally:
+                release.set()
+            assert (await holding).status == 200
+            assert (await client.post("/v1/resolve", b"{}", timeout=5)).status == 200
+            client.close()
+        assert server.connections == 1
+
+    asyncio.run(go())

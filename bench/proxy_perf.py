@@ -254,6 +254,7 @@ def resolver_arguments(work: Path, database_url: str | None) -> list[str]:
 
 
 def proxy_arguments(resolver_url: str, work: Path) -> list[str]:
+    """The Groundhog proxy's command, asking the resolver at `resolver_url`."""
     return ["proxy", "--resolver-url", resolver_url, "--data", str(work), "--log-level", "warn"]
 
 

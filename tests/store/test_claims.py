@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from store import claims, exchanges, repository
 from store.db import Store, transaction
+from store.unit import unit_of_work
 from tests.store.test_repository import make_tape
 
 
@@ -64,8 +65,20 @@ def test_pending_records_pop_once(store: Store) -> None:
             request={"writes": []},
             created=0.0,
         )
-    with transaction(store.write) as session:
-        assert claims.pop_pending("t1", session=session).request == {"writes": []}
+    with unit_of_work(store) as unit:  # a record pops on the unit's Core connection
+        popped = claims.pop_pending("t1", session=unit.connection)
+    assert popped == claims.Pending(
+        ticket="t1",
+        tape_id=tape_id,
+        branch_id=root.id,
+        event_id=event_id,
+        key_hash="k",
+        occurrence=0,
+        fingerprint="",
+        decision="recorded",
+        is_write=False,
+        request={"writes": []},
+    )
     with transaction(store.write) as session:
         assert claims.pop_pending("t1", session=session) is None
     assert len(claims.new_ticket()) == 32 and claims.new_ticket() != claims.new_ticket()

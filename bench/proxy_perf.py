@@ -9,8 +9,9 @@ at once (one records, three wait on it; latency is the group's last answer, agai
 forward through mitmdump) and, taking turns with it, four concurrent plain forwards of four new
 addresses through mitmdump with no addon (the group's last answer): mitmproxy spends several ms
 of CPU per flow in one Python thread, so four flows at once cannot finish as soon as one, and
-the siblings row is reported against both; the resolver's hit alone (asked directly, with
-aiohttp and with httpx, the two clients the proxy could use); and the hit path against an
+the siblings row is reported against both; the resolver's hit alone (asked directly, with the
+proxy's own client, proxy/resolver_http.py, and with aiohttp and httpx, the general clients it
+replaced); and the hit path against an
 instant stand-in resolver, which isolates the proxy's own cost. Ratios are against mitmdump
 with no addon and against server replay, measured in the same run; the record and hit paths
 take turns with mitmdump slice by slice, so a neighbour's load falls on both. Goals (issue 18):
@@ -37,9 +38,9 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 import httpx
@@ -47,13 +48,16 @@ from sqlalchemy.engine import make_url
 
 from bench.harness import LOOPBACK, ChildService, free_port, start_child, wait_for_child
 from groundhog.lifetime import tied_command
+from groundhog.protocol.wire import ResolveAsk
 from groundhog.worker_env import proxy_url_with_credentials
+from proxy.resolver_client import ResolverClient
 
 logger = logging.getLogger("bench.proxy_perf")
 
 BODY = json.dumps({"items": [{"id": i, "title": f"result {i}"} for i in range(24)]}).encode()
 CONCURRENCY = (1, 8)
 NO_ADDON = "mitmproxy (no addon)"
+PROXY_CLIENT = "proxy's client"
 GROUP = 4  # siblings asking one new address at once
 SLICES = 5  # turns the record and hit paths take with their baseline
 SIBLINGS = f"groundhog {GROUP} siblings, one new address (last answer)"
@@ -414,9 +418,9 @@ def _groundhog_conditions(
 ) -> dict[str, dict[str, float]]:
     """Record and hit paths, taking turns with their baseline (mitmdump with no addon)."""
     clients = len(urls)
-    branches = _open_tape(resolver_url, tape, 4 * clients + 2)
-    recorders, hitters, by_aiohttp, by_httpx = (
-        branches[k * clients : (k + 1) * clients] for k in range(4)
+    branches = _open_tape(resolver_url, tape, 5 * clients + 2)
+    recorders, hitters, by_proxy_client, by_aiohttp, by_httpx = (
+        branches[k * clients : (k + 1) * clients] for k in range(5)
     )
 
     def as_branches(names: list[str]) -> list[str | None]:
@@ -432,8 +436,10 @@ def _groundhog_conditions(
     ]
     measured = asyncio.run(_interleaved(conditions, urls, SLICES))
     # Where the hit path's time goes: the resolver's own answer asked directly, with the
-    # proxy's client (aiohttp) and with httpx.AsyncClient, the alternative it replaced.
-    for library, group in (("aiohttp", by_aiohttp), ("httpx", by_httpx)):
+    # proxy's client (proxy/resolver_http.py), and with aiohttp and httpx.AsyncClient, the
+    # general clients it replaced.
+    askers = ((PROXY_CLIENT, by_proxy_client), ("aiohttp", by_aiohttp), ("httpx", by_httpx))
+    for library, group in askers:
         measured[f"resolver hit alone ({library})"] = asyncio.run(
             _resolve_directly(resolver_url, tape, group, urls, library)
         )
@@ -534,13 +540,17 @@ async def _resolve_directly(
             "body_too_large": False,
         }
 
+    proxy_client = ResolverClient(resolver_url, resolve_timeout=60)
     async with (
         aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session,
         httpx.AsyncClient(trust_env=False, timeout=60) as client,
     ):
 
         async def ask(branch: str, url: str) -> None:
-            if library == "aiohttp":
+            answer: Mapping[str, Any]
+            if library == PROXY_CLIENT:
+                answer = await proxy_client.resolve(cast(ResolveAsk, payload(branch, url)))
+            elif library == "aiohttp":
                 async with session.post(endpoint, json=payload(branch, url)) as response:
                     answer = await response.json()
             else:
@@ -548,7 +558,10 @@ async def _resolve_directly(
             if answer.get("decision") != "shared":
                 raise RuntimeError(f"expected a hit for {url} as {branch}, got {answer}")
 
-        return await _timed_concurrently(ask, branches, url_lists)
+        try:
+            return await _timed_concurrently(ask, branches, url_lists)
+        finally:
+            await proxy_client.close()
 
 
 def _summary(latencies: list[float], elapsed: float) -> dict[str, float]:

@@ -24,6 +24,7 @@ from typing import Any
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from groundhog.protocol.wire import wire_response
 from resolver import answers, notify
 from resolver.asks import bump_branch
 from resolver.dependencies import Classification, host_resource, recorded_writes, response_hints
@@ -222,11 +223,12 @@ class Recorder:
         if created and wire.response is not None:
             # What was just stored, without reading the blob back; a body byte-identical to
             # what the proxy sent is not repeated.
-            response = {
-                "status": content.response_status,
-                "headers": content.response_headers or [],
-                "body": None if stored_body == body else encode_base64(stored_body),
-            }
+            assert content.response_status is not None
+            response = wire_response(
+                content.response_status,
+                content.response_headers or [],
+                None if stored_body == body else encode_base64(stored_body),
+            )
         else:
             response = answers.recorded(exchange, session=unit.session, tape_name=tape.name)
         return RecordResult(decision, exchange.id, response, created)

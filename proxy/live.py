@@ -31,6 +31,7 @@ from mitmproxy import ctx, http
 
 from groundhog.protocol.decisions import Decision
 from groundhog.protocol.headers import RECORD_ERROR as RECORD_ERROR_HEADER
+from groundhog.protocol.wire import RecordAnswer
 from proxy import problems
 from proxy.native import FAILURE_PHASE, FAILURE_RESPONSE, UpstreamDeadline
 from proxy.passthrough import Kind
@@ -302,9 +303,10 @@ class LiveRecorder:
             return
         ack = await self._post_error(state, kind, message)
         response = None
-        if ack is not None and isinstance(ack.get("response"), dict):
+        stored = ack.get("response") if ack is not None else None
+        if ack is not None and isinstance(stored, dict):
             try:
-                response = response_from_payload(ack["response"])
+                response = response_from_payload(stored)
                 state.decision = ack.get("decision") or state.decision
                 state.mark(response)
             except (KeyError, TypeError, ValueError) as error:
@@ -313,7 +315,7 @@ class LiveRecorder:
             response = problems.upstream_failed(flow.request.pretty_url, kind, message)
         flow.metadata[FAILURE_RESPONSE] = response
 
-    async def _post_error(self, state: FlowState, kind: str, message: str) -> dict | None:
+    async def _post_error(self, state: FlowState, kind: str, message: str) -> RecordAnswer | None:
         error = {"kind": kind, "message": message[:500]}
         try:
             return await self.resolver.record({"ticket": state.ticket, "error": error})

@@ -24,7 +24,7 @@ from typing import Any
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from groundhog.protocol.wire import wire_response
+from groundhog.protocol.wire import WireResponse, wire_response
 from resolver import answers, notify
 from resolver.asks import bump_branch
 from resolver.dependencies import Classification, host_resource, recorded_writes, response_hints
@@ -57,7 +57,7 @@ class RecordResult:
     decision: str
     exchange_id: int | None
     # What the worker must be served; body None: identical to the body the proxy sent.
-    response: dict[str, Any] | None
+    response: WireResponse | None
     recorded: bool
 
 

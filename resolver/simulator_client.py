@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 from sqlalchemy.orm import Session
 
+from groundhog.protocol.wire import WireResponse
 from resolver import answers, misses
 from resolver.asks import Ask
 from resolver.near_miss import NearMiss
@@ -38,7 +39,7 @@ class SimulatorClient:
         self.recorder = Recorder(store, max_body_bytes=max_body_bytes)
         self.max_body_bytes = max_body_bytes
 
-    def answer(self, ask: Ask, ticket: str) -> tuple[Decision, dict[str, Any]]:
+    def answer(self, ask: Ask, ticket: str) -> tuple[Decision, WireResponse]:
         """Turn a claimed `simulated` forward into a recorded answer, or a refusal saying why."""
         assert ask.simulator_url
         with transaction(self.store.read) as session:
@@ -60,7 +61,11 @@ class SimulatorClient:
             return self._refuse(ask, ticket, f"the tape's simulator failed ({error})")
         record = RecordRequest(
             ticket=ticket,
-            response=ResponseIn(status=status, headers=headers, body=encode_base64(body)),
+            response=ResponseIn(
+                status=status,
+                headers=[(name, value) for name, value in headers],
+                body=encode_base64(body),
+            ),
         )
         result = self.recorder.record(record)
         with transaction(self.store.read) as session:
@@ -85,7 +90,7 @@ class SimulatorClient:
                 shown["response"] = answers.from_answer(answer)
         return shown
 
-    def _refuse(self, ask: Ask, ticket: str, reason: str) -> tuple[Decision, dict[str, Any]]:
+    def _refuse(self, ask: Ask, ticket: str, reason: str) -> tuple[Decision, WireResponse]:
         with transaction(self.store.write) as session:
             record = claims.pop_pending(ticket, session=session)
             claims.release_claim(ticket, session=session)

@@ -7,6 +7,7 @@ records or the tape's lock; a miss or a refusal decided on the same path counts 
 from __future__ import annotations
 
 import base64
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,11 +21,12 @@ from resolver.schemas import RecordRequest, ResolveRequest, ResponseIn
 from store import repository
 from store.db import Store, open_store, transaction
 from store.models import Event, OccurrenceCounter
+from tests.support.store_databases import end_connections, named_connections_url, private_schema_url
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = open_store(f"sqlite:///{tmp_path / 'hits.sqlite3'}")
+def open_with_tape(url: str) -> Store:
+    """The store at `url` holding tape `t` with branches root/a, root/b and root/c."""
+    opened = open_store(url)
     with transaction(opened.write) as session:
         tape = repository.create_tape(
             session=session,
@@ -37,8 +39,14 @@ def store(tmp_path: Path) -> Iterator[Store]:
         )
         root = repository.get_branch(tape.id, "root", session=session)
         assert root is not None
-        for name in ("root/a", "root/b"):
+        for name in ("root/a", "root/b", "root/c"):
             repository.fork_branch(root, name, {}, session=session)
+    return opened
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    opened = open_with_tape(f"sqlite:///{tmp_path / 'hits.sqlite3'}")
     yield opened
     opened.dispose()
 
@@ -159,3 +167,26 @@ def test_a_record_writes_without_reading_back_what_it_wrote(store: Store) -> Non
     assert result.response["body"] is None and result.response["headers"] == [["X-A", "1"]]
     events, _ = branch_rows(store, "root/a")
     assert [decision for _, decision, _ in events] == ["recorded"]
+
+
+@pytest.mark.postgres
+def test_a_hit_after_the_server_ended_the_resolvers_connections_is_served(
+    postgres_url: str,
+) -> None:
+    label = f"gh-test-{secrets.token_hex(4)}"
+    with private_schema_url(postgres_url) as url:
+        store = open_with_tape(named_connections_url(url, label))
+        try:
+            resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+            record(store, resolver, "/x", "root/a", b"answer")
+            first = resolver.resolve(ask("/x", "root/b"))
+            assert isinstance(first, Resolution) and first.decision is Decision.SHARED
+            assert end_connections(postgres_url, label)  # as a server restart would
+            served = resolver.resolve(ask("/x", "root/c"))
+            assert isinstance(served, Resolution) and served.decision is Decision.SHARED
+            assert served.response is not None
+            assert base64.b64decode(served.response["body"]) == b"answer"
+            events, counters = branch_rows(store, "root/c")
+            assert events == [(1, "shared", 0)] and list(counters.values()) == [1]
+        finally:
+            store.dispose()

@@ -79,18 +79,23 @@ def cooperative_headers(ask: Ask) -> list[list[str]]:
 
 
 def find_tape_and_branch(
-    session: Executor, tape_name: str, branch_path: str
+    session: Executor, tape_name: str, branch_path: str, *, relax_commit: bool = False
 ) -> tuple[TapeRef, BranchRef] | None:
-    """Both in one round trip, or None if either is missing; malformed names are refused."""
+    """Both in one round trip, or None if either is missing; malformed names are refused.
+
+    `relax_commit`: see `store.repository.find_tape_and_branch` (for the resolve path only).
+    """
     check_tape_name(tape_name)
     check_branch_path(branch_path)
-    return repository.find_tape_and_branch(tape_name, branch_path, session=session)
+    return repository.find_tape_and_branch(
+        tape_name, branch_path, session=session, relax_commit=relax_commit
+    )
 
 
 def load_tape_and_branch(
-    session: Executor, tape_name: str, branch_path: str
+    session: Executor, tape_name: str, branch_path: str, *, relax_commit: bool = False
 ) -> tuple[TapeRef, BranchRef]:
-    found = find_tape_and_branch(session, tape_name, branch_path)
+    found = find_tape_and_branch(session, tape_name, branch_path, relax_commit=relax_commit)
     if found is not None:
         return found
     if not repository.tape_exists(tape_name, session=session):
@@ -226,9 +231,9 @@ def take_ask(
     if draft.model is DependencyModel.HINTS:
         hint = repository.find_hint(tape.id, draft.key.hash, session=session)
     classification = classify_draft(draft, hint)
-    occurrence = repository.take_occurrence(branch.id, draft.key.hash, session=session)
-    resources = fingerprinted_resources(classification)
-    versions = repository.versions_of(branch.id, resources, session=session)
+    occurrence, versions = repository.take_occurrence_and_versions(
+        branch.id, draft.key.hash, fingerprinted_resources(classification), session=session
+    )
     return finish_ask(draft, classification, occurrence=occurrence, versions=versions)
 
 

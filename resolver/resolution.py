@@ -136,8 +136,10 @@ class Resolver:
             )
         with unit_of_work(self.store) as unit:
             connection = unit.connection
-            relax_commit_durability(connection)
-            tape, branch = load_tape_and_branch(connection, wire.tape, wire.branch)
+            # Relaxed as `relax_commit_durability` would, in the lookup's own round trip.
+            tape, branch = load_tape_and_branch(
+                connection, wire.tape, wire.branch, relax_commit=True
+            )
             ask = take_ask(connection, tape, branch, wire, body, redaction_key=self.redaction_key)
             passthrough_hosts = {host.lower() for host in tape.config.get("passthrough_hosts", [])}
             passthrough = wire.body_too_large or ask.request.normalised_host in passthrough_hosts

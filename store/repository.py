@@ -12,9 +12,9 @@ SQLAlchemy Core constructs compiled once per dialect and run on the session's co
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
-from sqlalchemy import bindparam, delete, func, literal, select, update
+from sqlalchemy import Insert, and_, bindparam, delete, func, literal, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import ClauseElement
 
@@ -29,7 +29,7 @@ from store.models import (
     ResourceVersion,
     Tape,
 )
-from store.prepared import Executor, Prepared
+from store.prepared import Executor, Prepared, dialect_of
 from store.upsert import insert_for, insert_for_dialect
 
 ROOT = "root"
@@ -153,14 +153,36 @@ _TAPE_AND_BRANCH = (
 _FIND_TAPE_AND_BRANCH = Prepared(lambda _dialect: _TAPE_AND_BRANCH)
 
 
+def _relaxing_statement(dialect: str) -> ClauseElement:
+    """The lookup that also relaxes the transaction's commit, on PostgreSQL in the same trip.
+
+    `set_config(…, true)` is `SET LOCAL` as a function, so it can ride in the select list of a
+    statement the resolve runs anyway instead of costing a round trip of its own; it runs once
+    per row, and there is exactly one row when the tape and branch exist (when they do not,
+    the resolve ends in a 404 and commits nothing).
+    """
+    if dialect != "postgresql":
+        return _TAPE_AND_BRANCH
+    return _TAPE_AND_BRANCH.add_columns(func.set_config("synchronous_commit", "off", True))
+
+
+_FIND_TAPE_AND_BRANCH_RELAXED = Prepared(_relaxing_statement)
+
+
 def find_tape_and_branch(
-    name: str, path: str, *, session: Executor
+    name: str, path: str, *, session: Executor, relax_commit: bool = False
 ) -> tuple[TapeRef, BranchRef] | None:
-    """The tape's fields and the branch's id in one statement, or None if either is missing."""
-    row = _FIND_TAPE_AND_BRANCH.first({"name": name, "path": path}, session=session)
+    """The tape's fields and the branch's id in one statement, or None if either is missing.
+
+    `relax_commit` also makes this transaction's commit return before its WAL reaches the
+    disk on PostgreSQL, as `store.db.relax_commit_durability` does (which says when that is
+    allowed), without a statement of its own.
+    """
+    statement = _FIND_TAPE_AND_BRANCH_RELAXED if relax_commit else _FIND_TAPE_AND_BRANCH
+    row = statement.first({"name": name, "path": path}, session=session)
     if row is None:
         return None
-    tape_id, name, world_seed, mode, online, dependency_model, config, branch_id = row
+    tape_id, name, world_seed, mode, online, dependency_model, config, branch_id = row[:8]
     tape = TapeRef(tape_id, name, world_seed, mode, bool(online), dependency_model, config or {})
     return tape, BranchRef(branch_id, path)
 
@@ -301,6 +323,53 @@ def versions_of(
     count = len(ordered)
     statement = _VERSIONS_OF[count] if count < len(_VERSIONS_OF) else _versions_of_statement(count)
     return dict(statement.rows(parameters, session=session))
+
+
+def _occurrence_and_versions_statement(count: int) -> Prepared:
+    """PostgreSQL: the occurrence taken and `count` resources' versions read in one statement.
+
+    The counter's upsert is a data-modifying WITH; the select joins its one row to the branch's
+    version rows (none, one row with NULLs), so every row carries the occurrence. The versions
+    are read from the statement's snapshot, which the upsert cannot have changed.
+    """
+    names = [bindparam(f"r{index}") for index in range(count)]
+
+    def build(dialect: str) -> ClauseElement:
+        taken = cast(Insert, _take_occurrence_statement(dialect)).cte("taken")
+        versions = _versions.c.branch_id == bindparam("branch_id"), _versions.c.resource.in_(names)
+        return select(taken.c["count"], _versions.c.resource, _versions.c.version).select_from(
+            taken.outerjoin(_versions, and_(*versions))
+        )
+
+    return Prepared(build)
+
+
+_OCCURRENCE_AND_VERSIONS = [_occurrence_and_versions_statement(count) for count in range(1, 65)]
+
+
+def take_occurrence_and_versions(
+    branch_id: int, key_hash: str, resources: set[str] | frozenset[str], *, session: Executor
+) -> tuple[int, dict[str, str]]:
+    """`take_occurrence` and `versions_of` together: one round trip on PostgreSQL (a write).
+
+    SQLite cannot put an upsert inside a WITH, and runs in process where a round trip costs
+    nothing to save, so it runs the two statements.
+    """
+    if not resources or dialect_of(session).name != "postgresql":
+        occurrence = take_occurrence(branch_id, key_hash, session=session)
+        return occurrence, versions_of(branch_id, resources, session=session)
+    ordered = sorted(resources)
+    parameters: dict[str, Any] = {f"r{index}": name for index, name in enumerate(ordered)}
+    parameters["branch_id"] = branch_id
+    parameters["key_hash"] = key_hash
+    count = len(ordered)
+    statement = (
+        _OCCURRENCE_AND_VERSIONS[count - 1]
+        if count <= len(_OCCURRENCE_AND_VERSIONS)
+        else _occurrence_and_versions_statement(count)
+    )
+    rows = statement.rows(parameters, session=session)
+    return int(rows[0][0]) - 1, {row[1]: row[2] for row in rows if row[1] is not None}
 
 
 def set_versions(branch_id: int, versions: dict[str, str], *, session: Session) -> None:

@@ -7,13 +7,14 @@ occurrence). Without it the resolve path would re-derive them in several places.
 
 Building one is pure (`draft_ask`, `classify_draft`, `finish_ask`) except for the two store
 steps between them, which `take_ask` names: the occurrence it takes (a write) and the branch's
-versions it reads.
+versions it reads. `take_ask_as_guessed` does the same from the tape as an earlier resolve saw
+it, so the tape's lookup joins those steps in one statement (one round trip on PostgreSQL).
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sqlalchemy.orm import Session
 
@@ -235,6 +236,53 @@ def take_ask(
         branch.id, draft.key.hash, fingerprinted_resources(classification), session=session
     )
     return finish_ask(draft, classification, occurrence=occurrence, versions=versions)
+
+
+def take_ask_as_guessed(
+    session: Executor,
+    guess: TapeRef,
+    wire: ResolveRequest,
+    body: bytes,
+    *,
+    redaction_key: bytes,
+) -> tuple[TapeRef, Ask]:
+    """`load_tape_and_branch` then `take_ask`, with the tape's config guessed (a write).
+
+    `guess` is the tape as an earlier resolve found it. The draft, hint and classification
+    are worked out from it first, so finding the tape and branch, taking the occurrence and
+    reading the versions are one statement on PostgreSQL (`take_occurrence_as_guessed`),
+    which takes the occurrence only if the tape is still the guessed one. If it is not, this
+    starts over from the tape found, as `take_ask` would. The commit is relaxed, as
+    `load_tape_and_branch(…, relax_commit=True)` relaxes it. Returns the tape found, the next
+    guess.
+    """
+    check_tape_name(wire.tape)
+    check_branch_path(wire.branch)
+    # The branch's id is not known yet; the draft does not depend on it.
+    draft = draft_ask(guess, BranchRef(-1, wire.branch), wire, body, redaction_key=redaction_key)
+    hint = None
+    if draft.model is DependencyModel.HINTS:
+        hint = repository.find_hint(guess.id, draft.key.hash, session=session)
+    classification = classify_draft(draft, hint)
+    taken = repository.take_occurrence_as_guessed(
+        wire.tape,
+        wire.branch,
+        guess,
+        draft.key.hash,
+        fingerprinted_resources(classification),
+        session=session,
+    )
+    if taken is None:
+        tape, branch = load_tape_and_branch(session, wire.tape, wire.branch, relax_commit=True)
+    elif taken.occurrence is None:
+        tape, branch = taken.tape, taken.branch
+    else:
+        draft = replace(draft, tape=taken.tape, branch=taken.branch)
+        ask = finish_ask(
+            draft, classification, occurrence=taken.occurrence, versions=taken.versions
+        )
+        return taken.tape, ask
+    return tape, take_ask(session, tape, branch, wire, body, redaction_key=redaction_key)
 
 
 def bump_branch(

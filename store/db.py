@@ -118,10 +118,11 @@ def _server_hung_up(dbapi_connection: object) -> bool:
     if fileno is None:
         return False
     try:
-        readable, _, _ = select.select([fileno()], [], [], 0)
+        poller = select.poll()  # not select.select: a busy process has sockets past FD_SETSIZE
+        poller.register(fileno(), select.POLLIN | select.POLLPRI)
+        return bool(poller.poll(0))  # readable, hung up or in error: all mean "replace it"
     except (OSError, ValueError):  # no socket any more
         return True
-    return bool(readable)
 
 
 def _install_liveness_check(engine: Engine) -> None:

@@ -11,10 +11,23 @@ SQLAlchemy Core constructs compiled once per dialect and run on the session's co
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, NamedTuple, cast
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
-from sqlalchemy import Insert, and_, bindparam, delete, func, literal, select, update
+from sqlalchemy import (
+    Insert,
+    Text,
+    and_,
+    bindparam,
+    cast,
+    delete,
+    false,
+    func,
+    literal,
+    select,
+    true,
+    update,
+)
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import ClauseElement
 
@@ -124,6 +137,8 @@ class TapeRef:
     online: bool
     dependency_model: str
     config: dict[str, Any]
+    # The config as the database holds it (JSON text), to tell later whether it changed.
+    config_text: str | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -134,20 +149,32 @@ class BranchRef:
 
 # Core statements on the tables (not the mapped classes): no ORM compile step per execution.
 _tapes, _branches, _versions = Tape.__table__, Branch.__table__, ResourceVersion.__table__
+_occurrences = OccurrenceCounter.__table__
+_TAPE_COLUMNS = (
+    _tapes.c.id,
+    _tapes.c.name,
+    _tapes.c.world_seed,
+    _tapes.c.mode,
+    _tapes.c.online,
+    _tapes.c.dependency_model,
+    _tapes.c.config,
+    cast(_tapes.c.config, Text).label("config_text"),
+)
 _TAPE_AND_BRANCH = (
-    select(
-        _tapes.c.id,
-        _tapes.c.name,
-        _tapes.c.world_seed,
-        _tapes.c.mode,
-        _tapes.c.online,
-        _tapes.c.dependency_model,
-        _tapes.c.config,
-        _branches.c.id,
-    )
+    select(*_TAPE_COLUMNS, _branches.c.id.label("branch_id"))
     .join(_branches, _branches.c.tape_id == _tapes.c.id)
     .where(_tapes.c.name == bindparam("name"), _branches.c.path == bindparam("path"))
 )
+_RELAX_COMMIT = func.set_config("synchronous_commit", "off", True)
+
+
+def _tape_and_branch(row: tuple[Any, ...], path: str) -> tuple[TapeRef, BranchRef]:
+    """The refs from a row that starts with `_TAPE_COLUMNS` and the branch's id."""
+    tape_id, name, world_seed, mode, online, dependency_model, config, text, branch_id = row[:9]
+    tape = TapeRef(
+        tape_id, name, world_seed, mode, bool(online), dependency_model, config or {}, text
+    )
+    return tape, BranchRef(branch_id, path)
 
 
 _FIND_TAPE_AND_BRANCH = Prepared(lambda _dialect: _TAPE_AND_BRANCH)
@@ -163,7 +190,7 @@ def _relaxing_statement(dialect: str) -> ClauseElement:
     """
     if dialect != "postgresql":
         return _TAPE_AND_BRANCH
-    return _TAPE_AND_BRANCH.add_columns(func.set_config("synchronous_commit", "off", True))
+    return _TAPE_AND_BRANCH.add_columns(_RELAX_COMMIT)
 
 
 _FIND_TAPE_AND_BRANCH_RELAXED = Prepared(_relaxing_statement)
@@ -180,17 +207,11 @@ def find_tape_and_branch(
     """
     statement = _FIND_TAPE_AND_BRANCH_RELAXED if relax_commit else _FIND_TAPE_AND_BRANCH
     row = statement.first({"name": name, "path": path}, session=session)
-    if row is None:
-        return None
-    tape_id, name, world_seed, mode, online, dependency_model, config, branch_id = row[:8]
-    tape = TapeRef(tape_id, name, world_seed, mode, bool(online), dependency_model, config or {})
-    return tape, BranchRef(branch_id, path)
+    return None if row is None else _tape_and_branch(row, path)
 
 
 _TAPE_BY_ID = Prepared(
-    lambda _dialect: select(*(c for c in _TAPE_AND_BRANCH.selected_columns[:-1])).where(
-        _tapes.c.id == bindparam("tape_id")
-    )
+    lambda _dialect: select(*_TAPE_COLUMNS[:-1]).where(_tapes.c.id == bindparam("tape_id"))
 )
 
 
@@ -253,7 +274,7 @@ def _copy_branch_rows(
     session.execute(table.insert().from_select(["branch_id", *columns], rows))
 
 
-def _take_occurrence_statement(dialect: str) -> ClauseElement:
+def _take_occurrence_statement(dialect: str) -> Insert:
     table = OccurrenceCounter.__table__
     statement = insert_for_dialect(dialect, table).values(
         branch_id=bindparam("branch_id"), key_hash=bindparam("key_hash"), count=1
@@ -335,7 +356,7 @@ def _occurrence_and_versions_statement(count: int) -> Prepared:
     names = [bindparam(f"r{index}") for index in range(count)]
 
     def build(dialect: str) -> ClauseElement:
-        taken = cast(Insert, _take_occurrence_statement(dialect)).cte("taken")
+        taken = _take_occurrence_statement(dialect).cte("taken")
         versions = _versions.c.branch_id == bindparam("branch_id"), _versions.c.resource.in_(names)
         return select(taken.c["count"], _versions.c.resource, _versions.c.version).select_from(
             taken.outerjoin(_versions, and_(*versions))
@@ -370,6 +391,123 @@ def take_occurrence_and_versions(
     )
     rows = statement.rows(parameters, session=session)
     return int(rows[0][0]) - 1, {row[1]: row[2] for row in rows if row[1] is not None}
+
+
+class TakenAsGuessed(NamedTuple):
+    """What `take_occurrence_as_guessed` found, and took when the tape was as guessed."""
+
+    tape: TapeRef
+    branch: BranchRef
+    occurrence: int | None  # None: the tape is not the guessed one, and nothing was taken
+    versions: dict[str, str]
+
+
+def _as_guessed_statement(count: int) -> Prepared:
+    """PostgreSQL: tape and branch found, occurrence taken and versions read, in one statement.
+
+    `found` is the relaxing tape-and-branch lookup; `taken` upserts the counter only from a
+    `found` row that matches the guess (same tape id, config text and dependency model), so
+    a changed tape takes nothing; the select returns the found row with the occurrence (NULL
+    when nothing was taken) joined to the `count` resources' versions.
+    """
+    names = [bindparam(f"r{index}") for index in range(count)]
+
+    def build(dialect: str) -> ClauseElement:
+        found = _TAPE_AND_BRANCH.add_columns(_RELAX_COMMIT).cte("found")
+        same = and_(
+            found.c.id == bindparam("tape_id"),
+            found.c.config_text == bindparam("config_text"),
+            found.c.dependency_model == bindparam("dependency_model"),
+        )
+        key_hash = bindparam("key_hash", type_=_occurrences.c.key_hash.type)
+        counted = _occurrences.c["count"]
+        taken = (
+            insert_for_dialect(dialect, _occurrences)
+            .from_select(
+                ["branch_id", "key_hash", "count"],
+                select(found.c.branch_id, key_hash, literal(1)).where(same),
+            )
+            .on_conflict_do_update(
+                index_elements=["branch_id", "key_hash"], set_={"count": counted + 1}
+            )
+            .returning(counted)
+            .cte("taken")
+        )
+        versions_on = and_(
+            taken.c["count"].is_not(None),
+            _versions.c.branch_id == found.c.branch_id,
+            _versions.c.resource.in_(names) if names else false(),  # not an "empty IN"
+        )
+        columns = [found.c[column.name] for column in _TAPE_AND_BRANCH.selected_columns]
+        return select(
+            *columns, taken.c["count"], _versions.c.resource, _versions.c.version
+        ).select_from(found.outerjoin(taken, true()).outerjoin(_versions, versions_on))
+
+    return Prepared(build)
+
+
+_AS_GUESSED = [_as_guessed_statement(count) for count in range(65)]
+
+
+def take_occurrence_as_guessed(
+    name: str,
+    path: str,
+    guess: TapeRef,
+    key_hash: str,
+    resources: set[str] | frozenset[str],
+    *,
+    session: Executor,
+) -> TakenAsGuessed | None:
+    """Find the tape and branch and, if the tape is still `guess`, take the occurrence of
+    `key_hash` and read `resources`' versions (a write); None if the tape or branch is missing.
+
+    The key and resources were worked out from `guess` (the tape as an earlier resolve saw
+    it) before anything was read, so on PostgreSQL all of it is one round trip; a tape that
+    has changed since (or was made anew under its name) takes nothing, and the caller starts
+    over from the tape found. The transaction's commit is relaxed as by `find_tape_and_branch`
+    with `relax_commit`. SQLite runs the same steps as separate statements.
+    """
+    if dialect_of(session).name != "postgresql":
+        found = find_tape_and_branch(name, path, session=session, relax_commit=True)
+        if found is None:
+            return None
+        tape, branch = found
+        if not _is_as_guessed(tape, guess):
+            return TakenAsGuessed(tape, branch, None, {})
+        occurrence, versions = take_occurrence_and_versions(
+            branch.id, key_hash, resources, session=session
+        )
+        return TakenAsGuessed(tape, branch, occurrence, versions)
+    ordered = sorted(resources)
+    parameters: dict[str, Any] = {f"r{index}": value for index, value in enumerate(ordered)}
+    parameters.update(
+        name=name,
+        path=path,
+        tape_id=guess.id,
+        config_text=guess.config_text,
+        dependency_model=guess.dependency_model,
+        key_hash=key_hash,
+    )
+    count = len(ordered)
+    statement = _AS_GUESSED[count] if count < len(_AS_GUESSED) else _as_guessed_statement(count)
+    rows = statement.rows(parameters, session=session)
+    if not rows:
+        return None
+    tape, branch = _tape_and_branch(rows[0], path)
+    taken = rows[0][9]
+    if taken is None:
+        return TakenAsGuessed(tape, branch, None, {})
+    versions = {row[10]: row[11] for row in rows if row[10] is not None}
+    return TakenAsGuessed(tape, branch, int(taken) - 1, versions)
+
+
+def _is_as_guessed(tape: TapeRef, guess: TapeRef) -> bool:
+    """The fields a draft depends on, compared as `_as_guessed_statement` compares them."""
+    return (
+        tape.id == guess.id
+        and tape.config_text == guess.config_text
+        and tape.dependency_model == guess.dependency_model
+    )
 
 
 def set_versions(branch_id: int, versions: dict[str, str], *, session: Session) -> None:

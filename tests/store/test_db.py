@@ -104,3 +104,10 @@ def test_a_connection_ended_inside_a_transaction_fails_it_and_the_next_one_works
         session.scalar(text("SELECT 1"))  # the ORM path
     with unit_of_work(store) as unit:
         assert not repository.tape_exists("t", session=unit.connection)
+
+
+@pytest.mark.postgres
+def test_a_healthy_pooled_connection_is_kept(labelled_postgres: tuple[Store, str]) -> None:
+    store, _label = labelled_postgres
+    store.engine.dispose()  # one connection from here on, used in turn
+    assert len({_backend_pid(store) for _ in range(5)}) == 1

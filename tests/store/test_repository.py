@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import IntegrityError
@@ -130,3 +132,40 @@ def test_delete_tape_removes_its_rows_only(store: Store) -> None:
         assert branches == 2
         assert session.scalar(select(func.count()).select_from(Exchange)) == 0
         assert session.scalar(select(func.count()).select_from(Event)) == 0
+
+
+def test_an_occurrence_is_taken_as_guessed_only_while_the_tape_is_the_guess(store: Store) -> None:
+    tape_id = make_tape(store)
+    with transaction(store.write) as session:
+        found = repository.find_tape_and_branch("t", "root", session=session)
+        assert found is not None and found[0].config_text is not None
+        guess, root = found
+        repository.set_versions(root.id, {"host:a": "v1"}, session=session)
+        wanted = {"host:a", "host:z"}
+        first = repository.take_occurrence_as_guessed(
+            "t", "root", guess, "k", wanted, session=session
+        )
+        second = repository.take_occurrence_as_guessed(
+            "t", "root", guess, "k", set(), session=session
+        )
+        if store.engine.dialect.name == "postgresql":
+            assert session.scalar(text("SHOW synchronous_commit")) == "off"
+    assert first == (guess, root, 0, {"host:a": "v1"})
+    assert second == (guess, root, 1, {})
+    changed = [
+        replace(guess, config={}, config_text="{}"),
+        replace(guess, id=tape_id + 1000),  # a tape made anew under the same name
+        replace(guess, dependency_model="path"),
+    ]
+    with transaction(store.write) as session:
+        for stale in changed:
+            taken = repository.take_occurrence_as_guessed(
+                "t", "root", stale, "k", wanted, session=session
+            )
+            assert taken == (guess, root, None, {})  # the tape found, and nothing taken
+        for name, path in (("t", "root/none"), ("other", "root")):
+            missing = repository.take_occurrence_as_guessed(
+                name, path, guess, "k", wanted, session=session
+            )
+            assert missing is None
+        assert repository.take_occurrence(root.id, "k", session=session) == 2

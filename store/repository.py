@@ -449,6 +449,25 @@ def _as_guessed_statement(count: int) -> Prepared:
 _AS_GUESSED = [_as_guessed_statement(count) for count in range(65)]
 
 
+def _found_statement(count: int) -> Prepared:
+    """SQLite: the tape and branch with `count` resources' versions of the branch (no write)."""
+    names = [bindparam(f"r{index}") for index in range(count)]
+
+    def build(_dialect: str) -> ClauseElement:
+        versions_on = and_(
+            _versions.c.branch_id == _branches.c.id,
+            _versions.c.resource.in_(names) if names else false(),  # not an "empty IN"
+        )
+        return _TAPE_AND_BRANCH.add_columns(_versions.c.resource, _versions.c.version).outerjoin(
+            _versions, versions_on
+        )
+
+    return Prepared(build)
+
+
+_FOUND = [_found_statement(count) for count in range(65)]
+
+
 def take_occurrence_as_guessed(
     name: str,
     path: str,
@@ -465,30 +484,32 @@ def take_occurrence_as_guessed(
     it) before anything was read, so on PostgreSQL all of it is one round trip; a tape that
     has changed since (or was made anew under its name) takes nothing, and the caller starts
     over from the tape found. The transaction's commit is relaxed as by `find_tape_and_branch`
-    with `relax_commit`. SQLite runs the same steps as separate statements.
+    with `relax_commit`. SQLite, which cannot upsert inside a WITH, takes the occurrence in a
+    second statement.
     """
-    if dialect_of(session).name != "postgresql":
-        found = find_tape_and_branch(name, path, session=session, relax_commit=True)
-        if found is None:
-            return None
-        tape, branch = found
-        if not _is_as_guessed(tape, guess):
-            return TakenAsGuessed(tape, branch, None, {})
-        occurrence, versions = take_occurrence_and_versions(
-            branch.id, key_hash, resources, session=session
-        )
-        return TakenAsGuessed(tape, branch, occurrence, versions)
     ordered = sorted(resources)
     parameters: dict[str, Any] = {f"r{index}": value for index, value in enumerate(ordered)}
+    parameters.update(name=name, path=path)
+    count = len(ordered)
+    if dialect_of(session).name != "postgresql":
+        # The lookup reads the versions too; SQLite's write lock (BEGIN IMMEDIATE) keeps them
+        # as they are until the occurrence is taken.
+        statement = _FOUND[count] if count < len(_FOUND) else _found_statement(count)
+        rows = statement.rows(parameters, session=session)
+        if not rows:
+            return None
+        tape, branch = _tape_and_branch(rows[0], path)
+        if not _is_as_guessed(tape, guess):
+            return TakenAsGuessed(tape, branch, None, {})
+        occurrence = take_occurrence(branch.id, key_hash, session=session)
+        versions = {row[9]: row[10] for row in rows if row[9] is not None}
+        return TakenAsGuessed(tape, branch, occurrence, versions)
     parameters.update(
-        name=name,
-        path=path,
         tape_id=guess.id,
         config_text=guess.config_text,
         dependency_model=guess.dependency_model,
         key_hash=key_hash,
     )
-    count = len(ordered)
     statement = _AS_GUESSED[count] if count < len(_AS_GUESSED) else _as_guessed_statement(count)
     rows = statement.rows(parameters, session=session)
     if not rows:

@@ -94,8 +94,9 @@ def branch_rows(store: Store, branch: str) -> tuple[list[tuple[int, str, int]], 
     return [tuple(row) for row in events], {key: count for key, count in counters}
 
 
-# tape and branch, occurrence, versions, answer, event number, event (BEGIN, COMMIT aside).
-HIT_STATEMENTS = 6
+# tape and branch with the versions, occurrence, answer, event number, event (BEGIN, COMMIT
+# aside), once the resolver knows the tape's config from an earlier resolve.
+HIT_STATEMENTS = 5
 
 
 def statements_of(store: Store) -> list[str]:

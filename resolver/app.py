@@ -17,11 +17,13 @@ from starlette.concurrency import run_in_threadpool
 
 from resolver import notify, ui
 from resolver.api_docs import install_api_docs
+from resolver.auth import require_proxy
 from resolver.ca import ensure_ca
 from resolver.deployment_key import load_or_create_key, make_private_dir, parse_key
 from resolver.disk import DiskReserve
 from resolver.echoes import EchoBook
 from resolver.errors import install_error_handlers
+from resolver.fast_lane import FastLane
 from resolver.limits import BodyLimit
 from resolver.metrics import Metrics
 from resolver.recording import Recorder
@@ -108,6 +110,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         on_settled=app.state.wakeups.notify,
     )
     install_error_handlers(app)
+    # Added first, so it runs inside the body limit (middleware added later wraps it).
+    app.add_middleware(FastLane, routes=internal.FAST_ROUTES, guard=require_proxy)
     app.add_middleware(BodyLimit, max_body_bytes=settings.max_body_bytes)
     for module in (health, tapes, branches, internal, tunnels, inspect, transfer):
         app.include_router(module.router)

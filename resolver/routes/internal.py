@@ -7,13 +7,14 @@ on the event loop, woken when the address is recorded (resolver/wakeups.py; on P
 by other replicas' records, resolver/notify.py), with a slow store poll as the fallback; each
 store access runs in the threadpool as one short transaction.
 
-Resolve is the hot path (one per proxied request) and record follows every forward, so both
-skip FastAPI's generic body handling (stdlib JSON parse, then validation of the Python objects)
-and response encoding: the body is validated straight from its bytes by pydantic-core and the
-reply is written as bytes, a cached recording's JSON spliced in as it is (measured in process:
-a record call about a tenth cheaper than with the generic handling). Bad input still gets
-FastAPI's 422 problem+json, with the same `body.<field>` locations, and the OpenAPI document
-still describes the bodies.
+Resolve is the hot path (one per proxied request), record follows every forward and wait every
+single-flight sibling, so all three skip FastAPI's generic body handling (stdlib JSON parse,
+then validation of the Python objects) and response encoding: the body is validated straight
+from its bytes by pydantic-core and the reply is written as bytes, a cached recording's JSON
+spliced in as it is (measured in process: a record call about a tenth cheaper than with the
+generic handling). They are also reached without FastAPI's router (`FAST_ROUTES`, dispatched by
+resolver/fast_lane.py). Bad input still gets FastAPI's 422 problem+json, with the same
+`body.<field>` locations, and the OpenAPI document still describes the bodies.
 """
 
 from __future__ import annotations
@@ -52,6 +53,11 @@ _RECORD_BODY = {
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RecordRequest"}}},
 }
 
+_WAIT_BODY = {
+    "required": True,
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/WaitRequest"}}},
+}
+
 _VALIDATION_ERROR = {
     "description": "Validation Error",
     "content": {
@@ -61,7 +67,8 @@ _VALIDATION_ERROR = {
 
 
 def document_record_body(app: FastAPI) -> None:
-    """Put `RecordRequest` and the models it nests in the OpenAPI document's components."""
+    """Put `RecordRequest` (and the models it nests) and `WaitRequest` in the OpenAPI
+    document's components, where FastAPI would have put them from typed body parameters."""
     generate = app.openapi
 
     def openapi() -> dict[str, Any]:
@@ -71,6 +78,7 @@ def document_record_body(app: FastAPI) -> None:
             schemas = document.setdefault("components", {}).setdefault("schemas", {})
             schemas.update(schema.pop("$defs", {}))
             schemas["RecordRequest"] = schema
+            schemas["WaitRequest"] = WaitRequest.model_json_schema()
             app.openapi_schema = document
         return app.openapi_schema
 
@@ -151,9 +159,14 @@ async def resolve(request: Request) -> Response:
     return Response(resolution_bytes(result, state.resolver), media_type="application/json")
 
 
-@router.post("/wait")
-async def wait(body: WaitRequest, request: Request) -> Response:
+@router.post(
+    "/wait",
+    openapi_extra={"requestBody": _WAIT_BODY},
+    responses={422: _VALIDATION_ERROR},
+)
+async def wait(request: Request) -> Response:
     """Hold until the address is recorded, the holder's lease lapses, or the window ends."""
+    body = parse_body(WaitRequest, await request.body())
     state = request.app.state
     waiting = Waiting(wait_tokens.decode(body.wait))
     ask = waiting.ask
@@ -225,3 +238,7 @@ def record_answer(state: Any, body: RecordRequest) -> bytes:
             "response": result.response,
         }
     )
+
+
+# The routes `resolver.fast_lane` answers ahead of FastAPI's router (the proxy's hot path).
+FAST_ROUTES = {"/v1/resolve": resolve, "/v1/wait": wait, "/v1/record": record}

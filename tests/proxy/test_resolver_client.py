@@ -174,18 +174,17 @@ def test_renew_refuses_a_broken_answer(answer: tuple[int, Any]) -> None:
 
 def test_the_client_closes_idle_connections_before_the_resolver_does() -> None:
     # If the server closed first, a resolve sent on a socket it is closing would fail with
-    # ServerDisconnectedError and the worker would get a spurious 503 under load.
+    # a reset and the worker would get a spurious 503 under load.
     from proxy.resolver_client import CLIENT_KEEP_ALIVE_SECONDS
     from resolver.__main__ import KEEP_ALIVE_SECONDS
 
     assert CLIENT_KEEP_ALIVE_SECONDS < KEEP_ALIVE_SECONDS
 
-    async def connector_keepalive() -> float:
+    async def transport_keep_alive() -> float:
         client = ResolverClient("http://127.0.0.1:9")
         try:
-            session = client._ensure_session()
-            return session.connector._keepalive_timeout  # type: ignore[union-attr]
+            return client._transport().keep_alive_seconds
         finally:
             await client.close()
 
-    assert asyncio.run(connector_keepalive()) == CLIENT_KEEP_ALIVE_SECONDS
+    assert asyncio.run(transport_keep_alive()) == CLIENT_KEEP_ALIVE_SECONDS

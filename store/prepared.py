@@ -35,7 +35,7 @@ class _Compiled:
     positional: tuple[str, ...] | None  # parameter order for positional drivers (SQLite)
     literals: dict[str, Any]  # values the statement itself holds (e.g. the 1 of `count + 1`)
     binds: tuple[tuple[str, Callable[[Any], Any]], ...]  # type processors of parameters
-    columns: tuple[TypeEngine[Any], ...]  # the result columns' types
+    columns: tuple[TypeEngine[Any], ...]  # the result columns' types (none: returns no rows)
     dialect: Dialect
 
 
@@ -148,16 +148,17 @@ class Prepared:
         errors = compiled.dialect.loaded_dbapi.Error
         try:
             cursor.execute(compiled.sql, arguments)
-            description = cursor.description
-            fetched = cursor.fetchall() if description is not None else []
+            # Whether it returns rows is known from the statement: asking the cursor for its
+            # description builds column objects on every call (psycopg), so only once.
+            fetched = cursor.fetchall() if compiled.columns else []
+            results = self._results.get(dialect.name)
+            if results is None:
+                results = _result_processors(compiled, cursor.description)
+                self._results[dialect.name] = results
         except errors as error:
             raise DBAPIError.instance(
                 compiled.sql, arguments, error, errors, dialect=compiled.dialect
             ) from error
-        results = self._results.get(dialect.name)
-        if results is None:
-            results = _result_processors(compiled, description)
-            self._results[dialect.name] = results
         if not results:
             return [tuple(row) for row in fetched]
         rows = []

@@ -6,15 +6,23 @@ the upstream directly; mitmdump with no addon; mitmdump's own server replay
 (`server_replay_reuse`); Groundhog's record path (resolve, live fetch, record) and hit path
 (served from tape) through the real resolver; four sibling branches asking one new address
 at once (one records, three wait on it; latency is the group's last answer, against one plain
-forward through mitmdump); the resolver's hit alone (asked directly, with
-aiohttp and with httpx, the two clients the proxy could use); and the hit path against an
+forward through mitmdump) and, taking turns with it, four concurrent plain forwards of four new
+addresses through mitmdump with no addon (the group's last answer): mitmproxy spends several ms
+of CPU per flow in one Python thread, so four flows at once cannot finish as soon as one, and
+the siblings row is reported against both; the resolver's hit alone (asked directly, with the
+proxy's own client, proxy/resolver_http.py, and with aiohttp and httpx, the general clients it
+replaced); and the hit path against an
 instant stand-in resolver, which isolates the proxy's own cost. Ratios are against mitmdump
 with no addon and against server replay, measured in the same run; the record and hit paths
 take turns with mitmdump slice by slice, so a neighbour's load falls on both. Goals (issue 18):
 hit p50 within 1.15x of no-addon and throughput at least 1.0x; recorded miss p50 within 2.0x
 and throughput at least 0.6x; four siblings' last answer within 1.3x of one plain forward.
 
-    python -m bench.proxy_perf [--quick] [--repeat N] [--json out.json]
+The resolver keeps its tapes in a fresh SQLite file, or in the database `--database-url` names
+(PostgreSQL, the many-node store); tape names carry the run's time, so a database holding
+earlier runs' tapes is fine, and the run deletes its tapes from such a database at the end.
+
+    python -m bench.proxy_perf [--quick] [--repeat N] [--json out.json] [--database-url URL]
 """
 
 from __future__ import annotations
@@ -25,27 +33,36 @@ import base64
 import contextlib
 import itertools
 import json
+import logging
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 import httpx
+from sqlalchemy.engine import make_url
 
 from bench.harness import LOOPBACK, ChildService, free_port, start_child, wait_for_child
 from groundhog.lifetime import tied_command
+from groundhog.protocol.wire import ResolveAsk
 from groundhog.worker_env import proxy_url_with_credentials
+from proxy.resolver_client import ResolverClient
+
+logger = logging.getLogger("bench.proxy_perf")
 
 BODY = json.dumps({"items": [{"id": i, "title": f"result {i}"} for i in range(24)]}).encode()
 CONCURRENCY = (1, 8)
 NO_ADDON = "mitmproxy (no addon)"
+PROXY_CLIENT = "proxy's client"
 GROUP = 4  # siblings asking one new address at once
 SLICES = 5  # turns the record and hit paths take with their baseline
 SIBLINGS = f"groundhog {GROUP} siblings, one new address (last answer)"
+# The siblings' second baseline: what mitmproxy alone takes to forward GROUP new requests at once.
+PLAIN_GROUP = f"mitmproxy (no addon) {GROUP} concurrent plain forwards, new addresses (last answer)"
 REPLAY = "mitmproxy server replay"
 
 
@@ -232,13 +249,59 @@ def _start_mitmdump(name: str, arguments: Sequence[str], log_dir: Path) -> Child
     return child
 
 
-def _start_proxy(name: str, resolver_url: str, work: Path) -> ChildService:
-    return start_child(
-        name,
-        ["proxy", "--resolver-url", resolver_url, "--data", str(work), "--log-level", "warn"],
-        health="tcp",
-        log_dir=work,
+def resolver_arguments(work: Path, database_url: str | None) -> list[str]:
+    """The real resolver's command: its tapes in a SQLite file under `work`, or `database_url`."""
+    arguments = ["resolver", "--data", str(work)]
+    if database_url:
+        arguments += ["--database-url", database_url]
+    return arguments
+
+
+def proxy_arguments(resolver_url: str, work: Path) -> list[str]:
+    """The Groundhog proxy's command, asking the resolver at `resolver_url`."""
+    return ["proxy", "--resolver-url", resolver_url, "--data", str(work), "--log-level", "warn"]
+
+
+def store_label(database_url: str | None) -> str:
+    """Which store the resolver used, for the table's title and each row (no password)."""
+    if not database_url:
+        return "sqlite (a fresh file)"
+    url = make_url(database_url)
+    return f"{url.get_backend_name()} ({url.render_as_string(hide_password=True)})"
+
+
+def _open_tape(resolver_url: str, tape: str, children: int) -> list[str]:
+    """Create `tape` and fork `children` branches off its root; their names."""
+    created = httpx.post(
+        f"{resolver_url}/v1/tapes", json={"name": tape}, trust_env=False, timeout=30
     )
+    if created.status_code != 201:  # an earlier run's tape would mix its recordings into ours
+        raise RuntimeError(f"tape {tape} not created: {created.status_code} {created.text:.300}")
+    forked = httpx.post(
+        f"{resolver_url}/v1/tapes/{tape}/fork",
+        json={"parent": "root", "children": children},
+        trust_env=False,
+        timeout=30,
+    )
+    forked.raise_for_status()
+    branches: list[str] = forked.json()["branches"]
+    return branches
+
+
+def _delete_tapes(resolver_url: str, tapes: Sequence[str]) -> None:
+    """Remove this run's tapes from a database that outlives it (best effort, logged)."""
+    for tape in tapes:
+        try:
+            answer = httpx.delete(f"{resolver_url}/v1/tapes/{tape}", trust_env=False, timeout=120)
+        except httpx.HTTPError as error:
+            logger.warning("could not delete tape %s: %s", tape, error)
+            continue
+        if answer.status_code not in (204, 404):
+            logger.warning("could not delete tape %s: %s", tape, answer.status_code)
+
+
+def _start_proxy(name: str, resolver_url: str, work: Path) -> ChildService:
+    return start_child(name, proxy_arguments(resolver_url, work), health="tcp", log_dir=work)
 
 
 @contextlib.contextmanager
@@ -254,9 +317,15 @@ def _children() -> Iterator[list[ChildService]]:
 # -- the measurement --------------------------------------------------------------------------
 
 
-def measure(quick: bool = False) -> list[dict[str, Any]]:
-    """Rows of {condition, clients, requests, p50_ms, p90_ms, throughput_rps, ratios}."""
+def measure(quick: bool = False, database_url: str | None = None) -> list[dict[str, Any]]:
+    """Rows of {condition, clients, requests, p50_ms, p90_ms, throughput_rps, ratios, store}.
+
+    `database_url` gives the resolver that store instead of a fresh SQLite file.
+    """
     total = 160 if quick else 800
+    run = time.time_ns()  # a database may hold earlier (or concurrent) runs' tapes
+    tapes = {clients: f"perf{clients}-{run}" for clients in CONCURRENCY}
+    siblings_tape = f"perf-siblings-{run}"
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="gh-proxy-perf-") as temporary, _children() as kids:
         work = Path(temporary)
@@ -264,9 +333,8 @@ def measure(quick: bool = False) -> list[dict[str, Any]]:
             "upstream", ["bench.proxy_perf", "--serve-upstream"], health="tcp", log_dir=work
         )
         kids.append(upstream)
-        resolver = start_child(
-            "resolver", ["resolver", "--data", str(work)], health="http", log_dir=work
-        )
+        resolver_command = resolver_arguments(work, database_url)
+        resolver = start_child("resolver", resolver_command, health="http", log_dir=work)
         kids.append(resolver)
         proxy = _start_proxy("proxy", resolver.url, work)
         kids.append(proxy)
@@ -281,22 +349,34 @@ def measure(quick: bool = False) -> list[dict[str, Any]]:
         kids.append(instant)
         lone_proxy = _start_proxy("proxy-on-instant-resolver", instant.url, work)
         kids.append(lone_proxy)
-        for clients in CONCURRENCY:
-            per_client = max(total // clients, 10)
-            urls = _urls(upstream.url, clients, per_client, f"n{clients}")
-            warm = _urls(upstream.url, clients, 5, f"warm{clients}")
-            measured = _mitmproxy_conditions(urls, warm, work)
-            measured |= _groundhog_conditions(resolver.url, proxy.port, plain.url, urls, warm)
-            # The proxy's own cost: a hit answered by a resolver stand-in that does no work.
-            lone = [_proxy_with_identity(lone_proxy.port, "perf", "root")] * clients
-            asyncio.run(_load(lone, warm))
-            measured["groundhog hit path, instant resolver"] = asyncio.run(_load(lone, urls))
-            if clients == 1:
-                # Against one plain forward: the no-addon row of this same loop (1 client).
-                rounds = max(total // 8, 10)
-                measured[SIBLINGS] = _sibling_groups(resolver.url, proxy.port, upstream.url, rounds)
-            rows += [_row(name, clients, numbers, measured) for name, numbers in measured.items()]
-    return rows
+        try:
+            for clients in CONCURRENCY:
+                per_client = max(total // clients, 10)
+                urls = _urls(upstream.url, clients, per_client, f"n{clients}")
+                warm = _urls(upstream.url, clients, 5, f"warm{clients}")
+                measured = _mitmproxy_conditions(urls, warm, work)
+                measured |= _groundhog_conditions(
+                    resolver.url, proxy.port, plain.url, urls, warm, tapes[clients]
+                )
+                # The proxy's own cost: a hit answered by a resolver stand-in that does no work.
+                lone = [_proxy_with_identity(lone_proxy.port, "perf", "root")] * clients
+                asyncio.run(_load(lone, warm))
+                measured["groundhog hit path, instant resolver"] = asyncio.run(_load(lone, urls))
+                if clients == 1:
+                    # Against one plain forward (the no-addon row of this same loop, 1 client) and
+                    # against four at once (PLAIN_GROUP, taking turns with the siblings).
+                    rounds = max(total // 8, 10)
+                    measured |= _group_conditions(
+                        resolver.url, proxy.port, plain.url, upstream.url, rounds, siblings_tape
+                    )
+                rows += [
+                    _row(name, clients, numbers, measured) for name, numbers in measured.items()
+                ]
+        finally:
+            if database_url:  # a database outlives the run: leave it as it was
+                _delete_tapes(resolver.url, [*tapes.values(), siblings_tape])
+    store = store_label(database_url)
+    return [{**row, "store": store} for row in rows]
 
 
 def _mitmproxy_conditions(
@@ -334,19 +414,13 @@ def _groundhog_conditions(
     plain_url: str,
     urls: list[list[str]],
     warm: list[list[str]],
+    tape: str,
 ) -> dict[str, dict[str, float]]:
     """Record and hit paths, taking turns with their baseline (mitmdump with no addon)."""
     clients = len(urls)
-    tape = f"perf{clients}"
-    httpx.post(f"{resolver_url}/v1/tapes", json={"name": tape}, trust_env=False, timeout=30)
-    branches = httpx.post(
-        f"{resolver_url}/v1/tapes/{tape}/fork",
-        json={"parent": "root", "children": 4 * clients + 2},
-        trust_env=False,
-        timeout=30,
-    ).json()["branches"]
-    recorders, hitters, by_aiohttp, by_httpx = (
-        branches[k * clients : (k + 1) * clients] for k in range(4)
+    branches = _open_tape(resolver_url, tape, 5 * clients + 2)
+    recorders, hitters, by_proxy_client, by_aiohttp, by_httpx = (
+        branches[k * clients : (k + 1) * clients] for k in range(5)
     )
 
     def as_branches(names: list[str]) -> list[str | None]:
@@ -362,56 +436,86 @@ def _groundhog_conditions(
     ]
     measured = asyncio.run(_interleaved(conditions, urls, SLICES))
     # Where the hit path's time goes: the resolver's own answer asked directly, with the
-    # proxy's client (aiohttp) and with httpx.AsyncClient, the alternative it replaced.
-    for library, group in (("aiohttp", by_aiohttp), ("httpx", by_httpx)):
+    # proxy's client (proxy/resolver_http.py), and with aiohttp and httpx.AsyncClient, the
+    # general clients it replaced.
+    askers = ((PROXY_CLIENT, by_proxy_client), ("aiohttp", by_aiohttp), ("httpx", by_httpx))
+    for library, group in askers:
         measured[f"resolver hit alone ({library})"] = asyncio.run(
             _resolve_directly(resolver_url, tape, group, urls, library)
         )
     return measured
 
 
-def _sibling_groups(
-    resolver_url: str, proxy_port: int, upstream_url: str, rounds: int
-) -> dict[str, float]:
-    """GROUP siblings ask one new address at once, `rounds` times: when the last one answers.
+def _group_conditions(
+    resolver_url: str,
+    proxy_port: int,
+    plain_url: str,
+    upstream_url: str,
+    rounds: int,
+    tape: str,
+) -> dict[str, dict[str, float]]:
+    """GROUP siblings ask one new address at once, taking turns with GROUP plain forwards.
 
-    One sibling records it, the others wait on it (single flight) and are served its bytes, so
-    this is the pace of every new read in a rollout group. Each round is one latency sample
-    (the group's last answer); throughput counts answers.
+    One sibling records the address, the others wait on it (single flight) and are served its
+    bytes, so this is the pace of every new read in a rollout group. Its second baseline asks
+    GROUP new addresses at once through mitmdump with no addon: mitmproxy handles flows in one
+    Python thread, so that group's last answer shows what four flows cost before any addon.
     """
-    tape = "perf-siblings"
-    httpx.post(f"{resolver_url}/v1/tapes", json={"name": tape}, trust_env=False, timeout=30)
-    siblings = httpx.post(
-        f"{resolver_url}/v1/tapes/{tape}/fork",
-        json={"parent": "root", "children": GROUP},
-        trust_env=False,
-        timeout=30,
-    ).json()["branches"]
-    proxies = [_proxy_with_identity(proxy_port, tape, name) for name in siblings]
-    return asyncio.run(_group_rounds(proxies, upstream_url, rounds))
+    siblings = _open_tape(resolver_url, tape, GROUP)
+    conditions: list[tuple[str, Sequence[str | None], bool]] = [
+        (SIBLINGS, [_proxy_with_identity(proxy_port, tape, name) for name in siblings], True),
+        (PLAIN_GROUP, [plain_url] * GROUP, False),
+    ]
+    return asyncio.run(_interleaved_groups(conditions, upstream_url, rounds, SLICES))
 
 
-async def _group_rounds(
-    proxies: Sequence[str | None], upstream_url: str, rounds: int
-) -> dict[str, float]:
-    async with _load_session() as session:
+async def _interleaved_groups(
+    conditions: Sequence[tuple[str, Sequence[str | None], bool]],
+    upstream_url: str,
+    rounds: int,
+    slices: int,
+) -> dict[str, dict[str, float]]:
+    """Each condition (name, proxies, one address) asks `rounds` groups, taking turns by slice.
 
-        async def group(url: str) -> None:
-            await asyncio.gather(*(_get_ok(session, proxy, url) for proxy in proxies))
+    A group is one request through each of the condition's proxies, all at once: of one new
+    address when `one address` is true (siblings), else of a new address each. Each round is
+    one latency sample, the group's last answer; throughput counts answers. As in
+    `_interleaved`, the conditions take turns so a neighbour's load falls on all of them.
+    """
+    bounds = [rounds * index // slices for index in range(slices + 1)]
+    latencies: dict[str, list[float]] = {name: [] for name, _, _ in conditions}
+    elapsed = dict.fromkeys(latencies, 0.0)
+    async with contextlib.AsyncExitStack() as stack:
+        sessions = {name: await stack.enter_async_context(_load_session()) for name in latencies}
 
-        for warm in range(3):  # connections to the proxy opened before timing
-            await group(f"{upstream_url}/item?t=group-warm&i={warm}")
-        latencies: list[float] = []
-        started = time.perf_counter()
-        for index in range(rounds):
-            asked = time.perf_counter()
-            await group(f"{upstream_url}/item?t=group&i={index}")
-            latencies.append(time.perf_counter() - asked)
-        elapsed = time.perf_counter() - started
-    summary = _summary(latencies, elapsed)
-    summary["requests"] = rounds * len(proxies)
-    summary["throughput_rps"] = rounds * len(proxies) / elapsed
-    return summary
+        async def group(name: str, proxies: Sequence[str | None], one: bool, tag: str) -> None:
+            urls = [
+                f"{upstream_url}/item?t={tag}" + ("" if one else f"&m={member}")
+                for member in range(len(proxies))
+            ]
+            session = sessions[name]
+            await asyncio.gather(
+                *(_get_ok(session, proxy, url) for proxy, url in zip(proxies, urls, strict=True))
+            )
+
+        for position, (name, proxies, one) in enumerate(conditions):
+            for warm in range(3):  # connections to the proxy opened before timing
+                await group(name, proxies, one, f"g{position}-warm&i={warm}")
+        for start, end in itertools.pairwise(bounds):
+            for position, (name, proxies, one) in enumerate(conditions):
+                started = time.perf_counter()
+                for index in range(start, end):
+                    asked = time.perf_counter()
+                    await group(name, proxies, one, f"g{position}&i={index}")
+                    latencies[name].append(time.perf_counter() - asked)
+                elapsed[name] += time.perf_counter() - started
+    measured = {}
+    for name, proxies, _ in conditions:
+        summary = _summary(latencies[name], elapsed[name])
+        summary["requests"] = len(latencies[name]) * len(proxies)
+        summary["throughput_rps"] = summary["requests"] / elapsed[name]
+        measured[name] = summary
+    return measured
 
 
 async def _resolve_directly(
@@ -436,13 +540,17 @@ async def _resolve_directly(
             "body_too_large": False,
         }
 
+    proxy_client = ResolverClient(resolver_url, resolve_timeout=60)
     async with (
         aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session,
         httpx.AsyncClient(trust_env=False, timeout=60) as client,
     ):
 
         async def ask(branch: str, url: str) -> None:
-            if library == "aiohttp":
+            answer: Mapping[str, Any]
+            if library == PROXY_CLIENT:
+                answer = await proxy_client.resolve(cast(ResolveAsk, payload(branch, url)))
+            elif library == "aiohttp":
                 async with session.post(endpoint, json=payload(branch, url)) as response:
                     answer = await response.json()
             else:
@@ -450,7 +558,10 @@ async def _resolve_directly(
             if answer.get("decision") != "shared":
                 raise RuntimeError(f"expected a hit for {url} as {branch}, got {answer}")
 
-        return await _timed_concurrently(ask, branches, url_lists)
+        try:
+            return await _timed_concurrently(ask, branches, url_lists)
+        finally:
+            await proxy_client.close()
 
 
 def _summary(latencies: list[float], elapsed: float) -> dict[str, float]:
@@ -464,7 +575,12 @@ def _summary(latencies: list[float], elapsed: float) -> dict[str, float]:
 
 def _row(condition: str, clients: int, numbers: dict, measured: dict) -> dict[str, Any]:
     row: dict[str, Any] = {"condition": condition, "clients": clients, **numbers}
-    for name, baseline in (("no_addon", measured[NO_ADDON]), ("replay", measured[REPLAY])):
+    baselines = [("no_addon", measured[NO_ADDON]), ("replay", measured[REPLAY])]
+    if condition == SIBLINGS:
+        # Issue 18 judges the siblings against one plain forward (the no-addon row); four plain
+        # forwards at once show how much of that gap is mitmproxy's own cost of four flows.
+        baselines.append(("plain_group", measured[PLAIN_GROUP]))
+    for name, baseline in baselines:
         row[f"p50_vs_{name}"] = numbers["p50_ms"] / baseline["p50_ms"]
         row[f"throughput_vs_{name}"] = numbers["throughput_rps"] / baseline["throughput_rps"]
     return {
@@ -495,7 +611,11 @@ def median_rows(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
+    """The rows as markdown, titled with the resolver's store, then the siblings' two ratios."""
+    stores = ", ".join(dict.fromkeys(str(row.get("store", "not recorded")) for row in rows))
     lines = [
+        f"proxy rows; the resolver's store: {stores}",
+        "",
         "| condition | clients | p50 ms | p90 ms | req/s | p50 vs no-addon | req/s vs no-addon "
         "| p50 vs replay | req/s vs replay |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -507,6 +627,15 @@ def table(rows: list[dict[str, Any]]) -> str:
             f"| {row['throughput_vs_no_addon']:.2f}x | {row['p50_vs_replay']:.2f}x "
             f"| {row['throughput_vs_replay']:.2f}x |"
         )
+    for row in rows:
+        if row["condition"] == SIBLINGS:
+            lines += [
+                "",
+                f"{GROUP} siblings' last answer (goal: within 1.3x of one plain forward): "
+                f"{row['p50_vs_no_addon']:.2f}x one plain forward, "
+                f"{row['p50_vs_plain_group']:.2f}x {GROUP} concurrent plain forwards "
+                "(p50, mitmproxy with no addon, same run)",
+            ]
     return "\n".join(lines)
 
 
@@ -514,6 +643,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.proxy_perf", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="160 requests per condition")
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument(
+        "--database-url",
+        metavar="URL",
+        help="the resolver's store (e.g. PostgreSQL) instead of a fresh SQLite file",
+    )
     parser.add_argument(
         "--repeat",
         type=int,
@@ -530,7 +664,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         body = BODY if args.serve_upstream else _instant_resolve_answer()
         asyncio.run(_serve_fixed(args.host, args.port, body))
         return
-    rows = median_rows([measure(quick=args.quick) for _ in range(args.repeat)])
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    runs = [measure(quick=args.quick, database_url=args.database_url) for _ in range(args.repeat)]
+    rows = median_rows(runs)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
     sys.stdout.write(table(rows) + "\n")

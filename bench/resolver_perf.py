@@ -5,7 +5,9 @@ Groundhog's overhead. This script bulk-loads tapes of 1k, 100k and 1M exchanges 
 the store (not HTTP, so 1M is feasible), starts the real resolver as its own process, and asks
 each tape for recorded addresses at a fixed concurrency. In the same run it measures a bare
 FastAPI endpoint returning a constant, served by the same uvicorn, and reports throughput and
-p50/p99 latency as ratios against it.
+p50/p99 latency as ratios against it. On a database that outlives the run (`--database-url`),
+tape names carry the run's time, so earlier or concurrent runs' tapes are no obstacle, and the
+run deletes its tapes when it ends.
 
     python -m bench.resolver_perf [--quick] [--json out.json] [--database-url URL]
 """
@@ -92,6 +94,24 @@ def bulk_load(url: str, tape: str, size: int) -> None:
             session.execute(Exchange.__table__.insert(), rows)
     store.dispose()
     logger.info("loaded %s exchanges into %s in %.1fs", size, tape, time.perf_counter() - started)
+
+
+def tape_name(size: int) -> str:
+    """A name no earlier or concurrent run used: a database may hold their tapes."""
+    return f"perf-{size}-{time.time_ns()}"
+
+
+def drop_tapes(url: str, names: list[str]) -> None:
+    """Delete the named tapes (those that exist) from the store at `url`."""
+    store = open_store(url)
+    try:
+        for name in names:
+            with transaction(store.write) as session:
+                tape = repository.get_tape(name, session=session)
+                if tape is not None:
+                    repository.delete_tape(tape, session=session)
+    finally:
+        store.dispose()
 
 
 def resolve_body(tape: str, branch: str, index: int) -> dict[str, Any]:
@@ -189,10 +209,11 @@ def run(
     with tempfile.TemporaryDirectory(prefix="gh-resolver-perf-") as temporary:
         directory = Path(temporary)
         url = database_url or f"sqlite:///{directory / 'perf.sqlite3'}"
-        for size in sizes:
-            bulk_load(url, f"perf-{size}", size)
+        tapes = {size: tape_name(size) for size in sizes}
         children: list[ChildService] = []
         try:
+            for size in sizes:
+                bulk_load(url, tapes[size], size)
             baseline = start_child(
                 "baseline",
                 ["bench.resolver_perf", "--serve-baseline"],
@@ -207,7 +228,7 @@ def run(
             children.append(resolver)
             # Each (branch, key) pair is asked once, warm-ups included, so every ask is a hit.
             needed = len(concurrencies) * (requests + 50)
-            unused = {size: hit_bodies(f"perf-{size}", size, needed, rng) for size in sizes}
+            unused = {size: hit_bodies(tapes[size], size, needed, rng) for size in sizes}
             baselines: dict[int, dict[str, float]] = {}
             rows = []
             for concurrency in concurrencies:
@@ -224,6 +245,8 @@ def run(
         finally:
             for child in reversed(children):
                 child.stop()
+            if database_url:  # a database outlives the run: leave it as it was
+                drop_tapes(url, list(tapes.values()))
     return {
         "database": "postgresql" if database_url and "postgresql" in database_url else "sqlite",
         "baselines": {str(c): b for c, b in baselines.items()},

@@ -111,3 +111,10 @@ def recorded(exchange: Exchange, *, session: Session, tape_name: str) -> WireRes
     return wire_response(
         cast(int, exchange.response_status), exchange.response_headers or [], encode_base64(body)
     )
+
+
+def from_answer(answer: exchanges.RecordedAnswer) -> WireResponse:
+    """The wire form of an answer read for the resolve path (one without an error)."""
+    if answer.status is None:
+        raise ValueError(f"exchange {answer.exchange_id} holds an error, not an answer")
+    return wire_response(answer.status, answer.headers, encode_base64(answer.body or b""))

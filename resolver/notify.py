@@ -15,9 +15,9 @@ from collections.abc import Callable
 
 import psycopg
 from sqlalchemy import Engine, text
-from sqlalchemy.orm import Session
 
 from resolver.wakeups import Address
+from store.prepared import Executor, dialect_of
 
 logger = logging.getLogger(__name__)
 
@@ -37,9 +37,9 @@ def parse(text_: str) -> Address | None:
     return (int(parts[0]), parts[2], int(parts[1]), parts[3])
 
 
-def announce(session: Session, address: Address) -> None:
+def announce(session: Executor, address: Address) -> None:
     """Queue a notification of `address`, sent when (and if) the session's transaction commits."""
-    if session.get_bind().dialect.name != "postgresql":
+    if dialect_of(session).name != "postgresql":
         return
     session.execute(
         text("SELECT pg_notify(:channel, :payload)"),

@@ -24,6 +24,7 @@ from typing import Any
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from groundhog.protocol.wire import wire_response
 from resolver import answers, notify
 from resolver.asks import bump_branch
 from resolver.dependencies import Classification, host_resource, recorded_writes, response_hints
@@ -41,9 +42,12 @@ from resolver.request import RequestParts
 from resolver.schemas import RecordRequest, decode_base64, encode_base64
 from resolver.wakeups import Address
 from store import claims, exchanges, repository
+from store.claims import Pending
 from store.db import Store, transaction
 from store.models import PendingRecord, Tape
+from store.prepared import Executor
 from store.repository import TapeRef
+from store.unit import Unit, unit_of_work
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +61,7 @@ class RecordResult:
     recorded: bool
 
 
-def _address(pending: PendingRecord) -> Address:
+def _address(pending: PendingRecord | Pending) -> Address:
     return (pending.tape_id, pending.key_hash, pending.occurrence, pending.fingerprint)
 
 
@@ -162,80 +166,85 @@ class Recorder:
             logger.warning("could not release the claim of ticket %s after a failed record", ticket)
 
     def _commit(self, wire: RecordRequest, kind: str, body: bytes) -> tuple[RecordResult, Address]:
-        with transaction(self.store.write) as session:
-            pending = claims.pop_pending(wire.ticket, session=session)
+        # Every forward ends here: a Core unit (store/unit.py), with an ORM Session made only
+        # for the rarer steps that need one (a lost race, a write's versions, hints).
+        with unit_of_work(self.store) as unit:
+            connection = unit.connection
+            pending = claims.pop_pending(wire.ticket, session=connection)
             if pending is None:
                 raise Conflict(
                     f"ticket {wire.ticket!r} is unknown or was already recorded",
                     ticket=wire.ticket,
                 )
-            claims.release_claim(wire.ticket, session=session)
-            notify.announce(session, _address(pending))  # other replicas' waiters, on commit
-            tape = repository.find_tape_ref(pending.tape_id, session=session)
+            claims.release_claim(wire.ticket, session=connection)
+            notify.announce(connection, _address(pending))  # other replicas' waiters, on commit
+            tape = repository.find_tape_ref(pending.tape_id, session=connection)
             if tape is None:
                 raise Conflict(
                     f"the tape of ticket {wire.ticket!r} was deleted", ticket=wire.ticket
                 )
             echoed = self.echoes.take(wire.ticket)  # taken whatever the kind: none may linger
             if kind == "passthrough":
-                self._finish(session, pending, Decision.PASSTHROUGH, None)
+                self._finish(connection, pending, Decision.PASSTHROUGH, None)
                 return RecordResult(str(Decision.PASSTHROUGH), None, None, False), _address(pending)
             if kind == "unrecorded":
                 # The event keeps no exchange: the report lists it as unrecorded.
                 logger.error("ticket %s went live unrecorded: %s", wire.ticket, wire.unrecorded)
                 return RecordResult(pending.decision, None, None, False), _address(pending)
             if kind == "error" and not tape.config.get("record_transport_failures", False):
-                return self._upstream_failed(session, pending, tape, wire), _address(pending)
-            stored = self._store(session, pending, tape, wire, body, echoed)
+                return self._upstream_failed(unit, pending, tape, wire), _address(pending)
+            stored = self._store(unit, pending, tape, wire, body, echoed)
             return stored, _address(pending)
 
     def _store(
         self,
-        session: Session,
-        pending: PendingRecord,
+        unit: Unit,
+        pending: Pending,
         tape: TapeRef,
         wire: RecordRequest,
         body: bytes,
         echoed: Secrets,
     ) -> RecordResult:
-        content, stored_body = self._content(session, pending, tape, wire, body, echoed)
+        connection = unit.connection
+        content, stored_body = self._content(connection, pending, tape, wire, body, echoed)
         exchange, created = exchanges.insert_exchange_first_wins(
-            *_address(pending), content, session=session
+            *_address(pending), content, session=connection
         )
         # A read that lost the race is served the winner's bytes, as a sibling would be.
         decision = pending.decision if created or pending.is_write else str(Decision.SHARED)
-        self._finish(session, pending, decision, exchange.id)
+        self._finish(connection, pending, decision, exchange.id)
         model = DependencyModel(tape.dependency_model)
         response_headers = exchange.response_headers or []
         hints = response_hints(response_headers)
         if created and model is DependencyModel.HINTS and hints is not None:
-            repository.set_hint(tape.id, pending.key_hash, *hints, session=session)
+            repository.set_hint(tape.id, pending.key_hash, *hints, session=unit.session)
         if pending.is_write:
-            self._bump(session, pending, model, response_headers)
+            self._bump(unit.session, pending, model, response_headers)
         if created and wire.response is not None:
             # What was just stored, without reading the blob back; a body byte-identical to
             # what the proxy sent is not repeated.
-            response = {
-                "status": content.response_status,
-                "headers": content.response_headers or [],
-                "body": None if stored_body == body else encode_base64(stored_body),
-            }
+            assert content.response_status is not None
+            response = wire_response(
+                content.response_status,
+                content.response_headers or [],
+                None if stored_body == body else encode_base64(stored_body),
+            )
         else:
-            response = answers.recorded(exchange, session=session, tape_name=tape.name)
+            response = answers.recorded(exchange, session=unit.session, tape_name=tape.name)
         return RecordResult(decision, exchange.id, response, created)
 
     def _upstream_failed(
-        self, session: Session, pending: PendingRecord, tape: TapeRef, wire: RecordRequest
+        self, unit: Unit, pending: Pending, tape: TapeRef, wire: RecordRequest
     ) -> RecordResult:
         """Not the world's answer: nothing stored, unless a read's address was recorded since."""
         if not pending.is_write:
-            won = exchanges.find_exchange(*_address(pending), session=session)
+            won = exchanges.find_exchange(*_address(pending), session=unit.session)
             if won is not None:
-                self._finish(session, pending, Decision.SHARED, won.id)
-                response = answers.recorded(won, session=session, tape_name=tape.name)
+                self._finish(unit.connection, pending, Decision.SHARED, won.id)
+                response = answers.recorded(won, session=unit.session, tape_name=tape.name)
                 return RecordResult(str(Decision.SHARED), won.id, response, False)
         assert wire.error is not None
-        self._finish(session, pending, Decision.UPSTREAM_FAILED, None)
+        self._finish(unit.connection, pending, Decision.UPSTREAM_FAILED, None)
         response = answers.upstream_failed(
             tape_name=tape.name,
             key_readable=pending.request["key_readable"],
@@ -248,7 +257,7 @@ class Recorder:
 
     @staticmethod
     def _finish(
-        session: Session, pending: PendingRecord, decision: str, exchange_id: int | None
+        session: Executor, pending: Pending, decision: str, exchange_id: int | None
     ) -> None:
         exchanges.finish_event(
             pending.event_id, decision=str(decision), exchange_id=exchange_id, session=session
@@ -265,8 +274,8 @@ class Recorder:
 
     def _content(
         self,
-        session: Session,
-        pending: PendingRecord,
+        session: Executor,
+        pending: Pending,
         tape: TapeRef,
         wire: RecordRequest,
         body: bytes,
@@ -296,7 +305,7 @@ class Recorder:
 
     @staticmethod
     def _bump(
-        session: Session, pending: PendingRecord, model: DependencyModel, headers: list[list[str]]
+        session: Session, pending: Pending, model: DependencyModel, headers: list[list[str]]
     ) -> None:
         request = pending.request
         parts = RequestParts(

@@ -210,12 +210,12 @@ class Resolver:
                 found = self._find(unit, ask)
                 facts = facts.updated(**_recorded_facts(found))
             elif plan.step is Step.CONFIRM_ONLINE:
-                online = bool(claims.tape_online_locked(ask.tape_id, session=unit.session))
+                online = bool(claims.tape_online_locked(ask.tape_id, session=unit.connection))
                 ask = replace(ask, online=online)
                 facts = facts.updated(online=online, online_confirmed=True)
             elif plan.step is Step.CLAIM:
                 ticket = claims.new_ticket()
-                if self._take_claim(unit.session, ask, ticket):
+                if self._take_claim(unit.connection, ask, ticket):
                     # Someone may have recorded and released between our lookup and our claim.
                     facts = facts.updated(claim=ClaimState.OURS, recorded=None)
                 else:
@@ -248,7 +248,7 @@ class Resolver:
         if plan.step is Step.SERVE:
             assert found is not None
             if facts.claim is ClaimState.OURS and ticket is not None:
-                claims.release_claim(ticket, session=unit.session)
+                claims.release_claim(ticket, session=unit.connection)
             self._write_event(unit.connection, ask, plan.decision, found.exchange_id)
             if ask.classification.is_write:  # a replayed write moves the branch on as live
                 self._bump_versions(unit.session, ask, found.response_headers)
@@ -301,7 +301,7 @@ class Resolver:
         self.cache.put(address, found)
         return found
 
-    def _take_claim(self, session: Session, ask: Ask, ticket: str) -> bool:
+    def _take_claim(self, session: Executor, ask: Ask, ticket: str) -> bool:
         lease_expires = time.time() + self.lease_seconds
         return claims.try_claim(
             *_address(ask), ticket=ticket, lease_expires=lease_expires, session=session
@@ -344,7 +344,7 @@ class Resolver:
             horizon = max(STALE_PENDING_SECONDS, 10 * self.lease_seconds)
             claims.delete_stale_pending(time.time() - horizon, session=unit.session)
         event_id = self._write_event(unit.connection, ask, decision, None)
-        session = unit.session
+        session = unit.connection
         self.echoes.remember(ticket, ask.secrets)
         exchanges.put_blob(ask.request.body, session=session)
         claims.add_pending(

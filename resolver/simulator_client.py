@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 from sqlalchemy.orm import Session
 
-from resolver import misses
+from resolver import answers, misses
 from resolver.asks import Ask
 from resolver.near_miss import NearMiss
 from resolver.policy import Decision
@@ -68,13 +68,7 @@ class SimulatorClient:
                 ask.tape_id, ask.key.hash, ask.occurrence, ask.fingerprint, session=session
             )
             assert exchange is not None and exchange.id == result.exchange_id
-            response = {
-                "status": exchange.response_status,
-                "headers": exchange.response_headers or [],
-                "body": encode_base64(
-                    exchanges.get_blob(exchange.response_body_sha, session=session)
-                ),
-            }
+            response = answers.recorded(exchange, session=session, tape_name=ask.tape_name)
         return Decision.SIMULATED, response
 
     @staticmethod
@@ -88,11 +82,7 @@ class SimulatorClient:
                 ask.tape_id, key_hash, first.occurrence, first.fingerprint, session=session
             )
             if answer is not None and answer.error_kind is None:
-                shown["response"] = {
-                    "status": answer.status,
-                    "headers": answer.headers,
-                    "body": encode_base64(answer.body or b""),
-                }
+                shown["response"] = answers.from_answer(answer)
         return shown
 
     def _refuse(self, ask: Ask, ticket: str, reason: str) -> tuple[Decision, dict[str, Any]]:

@@ -12,7 +12,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import Connection, bindparam, insert, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import ClauseElement
 
@@ -38,7 +38,7 @@ _PUT_BLOB = Prepared(
 )
 
 
-def put_blob(data: bytes, *, session: Session) -> str:
+def put_blob(data: bytes, *, session: Executor) -> str:
     digest = sha256_hex(data)
     _PUT_BLOB.rows({"sha256": digest, "data": data}, session=session)
     return digest
@@ -163,7 +163,7 @@ def insert_exchange_first_wins(
     fingerprint: str,
     content: ExchangeContent,
     *,
-    session: Session,
+    session: Executor,
 ) -> tuple[Exchange, bool]:
     """The exchange at the address, and whether this call created it (first recording wins).
 
@@ -180,7 +180,12 @@ def insert_exchange_first_wins(
     row = _INSERT_EXCHANGE.first(values, session=session)
     if row is not None:
         return Exchange(id=int(row[0]), **values), True
-    exchange = find_exchange(tape_id, key_hash, occurrence, fingerprint, session=session)
+    if isinstance(session, Connection):
+        # A lost race is rare: an ORM Session joins the connection's transaction to read it.
+        with Session(bind=session) as reader:
+            exchange = find_exchange(tape_id, key_hash, occurrence, fingerprint, session=reader)
+    else:
+        exchange = find_exchange(tape_id, key_hash, occurrence, fingerprint, session=session)
     if exchange is None:
         raise LookupError("exchange vanished between insert and select")
     return exchange, False
@@ -260,7 +265,7 @@ _FINISH_EVENT = Prepared(
 
 
 def finish_event(
-    event_id: int, *, decision: str, exchange_id: int | None, session: Session
+    event_id: int, *, decision: str, exchange_id: int | None, session: Executor
 ) -> None:
     parameters = {"event_id": event_id, "decision": decision, "exchange_id": exchange_id}
     _FINISH_EVENT.rows(parameters, session=session)

@@ -215,7 +215,7 @@ _TAPE_BY_ID = Prepared(
 )
 
 
-def find_tape_ref(tape_id: int, *, session: Session) -> TapeRef | None:
+def find_tape_ref(tape_id: int, *, session: Executor) -> TapeRef | None:
     """The tape's fields by id without loading the mapped object (every record reads them)."""
     row = _TAPE_BY_ID.first({"tape_id": tape_id}, session=session)
     if row is None:

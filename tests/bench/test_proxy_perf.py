@@ -1,6 +1,7 @@
-"""Unit tests for the proxy benchmark's own logic: fixed servers, load, summaries, ratios, table.
+"""Tests for the proxy benchmark's own logic: fixed servers, load, summaries, ratios, table.
 
-No proxy or mitmdump is started: the full measurement belongs to `python -m bench.proxy_perf`.
+The full measurement belongs to `python -m bench.proxy_perf`; only the group rows run here
+through a real resolver, proxy and mitmdump (two rounds), on SQLite and on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -10,29 +11,44 @@ import base64
 import contextlib
 import json
 import statistics
+import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
+import sqlalchemy
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from bench.harness import free_port
+from bench import proxy_perf
+from bench.harness import await_child, free_port, spawn_child
 from bench.proxy_perf import (
     BODY,
+    GROUP,
     NO_ADDON,
+    PLAIN_GROUP,
     REPLAY,
-    _group_rounds,
+    SIBLINGS,
+    _children,
+    _delete_tapes,
+    _group_conditions,
     _instant_resolve_answer,
     _interleaved,
+    _interleaved_groups,
     _load,
     _proxy_with_identity,
     _row,
     _serve_fixed,
+    _start_mitmdump,
     _summary,
     _timed_concurrently,
     _urls,
     median_rows,
+    proxy_arguments,
+    resolver_arguments,
+    store_label,
     table,
 )
 
@@ -94,12 +110,80 @@ def test_row_without_a_baseline_measured_fails_loudly() -> None:
         _row("x", 1, numbers(1.0, 1.0), {NO_ADDON: numbers(1.0, 1.0)})
 
 
-def test_table_formats_one_line_per_row() -> None:
+def test_siblings_row_is_also_judged_against_four_plain_forwards() -> None:
+    measured = {
+        NO_ADDON: numbers(2.0, 500.0),
+        REPLAY: numbers(4.0, 250.0),
+        PLAIN_GROUP: numbers(6.0, 600.0),
+    }
+    row = _row(SIBLINGS, 1, numbers(15.0, 240.0), measured)
+    assert row["p50_vs_no_addon"] == 7.5  # the issue's ratio, unchanged: one plain forward
+    assert row["p50_vs_plain_group"] == 2.5
+    assert row["throughput_vs_plain_group"] == 0.4
+    # Only the siblings row has the second baseline; without it measured, it fails loudly.
+    assert "p50_vs_plain_group" not in _row(PLAIN_GROUP, 1, measured[PLAIN_GROUP], measured)
+    with pytest.raises(KeyError):
+        _row(
+            SIBLINGS,
+            1,
+            numbers(15.0, 240.0),
+            {NO_ADDON: measured[NO_ADDON], REPLAY: measured[REPLAY]},
+        )
+
+
+def test_table_formats_one_line_per_row_under_the_store() -> None:
     measured = {NO_ADDON: numbers(2.0, 1000.0), REPLAY: numbers(4.0, 500.0)}
-    rows = [_row("direct", 1, numbers(1.0, 2000.0), measured)]
+    rows = [{**_row("direct", 1, numbers(1.0, 2000.0), measured), "store": "sqlite (a file)"}]
     lines = table(rows).splitlines()
-    assert len(lines) == 3
-    assert lines[2] == "| direct | 1 | 1.00 | 2.00 | 2000 | 0.50x | 2.00x | 0.25x | 4.00x |"
+    assert len(lines) == 5
+    assert lines[0] == "proxy rows; the resolver's store: sqlite (a file)"
+    assert lines[4] == "| direct | 1 | 1.00 | 2.00 | 2000 | 0.50x | 2.00x | 0.25x | 4.00x |"
+
+
+def test_table_states_the_siblings_against_both_baselines() -> None:
+    measured = {
+        NO_ADDON: numbers(2.0, 500.0),
+        REPLAY: numbers(4.0, 250.0),
+        PLAIN_GROUP: numbers(6.0, 600.0),
+    }
+    rows = [
+        {**_row(name, 1, measured[name], measured), "store": "postgresql (u)"}
+        for name in (NO_ADDON, REPLAY, PLAIN_GROUP)
+    ]
+    rows.append({**_row(SIBLINGS, 1, numbers(15.0, 240.0), measured), "store": "postgresql (u)"})
+    text = table(rows)
+    assert text.startswith("proxy rows; the resolver's store: postgresql (u)\n")
+    assert text.splitlines()[-1] == (
+        f"{GROUP} siblings' last answer (goal: within 1.3x of one plain forward): "
+        f"7.50x one plain forward, 2.50x {GROUP} concurrent plain forwards "
+        "(p50, mitmproxy with no addon, same run)"
+    )
+
+
+def test_store_label_names_the_database_without_its_password() -> None:
+    assert store_label(None) == "sqlite (a fresh file)"
+    label = store_label("postgresql+psycopg://bench:secret@127.0.0.1:5432/test")
+    assert label == "postgresql (postgresql+psycopg://bench:***@127.0.0.1:5432/test)"
+
+
+def test_main_gives_every_run_the_database_url(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    calls: list[dict[str, Any]] = []
+    measured = {NO_ADDON: numbers(2.0, 1000.0), REPLAY: numbers(4.0, 500.0)}
+
+    def fake_measure(**options: Any) -> list[dict[str, Any]]:
+        calls.append(options)
+        label = store_label(options["database_url"])
+        return [{**_row("direct", 1, numbers(1.0, 2000.0), measured), "store": label}]
+
+    monkeypatch.setattr(proxy_perf, "measure", fake_measure)
+    url = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+    proxy_perf.main(["--quick", "--repeat", "2", "--database-url", url])
+    assert calls == [{"quick": True, "database_url": url}] * 2
+    assert capsys.readouterr().out.startswith(
+        f"proxy rows; the resolver's store: postgresql ({url})"
+    )
 
 
 def test_timed_concurrently_pairs_each_asker_with_its_urls() -> None:
@@ -188,14 +272,108 @@ def test_load_refuses_a_non_200_answer() -> None:
         asyncio.run(run())
 
 
-def test_group_rounds_count_one_latency_per_round_and_every_answer() -> None:
-    async def exercise(base: str) -> dict[str, float]:
-        return await _group_rounds([None] * 4, base, rounds=5)
+def test_interleaved_groups_ask_new_addresses_taking_turns() -> None:
+    asked: list[str] = []
 
-    summary = asyncio.run(with_fixed_server(BODY, exercise))
-    assert summary["requests"] == 20  # four answers a round
-    assert summary["p50_ms"] <= summary["p90_ms"]
-    assert summary["throughput_rps"] > 0
+    async def item(request: web.Request) -> web.Response:
+        asked.append(request.path_qs)
+        return web.Response(body=BODY, content_type="application/json")
+
+    async def run() -> dict[str, dict[str, float]]:
+        app = web.Application()
+        app.router.add_get("/item", item)
+        async with TestServer(app, host="127.0.0.1") as server:
+            base = str(server.make_url("")).rstrip("/")
+            conditions = [("same", [None] * 4, True), ("each", [None] * 4, False)]
+            return await _interleaved_groups(conditions, base, rounds=6, slices=2)
+
+    measured = asyncio.run(run())
+    for name in ("same", "each"):
+        assert measured[name]["requests"] == 24  # four answers a round, one latency a round
+        assert 0 < measured[name]["p50_ms"] <= measured[name]["p90_ms"]
+        assert measured[name]["throughput_rps"] > 0
+    timed = [path for path in asked if "warm" not in path]
+    assert len(asked) == len(timed) + 2 * 3 * 4  # three warm-up groups per condition first
+    groups = [timed[start : start + 4] for start in range(0, len(timed), 4)]
+    same = [group for group in groups if "t=g0&" in group[0]]
+    each = [group for group in groups if "t=g1&" in group[0]]
+    assert all(len(set(group)) == 1 for group in same)  # siblings: one address
+    assert all(len(set(group)) == 4 for group in each)  # plain forwards: one each
+    assert len({group[0] for group in same}) == 6  # a new address every round
+    assert len({path for group in each for path in group}) == 24
+    # Slices of three rounds, the conditions taking turns: g0 g0 g0 g1 g1 g1 g0 ...
+    order = ["g0" if "t=g0&" in group[0] else "g1" for group in groups]
+    assert order == ["g0"] * 3 + ["g1"] * 3 + ["g0"] * 3 + ["g1"] * 3
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest) -> str | None:
+    """No URL (the resolver's SQLite file), or PostgreSQL (skipped, visibly, where absent)."""
+    if request.param == "sqlite":
+        return None
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
+@pytest.fixture
+def stack(tmp_path: Path, database_url: str | None) -> Iterator[dict[str, Any]]:
+    """Upstream, resolver (on `database_url`), Groundhog proxy and mitmdump, as in `measure`.
+
+    All start at once (each spends its start importing), then each is awaited.
+    """
+    with _children() as kids:
+        upstream = spawn_child(
+            "upstream", ["bench.proxy_perf", "--serve-upstream"], log_dir=tmp_path
+        )
+        kids.append(upstream)
+        resolver = spawn_child(
+            "resolver", resolver_arguments(tmp_path, database_url), log_dir=tmp_path
+        )
+        kids.append(resolver)
+        proxy = spawn_child("proxy", proxy_arguments(resolver.url, tmp_path), log_dir=tmp_path)
+        kids.append(proxy)
+        plain = _start_mitmdump("mitmdump", [], tmp_path)
+        kids.append(plain)
+        for child, health in ((upstream, "tcp"), (resolver, "http"), (proxy, "tcp")):
+            await_child(child, health=health)
+        yield {"upstream": upstream, "resolver": resolver, "proxy": proxy, "plain": plain}
+
+
+def test_group_rows_through_the_real_proxy_record_in_the_chosen_store(
+    stack: dict[str, Any], database_url: str | None
+) -> None:
+    tape = f"test-siblings-{time.time_ns()}"
+    resolver = stack["resolver"]
+    measured = _group_conditions(
+        resolver.url,
+        stack["proxy"].port,
+        stack["plain"].url,
+        stack["upstream"].url,
+        rounds=2,
+        tape=tape,
+    )
+    assert set(measured) == {SIBLINGS, PLAIN_GROUP}
+    for numbers in measured.values():
+        assert numbers["requests"] == 2 * GROUP
+        assert numbers["p50_ms"] > 0
+    if database_url is None:
+        url = f"sqlite:///{resolver.log_path.parent / 'groundhog.sqlite3'}"
+    else:
+        url = database_url
+    engine = sqlalchemy.create_engine(url)
+    count = sqlalchemy.text(
+        "SELECT count(*) FROM gh_exchanges e JOIN gh_tapes t ON t.id = e.tape_id"
+        " WHERE t.name = :tape"
+    )
+    try:
+        with engine.connect() as connection:
+            # Each siblings' group recorded its one new address once: 3 warm-up rounds + 2.
+            assert connection.execute(count, {"tape": tape}).scalar_one() == 5
+        _delete_tapes(resolver.url, [tape])
+        with engine.connect() as connection:
+            assert connection.execute(count, {"tape": tape}).scalar_one() == 0
+    finally:
+        engine.dispose()
 
 
 def test_median_rows_take_each_number_over_runs() -> None:

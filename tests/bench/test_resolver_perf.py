@@ -22,13 +22,16 @@ from bench.resolver_perf import (
     HOST,
     _compare,
     bulk_load,
+    drop_tapes,
     hit_bodies,
     item_request,
     load_test,
     resolve_body,
     table,
+    tape_name,
 )
 from resolver.app import create_app
+from resolver.schemas import check_tape_name
 from resolver.settings import load_settings
 
 
@@ -171,3 +174,22 @@ def test_load_test_counts_every_answer_and_orders_its_percentiles() -> None:
 def test_load_test_refuses_anything_but_a_hit(decision: str, status: int) -> None:
     with pytest.raises(RuntimeError, match="expected a hit"):
         run_load(fake_resolve(decision, status), [{}] * 2, 1)
+
+
+def test_tape_names_differ_between_runs_and_are_valid() -> None:
+    first, second = tape_name(1_000), tape_name(1_000)
+    assert first != second
+    assert first.startswith("perf-1000-")
+    assert check_tape_name(first) == first
+
+
+def test_drop_tapes_deletes_the_named_tapes_only(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'groundhog.sqlite3'}"
+    bulk_load(url, "kept", 3)
+    bulk_load(url, "dropped", 4)
+    drop_tapes(url, ["dropped", "never-made"])
+    with sqlite3.connect(tmp_path / "groundhog.sqlite3") as connection:
+        names = [row[0] for row in connection.execute("SELECT name FROM gh_tapes")]
+        exchanges = connection.execute("SELECT count(*) FROM gh_exchanges").fetchone()[0]
+    assert names == ["kept"]
+    assert exchanges == 3

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from store import claims, exchanges, repository
 from store.db import Store, transaction
+from store.unit import unit_of_work
 from tests.store.test_repository import make_tape
 
 
@@ -50,8 +53,7 @@ def test_pending_records_pop_once(store: Store) -> None:
             true_fingerprint_nonempty=False,
             exchange_id=None,
         )
-        claims.add_pending(
-            session=session,
+        expected = claims.Pending(
             ticket="t1",
             tape_id=tape_id,
             branch_id=root.id,
@@ -62,10 +64,10 @@ def test_pending_records_pop_once(store: Store) -> None:
             decision="recorded",
             is_write=False,
             request={"writes": []},
-            created=0.0,
         )
-    with transaction(store.write) as session:
-        assert claims.pop_pending("t1", session=session).request == {"writes": []}
+        claims.add_pending(session=session, **asdict(expected), created=0.0)
+    with unit_of_work(store) as unit:  # a record pops on the unit's Core connection
+        assert claims.pop_pending("t1", session=unit.connection) == expected
     with transaction(store.write) as session:
         assert claims.pop_pending("t1", session=session) is None
     assert len(claims.new_ticket()) == 32 and claims.new_ticket() != claims.new_ticket()

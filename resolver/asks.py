@@ -7,13 +7,14 @@ occurrence). Without it the resolve path would re-derive them in several places.
 
 Building one is pure (`draft_ask`, `classify_draft`, `finish_ask`) except for the two store
 steps between them, which `take_ask` names: the occurrence it takes (a write) and the branch's
-versions it reads.
+versions it reads. `take_ask_as_guessed` does the same from the tape as an earlier resolve saw
+it, so the tape's lookup joins those steps in one statement (one round trip on PostgreSQL).
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sqlalchemy.orm import Session
 
@@ -79,18 +80,23 @@ def cooperative_headers(ask: Ask) -> list[list[str]]:
 
 
 def find_tape_and_branch(
-    session: Executor, tape_name: str, branch_path: str
+    session: Executor, tape_name: str, branch_path: str, *, relax_commit: bool = False
 ) -> tuple[TapeRef, BranchRef] | None:
-    """Both in one round trip, or None if either is missing; malformed names are refused."""
+    """Both in one round trip, or None if either is missing; malformed names are refused.
+
+    `relax_commit`: see `store.repository.find_tape_and_branch` (for the resolve path only).
+    """
     check_tape_name(tape_name)
     check_branch_path(branch_path)
-    return repository.find_tape_and_branch(tape_name, branch_path, session=session)
+    return repository.find_tape_and_branch(
+        tape_name, branch_path, session=session, relax_commit=relax_commit
+    )
 
 
 def load_tape_and_branch(
-    session: Executor, tape_name: str, branch_path: str
+    session: Executor, tape_name: str, branch_path: str, *, relax_commit: bool = False
 ) -> tuple[TapeRef, BranchRef]:
-    found = find_tape_and_branch(session, tape_name, branch_path)
+    found = find_tape_and_branch(session, tape_name, branch_path, relax_commit=relax_commit)
     if found is not None:
         return found
     if not repository.tape_exists(tape_name, session=session):
@@ -226,10 +232,57 @@ def take_ask(
     if draft.model is DependencyModel.HINTS:
         hint = repository.find_hint(tape.id, draft.key.hash, session=session)
     classification = classify_draft(draft, hint)
-    occurrence = repository.take_occurrence(branch.id, draft.key.hash, session=session)
-    resources = fingerprinted_resources(classification)
-    versions = repository.versions_of(branch.id, resources, session=session)
+    occurrence, versions = repository.take_occurrence_and_versions(
+        branch.id, draft.key.hash, fingerprinted_resources(classification), session=session
+    )
     return finish_ask(draft, classification, occurrence=occurrence, versions=versions)
+
+
+def take_ask_as_guessed(
+    session: Executor,
+    guess: TapeRef,
+    wire: ResolveRequest,
+    body: bytes,
+    *,
+    redaction_key: bytes,
+) -> tuple[TapeRef, Ask]:
+    """`load_tape_and_branch` then `take_ask`, with the tape's config guessed (a write).
+
+    `guess` is the tape as an earlier resolve found it. The draft, hint and classification
+    are worked out from it first, so finding the tape and branch, taking the occurrence and
+    reading the versions are one statement on PostgreSQL (`take_occurrence_as_guessed`),
+    which takes the occurrence only if the tape is still the guessed one. If it is not, this
+    starts over from the tape found, as `take_ask` would. The commit is relaxed, as
+    `load_tape_and_branch(…, relax_commit=True)` relaxes it. Returns the tape found, the next
+    guess.
+    """
+    check_tape_name(wire.tape)
+    check_branch_path(wire.branch)
+    # The branch's id is not known yet; the draft does not depend on it.
+    draft = draft_ask(guess, BranchRef(-1, wire.branch), wire, body, redaction_key=redaction_key)
+    hint = None
+    if draft.model is DependencyModel.HINTS:
+        hint = repository.find_hint(guess.id, draft.key.hash, session=session)
+    classification = classify_draft(draft, hint)
+    taken = repository.take_occurrence_as_guessed(
+        wire.tape,
+        wire.branch,
+        guess,
+        draft.key.hash,
+        fingerprinted_resources(classification),
+        session=session,
+    )
+    if taken is None:
+        tape, branch = load_tape_and_branch(session, wire.tape, wire.branch, relax_commit=True)
+    elif taken.occurrence is None:
+        tape, branch = taken.tape, taken.branch
+    else:
+        draft = replace(draft, tape=taken.tape, branch=taken.branch)
+        ask = finish_ask(
+            draft, classification, occurrence=taken.occurrence, versions=taken.versions
+        )
+        return taken.tape, ask
+    return tape, take_ask(session, tape, branch, wire, body, redaction_key=redaction_key)
 
 
 def bump_branch(

@@ -26,7 +26,14 @@ from dataclasses import dataclass, field, replace
 from sqlalchemy.orm import Session
 
 from resolver import answers, injection, misses
-from resolver.asks import Ask, bump_branch, cooperative_headers, load_tape_and_branch, take_ask
+from resolver.asks import (
+    Ask,
+    bump_branch,
+    cooperative_headers,
+    load_tape_and_branch,
+    take_ask,
+    take_ask_as_guessed,
+)
 from resolver.cache import AnswerCache, Recorded
 from resolver.decision import ClaimState, Facts, Plan, Step, decide_step
 from resolver.dependencies import recorded_writes
@@ -41,11 +48,14 @@ from store import claims, exchanges
 from store.db import Store, relax_commit_durability
 from store.models import Claim
 from store.prepared import Executor
+from store.repository import TapeRef
 from store.unit import Unit, unit_of_work
 
 # Forwards whose proxy never called /v1/record are forgotten after this long (or 10 leases).
 STALE_PENDING_SECONDS = 3600.0
 STALE_SWEEP_EVERY = 256
+# Tapes whose config is kept as a guess (a few per deployment; more only clears the guesses).
+TAPES_REMEMBERED = 1024
 
 
 def facts_of(ask: Ask, *, passthrough: bool = False) -> Facts:
@@ -118,9 +128,17 @@ class Resolver:
         self.simulator = SimulatorClient(store, max_body_bytes=max_body_bytes)
         self.reserve = reserve
         self._forwards = itertools.count(1)
+        # Each tape as the last resolve found it (store/repository.py `TakenAsGuessed`).
+        self._tapes: dict[str, TapeRef] = {}
 
     def resolve(self, wire: ResolveRequest) -> Resolution | Waiting:
         return injection.with_delay(self._simulate(self._resolve(wire)))
+
+    def _remember(self, tape: TapeRef) -> None:
+        """Keep the tape as this resolve found it: the next resolve's guess of its config."""
+        if len(self._tapes) >= TAPES_REMEMBERED and tape.name not in self._tapes:
+            self._tapes.clear()
+        self._tapes[tape.name] = tape
 
     def poll(self, waiting: Waiting) -> Resolution | Waiting:
         """One look at an address someone else is fetching."""
@@ -136,9 +154,20 @@ class Resolver:
             )
         with unit_of_work(self.store) as unit:
             connection = unit.connection
-            relax_commit_durability(connection)
-            tape, branch = load_tape_and_branch(connection, wire.tape, wire.branch)
-            ask = take_ask(connection, tape, branch, wire, body, redaction_key=self.redaction_key)
+            # Both relax the commit as `relax_commit_durability` would, in their own statement.
+            guess = self._tapes.get(wire.tape)
+            if guess is None:
+                tape, branch = load_tape_and_branch(
+                    connection, wire.tape, wire.branch, relax_commit=True
+                )
+                ask = take_ask(
+                    connection, tape, branch, wire, body, redaction_key=self.redaction_key
+                )
+            else:
+                tape, ask = take_ask_as_guessed(
+                    connection, guess, wire, body, redaction_key=self.redaction_key
+                )
+            self._remember(tape)
             passthrough_hosts = {host.lower() for host in tape.config.get("passthrough_hosts", [])}
             passthrough = wire.body_too_large or ask.request.normalised_host in passthrough_hosts
             return self._settle(unit, ask, facts_of(ask, passthrough=passthrough))

@@ -7,6 +7,9 @@ records or the tape's lock; a miss or a refusal decided on the same path counts 
 from __future__ import annotations
 
 import base64
+import contextlib
+import secrets
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,11 +23,12 @@ from resolver.schemas import RecordRequest, ResolveRequest, ResponseIn
 from store import repository
 from store.db import Store, open_store, transaction
 from store.models import Event, OccurrenceCounter
+from tests.support.store_databases import end_connections, named_connections_url, private_schema_url
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = open_store(f"sqlite:///{tmp_path / 'hits.sqlite3'}")
+def open_with_tape(url: str) -> Store:
+    """The store at `url` holding tape `t` with branches root/a, root/b and root/c."""
+    opened = open_store(url)
     with transaction(opened.write) as session:
         tape = repository.create_tape(
             session=session,
@@ -37,15 +41,28 @@ def store(tmp_path: Path) -> Iterator[Store]:
         )
         root = repository.get_branch(tape.id, "root", session=session)
         assert root is not None
-        for name in ("root/a", "root/b"):
+        for name in ("root/a", "root/b", "root/c"):
             repository.fork_branch(root, name, {}, session=session)
+    return opened
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    opened = open_with_tape(f"sqlite:///{tmp_path / 'hits.sqlite3'}")
     yield opened
     opened.dispose()
 
 
-def ask(path: str, branch: str) -> ResolveRequest:
+def ask(path: str, branch: str, query: list[tuple[str, str]] | None = None) -> ResolveRequest:
     return ResolveRequest(
-        tape="t", branch=branch, method="GET", scheme="http", host="w.example", port=80, path=path
+        tape="t",
+        branch=branch,
+        method="GET",
+        scheme="http",
+        host="w.example",
+        port=80,
+        path=path,
+        query=query or [],
     )
 
 
@@ -77,8 +94,9 @@ def branch_rows(store: Store, branch: str) -> tuple[list[tuple[int, str, int]], 
     return [tuple(row) for row in events], {key: count for key, count in counters}
 
 
-# tape and branch, occurrence, versions, answer, event number, event (BEGIN, COMMIT aside).
-HIT_STATEMENTS = 6
+# tape and branch with the versions, occurrence, answer, event number, event (BEGIN, COMMIT
+# aside), once the resolver knows the tape's config from an earlier resolve.
+HIT_STATEMENTS = 5
 
 
 def statements_of(store: Store) -> list[str]:
@@ -159,3 +177,96 @@ def test_a_record_writes_without_reading_back_what_it_wrote(store: Store) -> Non
     assert result.response["body"] is None and result.response["headers"] == [["X-A", "1"]]
     events, _ = branch_rows(store, "root/a")
     assert [decision for _, decision, _ in events] == ["recorded"]
+
+
+@pytest.mark.postgres
+def test_a_hit_after_the_server_ended_the_resolvers_connections_is_served(
+    postgres_url: str,
+) -> None:
+    label = f"gh-test-{secrets.token_hex(4)}"
+    with private_schema_url(postgres_url) as url:
+        store = open_with_tape(named_connections_url(url, label))
+        try:
+            resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+            record(store, resolver, "/x", "root/a", b"answer")
+            first = resolver.resolve(ask("/x", "root/b"))
+            assert isinstance(first, Resolution) and first.decision is Decision.SHARED
+            assert end_connections(postgres_url, label)  # as a server restart would
+            served = resolver.resolve(ask("/x", "root/c"))
+            assert isinstance(served, Resolution) and served.decision is Decision.SHARED
+            assert served.response is not None
+            assert base64.b64decode(served.response["body"]) == b"answer"
+            events, counters = branch_rows(store, "root/c")
+            assert events == [(1, "shared", 0)] and list(counters.values()) == [1]
+        finally:
+            store.dispose()
+
+
+def test_a_tape_made_anew_under_its_name_is_resolved_by_its_own_config(store: Store) -> None:
+    """The resolver guesses a tape's config from its last resolve; a wrong guess is noticed."""
+    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    first = resolver.resolve(ask("/x", "root/a", query=[("ts", "1")]))  # the guess: config {}
+    assert isinstance(first, Resolution) and first.ask.occurrence == 0
+    with transaction(store.write) as session:
+        repository.delete_tape(repository.get_tape("t", session=session), session=session)
+        tape = repository.create_tape(
+            session=session,
+            name="t",
+            world_seed=1,
+            mode="groundhog",
+            online=True,
+            dependency_model="closure",
+            config={"ignore_params": ["ts"]},
+        )
+        root = repository.get_branch(tape.id, "root", session=session)
+        repository.fork_branch(root, "root/a", {}, session=session)
+    asks = [resolver.resolve(ask("/x", "root/a", query=[("ts", t)])) for t in ("1", "2")]
+    assert [a.ask.occurrence for a in asks if isinstance(a, Resolution)] == [0, 1]
+    assert {a.ask.tape_id for a in asks if isinstance(a, Resolution)} == {tape.id}
+
+
+@contextlib.contextmanager
+def sent_to_postgresql(store: Store, messages: tuple[str, ...]) -> Iterator[list[str]]:
+    """The protocol messages of `messages`' kinds the store's connections send while this runs.
+
+    libpq's own trace of each checked-out connection: every statement is one "Execute" (or a
+    "Query" for psycopg's BEGIN and COMMIT), and each of those is a round trip.
+    """
+    with tempfile.TemporaryFile() as trace:
+
+        def _on_checkout(dbapi_connection, _record, _proxy) -> None:  # type: ignore[no-untyped-def]
+            dbapi_connection.pgconn.trace(trace.fileno())
+
+        def _on_checkin(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+            dbapi_connection.pgconn.untrace()
+
+        event.listen(store.engine, "checkout", _on_checkout)
+        event.listen(store.engine, "checkin", _on_checkin)
+        sent: list[str] = []
+        try:
+            yield sent
+        finally:
+            event.remove(store.engine, "checkout", _on_checkout)
+            event.remove(store.engine, "checkin", _on_checkin)
+        trace.seek(0)
+        for line in trace.read().decode(errors="replace").splitlines():
+            fields = line.split("\t")
+            if len(fields) > 3 and fields[1] == "F" and fields[3] in messages:
+                sent.append(line)
+
+
+@pytest.mark.postgres
+def test_a_hit_on_postgresql_is_four_round_trips(postgres_url: str) -> None:
+    """BEGIN; the tape found, occurrence taken and versions read; the event; COMMIT."""
+    with private_schema_url(postgres_url) as url:
+        store = open_with_tape(url)
+        try:
+            resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+            record(store, resolver, "/x", "root/a", b"answer")
+            resolver.resolve(ask("/x", "root/b"))  # the tape's config is known from here on
+            with sent_to_postgresql(store, ("Query", "Execute")) as sent:
+                served = resolver.resolve(ask("/x", "root/c"))
+            assert isinstance(served, Resolution) and served.decision is Decision.SHARED
+            assert len(sent) == 4, sent
+        finally:
+            store.dispose()

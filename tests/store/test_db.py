@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import secrets
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
 
-from store.db import open_store, transaction
+from store import repository
+from store.db import Store, open_store, transaction
+from store.unit import unit_of_work
+from tests.support.store_databases import end_connections, named_connections_url, private_schema_url
 
 
 def test_sqlite_creates_parent_dir_and_sets_pragmas(tmp_path: Path) -> None:
@@ -54,3 +61,53 @@ def test_sqlite_synchronous_is_normal_unless_full_is_asked(tmp_path: Path) -> No
         assert pragma == expected
     with pytest.raises(ValueError, match="sqlite_synchronous"):
         open_store(f"sqlite:///{tmp_path}/off.sqlite3", sqlite_synchronous="OFF")
+
+
+@pytest.fixture
+def labelled_postgres(postgres_url: str) -> Iterator[tuple[Store, str]]:
+    """A PostgreSQL store whose connections carry a label of their own, and that label."""
+    label = f"gh-test-{secrets.token_hex(4)}"
+    with private_schema_url(postgres_url) as url:
+        store = open_store(named_connections_url(url, label))
+        yield store, label
+        store.dispose()
+
+
+def _backend_pid(store: Store) -> int:
+    with transaction(store.write) as session:
+        return int(session.scalar(text("SELECT pg_backend_pid()")))
+
+
+@pytest.mark.postgres
+def test_a_pooled_connection_the_server_ended_is_replaced_on_checkout(
+    labelled_postgres: tuple[Store, str], postgres_url: str
+) -> None:
+    store, label = labelled_postgres
+    _backend_pid(store)
+    ended = end_connections(postgres_url, label)
+    assert ended  # the pool held at least one connection, now dead
+    assert _backend_pid(store) not in ended  # no error: a fresh connection was checked out
+
+
+@pytest.mark.postgres
+def test_a_connection_ended_inside_a_transaction_fails_it_and_the_next_one_works(
+    labelled_postgres: tuple[Store, str], postgres_url: str
+) -> None:
+    store, label = labelled_postgres
+    with pytest.raises(OperationalError), unit_of_work(store) as unit:
+        repository.tape_exists("t", session=unit.connection)
+        end_connections(postgres_url, label)
+        repository.tape_exists("t", session=unit.connection)  # a prepared statement (Core path)
+    with pytest.raises(OperationalError), transaction(store.write) as session:
+        session.scalar(text("SELECT 1"))
+        end_connections(postgres_url, label)
+        session.scalar(text("SELECT 1"))  # the ORM path
+    with unit_of_work(store) as unit:
+        assert not repository.tape_exists("t", session=unit.connection)
+
+
+@pytest.mark.postgres
+def test_a_healthy_pooled_connection_is_kept(labelled_postgres: tuple[Store, str]) -> None:
+    store, _label = labelled_postgres
+    store.engine.dispose()  # one connection from here on, used in turn
+    assert len({_backend_pid(store) for _ in range(5)}) == 1

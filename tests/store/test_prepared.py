@@ -10,10 +10,11 @@ import pytest
 from sqlalchemy import bindparam, select
 from sqlalchemy.exc import IntegrityError
 
-from store import exchanges, repository
+from store import claims, exchanges, repository
 from store.db import Store, transaction
-from store.models import Event, Tape
+from store.models import Claim, Event, Tape
 from store.prepared import Prepared
+from store.unit import unit_of_work
 
 
 def make_tape(store: Store) -> tuple[int, int]:
@@ -49,6 +50,35 @@ def test_typed_columns_are_decoded_as_sqlalchemy_would(store: Store) -> None:
     )
     assert tape.online is False and tape.config == {"ignore_params": ["ts"]}
     assert (branch.id, branch.path) == (branch_id, "root")
+
+
+def test_float_columns_are_decoded_on_every_dialect(store: Store) -> None:
+    """PostgreSQL's float processor needs the column's type from the driver; it gets it."""
+    tape_id, _branch_id = make_tape(store)
+    claims_table = Claim.__table__
+    lease = Prepared(
+        lambda _dialect: select(claims_table.c.lease_expires, claims_table.c.ticket).where(
+            claims_table.c.ticket == bindparam("ticket")
+        )
+    )
+    with transaction(store.write) as session:
+        assert claims.try_claim(
+            tape_id, "k" * 64, 0, "", ticket="t1", lease_expires=12.5, session=session
+        )
+        assert lease.first({"ticket": "t1"}, session=session) == (12.5, "t1")
+        assert lease.first({"ticket": "t2"}, session=session) is None
+
+
+def test_a_cursor_serves_many_statements_across_transactions(store: Store) -> None:
+    tape_id, branch_id = make_tape(store)
+    for _ in range(3):
+        with unit_of_work(store) as unit:
+            assert repository.tape_exists("prep", session=unit.connection)
+            assert repository.take_occurrence(branch_id, "k", session=unit.connection) >= 0
+            assert repository.find_tape_ref(tape_id, session=unit.session) is not None
+            assert not repository.tape_exists("other", session=unit.session)
+    with transaction(store.read) as session:
+        assert repository.take_occurrence(branch_id, "k", session=session) == 3
 
 
 def test_writes_share_the_session_transaction(store: Store) -> None:

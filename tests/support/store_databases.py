@@ -30,3 +30,24 @@ def private_schema_url(postgres_url: str) -> Iterator[str]:
     finally:
         with psycopg.connect(_plain(postgres_url), autocommit=True) as connection:
             connection.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def named_connections_url(url: str, application_name: str) -> str:
+    """`url` with its connections labelled, so a test can find (and end) exactly those."""
+    separator = "&" if "?" in url else "?"
+    return f"{url}{separator}application_name={quote(application_name)}"
+
+
+def end_connections(postgres_url: str, application_name: str) -> list[int]:
+    """Terminate every backend of `application_name`, waiting until each has exited; their pids.
+
+    What a server restart or an administrator's pg_terminate_backend does to a pooled connection.
+    """
+    with psycopg.connect(_plain(postgres_url), autocommit=True) as connection:
+        rows = connection.execute(
+            "SELECT pid, pg_terminate_backend(pid, 10000) FROM pg_stat_activity"
+            " WHERE application_name = %s AND pid <> pg_backend_pid()",
+            (application_name,),
+        ).fetchall()
+    assert all(ended for _, ended in rows), rows
+    return [pid for pid, _ in rows]

@@ -277,6 +277,10 @@ def _port_open(port: int) -> bool:
         return False
 
 
+def _interrupt_by_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "ctrl-c"])
 def test_up_starts_both_prints_exports_and_stops_on_signal(
     tmp_path: Path, stop_signal: signal.Signals
@@ -295,6 +299,10 @@ def test_up_starts_both_prints_exports_and_stops_on_signal(
         text=True,
         env=env,
         cwd=REPO_ROOT,
+        # What a terminal gives the command Ctrl-C reaches, whatever this process holds: in a
+        # full CI run `up` was started with SIGINT ignored (inherited), and a process keeps an
+        # inherited ignore.
+        preexec_fn=_interrupt_by_default,
     )
     output: list[str] = []
     try:

@@ -41,7 +41,7 @@ from resolver.disk import DiskReserve
 from resolver.echoes import EchoBook
 from resolver.errors import BodyTooLarge
 from resolver.policy import Action, Decision
-from resolver.schemas import ResolveRequest, decode_base64, encode_base64
+from resolver.schemas import ResolveRequest, decode_base64
 from resolver.simulation import is_simulated
 from resolver.simulator_client import SimulatorClient
 from store import claims, exchanges
@@ -292,11 +292,7 @@ class Resolver:
         else:
             if answer.body_sha and answer.body is None:
                 raise LookupError(f"blob {answer.body_sha} is missing from the store")
-            response = {
-                "status": answer.status,
-                "headers": answer.headers,
-                "body": encode_base64(answer.body or b""),
-            }
+            response = answers.from_answer(answer)
         found = Recorded(answer.exchange_id, response, answer.headers)
         self.cache.put(address, found)
         return found

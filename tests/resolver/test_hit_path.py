@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import event, select
+from sqlalchemy.orm import Session
 
 from resolver.policy import Action, Decision
 from resolver.recording import Recorder
@@ -22,27 +23,35 @@ from resolver.resolution import Resolution, Resolver
 from resolver.schemas import RecordRequest, ResolveRequest, ResponseIn
 from store import repository
 from store.db import Store, open_store, transaction
-from store.models import Event, OccurrenceCounter
+from store.models import Event, OccurrenceCounter, Tape
 from tests.support.store_databases import end_connections, named_connections_url, private_schema_url
+
+
+def create_tape_t(
+    session: Session, branches: tuple[str, ...], *, config: dict[str, object]
+) -> Tape:
+    """Tape `t` (groundhog mode, online, closure) with `branches` forked from its root."""
+    tape = repository.create_tape(
+        session=session,
+        name="t",
+        world_seed=1,
+        mode="groundhog",
+        online=True,
+        dependency_model="closure",
+        config=config,
+    )
+    root = repository.get_branch(tape.id, "root", session=session)
+    assert root is not None
+    for name in branches:
+        repository.fork_branch(root, name, {}, session=session)
+    return tape
 
 
 def open_with_tape(url: str) -> Store:
     """The store at `url` holding tape `t` with branches root/a, root/b and root/c."""
     opened = open_store(url)
     with transaction(opened.write) as session:
-        tape = repository.create_tape(
-            session=session,
-            name="t",
-            world_seed=1,
-            mode="groundhog",
-            online=True,
-            dependency_model="closure",
-            config={},
-        )
-        root = repository.get_branch(tape.id, "root", session=session)
-        assert root is not None
-        for name in ("root/a", "root/b", "root/c"):
-            repository.fork_branch(root, name, {}, session=session)
+        create_tape_t(session, ("root/a", "root/b", "root/c"), config={})
     return opened
 
 
@@ -209,17 +218,7 @@ def test_a_tape_made_anew_under_its_name_is_resolved_by_its_own_config(store: St
     assert isinstance(first, Resolution) and first.ask.occurrence == 0
     with transaction(store.write) as session:
         repository.delete_tape(repository.get_tape("t", session=session), session=session)
-        tape = repository.create_tape(
-            session=session,
-            name="t",
-            world_seed=1,
-            mode="groundhog",
-            online=True,
-            dependency_model="closure",
-            config={"ignore_params": ["ts"]},
-        )
-        root = repository.get_branch(tape.id, "root", session=session)
-        repository.fork_branch(root, "root/a", {}, session=session)
+        tape = create_tape_t(session, ("root/a",), config={"ignore_params": ["ts"]})
     asks = [resolver.resolve(ask("/x", "root/a", query=[("ts", t)])) for t in ("1", "2")]
     assert [a.ask.occurrence for a in asks if isinstance(a, Resolution)] == [0, 1]
     assert {a.ask.tape_id for a in asks if isinstance(a, Resolution)} == {tape.id}

@@ -32,6 +32,7 @@ from resolver.routes import branches, health, inspect, internal, tapes, transfer
 from resolver.settings import Settings, load_settings
 from resolver.wakeups import Wakeups
 from store.db import open_store
+from store.loop_writes import LoopWriter
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +64,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         sqlite_synchronous=settings.sqlite_synchronous,
     )
 
+    loop_writer = LoopWriter.for_store(store) if settings.resolve_on_event_loop else None
     wakeups = Wakeups()
     listener = None
     if store.engine.dialect.name == "postgresql":
@@ -76,6 +78,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         yield
         if listener is not None:
             listener.stop()
+        if loop_writer is not None:
+            loop_writer.close()
         store.dispose()
 
     # /docs is served with local assets (api_docs); ReDoc would load from a CDN, so it is off.
@@ -101,6 +105,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redaction_key=redaction_key,
         echoes=echoes,
         reserve=DiskReserve(settings.database_url, settings.disk_reserve_bytes or 0),
+        loop_writer=loop_writer,
     )
     app.state.recorder = Recorder(
         store,

@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import secrets
 import time
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 
 from sqlalchemy.orm import Session
@@ -46,6 +47,7 @@ from resolver.simulation import is_simulated
 from resolver.simulator_client import SimulatorClient
 from store import claims, exchanges
 from store.db import Store, relax_commit_durability
+from store.loop_writes import LoopWriter, WouldWait
 from store.models import Claim
 from store.prepared import Executor
 from store.repository import TapeRef
@@ -70,6 +72,16 @@ def facts_of(ask: Ask, *, passthrough: bool = False) -> Facts:
         fault=injection.replacing_fault(ask) is not None,
         simulator=bool(ask.simulator_url),
         simulate_writes=ask.simulate_writes,
+    )
+
+
+def _wants_simulator(result: Resolution | Waiting) -> bool:
+    """A claimed `simulated` ask: its answer comes from the tape's simulator."""
+    return (
+        isinstance(result, Resolution)
+        and result.decision is Decision.SIMULATED
+        and result.action is Action.FORWARD
+        and result.ticket is not None
     )
 
 
@@ -117,8 +129,10 @@ class Resolver:
         redaction_key: bytes | None = None,
         echoes: EchoBook | None = None,
         reserve: DiskReserve | None = None,
+        loop_writer: LoopWriter | None = None,
     ) -> None:
         self.store = store
+        self.loop_writer = loop_writer
         # Without a deployment key (tests, benches) placeholders are keyed by a process key.
         self.redaction_key = redaction_key or secrets.token_bytes(32)
         self.echoes = echoes if echoes is not None else EchoBook()
@@ -132,7 +146,30 @@ class Resolver:
         self._tapes: dict[str, TapeRef] = {}
 
     def resolve(self, wire: ResolveRequest) -> Resolution | Waiting:
-        return injection.with_delay(self._simulate(self._resolve(wire)))
+        return self.finish(self._resolve(wire, unit_of_work(self.store)))
+
+    def resolve_without_waiting(self, wire: ResolveRequest) -> Resolution | Waiting | None:
+        """`resolve`'s transaction on the caller's thread (the event loop), or None if it would
+        wait for another writer (store/loop_writes.py). Nothing is taken when it answers None.
+
+        The caller passes what it gets to `finish` (on a worker thread where `needs_thread`
+        says so: a simulator's answer is a network call).
+        """
+        if self.loop_writer is None:
+            return None
+        try:
+            return self._resolve(wire, self.loop_writer.unit())
+        except WouldWait:
+            return None
+
+    def finish(self, result: Resolution | Waiting) -> Resolution | Waiting:
+        """A taken resolve's last steps: the tape simulator's answer, a fault's delay."""
+        return injection.with_delay(self._simulate(result))
+
+    @staticmethod
+    def needs_thread(result: Resolution | Waiting) -> bool:
+        """Whether `finish` may block (it asks the tape's simulator over HTTP)."""
+        return _wants_simulator(result)
 
     def _remember(self, tape: TapeRef) -> None:
         """Keep the tape as this resolve found it: the next resolve's guess of its config."""
@@ -144,7 +181,9 @@ class Resolver:
         """One look at an address someone else is fetching."""
         return injection.with_delay(self._simulate(self._poll(waiting)))
 
-    def _resolve(self, wire: ResolveRequest) -> Resolution | Waiting:
+    def _resolve(
+        self, wire: ResolveRequest, transaction: AbstractContextManager[Unit]
+    ) -> Resolution | Waiting:
         body = decode_base64(wire.body, "body") if wire.body else b""
         if len(body) > self.max_body_bytes:
             raise BodyTooLarge(
@@ -152,7 +191,7 @@ class Resolver:
                 "send body_too_large=true to pass it through unrecorded",
                 limit=self.max_body_bytes,
             )
-        with unit_of_work(self.store) as unit:
+        with transaction as unit:
             connection = unit.connection
             # Both relax the commit as `relax_commit_durability` would, in their own statement.
             guess = self._tapes.get(wire.tape)
@@ -191,10 +230,9 @@ class Resolver:
 
     def _simulate(self, result: Resolution | Waiting) -> Resolution | Waiting:
         """A claimed `simulated` ask: ask the tape's simulator, record and serve its answer."""
-        if not (isinstance(result, Resolution) and result.decision is Decision.SIMULATED):
+        if not _wants_simulator(result):
             return result
-        if result.action is not Action.FORWARD or result.ticket is None:
-            return result
+        assert isinstance(result, Resolution) and result.ticket is not None
         decision, response = self.simulator.answer(result.ask, result.ticket)
         return Resolution(Action.SERVE, decision, result.ask, response=response)
 

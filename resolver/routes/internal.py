@@ -151,12 +151,22 @@ async def resolve(request: Request) -> Response:
     body = parse_resolve(await request.body())
     state = request.app.state
     started = time.perf_counter()
-    result = await run_in_threadpool(state.resolver.resolve, body)
+    result = await _resolve(state.resolver, body)
     if isinstance(result, Waiting):
         state.metrics.single_flight_waits.inc()
         return Response(dumps_compact(waiting_json(result)), media_type="application/json")
     state.metrics.observe(result.decision, time.perf_counter() - started)
     return Response(resolution_bytes(result, state.resolver), media_type="application/json")
+
+
+async def _resolve(resolver: Resolver, body: ResolveRequest) -> Resolution | Waiting:
+    """Resolve on the event loop where the store allows it without waiting, else on a thread."""
+    taken = resolver.resolve_without_waiting(body)
+    if taken is None:
+        return await run_in_threadpool(resolver.resolve, body)
+    if resolver.needs_thread(taken):
+        return await run_in_threadpool(resolver.finish, taken)
+    return resolver.finish(taken)
 
 
 @router.post(

@@ -23,6 +23,7 @@ from resolver.resolution import Resolution, Resolver
 from resolver.schemas import RecordRequest, ResolveRequest, ResponseIn
 from store import repository
 from store.db import Store, open_store, transaction
+from store.loop_writes import LoopWriter
 from store.models import Event, OccurrenceCounter, Tape
 from tests.support.store_databases import end_connections, named_connections_url, private_schema_url
 
@@ -269,3 +270,43 @@ def test_a_hit_on_postgresql_is_four_round_trips(postgres_url: str) -> None:
             assert len(sent) == 4, sent
         finally:
             store.dispose()
+
+
+def test_on_the_event_loop_a_hit_is_the_same_hit(store: Store) -> None:
+    writer = LoopWriter.for_store(store)
+    assert writer is not None
+    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30, loop_writer=writer)
+    try:
+        record(store, resolver, "/x", "root/a", b"answer")
+        taken = resolver.resolve_without_waiting(ask("/x", "root/b"))
+        assert taken is not None and not resolver.needs_thread(taken)
+        served = resolver.finish(taken)
+    finally:
+        writer.close()
+    assert isinstance(served, Resolution) and served.decision is Decision.SHARED
+    assert served.response is not None and base64.b64decode(served.response["body"]) == b"answer"
+    events, counters = branch_rows(store, "root/b")
+    assert events == [(1, "shared", 0)] and list(counters.values()) == [1]
+
+
+def test_a_resolve_that_would_wait_takes_nothing(store: Store) -> None:
+    writer = LoopWriter.for_store(store)
+    assert writer is not None
+    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30, loop_writer=writer)
+    try:
+        record(store, resolver, "/x", "root/a", b"answer")
+        assert store.write_lock is not None
+        with store.write_lock:  # another writer of this process is mid-transaction
+            assert resolver.resolve_without_waiting(ask("/x", "root/b")) is None
+        assert branch_rows(store, "root/b") == ([], {})
+        served = resolver.resolve(ask("/x", "root/b"))  # what the route then does, on a thread
+    finally:
+        writer.close()
+    assert isinstance(served, Resolution) and served.ask.occurrence == 0
+    assert served.decision is Decision.SHARED
+
+
+def test_without_a_loop_writer_every_resolve_goes_to_a_thread(store: Store) -> None:
+    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    assert resolver.resolve_without_waiting(ask("/x", "root/b")) is None
+    assert branch_rows(store, "root/b") == ([], {})

@@ -9,6 +9,7 @@ docker-compose the services already run, so the same run can connect to them by 
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import logging
 import os
@@ -294,10 +295,10 @@ def connected_services(
     """Use services someone else runs (docker-compose); check each answers first."""
     worlds = (world_url, uncooperative_world_url, shop_world_url, shop_uncooperative_world_url)
     for url in filter(None, worlds):
-        wait_until(lambda url=url: healthy(url), timeout=timeout, what=f"worldsim at {url}")
+        wait_until(functools.partial(healthy, url), timeout=timeout, what=f"worldsim at {url}")
     wait_until(lambda: healthy(resolver_url), timeout=timeout, what=f"resolver at {resolver_url}")
     for url in [part.strip() for part in proxy_url.split(",") if part.strip()]:
-        wait_until(lambda url=url: accepting(url), timeout=timeout, what=f"proxy at {url}")
+        wait_until(functools.partial(accepting, url), timeout=timeout, what=f"proxy at {url}")
     yield Services(
         world_url=world_url,
         resolver_url=resolver_url,

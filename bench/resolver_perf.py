@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from sqlalchemy import Table
 
 from bench.harness import ChildService, start_child
 from resolver.keys import request_key
@@ -62,12 +63,17 @@ def bulk_load(url: str, tape: str, size: int) -> None:
             config={},
         )
         root = repository.get_branch(tape_row.id, "root", session=session)
+        if root is None:
+            raise RuntimeError(f"tape {tape} was created without a root branch")
         for index in range(BRANCHES):
             repository.fork_branch(root, f"root/b{index}", {}, session=session)
         body_sha = exchanges.put_blob(BODY, session=session)
         empty_sha = exchanges.put_blob(b"", session=session)
         tape_id = tape_row.id
     headers = [["Content-Type", "application/json"]]
+    # Declarative models type __table__ as any FromClause; only a Table has .insert().
+    table = Exchange.__table__
+    assert isinstance(table, Table)
     for start in range(0, size, LOAD_CHUNK):
         rows = []
         for index in range(start, min(size, start + LOAD_CHUNK)):
@@ -91,7 +97,7 @@ def bulk_load(url: str, tape: str, size: int) -> None:
                 }
             )
         with transaction(store.write) as session:
-            session.execute(Exchange.__table__.insert(), rows)
+            session.execute(table.insert(), rows)
     store.dispose()
     logger.info("loaded %s exchanges into %s in %.1fs", size, tape, time.perf_counter() - started)
 

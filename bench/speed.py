@@ -34,12 +34,11 @@ def measure_one(module_name: str, quick: bool) -> list[dict[str, Any]] | str:
     except ImportError as error:
         return f"{NOT_MEASURED} ({module_name} is not importable: {error})"
     function = getattr(module, "measure", None)
-    usable = (
-        callable(function)
-        and not inspect.iscoroutinefunction(function)
-        and "quick" in inspect.signature(function).parameters
-    )
-    if not usable:
+    if (
+        not callable(function)
+        or inspect.iscoroutinefunction(function)
+        or "quick" not in inspect.signature(function).parameters
+    ):
         return f"{NOT_MEASURED} ({module_name} has no synchronous measure(quick=...) function)"
     try:
         rows = function(quick=quick)

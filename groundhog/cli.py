@@ -12,9 +12,13 @@ cli_worker; this module only assembles them and the root options.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:  # typer's vendored click and parameter base exist from typer 0.29 only
+    from typer import _click
+    from typer.core import _TyperParameter
 
 from groundhog import cli_migrate, cli_servers, cli_worker
 from groundhog.cli_common import CliSettings
@@ -98,22 +102,23 @@ app.command(rich_help_panel="Workers")(cli_worker.env)
 app.command(rich_help_panel="Workers")(cli_worker.run)
 
 
-def _plain_type_label(param: Any, ctx: Any) -> str | None:
+def _plain_type_label(self: _TyperParameter, ctx: _click.Context) -> str | None:
     """TEXT / INTEGER / PATH, and nothing for a flag, instead of `<str>` / `<bool>` / `<list[str]>`.
 
     Typer 0.29 labels every parameter with its Python annotation, which reads as a placeholder
-    to fill in; click's type names are what command-line users expect.
+    to fill in; click's type names are what command-line users expect. It replaces a method, so
+    its first parameter is `self`, of the class both patched methods are declared on.
     """
-    if getattr(param, "is_flag", False) or getattr(param, "count", False):
+    if getattr(self, "is_flag", False) or getattr(self, "count", False):
         return None
-    if getattr(param, "param_type_name", "") == "option" and param.metavar is not None:
-        return str(param.metavar)
-    label = str(param.display_type(ctx)).strip("<>")
+    if getattr(self, "param_type_name", "") == "option" and self.metavar is not None:
+        return str(self.metavar)
+    label = str(self.display_type(ctx)).strip("<>")
     repeated = label.startswith("list[")
     if repeated:
         label = label.removeprefix("list[").removesuffix("]")
     label = _TYPE_LABELS.get(label, label.upper() if label.isidentifier() else label)
-    return f"{label}..." if repeated or param.nargs != 1 else label
+    return f"{label}..." if repeated or self.nargs != 1 else label
 
 
 _TYPE_LABELS = {
@@ -125,6 +130,8 @@ _TYPE_LABELS = {
 }
 
 
+# Typer has no hook for its type labels, so the method is replaced; mypy flags any assignment to
+# a method, however well the types match.
 typer.core.TyperOption.display_type_rich = _plain_type_label  # type: ignore[method-assign]
 typer.core.TyperArgument.display_type_rich = _plain_type_label  # type: ignore[method-assign]
 

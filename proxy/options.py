@@ -6,12 +6,17 @@ the same names, types and defaults; without them the addon would have no resolve
 
 from __future__ import annotations
 
+from typing import cast
+
 from mitmproxy.addonmanager import Loader
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 DEFAULT_RESOLVE_TIMEOUT = 5.0
 DEFAULT_WAIT_TIMEOUT = 30.0
 DEFAULT_WAIT_LIMIT = 180.0
+# mitmproxy annotates `typespec` as `type`, yet takes an optional type (its own addons pass
+# `Optional[str]`); to mypy a union is no `type`.
+_OPTIONAL_STR = cast(type, str | None)
 
 
 def declare_options(loader: Loader) -> None:
@@ -19,10 +24,10 @@ def declare_options(loader: Loader) -> None:
         "groundhog_resolver_url", str, "http://127.0.0.1:8070", "Groundhog resolver base URL."
     )
     loader.add_option(
-        "groundhog_tape", str | None, None, "Tape for requests that name none themselves."
+        "groundhog_tape", _OPTIONAL_STR, None, "Tape for requests that name none themselves."
     )
     loader.add_option(
-        "groundhog_branch", str | None, None, "Branch for requests that name none themselves."
+        "groundhog_branch", _OPTIONAL_STR, None, "Branch for requests that name none themselves."
     )
     loader.add_option(
         "groundhog_max_body_bytes",
@@ -31,7 +36,7 @@ def declare_options(loader: Loader) -> None:
         "Bodies larger than this pass through unrecorded (decision passthrough).",
     )
     loader.add_option(
-        "groundhog_proxy_token", str | None, None, "Bearer token for the resolver's routes."
+        "groundhog_proxy_token", _OPTIONAL_STR, None, "Bearer token for the resolver's routes."
     )
     loader.add_option(
         "groundhog_resolve_timeout",

@@ -18,7 +18,8 @@ import aiohttp
 import httpx
 from aiohttp import web
 
-from proxy.resolver_client import ResolverClient
+from groundhog.protocol.wire import ResolveAsk, WireResponse
+from proxy.resolver_client import ResolverClient, ResolverProtocolError
 
 SLOW_SECONDS = 4.0
 
@@ -40,7 +41,7 @@ async def _slow_world(calls: list[int]) -> web.AppRunner:
     return runner
 
 
-def _payload(tape: str, branch: str, port: int) -> dict[str, Any]:
+def _payload(tape: str, branch: str, port: int) -> ResolveAsk:
     return {
         "tape": tape,
         "branch": branch,
@@ -49,7 +50,17 @@ def _payload(tape: str, branch: str, port: int) -> dict[str, Any]:
         "host": "127.0.0.1",
         "port": port,
         "path": "/slow",
+        "query": [],
+        "headers": [],
+        "body": "",
+        "body_too_large": False,
     }
+
+
+def _served(response: WireResponse | None, route: str) -> WireResponse:
+    if response is None:
+        raise ResolverProtocolError(f"{route} answered without a response")
+    return response
 
 
 async def _fetch(http: aiohttp.ClientSession, port: int) -> dict[str, Any]:
@@ -60,18 +71,22 @@ async def _fetch(http: aiohttp.ClientSession, port: int) -> dict[str, Any]:
 
 
 async def ask_as_the_proxy(
-    client: ResolverClient, http: aiohttp.ClientSession, payload: dict, renew: bool
+    client: ResolverClient, http: aiohttp.ClientSession, payload: ResolveAsk, renew: bool
 ) -> dict[str, Any]:
     """Resolve; on forward fetch (renewing every lease/3), record, serve what record answers."""
     answer = await client.resolve(payload)
     if answer["action"] == "serve":
-        response = answer["response"]
+        response = _served(answer["response"], "/v1/resolve")
+        if response["body"] is None:
+            raise ResolverProtocolError("/v1/resolve served a response without a body")
         return {
             "decision": answer["decision"],
             "body": base64.b64decode(response["body"]),
             "headers": response["headers"],
         }
     ticket, lease = answer["ticket"], answer["lease_seconds"]
+    if ticket is None:
+        raise ResolverProtocolError("/v1/resolve answered forward without a ticket")
 
     async def keep() -> None:
         while renew and await client.renew(ticket) is not None:
@@ -83,7 +98,7 @@ async def ask_as_the_proxy(
     finally:
         keeper.cancel()
     recorded = await client.record({"ticket": ticket, "response": sent})
-    served = recorded["response"]
+    served = _served(recorded["response"], "/v1/record")
     body = served["body"] if served["body"] is not None else sent["body"]
     return {
         "decision": recorded["decision"],

@@ -30,11 +30,11 @@ STATS = web.AppKey("stats", dict)
 SECRET_COOKIE = "session=upstream-secret-cookie-7f3a"
 
 
-def _json(payload: object, status: int = 200, **headers: str) -> web.Response:
+def _json(
+    payload: object, status: int = 200, headers: dict[str, str] | None = None
+) -> web.Response:
     body = json.dumps(payload, sort_keys=True, separators=(",", ":"))
-    return web.Response(
-        text=body, status=status, content_type="application/json", headers=headers or None
-    )
+    return web.Response(text=body, status=status, content_type="application/json", headers=headers)
 
 
 async def _world(request: web.Request) -> web.StreamResponse:
@@ -64,7 +64,7 @@ async def _world(request: web.Request) -> web.StreamResponse:
     if path.startswith("/download/"):
         return await _download(request)
     if path == "/cookie":
-        return _json({"call": number}, **{"Set-Cookie": SECRET_COOKIE})
+        return _json({"call": number}, headers={"Set-Cookie": SECRET_COOKIE})
     if path == "/echo":
         return _json({"headers": [[k, v] for k, v in request.headers.items()], "call": number})
     if request.method == "POST":

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import random
 import threading
+from typing import Any
 
 _DIGEST_BYTES = 64  # blake2b's maximum digest size
 _KEY_PREFIX = "groundhog-shim-v1:"
@@ -127,15 +128,17 @@ class KeyedRandom(random.Random):
         self._occurrences.reset(self._name("random"), self._name("bits"))
         self.gauss_next = None
 
-    def getstate(self) -> tuple[str, str, float | None]:
+    # The state tuples are typed as random.Random types them, opaque: a keyed stream's is its
+    # salt and cached gauss, where _random.Random's is the C generator's 625 ints.
+    def getstate(self) -> tuple[Any, ...]:
         return ("groundhog-keyed", self._salt, self.gauss_next)
 
-    def setstate(self, state: tuple[object, ...]) -> None:
+    def setstate(self, state: tuple[Any, ...]) -> None:
         if not (isinstance(state, tuple) and len(state) == 3 and state[0] == "groundhog-keyed"):
             raise ValueError("state was not produced by a groundhog keyed random's getstate()")
         self._salt = str(state[1])
         gauss_next = state[2]
-        self.gauss_next = None if gauss_next is None else float(gauss_next)  # type: ignore[arg-type]
+        self.gauss_next = None if gauss_next is None else float(gauss_next)
 
     @property
     def salt(self) -> str:

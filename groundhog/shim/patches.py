@@ -128,13 +128,13 @@ def _replacements() -> list[tuple[object, str, Callable[[Any], Any]]]:
     return plan
 
 
-def _keep_event_loop_clock_real(original_monotonic: Callable[[], float]) -> Callable[[Any], float]:
+_real_monotonic = time.monotonic  # taken at import, before this module can patch it
+
+
+def _real_loop_time(self: asyncio.base_events.BaseEventLoop) -> float:
     # The loop schedules timers with loop.time() from inside tasks but fires them from outside
     # any task; a virtual clock there would make every asyncio timeout fire at once or never.
-    def loop_time(self: Any) -> float:
-        return original_monotonic()
-
-    return loop_time
+    return _real_monotonic()
 
 
 def acquire() -> None:
@@ -147,7 +147,8 @@ def acquire() -> None:
         _originals[(asyncio.base_events.BaseEventLoop, "time")] = (
             asyncio.base_events.BaseEventLoop.__dict__["time"]
         )
-        asyncio.base_events.BaseEventLoop.time = _keep_event_loop_clock_real(time.monotonic)  # type: ignore[method-assign]
+        # Replacing the method is the point; mypy flags any assignment to a method.
+        asyncio.base_events.BaseEventLoop.time = _real_loop_time  # type: ignore[method-assign]
         for owner, attribute, build in _replacements():
             original = getattr(owner, attribute)
             _originals[(owner, attribute)] = original

@@ -61,7 +61,7 @@ def _pick(
         base = events[left].exchange_id if left else None
         different = [p for p in asked if p != left and events[p].exchange_id != base]
         others = [p for p in asked if p != left]
-        right = (different or others or [None])[0]
+        right = next(iter(different or others), None)
     return left, right
 
 
@@ -147,7 +147,7 @@ def compare(
             occurrence=occurrence,
             parent=parent,
         )
-        rows = []
+        rows: list[list[object]] = []
         readable = ""
         texts: dict[str, str] = {}
         for path in siblings:

@@ -113,6 +113,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lease_seconds=settings.claim_lease_seconds,
         echoes=echoes,
         on_settled=app.state.wakeups.notify,
+        loop_writer=loop_writer,
     )
     install_error_handlers(app)
     # Added first, so it runs inside the body limit (middleware added later wraps it).

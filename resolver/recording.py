@@ -18,8 +18,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
@@ -44,12 +45,17 @@ from resolver.wakeups import Address
 from store import claims, exchanges, repository
 from store.claims import Pending
 from store.db import Store, transaction
+from store.loop_writes import LoopWriter, WouldWait
 from store.models import PendingRecord, Tape
 from store.prepared import Executor
 from store.repository import TapeRef
 from store.unit import Unit, unit_of_work
 
 logger = logging.getLogger(__name__)
+
+# A recorded body up to this size (base64 characters, 48 KiB of bytes) is stored on the event
+# loop: its hash, echo scrub and insert take tens of microseconds, not milliseconds.
+LOOP_RECORD_MAX_BASE64 = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -89,8 +95,10 @@ class Recorder:
         lease_seconds: float = 30.0,
         echoes: EchoBook | None = None,
         on_settled: Callable[[Address], object] | None = None,
+        loop_writer: LoopWriter | None = None,
     ) -> None:
         self.store = store
+        self.loop_writer = loop_writer
         self.max_body_bytes = max_body_bytes
         self.lease_seconds = lease_seconds
         self.echoes = echoes if echoes is not None else EchoBook()
@@ -98,35 +106,66 @@ class Recorder:
 
     def record(self, wire: RecordRequest) -> RecordResult:
         kind = wire.kind()
-        body = b""
         try:
-            if wire.response is not None:
-                check_latin1_headers(wire.response.headers, "response.headers")
-                body = decode_base64(wire.response.body, "response.body")
-                if len(body) > self.max_body_bytes:
-                    raise BodyTooLarge(
-                        f"response body is {len(body)} bytes, over max_body_bytes="
-                        f"{self.max_body_bytes}; record it as passthrough 'too-large'",
-                        limit=self.max_body_bytes,
-                    )
+            body = self._checked_body(wire)
         except ResolverError:
             self._release_after_failure(wire.ticket)  # a rejected record must not hold siblings
             raise
         try:
-            result, address = self._commit(wire, kind, body)
-        except ResolverError:
-            raise  # an unknown ticket or a deleted tape: no claim of this ticket is left
+            result, address = self._commit(wire, kind, body, unit_of_work(self.store))
         except Exception as error:
-            self._release_after_failure(wire.ticket)
-            if isinstance(error, SQLAlchemyError) and not isinstance(error, OperationalError):
-                raise StoreUnavailable(
-                    f"the store could not take the record ({type(error).__name__}); nothing "
-                    "was recorded",
-                    ticket=wire.ticket,
-                ) from error
-            raise
+            self.fail(wire.ticket, error)
         self.on_settled(address)
         return result
+
+    def record_without_waiting(self, wire: RecordRequest) -> RecordResult | None:
+        """`record` on the caller's thread (the event loop), for a small complete answer whose
+        transaction need not wait for another writer (store/loop_writes.py); None otherwise,
+        with nothing done. If the commit fails the caller hands the error to `fail` on a worker
+        thread (it writes the claim's release).
+        """
+        if self.loop_writer is None or wire.kind() != "response" or wire.response is None:
+            return None
+        if len(wire.response.body) > LOOP_RECORD_MAX_BASE64:
+            return None  # hashing, scrubbing and storing a large body would hold up the loop
+        try:
+            body = self._checked_body(wire)
+        except ResolverError:
+            return None  # `record` rejects it, and releases the claim, on a thread
+        try:
+            result, address = self._commit(wire, "response", body, self.loop_writer.unit())
+        except WouldWait:
+            return None
+        self.on_settled(address)
+        return result
+
+    def fail(self, ticket: str, error: Exception) -> NoReturn:
+        """Raise what a failed commit answers, once its claim is released (a write: run it off
+        the event loop). A typed refusal (an unknown ticket, a deleted tape) left no claim.
+        """
+        if isinstance(error, ResolverError):
+            raise error
+        self._release_after_failure(ticket)
+        if isinstance(error, SQLAlchemyError) and not isinstance(error, OperationalError):
+            raise StoreUnavailable(
+                f"the store could not take the record ({type(error).__name__}); nothing "
+                "was recorded",
+                ticket=ticket,
+            ) from error
+        raise error
+
+    def _checked_body(self, wire: RecordRequest) -> bytes:
+        if wire.response is None:
+            return b""
+        check_latin1_headers(wire.response.headers, "response.headers")
+        body = decode_base64(wire.response.body, "response.body")
+        if len(body) > self.max_body_bytes:
+            raise BodyTooLarge(
+                f"response body is {len(body)} bytes, over max_body_bytes="
+                f"{self.max_body_bytes}; record it as passthrough 'too-large'",
+                limit=self.max_body_bytes,
+            )
+        return body
 
     def head(self, wire: RecordRequest) -> list[list[str]]:
         """The stored (redacted) form of a stream's headers; renews the ticket's lease."""
@@ -165,10 +204,16 @@ class Recorder:
         except Exception:  # the store may still be failing; the lease is the fallback
             logger.warning("could not release the claim of ticket %s after a failed record", ticket)
 
-    def _commit(self, wire: RecordRequest, kind: str, body: bytes) -> tuple[RecordResult, Address]:
+    def _commit(
+        self,
+        wire: RecordRequest,
+        kind: str,
+        body: bytes,
+        transaction: AbstractContextManager[Unit],
+    ) -> tuple[RecordResult, Address]:
         # Every forward ends here: a Core unit (store/unit.py), with an ORM Session made only
         # for the rarer steps that need one (a lost race, a write's versions, hints).
-        with unit_of_work(self.store) as unit:
+        with transaction as unit:
             connection = unit.connection
             pending = claims.pop_pending(wire.ticket, session=connection)
             if pending is None:

@@ -33,6 +33,7 @@ from resolver.auth import require_proxy
 from resolver.cache import dumps_compact
 from resolver.errors import Conflict
 from resolver.policy import Action, Decision
+from resolver.recording import RecordResult
 from resolver.resolution import Resolution, Resolver, Waiting
 from resolver.schemas import RecordRequest, ResolveRequest, TicketRequest, WaitRequest
 
@@ -228,16 +229,26 @@ def renew(body: TicketRequest, request: Request) -> RenewAnswer:
 async def record(request: Request) -> Response:
     # Every forwarded ask ends here, so like resolve it is validated and answered as bytes.
     body = parse_body(RecordRequest, await request.body())
-    return Response(
-        await run_in_threadpool(record_answer, request.app.state, body),
-        media_type="application/json",
-    )
+    state = request.app.state
+    try:
+        result = state.recorder.record_without_waiting(body)
+    except Exception as error:
+        await run_in_threadpool(state.recorder.fail, body.ticket, error)
+        raise  # `fail` always raises; this only satisfies the type checker
+    if result is None:
+        answer = await run_in_threadpool(record_answer, state, body)
+    else:
+        answer = recorded_bytes(state, result)
+    return Response(answer, media_type="application/json")
 
 
 def record_answer(state: Any, body: RecordRequest) -> bytes:
     if body.head is not None and body.kind() == "head":
         return dumps_compact({"headers": state.recorder.head(body)})
-    result = state.recorder.record(body)
+    return recorded_bytes(state, state.recorder.record(body))
+
+
+def recorded_bytes(state: Any, result: RecordResult) -> bytes:
     if result.decision == Decision.UPSTREAM_FAILED:
         state.metrics.upstream_failed.inc()
     return dumps_compact(

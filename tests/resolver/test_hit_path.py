@@ -17,6 +17,7 @@ import pytest
 from sqlalchemy import event, select
 from sqlalchemy.orm import Session
 
+from resolver.errors import ResolverError
 from resolver.policy import Action, Decision
 from resolver.recording import Recorder
 from resolver.resolution import Resolution, Resolver
@@ -310,3 +311,59 @@ def test_without_a_loop_writer_every_resolve_goes_to_a_thread(store: Store) -> N
     resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
     assert resolver.resolve_without_waiting(ask("/x", "root/b")) is None
     assert branch_rows(store, "root/b") == ([], {})
+
+
+def answer_of(body: bytes) -> ResponseIn:
+    return ResponseIn(status=200, headers=[("X-A", "1")], body=base64.b64encode(body).decode())
+
+
+def test_a_small_answer_is_recorded_on_the_event_loop(store: Store) -> None:
+    writer = LoopWriter.for_store(store)
+    assert writer is not None
+    resolver = Resolver(store, max_body_bytes=1 << 20, lease_seconds=30, loop_writer=writer)
+    recorder = Recorder(store, max_body_bytes=1 << 20, loop_writer=writer)
+    try:
+        forward = resolver.resolve(ask("/r", "root/a"))
+        assert isinstance(forward, Resolution) and forward.ticket is not None
+        wire = RecordRequest(ticket=forward.ticket, response=answer_of(b"small"))
+        result = recorder.record_without_waiting(wire)
+        served = resolver.resolve(ask("/r", "root/b"))
+    finally:
+        writer.close()
+    assert result is not None and result.recorded and result.decision == "recorded"
+    assert isinstance(served, Resolution) and served.decision is Decision.SHARED
+    assert served.response is not None and base64.b64decode(served.response["body"]) == b"small"
+
+
+def test_a_record_the_event_loop_declines_is_left_whole_for_a_thread(store: Store) -> None:
+    writer = LoopWriter.for_store(store)
+    assert writer is not None and store.write_lock is not None
+    resolver = Resolver(store, max_body_bytes=1 << 20, lease_seconds=30)
+    recorder = Recorder(store, max_body_bytes=1 << 20, loop_writer=writer)
+    try:
+        tickets = []
+        for path in ("/busy", "/large", "/bad", "/passthrough"):
+            forward = resolver.resolve(ask(path, "root/a"))
+            assert isinstance(forward, Resolution) and forward.ticket is not None
+            tickets.append(forward.ticket)
+        busy, large, bad, passthrough = (
+            RecordRequest(ticket=tickets[0], response=answer_of(b"busy")),
+            RecordRequest(ticket=tickets[1], response=answer_of(bytes(64 * 1024))),
+            RecordRequest(
+                ticket=tickets[2], response=ResponseIn(status=200, headers=[], body="%%")
+            ),
+            RecordRequest(ticket=tickets[3], passthrough="too-large"),
+        )
+        with store.write_lock:  # another writer of this process is mid-transaction
+            assert recorder.record_without_waiting(busy) is None
+        assert recorder.record_without_waiting(large) is None
+        assert recorder.record_without_waiting(bad) is None
+        assert recorder.record_without_waiting(passthrough) is None
+        # Nothing was taken: on a thread each is recorded (or refused) as it always was.
+        assert recorder.record(busy).recorded
+        assert recorder.record(large).recorded
+        with pytest.raises(ResolverError):
+            recorder.record(bad)
+        assert recorder.record(passthrough).decision == "passthrough"
+    finally:
+        writer.close()

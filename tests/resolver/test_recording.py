@@ -50,9 +50,10 @@ def test_acknowledged_record_survives_kill_9(database_args: list[str]) -> None:
         assert proxy.world.live_calls == 0
 
 
-@pytest.fixture
-def app_client(tmp_path: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(load_settings(data_dir=tmp_path))) as client:
+@pytest.fixture(params=[True, False], ids=["on-the-event-loop", "on-a-thread"])
+def app_client(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[TestClient]:
+    settings = load_settings(data_dir=tmp_path, resolve_on_event_loop=request.param)
+    with TestClient(create_app(settings)) as client:
         yield client
 
 

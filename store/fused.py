@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from sqlalchemy import and_, bindparam, false, literal, select, true
+from sqlalchemy import BindParameter, and_, bindparam, false, literal, select, true
 from sqlalchemy.sql import ClauseElement
 
 from store.counters import take_occurrence, take_occurrence_statement
@@ -35,7 +35,7 @@ def _occurrence_and_versions_statement(count: int) -> Prepared:
     version rows (none, one row with NULLs), so every row carries the occurrence. The versions
     are read from the statement's snapshot, which the upsert cannot have changed.
     """
-    names = [bindparam(f"r{index}") for index in range(count)]
+    names: list[BindParameter[str]] = [bindparam(f"r{index}") for index in range(count)]
 
     def build(dialect: str) -> ClauseElement:
         taken = take_occurrence_statement(dialect).cte("taken")
@@ -92,7 +92,7 @@ def _as_guessed_statement(count: int) -> Prepared:
     a changed tape takes nothing; the select returns the found row with the occurrence (NULL
     when nothing was taken) joined to the `count` resources' versions.
     """
-    names = [bindparam(f"r{index}") for index in range(count)]
+    names: list[BindParameter[str]] = [bindparam(f"r{index}") for index in range(count)]
 
     def build(dialect: str) -> ClauseElement:
         found = TAPE_AND_BRANCH.add_columns(RELAX_COMMIT).cte("found")
@@ -133,7 +133,7 @@ _AS_GUESSED = [_as_guessed_statement(count) for count in range(65)]
 
 def _found_statement(count: int) -> Prepared:
     """SQLite: the tape and branch with `count` resources' versions of the branch (no write)."""
-    names = [bindparam(f"r{index}") for index in range(count)]
+    names: list[BindParameter[str]] = [bindparam(f"r{index}") for index in range(count)]
 
     def build(_dialect: str) -> ClauseElement:
         versions_on = and_(

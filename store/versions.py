@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import BindParameter, bindparam, select
 from sqlalchemy.orm import Session
 
 from store.models import ResourceVersion
@@ -30,7 +30,7 @@ def branch_versions(branch_id: int, *, session: Session) -> dict[str, str]:
 
 def _versions_of_statement(count: int) -> Prepared:
     """The lookup of `count` resources (a resolve names a handful; sizes up to 64 are kept)."""
-    names = [bindparam(f"r{index}") for index in range(count)]
+    names: list[BindParameter[str]] = [bindparam(f"r{index}") for index in range(count)]
     return Prepared(
         lambda _dialect: select(_versions.c.resource, _versions.c.version).where(
             _versions.c.branch_id == bindparam("branch_id"), _versions.c.resource.in_(names)

@@ -32,9 +32,11 @@ from sqlalchemy import Table
 from bench.harness import ChildService, start_child
 from resolver.keys import request_key
 from resolver.request import RequestParts
-from store import exchanges, repository
+from store import exchanges
+from store.branches import fork_branch, get_branch
 from store.db import open_store, transaction
 from store.models import Exchange
+from store.tapes import create_tape, delete_tape, get_tape
 
 logger = logging.getLogger("bench.resolver_perf")
 
@@ -53,7 +55,7 @@ def bulk_load(url: str, tape: str, size: int) -> None:
     store = open_store(url)
     started = time.perf_counter()
     with transaction(store.write) as session:
-        tape_row = repository.create_tape(
+        tape_row = create_tape(
             session=session,
             name=tape,
             world_seed=0,
@@ -62,11 +64,11 @@ def bulk_load(url: str, tape: str, size: int) -> None:
             dependency_model="closure",
             config={},
         )
-        root = repository.get_branch(tape_row.id, "root", session=session)
+        root = get_branch(tape_row.id, "root", session=session)
         if root is None:
             raise RuntimeError(f"tape {tape} was created without a root branch")
         for index in range(BRANCHES):
-            repository.fork_branch(root, f"root/b{index}", {}, session=session)
+            fork_branch(root, f"root/b{index}", {}, session=session)
         body_sha = exchanges.put_blob(BODY, session=session)
         empty_sha = exchanges.put_blob(b"", session=session)
         tape_id = tape_row.id
@@ -113,9 +115,9 @@ def drop_tapes(url: str, names: list[str]) -> None:
     try:
         for name in names:
             with transaction(store.write) as session:
-                tape = repository.get_tape(name, session=session)
+                tape = get_tape(name, session=session)
                 if tape is not None:
-                    repository.delete_tape(tape, session=session)
+                    delete_tape(tape, session=session)
     finally:
         store.dispose()
 

@@ -29,10 +29,14 @@ from resolver.redaction import policy_from_config, redact_request_cached
 from resolver.redaction_rules import Finding
 from resolver.request import RequestParts
 from resolver.schemas import ResolveRequest, check_branch_path, check_tape_name
-from store import exchanges, repository
+from store import exchanges, refs
+from store.fused import take_occurrence_and_versions, take_occurrence_as_guessed
+from store.hints import Hint, find_hint
 from store.models import KeyHint
 from store.prepared import Executor
-from store.repository import BranchRef, Hint, TapeRef
+from store.refs import BranchRef, TapeRef
+from store.tapes import tape_exists
+from store.versions import set_versions, versions_of
 
 
 @dataclass(frozen=True)
@@ -84,11 +88,11 @@ def find_tape_and_branch(
 ) -> tuple[TapeRef, BranchRef] | None:
     """Both in one round trip, or None if either is missing; malformed names are refused.
 
-    `relax_commit`: see `store.repository.find_tape_and_branch` (for the resolve path only).
+    `relax_commit`: see `store.refs.find_tape_and_branch` (for the resolve path only).
     """
     check_tape_name(tape_name)
     check_branch_path(branch_path)
-    return repository.find_tape_and_branch(
+    return refs.find_tape_and_branch(
         tape_name, branch_path, session=session, relax_commit=relax_commit
     )
 
@@ -99,7 +103,7 @@ def load_tape_and_branch(
     found = find_tape_and_branch(session, tape_name, branch_path, relax_commit=relax_commit)
     if found is not None:
         return found
-    if not repository.tape_exists(tape_name, session=session):
+    if not tape_exists(tape_name, session=session):
         raise NotFound(f"tape {tape_name!r} does not exist", tape=tape_name)
     raise NotFound(
         f"branch {branch_path!r} does not exist on tape {tape_name!r}",
@@ -230,9 +234,9 @@ def take_ask(
     draft = draft_ask(tape, branch, wire, body, redaction_key=redaction_key)
     hint = None
     if draft.model is DependencyModel.HINTS:
-        hint = repository.find_hint(tape.id, draft.key.hash, session=session)
+        hint = find_hint(tape.id, draft.key.hash, session=session)
     classification = classify_draft(draft, hint)
-    occurrence, versions = repository.take_occurrence_and_versions(
+    occurrence, versions = take_occurrence_and_versions(
         branch.id, draft.key.hash, fingerprinted_resources(classification), session=session
     )
     return finish_ask(draft, classification, occurrence=occurrence, versions=versions)
@@ -262,9 +266,9 @@ def take_ask_as_guessed(
     draft = draft_ask(guess, BranchRef(-1, wire.branch), wire, body, redaction_key=redaction_key)
     hint = None
     if draft.model is DependencyModel.HINTS:
-        hint = repository.find_hint(guess.id, draft.key.hash, session=session)
+        hint = find_hint(guess.id, draft.key.hash, session=session)
     classification = classify_draft(draft, hint)
-    taken = repository.take_occurrence_as_guessed(
+    taken = take_occurrence_as_guessed(
         wire.tape,
         wire.branch,
         guess,
@@ -292,7 +296,5 @@ def bump_branch(
     key_hash: str,
     body_sha: str,
 ) -> None:
-    current = repository.versions_of(branch_id, resources, session=session)
-    repository.set_versions(
-        branch_id, bump_versions(current, resources, key_hash, body_sha), session=session
-    )
+    current = versions_of(branch_id, resources, session=session)
+    set_versions(branch_id, bump_versions(current, resources, key_hash, body_sha), session=session)

@@ -42,13 +42,14 @@ from resolver.redaction import redact_response_headers
 from resolver.request import RequestParts
 from resolver.schemas import RecordRequest, decode_base64, encode_base64
 from resolver.wakeups import Address
-from store import claims, exchanges, repository
+from store import claims, exchanges
 from store.claims import Pending
 from store.db import Store, transaction
+from store.hints import set_hint
 from store.loop_writes import LoopWriter, WouldWait
 from store.models import PendingRecord, Tape
 from store.prepared import Executor
-from store.repository import TapeRef
+from store.refs import TapeRef, find_tape_ref
 from store.unit import Unit, unit_of_work
 
 logger = logging.getLogger(__name__)
@@ -223,7 +224,7 @@ class Recorder:
                 )
             claims.release_claim(wire.ticket, session=connection)
             notify.announce(connection, _address(pending))  # other replicas' waiters, on commit
-            tape = repository.find_tape_ref(pending.tape_id, session=connection)
+            tape = find_tape_ref(pending.tape_id, session=connection)
             if tape is None:
                 raise Conflict(
                     f"the tape of ticket {wire.ticket!r} was deleted", ticket=wire.ticket
@@ -262,7 +263,7 @@ class Recorder:
         response_headers = exchange.response_headers or []
         hints = response_hints(response_headers)
         if created and model is DependencyModel.HINTS and hints is not None:
-            repository.set_hint(tape.id, pending.key_hash, *hints, session=unit.session)
+            set_hint(tape.id, pending.key_hash, *hints, session=unit.session)
         if pending.is_write:
             self._bump(unit.session, pending, model, response_headers)
         if created and wire.response is not None:

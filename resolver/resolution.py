@@ -50,7 +50,7 @@ from store.db import Store, relax_commit_durability
 from store.loop_writes import LoopWriter, WouldWait
 from store.models import Claim
 from store.prepared import Executor
-from store.repository import TapeRef
+from store.refs import TapeRef
 from store.unit import Unit, unit_of_work
 
 # Forwards whose proxy never called /v1/record are forgotten after this long (or 10 leases).
@@ -142,7 +142,7 @@ class Resolver:
         self.simulator = SimulatorClient(store, max_body_bytes=max_body_bytes)
         self.reserve = reserve
         self._forwards = itertools.count(1)
-        # Each tape as the last resolve found it (store/repository.py `TakenAsGuessed`).
+        # Each tape as the last resolve found it (store/fused.py `TakenAsGuessed`).
         self._tapes: dict[str, TapeRef] = {}
 
     def resolve(self, wire: ResolveRequest) -> Resolution | Waiting:

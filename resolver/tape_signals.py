@@ -14,7 +14,8 @@ from sqlalchemy.orm import Session
 from resolver.policy import RECORDING_DECISIONS
 from resolver.report import build_report
 from resolver.signals import EMPTY_DIGEST, branch_signals, exogenous_digests, fork_signals
-from store import inspect, repository, signals
+from store import inspect, signals
+from store.branches import list_branches
 from store.models import Tape
 
 UNRECORDED_LISTED = 100  # the report counts them all and lists the first this many
@@ -26,7 +27,7 @@ def signed_report(tape: Tape, *, session: Session, around: str | None = None) ->
     With `around`, digests are folded only for that branch and its children (what its branch
     view shows), so showing one branch does not read every answer of a large tape.
     """
-    branches = repository.list_branches(tape.id, session=session)
+    branches = list_branches(tape.id, session=session)
     tallies = inspect.decision_tallies(tape.id, session=session)
     unrecorded = inspect.unrecorded_events(
         tape.id, sorted(RECORDING_DECISIONS), limit=UNRECORDED_LISTED, session=session

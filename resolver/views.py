@@ -10,8 +10,10 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from store import repository
+from store.branches import child_paths
 from store.models import Branch, Tape
+from store.tapes import count_branches, count_exchanges
+from store.versions import branch_versions
 
 
 def tape_config(tape: Tape) -> dict[str, Any]:
@@ -29,8 +31,8 @@ def tape_config(tape: Tape) -> dict[str, Any]:
 def tape_view(tape: Tape, *, session: Session) -> dict[str, Any]:
     return {
         **tape_config(tape),
-        "exchanges": repository.count_exchanges(tape.id, session=session),
-        "branches": repository.count_branches(tape.id, session=session),
+        "exchanges": count_exchanges(tape.id, session=session),
+        "branches": count_branches(tape.id, session=session),
     }
 
 
@@ -38,9 +40,9 @@ def branch_view(branch: Branch, *, session: Session) -> dict[str, Any]:
     return {
         "path": branch.path,
         "parent": branch.parent_path,
-        "children": repository.child_paths(branch.tape_id, branch.path, session=session),
+        "children": child_paths(branch.tape_id, branch.path, session=session),
         "fork_point": branch.fork_point,
         "events": branch.event_count,
-        "versions": repository.branch_versions(branch.id, session=session),
+        "versions": branch_versions(branch.id, session=session),
         "shim_counters": branch.shim_counters or {},
     }

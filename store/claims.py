@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import bindparam, delete, insert, select, update
+from sqlalchemy import CursorResult, Result, bindparam, delete, insert, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import ClauseElement
 
@@ -114,13 +114,13 @@ def take_over_expired(
         .where(Claim.id == claim_id, Claim.ticket == old_ticket, Claim.lease_expires < now)
         .values(ticket=ticket, lease_expires=lease_expires)
     )
-    return session.execute(statement).rowcount == 1
+    return _rows_matched(session.execute(statement)) == 1
 
 
 def renew_claim(ticket: str, *, lease_expires: float, session: Session) -> bool:
     """Extend the lease `ticket` holds; False when it holds no claim any more."""
     statement = update(Claim).where(Claim.ticket == ticket).values(lease_expires=lease_expires)
-    return session.execute(statement).rowcount == 1
+    return _rows_matched(session.execute(statement)) == 1
 
 
 def tape_online_locked(tape_id: int, *, session: Executor) -> bool | None:
@@ -185,4 +185,14 @@ def delete_stale_pending(created_before: float, *, session: Session) -> int:
     stale = select(PendingRecord.ticket).where(PendingRecord.created < created_before)
     session.execute(delete(Claim).where(Claim.ticket.in_(stale)))
     result = session.execute(delete(PendingRecord).where(PendingRecord.created < created_before))
-    return int(result.rowcount or 0)
+    return _rows_matched(result)
+
+
+def _rows_matched(result: Result[*tuple[Any, ...]]) -> int:
+    """How many rows an UPDATE or DELETE with a WHERE clause matched.
+
+    `Session.execute` is typed to return a plain `Result`, since some ORM statements (bulk
+    writes by primary key) give other results; a statement with a WHERE clause gives a
+    `CursorResult`, and SQLAlchemy's advice is to cast it (sqlalchemy/sqlalchemy#12813).
+    """
+    return int(cast("CursorResult[Any]", result).rowcount or 0)

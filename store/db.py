@@ -20,10 +20,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 
 from store import migrate
 from store.prepared import Executor, Prepared, dialect_of
@@ -79,7 +81,7 @@ SQLITE_SYNCHRONOUS_LEVELS = ("NORMAL", "FULL")
 
 def _install_sqlite_pragmas(engine: Engine, synchronous: str) -> None:
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+    def _on_connect(dbapi_connection: sqlite3.Connection, _record: ConnectionPoolEntry) -> None:
         # pysqlite's own transaction handling issues a deferred BEGIN; we issue our own below.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
@@ -92,14 +94,17 @@ def _install_sqlite_pragmas(engine: Engine, synchronous: str) -> None:
         cursor.close()
 
     @event.listens_for(engine, "begin")
-    def _on_begin(connection) -> None:  # type: ignore[no-untyped-def]
+    def _on_begin(connection: Connection) -> None:
         # A deferred transaction that later writes can fail at once with SQLITE_BUSY when
         # two writers race; taking the write lock up front makes busy_timeout apply instead.
         # Read-only sessions opt out (see `Store.read`), so polling never queues for the lock.
         # Straight on the driver: this runs once per transaction, and SQLAlchemy's execution
         # machinery would cost more than the BEGIN itself.
         begin = connection.get_execution_options().get("sqlite_begin", "IMMEDIATE")
-        connection.connection.driver_connection.execute(f"BEGIN {begin}")
+        driver = connection.connection.driver_connection
+        if driver is None:  # `Connection.connection` revalidates, so only a pool bug
+            raise RuntimeError("the pooled connection holds no DBAPI connection")
+        driver.execute(f"BEGIN {begin}")
 
 
 def _server_hung_up(dbapi_connection: object) -> bool:
@@ -136,7 +141,11 @@ def _install_liveness_check(engine: Engine) -> None:
     """
 
     @event.listens_for(engine, "checkout")
-    def _on_checkout(dbapi_connection, record, _proxy) -> None:  # type: ignore[no-untyped-def]
+    def _on_checkout(
+        dbapi_connection: DBAPIConnection,
+        _record: ConnectionPoolEntry,
+        _proxy: PoolProxiedConnection,
+    ) -> None:
         if _server_hung_up(dbapi_connection):
             logger.info("the store's server closed a pooled connection; replacing it")
             raise DisconnectionError("the server closed this pooled connection")

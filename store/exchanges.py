@@ -16,7 +16,7 @@ from sqlalchemy import Connection, bindparam, insert, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import ClauseElement
 
-from store import repository
+from store.counters import take_event_seq
 from store.models import Blob, Branch, Event, Exchange
 from store.prepared import Executor, Prepared, dialect_of
 from store.upsert import insert_for_dialect
@@ -234,7 +234,7 @@ _ADD_NEXT_EVENT = Prepared(_add_next_event_statement)
 def add_next_event(*, session: Executor, **fields: Any) -> int:
     """Take the branch's next event number and insert the event at it; its id (a write)."""
     if dialect_of(session).name != "postgresql":
-        seq = repository.take_event_seq(fields["branch_id"], session=session)
+        seq = take_event_seq(fields["branch_id"], session=session)
         return add_event(session=session, seq=seq, **fields)
     missing = set(_EVENT_FIELDS) - {"seq"} - fields.keys()
     if missing:

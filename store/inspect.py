@@ -8,8 +8,9 @@ the resolver's business, not the store's.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import and_, exists, func, select
+from sqlalchemy import Row, and_, exists, func, select
 from sqlalchemy.orm import Session
 
 from store.models import Branch, Event, Exchange, PendingRecord
@@ -72,21 +73,25 @@ def events_page(
         query = query.where(Event.id > after).order_by(Event.id)
     rows = session.execute(query.limit(limit)).all()
     return [
-        EventRow(
-            id=row.id,
-            seq=row.seq,
-            branch=row.path,
-            method=row.method,
-            url=row.url,
-            key_hash=row.key_hash,
-            occurrence=row.occurrence,
-            fingerprint=row.fingerprint,
-            decision=row.decision,
-            exchange_id=row.exchange_id,
-            status=502 if row.error_kind is not None else row.response_status,
-        )
-        for row in rows
+        _event_row(row, 502 if row.error_kind is not None else row.response_status) for row in rows
     ]
+
+
+def _event_row(row: Row[*tuple[Any, ...]], status: int | None) -> EventRow:
+    """The `EventRow` of a row that holds `_EVENT_COLUMNS`, read by their names."""
+    return EventRow(
+        id=row.id,
+        seq=row.seq,
+        branch=row.path,
+        method=row.method,
+        url=row.url,
+        key_hash=row.key_hash,
+        occurrence=row.occurrence,
+        fingerprint=row.fingerprint,
+        decision=row.decision,
+        exchange_id=row.exchange_id,
+        status=status,
+    )
 
 
 def decision_tallies(tape_id: int, *, session: Session) -> list[Tally]:
@@ -124,4 +129,4 @@ def unrecorded_events(
         .order_by(Event.id)
         .limit(limit)
     )
-    return [EventRow(*row, status=None) for row in session.execute(query)]
+    return [_event_row(row, None) for row in session.execute(query)]

@@ -8,7 +8,7 @@ content, may use time, and are never exported.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
@@ -19,6 +19,7 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     String,
+    Table,
     Text,
     UniqueConstraint,
 )
@@ -29,7 +30,11 @@ IdType = BigInteger().with_variant(Integer(), "sqlite")
 
 
 class Base(DeclarativeBase):
-    pass
+    # SQLAlchemy types `__table__` as any FromClause (a class may be mapped to a join or a
+    # subquery); every model here is mapped to a Table, and saying so lets the Core statements
+    # built on `Model.__table__` (insert, update, delete) type-check. The way SQLAlchemy's
+    # maintainers suggest (sqlalchemy/sqlalchemy#9130).
+    __table__: ClassVar[Table]
 
 
 class Tape(Base):

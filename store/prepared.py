@@ -24,6 +24,7 @@ from sqlalchemy import Connection, Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.types import TypeEngine
 
 
@@ -41,6 +42,8 @@ class _Compiled:
 
 def _compile(statement: ClauseElement, dialect: Dialect) -> _Compiled:
     compiled = statement.compile(dialect=dialect)
+    if not isinstance(compiled, SQLCompiler):  # DDL compiles otherwise, and has no binds
+        raise TypeError(f"not a SQL statement: {statement!r}")
     literals = {
         name: bind.value
         for name, bind in compiled.binds.items()
@@ -52,7 +55,7 @@ def _compile(statement: ClauseElement, dialect: Dialect) -> _Compiled:
         if processor is not None:
             binds.append((name, processor))
     columns = tuple(column.type for column in getattr(statement, "exported_columns", ()))
-    positional = tuple(compiled.positiontup) if compiled.positional else None
+    positional = tuple(compiled.positiontup or ()) if compiled.positional else None
     return _Compiled(compiled.string, positional, literals, tuple(binds), columns, dialect)
 
 
@@ -105,6 +108,8 @@ def _cursor_of(session: Executor) -> tuple[Any, Dialect]:
         info = session.info
         cached = info.get(_CURSOR_KEY)
         if cached is None or cached[0] is not driver:
+            if driver is None:  # `Connection.connection` revalidates, so only a pool bug
+                raise RuntimeError("the pooled connection holds no DBAPI connection")
             cached = (driver, driver.cursor())
             info[_CURSOR_KEY] = cached
         return cached[1], session.dialect

@@ -82,4 +82,6 @@ def fork_tallies(*, session: Session) -> list[ForkTally]:
         .where(Branch.parent_path.is_not(None))
         .group_by(Branch.tape_id, Branch.parent_path, Event.decision, Event.is_read)
     )
-    return [ForkTally(t, p, d, bool(r), n) for t, p, d, r, n in session.execute(query)]
+    # Every parent is set (the query keeps forked branches only); the filter says so to mypy.
+    rows = session.execute(query)
+    return [ForkTally(t, p, d, bool(r), n) for t, p, d, r, n in rows if p is not None]

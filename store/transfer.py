@@ -16,7 +16,6 @@ from sqlalchemy import insert, select
 from sqlalchemy.exc import DatabaseError
 from sqlalchemy.orm import Session
 
-from store import repository
 from store.db import make_engine, make_session_factory, transaction
 from store.models import (
     Blob,
@@ -28,6 +27,7 @@ from store.models import (
     ResourceVersion,
     Tape,
 )
+from store.tapes import get_tape
 from store.upsert import insert_for
 
 logger = logging.getLogger(__name__)
@@ -197,7 +197,7 @@ def import_tape(
             target_name = name or tape.name
             if check is not None:
                 check(tape, target_name)  # first: a bad name must not be echoed as "exists"
-            if repository.get_tape(target_name, session=session) is not None:
+            if get_tape(target_name, session=session) is not None:
                 raise FileExistsError(target_name)
             return copy_tape(source, tape, session, target_name)
     finally:

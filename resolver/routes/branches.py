@@ -16,7 +16,8 @@ from resolver.schemas import ForkRequest, ShimCounters, check_branch_path
 from resolver.shim_counters import CountersMismatch, merge_counters
 from resolver.tape_signals import branch_signal_views, signed_report
 from resolver.views import branch_view
-from store import repository
+from store.branches import child_paths, fork_branch, get_branch
+from store.branches import list_branches as list_stored_branches
 from store.db import transaction
 
 router = APIRouter(prefix="/v1/tapes", tags=["branches"], dependencies=[Depends(require_admin)])
@@ -37,7 +38,7 @@ def fork(tape: str, body: ForkRequest, request: Request) -> dict[str, Any]:
     parent_path = check_branch_path(body.parent)
     with transaction(store_of(request).write) as session:
         found = find_tape(tape, session=session)
-        parent = repository.get_branch(found.id, parent_path, session=session)
+        parent = get_branch(found.id, parent_path, session=session)
         if parent is None:
             raise NotFound(
                 f"parent branch {parent_path!r} does not exist on tape {tape!r}",
@@ -45,8 +46,7 @@ def fork(tape: str, body: ForkRequest, request: Request) -> dict[str, Any]:
                 branch=parent_path,
             )
         existing = {
-            path.rsplit("/", 1)[-1]
-            for path in repository.child_paths(found.id, parent_path, session=session)
+            path.rsplit("/", 1)[-1] for path in child_paths(found.id, parent_path, session=session)
         }
         if isinstance(body.children, int):
             names = _next_free_names(existing, body.children)
@@ -66,7 +66,7 @@ def fork(tape: str, body: ForkRequest, request: Request) -> dict[str, Any]:
             body.shim_counters if body.shim_counters is not None else parent.shim_counters or {}
         )
         for path in paths:
-            repository.fork_branch(parent, path, counters, session=session)
+            fork_branch(parent, path, counters, session=session)
         return {"parent": parent_path, "branches": paths}
 
 
@@ -74,7 +74,7 @@ def fork(tape: str, body: ForkRequest, request: Request) -> dict[str, Any]:
 def list_branches(tape: str, request: Request) -> dict[str, Any]:
     with transaction(store_of(request).read) as session:
         found = find_tape(tape, session=session)
-        branches = repository.list_branches(found.id, session=session)
+        branches = list_stored_branches(found.id, session=session)
         signals = branch_signal_views(signed_report(found, session=session))
         return {
             "branches": [
@@ -99,7 +99,7 @@ def report_shim_counters(
                 f"world_seed {found.world_seed}",
                 field="world_seed",
             )
-        row = repository.get_branch(found.id, branch, session=session)
+        row = get_branch(found.id, branch, session=session)
         if row is None:
             raise NotFound(
                 f"branch {branch!r} does not exist on tape {tape!r}", tape=tape, branch=branch
@@ -116,7 +116,7 @@ def show_branch(tape: str, branch: str, request: Request) -> dict[str, Any]:
     check_branch_path(branch)
     with transaction(store_of(request).read) as session:
         found = find_tape(tape, session=session)
-        row = repository.get_branch(found.id, branch, session=session)
+        row = get_branch(found.id, branch, session=session)
         if row is None:
             raise NotFound(
                 f"branch {branch!r} does not exist on tape {tape!r}", tape=tape, branch=branch

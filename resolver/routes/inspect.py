@@ -14,7 +14,8 @@ from resolver.redaction_report import redaction_summary
 from resolver.routes.tapes import find_tape, store_of
 from resolver.schemas import check_branch_path, encode_base64
 from resolver.tape_signals import signed_report
-from store import exchanges, inspect, repository
+from store import exchanges, inspect
+from store.branches import get_branch
 from store.db import transaction
 from store.digest import tape_digest
 
@@ -38,7 +39,7 @@ def events(
         check_branch_path(branch)
     with transaction(store_of(request).read) as session:
         found = find_tape(tape, session=session)
-        if branch is not None and repository.get_branch(found.id, branch, session=session) is None:
+        if branch is not None and get_branch(found.id, branch, session=session) is None:
             raise NotFound(f"branch {branch!r} does not exist on tape {tape!r}", branch=branch)
         rows = inspect.events_page(
             found.id, branch=branch, after=after, limit=limit, session=session

@@ -18,9 +18,9 @@ from resolver.auth import require_admin
 from resolver.errors import Conflict, NotFound
 from resolver.schemas import TapeConfig, check_config_size, check_tape_name
 from resolver.views import tape_config, tape_view
-from store import repository
 from store.db import Store, transaction
 from store.models import Tape
+from store.tapes import create_tape, delete_tape, get_tape, list_tapes, set_online
 
 router = APIRouter(prefix="/v1/tapes", tags=["tapes"], dependencies=[Depends(require_admin)])
 
@@ -31,7 +31,7 @@ def store_of(request: Request) -> Store:
 
 def find_tape(name: str, *, session: Session) -> Tape:
     check_tape_name(name)
-    tape = repository.get_tape(name, session=session)
+    tape = get_tape(name, session=session)
     if tape is None:
         raise NotFound(f"tape {name!r} does not exist", tape=name)
     return tape
@@ -49,7 +49,7 @@ def open_tape(config: TapeConfig, request: Request, response: Response) -> dict[
     for _attempt in range(2):
         try:
             with transaction(store.write) as session:
-                existing = repository.get_tape(config.name, session=session)
+                existing = get_tape(config.name, session=session)
                 if existing is not None:
                     differing = _differences(tape_config(existing), config)
                     if differing:
@@ -62,7 +62,7 @@ def open_tape(config: TapeConfig, request: Request, response: Response) -> dict[
                         )
                     response.status_code = 200
                     return tape_view(existing, session=session)
-                tape = repository.create_tape(
+                tape = create_tape(
                     session=session,
                     name=config.name,
                     world_seed=config.world_seed,
@@ -80,9 +80,7 @@ def open_tape(config: TapeConfig, request: Request, response: Response) -> dict[
 @router.get("", response_model=TapeList)
 def list_all(request: Request) -> dict[str, Any]:
     with transaction(store_of(request).read) as session:
-        return {
-            "tapes": [tape_view(t, session=session) for t in repository.list_tapes(session=session)]
-        }
+        return {"tapes": [tape_view(t, session=session) for t in list_tapes(session=session)]}
 
 
 @router.get("/{tape}", response_model=TapeInfo)
@@ -96,14 +94,14 @@ def remove(tape: str, request: Request) -> Response:
     with transaction(store_of(request).write) as session:
         found = find_tape(tape, session=session)
         tape_id = found.id
-        repository.delete_tape(found, session=session)
+        delete_tape(found, session=session)
     request.app.state.resolver.cache.forget_tape(tape_id)
     return Response(status_code=204)
 
 
 def _set_online(name: str, request: Request, online: bool) -> dict[str, Any]:
     with transaction(store_of(request).write) as session:
-        tape = repository.set_online(find_tape(name, session=session), online, session=session)
+        tape = set_online(find_tape(name, session=session), online, session=session)
         return tape_view(tape, session=session)
 
 

@@ -23,9 +23,11 @@ from resolver.ui.markup import Markup, link, table, tag, url
 from resolver.ui.miss_page import miss_href
 from resolver.ui.queries import events_serving
 from resolver.ui.tape_pages import tape_href, timeline_href
-from store import exchanges, inspect, repository
+from store import exchanges, inspect
+from store.branches import child_paths, get_branch
 from store.db import transaction
 from store.inspect import EventRow
+from store.versions import branch_versions
 
 PAGE_SIZE = 500
 SIMULATED_NOTE = (
@@ -101,12 +103,12 @@ def timeline(
     check_branch_path(branch)
     with transaction(request.app.state.store.read) as session:
         found = find_tape(tape, session=session)
-        row = repository.get_branch(found.id, branch, session=session)
+        row = get_branch(found.id, branch, session=session)
         if row is None:
             raise NotFound(f"branch {branch!r} does not exist on tape {tape!r}")
         parent, fork_point, count = row.parent_path, row.fork_point, row.event_count
-        children = repository.child_paths(found.id, branch, session=session)
-        versions = repository.branch_versions(row.id, session=session)
+        children = child_paths(found.id, branch, session=session)
+        versions = branch_versions(row.id, session=session)
         events = inspect.events_page(
             found.id, branch=branch, after=after, limit=PAGE_SIZE, session=session
         )

@@ -26,7 +26,8 @@ from resolver.ui.layout import UI_ROOT, badge, hash_cell, page
 from resolver.ui.markup import Markup, join, link, table, tag, url
 from resolver.ui.queries import AddressEvent, address_events, writes_before
 from resolver.ui.tape_pages import tape_href, timeline_href
-from store import exchanges, repository
+from store import exchanges
+from store.branches import child_paths
 from store.db import transaction
 from store.models import Exchange
 
@@ -131,7 +132,7 @@ def compare(
     check_branch_path(parent)
     with transaction(request.app.state.store.read) as session:
         found = find_tape(tape, session=session)
-        siblings = repository.child_paths(found.id, parent, session=session)
+        siblings = child_paths(found.id, parent, session=session)
         if not siblings:
             raise NotFound(f"branch {parent!r} of tape {tape!r} has no children to compare")
         events = address_events(found.id, key, occurrence, siblings, session=session)

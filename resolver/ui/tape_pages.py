@@ -19,9 +19,10 @@ from resolver.ui.layout import UI_ROOT, badge, legend, page
 from resolver.ui.markup import Markup, link, path_segment, table, tag, url
 from resolver.ui.tree import parents_of, tree_svg
 from resolver.views import tape_view
-from store import repository
+from store.branches import list_branches
 from store.db import transaction
 from store.models import Branch
+from store.tapes import list_tapes as list_stored_tapes
 
 REPORT_FIELDS = (
     ("reads", "reads"),
@@ -50,7 +51,7 @@ def register(router: APIRouter) -> None:
 
 def list_tapes(request: Request) -> HTMLResponse:
     with transaction(request.app.state.store.read) as session:
-        tapes = [tape_view(t, session=session) for t in repository.list_tapes(session=session)]
+        tapes = [tape_view(t, session=session) for t in list_stored_tapes(session=session)]
     rows = [
         [
             link(tape_href(t["name"]), t["name"], class_="tape-link"),
@@ -151,7 +152,7 @@ def show_tape(tape: str, request: Request) -> HTMLResponse:
     with transaction(request.app.state.store.read) as session:
         found = find_tape(tape, session=session)
         view = tape_view(found, session=session)
-        branches = repository.list_branches(found.id, session=session)
+        branches = list_branches(found.id, session=session)
         report = signed_report(found, session=session)
         tree = _tree(branches, found.name, report)
         drawing = tree_svg(

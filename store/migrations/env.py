@@ -47,7 +47,10 @@ def run_online() -> None:
     # so SQLite gets the same pragmas as the resolver.
     from store.db import make_engine
 
-    engine = make_engine(context.config.get_main_option("sqlalchemy.url"), create_schema=False)
+    url = context.config.get_main_option("sqlalchemy.url")
+    if url is None:
+        raise RuntimeError("no sqlalchemy.url to migrate: set it, or run `groundhog migrate`")
+    engine = make_engine(url, create_schema=False)
     try:
         with engine.begin() as connection:
             _configure(connection)

@@ -25,9 +25,12 @@ from resolver.asks import (
 from resolver.errors import InvalidInput, NotFound
 from resolver.policy import DependencyModel, Mode
 from resolver.schemas import ResolveRequest
-from store import repository
+from store.branches import fork_branch, get_branch
 from store.db import Store, open_store, transaction
-from store.repository import BranchRef, TapeRef
+from store.hints import set_hint
+from store.refs import BranchRef, TapeRef
+from store.tapes import create_tape
+from store.versions import branch_versions
 from tests.support.store_databases import private_schema_url
 
 
@@ -48,10 +51,10 @@ def _make_tape(store: Store, name: str = "t", **fields: Any) -> None:
     }
     values.update(fields)
     with transaction(store.write) as session:
-        tape = repository.create_tape(session=session, name=name, **values)
-        root = repository.get_branch(tape.id, "root", session=session)
+        tape = create_tape(session=session, name=name, **values)
+        root = get_branch(tape.id, "root", session=session)
         assert root is not None
-        repository.fork_branch(root, "root/b0", {}, session=session)
+        fork_branch(root, "root/b0", {}, session=session)
 
 
 def _wire(**fields: Any) -> ResolveRequest:
@@ -152,9 +155,9 @@ def test_bump_branch_chains_versions(store: Store) -> None:
     ask = _ask(store, _wire())
     with transaction(store.write) as session:
         bump_branch(session, ask.branch_id, {"r"}, "k", "b")
-        once = repository.branch_versions(ask.branch_id, session=session)["r"]
+        once = branch_versions(ask.branch_id, session=session)["r"]
         bump_branch(session, ask.branch_id, {"r"}, "k", "b")
-        twice = repository.branch_versions(ask.branch_id, session=session)["r"]
+        twice = branch_versions(ask.branch_id, session=session)["r"]
     assert once == hashlib.sha256(b"\x1fk\x1fb").hexdigest()
     assert twice == hashlib.sha256(f"{once}\x1fk\x1fb".encode()).hexdigest()
 
@@ -171,7 +174,7 @@ def test_hints_model_uses_a_recorded_hint(store: Store) -> None:
     unhinted = _ask(store, _wire())
     assert unhinted.classification.reads == frozenset({"host:api.example.com"})
     with transaction(store.write) as session:
-        repository.set_hint(unhinted.tape_id, unhinted.key.hash, "doc:1", "", session=session)
+        set_hint(unhinted.tape_id, unhinted.key.hash, "doc:1", "", session=session)
     hinted = _ask(store, _wire())
     assert hinted.classification.reads == frozenset({"doc:1"})
 

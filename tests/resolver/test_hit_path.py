@@ -22,10 +22,11 @@ from resolver.policy import Action, Decision
 from resolver.recording import Recorder
 from resolver.resolution import Resolution, Resolver
 from resolver.schemas import RecordRequest, ResolveRequest, ResponseIn
-from store import repository
+from store.branches import fork_branch, get_branch
 from store.db import Store, open_store, transaction
 from store.loop_writes import LoopWriter
 from store.models import Event, OccurrenceCounter, Tape
+from store.tapes import create_tape, delete_tape, get_tape, set_online
 from tests.support.store_databases import end_connections, named_connections_url, private_schema_url
 
 
@@ -33,7 +34,7 @@ def create_tape_t(
     session: Session, branches: tuple[str, ...], *, config: dict[str, object]
 ) -> Tape:
     """Tape `t` (groundhog mode, online, closure) with `branches` forked from its root."""
-    tape = repository.create_tape(
+    tape = create_tape(
         session=session,
         name="t",
         world_seed=1,
@@ -42,10 +43,10 @@ def create_tape_t(
         dependency_model="closure",
         config=config,
     )
-    root = repository.get_branch(tape.id, "root", session=session)
+    root = get_branch(tape.id, "root", session=session)
     assert root is not None
     for name in branches:
-        repository.fork_branch(root, name, {}, session=session)
+        fork_branch(root, name, {}, session=session)
     return tape
 
 
@@ -90,8 +91,8 @@ def record(store: Store, resolver: Resolver, path: str, branch: str, body: bytes
 
 def branch_rows(store: Store, branch: str) -> tuple[list[tuple[int, str, int]], dict[str, int]]:
     with transaction(store.read) as session:
-        tape = repository.get_tape("t", session=session)
-        branch_id = repository.get_branch(tape.id, branch, session=session).id
+        tape = get_tape("t", session=session)
+        branch_id = get_branch(tape.id, branch, session=session).id
         events = session.execute(
             select(Event.seq, Event.decision, Event.occurrence)
             .where(Event.branch_id == branch_id)
@@ -159,7 +160,7 @@ def test_a_sealed_miss_is_refused_by_the_general_path(store: Store) -> None:
     resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
     record(store, resolver, "/x", "root/a", b"first")
     with transaction(store.write) as session:
-        repository.set_online(repository.get_tape("t", session=session), False, session=session)
+        set_online(get_tape("t", session=session), False, session=session)
     refused = resolver.resolve(ask("/y", "root/b"))
     shared = resolver.resolve(ask("/x", "root/b"))
     assert isinstance(refused, Resolution) and refused.decision is Decision.REFUSED
@@ -219,7 +220,7 @@ def test_a_tape_made_anew_under_its_name_is_resolved_by_its_own_config(store: St
     first = resolver.resolve(ask("/x", "root/a", query=[("ts", "1")]))  # the guess: config {}
     assert isinstance(first, Resolution) and first.ask.occurrence == 0
     with transaction(store.write) as session:
-        repository.delete_tape(repository.get_tape("t", session=session), session=session)
+        delete_tape(get_tape("t", session=session), session=session)
         tape = create_tape_t(session, ("root/a",), config={"ignore_params": ["ts"]})
     asks = [resolver.resolve(ask("/x", "root/a", query=[("ts", t)])) for t in ("1", "2")]
     assert [a.ask.occurrence for a in asks if isinstance(a, Resolution)] == [0, 1]

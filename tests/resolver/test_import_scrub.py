@@ -14,7 +14,7 @@ from store import exchanges
 from store.db import Store, open_store, transaction
 from store.models import Exchange
 from tests.store.test_exchanges import content
-from tests.store.test_repository import make_tape
+from tests.store.test_tapes import make_tape
 
 KEY = b"d" * 32
 SECRET = "tok-9f8e7d6c5b4a"

@@ -10,9 +10,11 @@ import pytest
 from sqlalchemy.orm import Session
 
 from resolver.views import branch_view, tape_config, tape_view
-from store import repository
+from store.branches import fork_branch, get_branch
 from store.db import Store, open_store, transaction
 from store.models import Tape
+from store.tapes import create_tape
+from store.versions import set_versions
 
 
 @pytest.fixture
@@ -23,7 +25,7 @@ def store(tmp_path: Path) -> Iterator[Store]:
 
 
 def _tape(session: Session, config: dict[str, Any] | None = None) -> Tape:
-    return repository.create_tape(
+    return create_tape(
         session=session,
         name="shown",
         world_seed=9,
@@ -50,10 +52,10 @@ def test_tape_config_flattens_the_stored_config(store: Store) -> None:
 def test_tape_view_counts_branches_and_exchanges(store: Store) -> None:
     with transaction(store.write) as session:
         tape = _tape(session, config={})
-        root = repository.get_branch(tape.id, "root", session=session)
+        root = get_branch(tape.id, "root", session=session)
         assert root is not None
-        repository.fork_branch(root, "root/a", {}, session=session)
-        repository.fork_branch(root, "root/b", {}, session=session)
+        fork_branch(root, "root/a", {}, session=session)
+        fork_branch(root, "root/b", {}, session=session)
         view = tape_view(tape, session=session)
     assert view["branches"] == 3
     assert view["exchanges"] == 0
@@ -63,11 +65,11 @@ def test_tape_view_counts_branches_and_exchanges(store: Store) -> None:
 def test_branch_view_shows_lineage_versions_and_counters(store: Store) -> None:
     with transaction(store.write) as session:
         tape = _tape(session)
-        root = repository.get_branch(tape.id, "root", session=session)
+        root = get_branch(tape.id, "root", session=session)
         assert root is not None
-        repository.set_versions(root.id, {"host:x": "v1"}, session=session)
-        child = repository.fork_branch(root, "root/a", {"random": 3}, session=session)
-        repository.fork_branch(child, "root/a/z", {}, session=session)
+        set_versions(root.id, {"host:x": "v1"}, session=session)
+        child = fork_branch(root, "root/a", {"random": 3}, session=session)
+        fork_branch(child, "root/a/z", {}, session=session)
         root_view = branch_view(root, session=session)
         child_view = branch_view(child, session=session)
     assert root_view == {
@@ -88,7 +90,7 @@ def test_branch_view_shows_lineage_versions_and_counters(store: Store) -> None:
 def test_missing_shim_counters_render_as_an_empty_object(store: Store) -> None:
     with transaction(store.write) as session:
         tape = _tape(session)
-        root = repository.get_branch(tape.id, "root", session=session)
+        root = get_branch(tape.id, "root", session=session)
         assert root is not None
         root.shim_counters = None  # type: ignore[assignment]
         assert branch_view(root, session=session)["shim_counters"] == {}

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from store import claims, exchanges, repository
+from store import claims, exchanges
+from store.branches import get_branch
 from store.db import Store, transaction
 from store.unit import unit_of_work
-from tests.store.test_repository import make_tape
+from tests.store.test_tapes import make_tape
 
 
 def test_one_claim_per_address_and_takeover_only_when_expired(store: Store) -> None:
@@ -38,7 +39,7 @@ def test_one_claim_per_address_and_takeover_only_when_expired(store: Store) -> N
 def test_pending_records_pop_once(store: Store) -> None:
     tape_id = make_tape(store)
     with transaction(store.write) as session:
-        root = repository.get_branch(tape_id, "root", session=session)
+        root = get_branch(tape_id, "root", session=session)
         event_id = exchanges.add_event(
             session=session,
             branch_id=root.id,
@@ -76,7 +77,7 @@ def test_pending_records_pop_once(store: Store) -> None:
 def test_stale_pending_records_and_their_claims_are_swept(store: Store) -> None:
     tape_id = make_tape(store)
     with transaction(store.write) as session:
-        root = repository.get_branch(tape_id, "root", session=session)
+        root = get_branch(tape_id, "root", session=session)
         for ticket, created in (("old", 10.0), ("new", 500.0)):
             event_id = exchanges.add_event(
                 session=session,

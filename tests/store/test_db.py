@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 
-from store import repository
 from store.db import Store, open_store, transaction
+from store.tapes import create_tape, get_tape, tape_exists
 from store.unit import unit_of_work
 from tests.support.store_databases import end_connections, named_connections_url, private_schema_url
 
@@ -29,12 +29,11 @@ def test_sqlite_creates_parent_dir_and_sets_pragmas(tmp_path: Path) -> None:
 
 
 def test_transaction_rolls_back_on_error(tmp_path: Path) -> None:
-    from store import repository
 
     store = open_store(f"sqlite:///{tmp_path / 's.sqlite3'}")
     try:
         with transaction(store.write) as session:
-            repository.create_tape(
+            create_tape(
                 session=session,
                 name="t",
                 world_seed=0,
@@ -47,7 +46,7 @@ def test_transaction_rolls_back_on_error(tmp_path: Path) -> None:
     except RuntimeError:
         pass
     with transaction(store.read) as session:
-        assert repository.get_tape("t", session=session) is None
+        assert get_tape("t", session=session) is None
     store.dispose()
 
 
@@ -95,15 +94,15 @@ def test_a_connection_ended_inside_a_transaction_fails_it_and_the_next_one_works
 ) -> None:
     store, label = labelled_postgres
     with pytest.raises(OperationalError), unit_of_work(store) as unit:
-        repository.tape_exists("t", session=unit.connection)
+        tape_exists("t", session=unit.connection)
         end_connections(postgres_url, label)
-        repository.tape_exists("t", session=unit.connection)  # a prepared statement (Core path)
+        tape_exists("t", session=unit.connection)  # a prepared statement (Core path)
     with pytest.raises(OperationalError), transaction(store.write) as session:
         session.scalar(text("SELECT 1"))
         end_connections(postgres_url, label)
         session.scalar(text("SELECT 1"))  # the ORM path
     with unit_of_work(store) as unit:
-        assert not repository.tape_exists("t", session=unit.connection)
+        assert not tape_exists("t", session=unit.connection)
 
 
 @pytest.mark.postgres

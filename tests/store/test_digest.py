@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from store import exchanges, repository
+from store import exchanges
+from store.branches import fork_branch, get_branch
 from store.db import Store, transaction
 from store.digest import tape_digest
 from tests.store.test_exchanges import content
-from tests.store.test_repository import make_tape
+from tests.store.test_tapes import make_tape
 
 
 def fill(store: Store, name: str, order: list[tuple[str, int, str]], body: bytes = b"x") -> int:
     tape_id = make_tape(store, name)
     with transaction(store.write) as session:
-        root = repository.get_branch(tape_id, "root", session=session)
-        repository.fork_branch(root, "root/b0", {"n": 1}, session=session)
+        root = get_branch(tape_id, "root", session=session)
+        fork_branch(root, "root/b0", {"n": 1}, session=session)
         sha = exchanges.put_blob(body, session=session)
         for key, occurrence, fingerprint in order:
             exchanges.insert_exchange_first_wins(
@@ -41,7 +42,7 @@ def test_digest_covers_the_branch_tree(store: Store) -> None:
     first = fill(store, "one", ADDRESSES)
     second = fill(store, "two", ADDRESSES)
     with transaction(store.write) as session:
-        root = repository.get_branch(second, "root", session=session)
-        repository.fork_branch(root, "root/b1", {}, session=session)
+        root = get_branch(second, "root", session=session)
+        fork_branch(root, "root/b1", {}, session=session)
     with transaction(store.read) as session:
         assert tape_digest(first, session=session) != tape_digest(second, session=session)

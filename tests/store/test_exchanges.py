@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 
-from store import exchanges, repository
+from store import exchanges
+from store.branches import get_branch
+from store.counters import take_event_seq
 from store.db import Store, transaction
 from store.models import Blob, Event
-from tests.store.test_repository import make_tape
+from tests.store.test_tapes import make_tape
 
 
 def content(body_sha: str, status: int = 200) -> exchanges.ExchangeContent:
@@ -59,8 +61,8 @@ def test_first_recording_at_an_address_wins(store: Store) -> None:
 def test_events_are_numbered_per_branch_and_finished_by_record(store: Store) -> None:
     tape_id = make_tape(store)
     with transaction(store.write) as session:
-        root = repository.get_branch(tape_id, "root", session=session)
-        seqs = [repository.take_event_seq(root.id, session=session) for _ in range(2)]
+        root = get_branch(tape_id, "root", session=session)
+        seqs = [take_event_seq(root.id, session=session) for _ in range(2)]
         event_id = exchanges.add_event(
             session=session,
             branch_id=root.id,

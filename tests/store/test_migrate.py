@@ -19,10 +19,12 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, create_engine, inspect, text
 from sqlalchemy.orm import sessionmaker
 
-from store import exchanges, migrate, repository
+from store import exchanges, migrate
+from store.branches import get_branch
 from store.db import Store, make_engine, open_store, transaction
 from store.digest import tape_digest
 from store.models import Base, Event
+from store.tapes import list_tapes
 from tests.store.test_digest import ADDRESSES, fill
 from tests.support.servers import REPO_ROOT
 from tests.support.store_databases import private_schema_url
@@ -57,7 +59,7 @@ def old_store(engine: Engine, revision: str = migrate.BASELINE_REVISION) -> Stor
 def record_event(store: Store, tape_id: int) -> int:
     """An event pointing at the tape's first exchange: data in the column 0002 indexes."""
     with transaction(store.write) as session:
-        root = repository.get_branch(tape_id, "root", session=session)
+        root = get_branch(tape_id, "root", session=session)
         exchange = exchanges.find_exchange(tape_id, "a", 0, "", session=session)
         event = Event(
             branch_id=root.id,
@@ -121,7 +123,7 @@ def test_store_at_revision_1_upgrades_with_its_data(engine: Engine) -> None:
     with transaction(store.read) as session:
         assert tape_digest(tape_id, session=session) == digest_before
         assert session.get(Event, event_id).exchange_id is not None
-        assert [t.name for t in repository.list_tapes(session=session)] == ["old"]
+        assert [t.name for t in list_tapes(session=session)] == ["old"]
 
 
 def test_store_from_before_migrations_is_stamped_then_upgraded(engine: Engine) -> None:

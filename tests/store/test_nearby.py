@@ -7,7 +7,7 @@ from dataclasses import replace
 from store import exchanges, nearby
 from store.db import Store, transaction
 from tests.store.test_exchanges import content
-from tests.store.test_repository import make_tape
+from tests.store.test_tapes import make_tape
 
 
 def _record(

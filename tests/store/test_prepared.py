@@ -10,16 +10,21 @@ import pytest
 from sqlalchemy import bindparam, select
 from sqlalchemy.exc import IntegrityError
 
-from store import claims, exchanges, repository
+from store import claims, exchanges
+from store.branches import get_branch
+from store.counters import take_event_seq, take_occurrence
 from store.db import Store, transaction
 from store.models import Claim, Event, Tape
 from store.prepared import Prepared
+from store.refs import find_tape_and_branch, find_tape_ref
+from store.tapes import create_tape, tape_exists
 from store.unit import unit_of_work
+from store.versions import set_versions, versions_of
 
 
 def make_tape(store: Store) -> tuple[int, int]:
     with transaction(store.write) as session:
-        tape = repository.create_tape(
+        tape = create_tape(
             session=session,
             name="prep",
             world_seed=3,
@@ -28,7 +33,7 @@ def make_tape(store: Store) -> tuple[int, int]:
             dependency_model="path",
             config={"ignore_params": ["ts"]},
         )
-        root = repository.get_branch(tape.id, "root", session=session)
+        root = get_branch(tape.id, "root", session=session)
         assert root is not None
         return tape.id, root.id
 
@@ -36,9 +41,9 @@ def make_tape(store: Store) -> tuple[int, int]:
 def test_typed_columns_are_decoded_as_sqlalchemy_would(store: Store) -> None:
     tape_id, branch_id = make_tape(store)
     with transaction(store.read) as session:
-        found = repository.find_tape_and_branch("prep", "root", session=session)
-        assert repository.find_tape_and_branch("prep", "root/none", session=session) is None
-        assert repository.find_tape_and_branch("other", "root", session=session) is None
+        found = find_tape_and_branch("prep", "root", session=session)
+        assert find_tape_and_branch("prep", "root/none", session=session) is None
+        assert find_tape_and_branch("other", "root", session=session) is None
     assert found is not None
     tape, branch = found
     assert (tape.id, tape.name, tape.world_seed, tape.mode, tape.dependency_model) == (
@@ -73,28 +78,28 @@ def test_a_cursor_serves_many_statements_across_transactions(store: Store) -> No
     tape_id, branch_id = make_tape(store)
     for _ in range(3):
         with unit_of_work(store) as unit:
-            assert repository.tape_exists("prep", session=unit.connection)
-            assert repository.take_occurrence(branch_id, "k", session=unit.connection) >= 0
-            assert repository.find_tape_ref(tape_id, session=unit.session) is not None
-            assert not repository.tape_exists("other", session=unit.session)
+            assert tape_exists("prep", session=unit.connection)
+            assert take_occurrence(branch_id, "k", session=unit.connection) >= 0
+            assert find_tape_ref(tape_id, session=unit.session) is not None
+            assert not tape_exists("other", session=unit.session)
     with transaction(store.read) as session:
-        assert repository.take_occurrence(branch_id, "k", session=session) == 3
+        assert take_occurrence(branch_id, "k", session=session) == 3
 
 
 def test_writes_share_the_session_transaction(store: Store) -> None:
     tape_id, branch_id = make_tape(store)
     with transaction(store.write) as session:
-        taken = [repository.take_occurrence(branch_id, "k" * 64, session=session) for _ in range(3)]
-        seqs = [repository.take_event_seq(branch_id, session=session) for _ in range(2)]
-        repository.set_versions(branch_id, {"host:a": "v1", "host:b": "v2"}, session=session)
-        versions = repository.versions_of(branch_id, {"host:a", "host:c"}, session=session)
+        taken = [take_occurrence(branch_id, "k" * 64, session=session) for _ in range(3)]
+        seqs = [take_event_seq(branch_id, session=session) for _ in range(2)]
+        set_versions(branch_id, {"host:a": "v1", "host:b": "v2"}, session=session)
+        versions = versions_of(branch_id, {"host:a", "host:c"}, session=session)
     assert taken == [0, 1, 2] and seqs == [1, 2] and versions == {"host:a": "v1"}
     with pytest.raises(RuntimeError), transaction(store.write) as session:
-        repository.take_occurrence(branch_id, "k" * 64, session=session)
+        take_occurrence(branch_id, "k" * 64, session=session)
         raise RuntimeError("roll back")
     with transaction(store.write) as session:
-        assert repository.take_occurrence(branch_id, "k" * 64, session=session) == 3
-        assert repository.get_branch(tape_id, "root", session=session).event_count == 2
+        assert take_occurrence(branch_id, "k" * 64, session=session) == 3
+        assert get_branch(tape_id, "root", session=session).event_count == 2
 
 
 def test_the_next_event_takes_the_branch_counter_in_the_same_statement(store: Store) -> None:
@@ -116,7 +121,7 @@ def test_the_next_event_takes_the_branch_counter_in_the_same_statement(store: St
         rows = session.execute(
             select(Event.id, Event.seq, Event.is_read).where(Event.branch_id == branch_id)
         ).all()
-        assert repository.get_branch(tape_id, "root", session=session).event_count == 3
+        assert get_branch(tape_id, "root", session=session).event_count == 3
     assert sorted(rows) == [(ids[0], 1, True), (ids[1], 2, True), (ids[2], 3, True)]
     with pytest.raises(LookupError), transaction(store.write) as session:
         exchanges.add_next_event(session=session, **{**fields, "branch_id": branch_id + 1000})
@@ -154,10 +159,10 @@ def test_driver_errors_surface_as_sqlalchemy_errors(store: Store) -> None:
     """The resolver's handlers catch SQLAlchemy's classes (OperationalError: 503)."""
     _tape_id, branch_id = make_tape(store)
     with pytest.raises(IntegrityError) as raised, transaction(store.write) as session:
-        repository.take_occurrence(branch_id + 1000, "k" * 64, session=session)  # no such branch
+        take_occurrence(branch_id + 1000, "k" * 64, session=session)  # no such branch
     assert isinstance(raised.value.orig, store.engine.dialect.loaded_dbapi.IntegrityError)
     with transaction(store.write) as session:  # the failed transaction left nothing behind
-        assert repository.take_occurrence(branch_id, "k" * 64, session=session) == 0
+        assert take_occurrence(branch_id, "k" * 64, session=session) == 0
 
 
 def test_a_statement_is_compiled_once_per_dialect(store: Store) -> None:

@@ -1,0 +1,72 @@
+"""The branch tree of a tape: find and list branches, their children, and forking.
+
+A fork must start the child exactly where the parent stands — the parent's per-key occurrence
+counters and resource versions copied, its event count as the fork point — or the child's asks
+would land on other addresses than the parent's next asks and share nothing with its siblings.
+This module does that copy in the database (one INSERT … SELECT per table) so a fork costs the
+same however long the parent ran. Every function takes `session=` and never commits.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import literal, select
+from sqlalchemy.orm import Session
+
+from store.models import Branch, OccurrenceCounter, ResourceVersion
+
+
+def get_branch(tape_id: int, path: str, *, session: Session) -> Branch | None:
+    query = select(Branch).where(Branch.tape_id == tape_id, Branch.path == path)
+    return session.scalars(query).one_or_none()
+
+
+def list_branches(tape_id: int, *, session: Session) -> list[Branch]:
+    return list(
+        session.scalars(select(Branch).where(Branch.tape_id == tape_id).order_by(Branch.path))
+    )
+
+
+def child_paths(tape_id: int, path: str, *, session: Session) -> list[str]:
+    query = select(Branch.path).where(Branch.tape_id == tape_id, Branch.parent_path == path)
+    return sorted(session.scalars(query))
+
+
+def fork_branch(
+    parent: Branch, child_path: str, shim_counters: dict[str, Any], *, session: Session
+) -> Branch:
+    """A child at the parent's current state: its counters and versions are copied."""
+    child = Branch(
+        tape_id=parent.tape_id,
+        path=child_path,
+        parent_path=parent.path,
+        fork_point=parent.event_count,
+        event_count=0,
+        shim_counters=shim_counters,
+    )
+    session.add(child)
+    session.flush()
+    _copy_branch_rows(
+        OccurrenceCounter, ("key_hash", "count"), parent.id, child.id, session=session
+    )
+    _copy_branch_rows(
+        ResourceVersion, ("resource", "version"), parent.id, child.id, session=session
+    )
+    return child
+
+
+def _copy_branch_rows(
+    model: type[OccurrenceCounter] | type[ResourceVersion],
+    columns: tuple[str, ...],
+    parent_id: int,
+    child_id: int,
+    *,
+    session: Session,
+) -> None:
+    """Copy one branch's rows of ``model`` to another in a single INSERT … SELECT."""
+    table = model.__table__
+    rows = select(literal(child_id), *(table.c[name] for name in columns)).where(
+        table.c.branch_id == parent_id
+    )
+    session.execute(table.insert().from_select(["branch_id", *columns], rows))

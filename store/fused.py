@@ -1,0 +1,213 @@
+"""The resolve's opening statements fused: occurrence, versions (and tape and branch) in one.
+
+Before deciding, a resolve must find its tape and branch, take its occurrence and read the
+versions of the resources it depends on. Run apart those are three round trips to PostgreSQL;
+this module makes them one statement with data-modifying WITHs. SQLite cannot put an upsert
+inside a WITH and runs in process, where a round trip costs nothing to save, so there the same
+answers come from separate statements. Without this module every hit on PostgreSQL would pay
+two more round trips (tests/resolver/test_hit_path.py pins the count).
+Every function takes `session=` and never commits.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from sqlalchemy import BindParameter, and_, bindparam, false, literal, select, true
+from sqlalchemy.sql import ClauseElement
+
+from store.counters import take_occurrence, take_occurrence_statement
+from store.models import Branch, OccurrenceCounter, ResourceVersion
+from store.prepared import Executor, Prepared, dialect_of
+from store.refs import RELAX_COMMIT, TAPE_AND_BRANCH, BranchRef, TapeRef, refs_from_row
+from store.upsert import insert_for_dialect
+from store.versions import versions_of
+
+# Core statements on the tables (not the mapped classes): no ORM compile step per execution.
+_branches, _versions = Branch.__table__, ResourceVersion.__table__
+_occurrences = OccurrenceCounter.__table__
+
+
+def _occurrence_and_versions_statement(count: int) -> Prepared:
+    """PostgreSQL: the occurrence taken and `count` resources' versions read in one statement.
+
+    The counter's upsert is a data-modifying WITH; the select joins its one row to the branch's
+    version rows (none, one row with NULLs), so every row carries the occurrence. The versions
+    are read from the statement's snapshot, which the upsert cannot have changed.
+    """
+    names: list[BindParameter[str]] = [bindparam(f"r{index}") for index in range(count)]
+
+    def build(dialect: str) -> ClauseElement:
+        taken = take_occurrence_statement(dialect).cte("taken")
+        versions = _versions.c.branch_id == bindparam("branch_id"), _versions.c.resource.in_(names)
+        return select(taken.c["count"], _versions.c.resource, _versions.c.version).select_from(
+            taken.outerjoin(_versions, and_(*versions))
+        )
+
+    return Prepared(build)
+
+
+_OCCURRENCE_AND_VERSIONS = [_occurrence_and_versions_statement(count) for count in range(1, 65)]
+
+
+def take_occurrence_and_versions(
+    branch_id: int, key_hash: str, resources: set[str] | frozenset[str], *, session: Executor
+) -> tuple[int, dict[str, str]]:
+    """`take_occurrence` and `versions_of` together: one round trip on PostgreSQL (a write).
+
+    SQLite cannot put an upsert inside a WITH, and runs in process where a round trip costs
+    nothing to save, so it runs the two statements.
+    """
+    if not resources or dialect_of(session).name != "postgresql":
+        occurrence = take_occurrence(branch_id, key_hash, session=session)
+        return occurrence, versions_of(branch_id, resources, session=session)
+    ordered = sorted(resources)
+    parameters: dict[str, Any] = {f"r{index}": name for index, name in enumerate(ordered)}
+    parameters["branch_id"] = branch_id
+    parameters["key_hash"] = key_hash
+    count = len(ordered)
+    statement = (
+        _OCCURRENCE_AND_VERSIONS[count - 1]
+        if count <= len(_OCCURRENCE_AND_VERSIONS)
+        else _occurrence_and_versions_statement(count)
+    )
+    rows = statement.rows(parameters, session=session)
+    return int(rows[0][0]) - 1, {row[1]: row[2] for row in rows if row[1] is not None}
+
+
+class TakenAsGuessed(NamedTuple):
+    """What `take_occurrence_as_guessed` found, and took when the tape was as guessed."""
+
+    tape: TapeRef
+    branch: BranchRef
+    occurrence: int | None  # None: the tape is not the guessed one, and nothing was taken
+    versions: dict[str, str]
+
+
+def _as_guessed_statement(count: int) -> Prepared:
+    """PostgreSQL: tape and branch found, occurrence taken and versions read, in one statement.
+
+    `found` is the relaxing tape-and-branch lookup; `taken` upserts the counter only from a
+    `found` row that matches the guess (same tape id, config text and dependency model), so
+    a changed tape takes nothing; the select returns the found row with the occurrence (NULL
+    when nothing was taken) joined to the `count` resources' versions.
+    """
+    names: list[BindParameter[str]] = [bindparam(f"r{index}") for index in range(count)]
+
+    def build(dialect: str) -> ClauseElement:
+        found = TAPE_AND_BRANCH.add_columns(RELAX_COMMIT).cte("found")
+        same = and_(
+            found.c.id == bindparam("tape_id"),
+            found.c.config_text == bindparam("config_text"),
+            found.c.dependency_model == bindparam("dependency_model"),
+        )
+        key_hash = bindparam("key_hash", type_=_occurrences.c.key_hash.type)
+        counted = _occurrences.c["count"]
+        taken = (
+            insert_for_dialect(dialect, _occurrences)
+            .from_select(
+                ["branch_id", "key_hash", "count"],
+                select(found.c.branch_id, key_hash, literal(1)).where(same),
+            )
+            .on_conflict_do_update(
+                index_elements=["branch_id", "key_hash"], set_={"count": counted + 1}
+            )
+            .returning(counted)
+            .cte("taken")
+        )
+        versions_on = and_(
+            taken.c["count"].is_not(None),
+            _versions.c.branch_id == found.c.branch_id,
+            _versions.c.resource.in_(names) if names else false(),  # not an "empty IN"
+        )
+        columns = [found.c[column.name] for column in TAPE_AND_BRANCH.selected_columns]
+        return select(
+            *columns, taken.c["count"], _versions.c.resource, _versions.c.version
+        ).select_from(found.outerjoin(taken, true()).outerjoin(_versions, versions_on))
+
+    return Prepared(build)
+
+
+_AS_GUESSED = [_as_guessed_statement(count) for count in range(65)]
+
+
+def _found_statement(count: int) -> Prepared:
+    """SQLite: the tape and branch with `count` resources' versions of the branch (no write)."""
+    names: list[BindParameter[str]] = [bindparam(f"r{index}") for index in range(count)]
+
+    def build(_dialect: str) -> ClauseElement:
+        versions_on = and_(
+            _versions.c.branch_id == _branches.c.id,
+            _versions.c.resource.in_(names) if names else false(),  # not an "empty IN"
+        )
+        return TAPE_AND_BRANCH.add_columns(_versions.c.resource, _versions.c.version).outerjoin(
+            _versions, versions_on
+        )
+
+    return Prepared(build)
+
+
+_FOUND = [_found_statement(count) for count in range(65)]
+
+
+def take_occurrence_as_guessed(
+    name: str,
+    path: str,
+    guess: TapeRef,
+    key_hash: str,
+    resources: set[str] | frozenset[str],
+    *,
+    session: Executor,
+) -> TakenAsGuessed | None:
+    """Find the tape and branch and, if the tape is still `guess`, take the occurrence of
+    `key_hash` and read `resources`' versions (a write); None if the tape or branch is missing.
+
+    The key and resources were worked out from `guess` (the tape as an earlier resolve saw
+    it) before anything was read, so on PostgreSQL all of it is one round trip; a tape that
+    has changed since (or was made anew under its name) takes nothing, and the caller starts
+    over from the tape found. The transaction's commit is relaxed as by `find_tape_and_branch`
+    with `relax_commit`. SQLite, which cannot upsert inside a WITH, takes the occurrence in a
+    second statement.
+    """
+    ordered = sorted(resources)
+    parameters: dict[str, Any] = {f"r{index}": value for index, value in enumerate(ordered)}
+    parameters.update(name=name, path=path)
+    count = len(ordered)
+    if dialect_of(session).name != "postgresql":
+        # The lookup reads the versions too; SQLite's write lock (BEGIN IMMEDIATE) keeps them
+        # as they are until the occurrence is taken.
+        statement = _FOUND[count] if count < len(_FOUND) else _found_statement(count)
+        rows = statement.rows(parameters, session=session)
+        if not rows:
+            return None
+        tape, branch = refs_from_row(rows[0], path)
+        if not _is_as_guessed(tape, guess):
+            return TakenAsGuessed(tape, branch, None, {})
+        occurrence = take_occurrence(branch.id, key_hash, session=session)
+        versions = {row[9]: row[10] for row in rows if row[9] is not None}
+        return TakenAsGuessed(tape, branch, occurrence, versions)
+    parameters.update(
+        tape_id=guess.id,
+        config_text=guess.config_text,
+        dependency_model=guess.dependency_model,
+        key_hash=key_hash,
+    )
+    statement = _AS_GUESSED[count] if count < len(_AS_GUESSED) else _as_guessed_statement(count)
+    rows = statement.rows(parameters, session=session)
+    if not rows:
+        return None
+    tape, branch = refs_from_row(rows[0], path)
+    taken = rows[0][9]
+    if taken is None:
+        return TakenAsGuessed(tape, branch, None, {})
+    versions = {row[10]: row[11] for row in rows if row[10] is not None}
+    return TakenAsGuessed(tape, branch, int(taken) - 1, versions)
+
+
+def _is_as_guessed(tape: TapeRef, guess: TapeRef) -> bool:
+    """The fields a draft depends on, compared as `_as_guessed_statement` compares them."""
+    return (
+        tape.id == guess.id
+        and tape.config_text == guess.config_text
+        and tape.dependency_model == guess.dependency_model
+    )

@@ -24,7 +24,8 @@ from typing import Any
 
 from bench.resolver_perf import BRANCHES, bulk_load, resolve_body
 from resolver.policy import Decision
-from resolver.resolution import Resolution, Resolver
+from resolver.resolution import Resolver
+from resolver.resolve_results import Resolution
 from resolver.schemas import ResolveRequest
 from store.db import open_store
 

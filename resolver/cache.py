@@ -15,6 +15,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from groundhog.protocol.wire import WireResponse
+
 Address = tuple[int, str, int, str]
 DEFAULT_BUDGET_BYTES = 64 * 1024 * 1024
 
@@ -27,7 +29,7 @@ class Recorded:
     """
 
     exchange_id: int
-    response: dict[str, Any]
+    response: WireResponse
     response_headers: list[list[str]]
     response_json: bytes = field(init=False, repr=False, compare=False)
 

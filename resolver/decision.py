@@ -5,10 +5,11 @@ the tape's mode, online flag, passthrough and simulator settings, a replacing fa
 answers of the store's lookups so far (recorded or not, whose recording, the claim's state).
 When a fact it needs is missing it asks for it (`LOOK_UP`, `CONFIRM_ONLINE`, `CLAIM`,
 `TAKE_OVER`); otherwise it names the final step (serve, refuse, inject, forward, wait) with the
-action and decision word the proxy sees. The resolution module (resolver/resolution.py) is the
-only caller: it feeds the facts, performs what is asked, and writes in one place once the step
-is final. A plain hit and a single-flight poll go through this same function; only the facts
-they start from differ. The DESIGN §4 table itself stays in `policy.decide`, which this wraps.
+action and decision word the proxy sees. The Resolver (resolver/resolution.py) is the only
+caller: it feeds the facts (resolver/facts.py), performs what is asked, and once the step is
+final has it written in one place (resolver/final_steps.py). A plain hit and a single-flight
+poll go through this same function; only the facts they start from differ. The DESIGN §4 table
+itself stays in `policy.decide`, which this wraps.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Where the resolve path meets the tape's `faults` (the decisions are in `resolver/faults.py`).
 
-Kept apart from `resolution.py` so that module only carries three small hooks: skip the hit
-path when a fault replaces the answer, serve an injected answer (event `injected`, nothing
-forwarded, nothing recorded), and add a latency fault's delay to whatever the ask resolved to.
+Kept apart from the resolve path so it only carries three small hooks: skip the hit path when
+a fault replaces the answer (`facts.py`), serve an injected answer (`final_steps.py`: event
+`injected`, nothing forwarded, nothing recorded), and add a latency fault's delay to whatever
+the ask resolved to (`resolution.py`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The sealed-miss answer with its near-miss explanations (the store side of `near_miss`).
 
 The resolve path calls `sealed_miss` when a sealed tape has nothing at an address; it gathers
-candidate recordings from the store and renders the 502 problem, so the resolution module only
-needs one call and the explaining stays a pure function.
+candidate recordings from the store and renders the 502 problem, so carrying out a refusal
+(resolver/final_steps.py) needs only one call and the explaining stays a pure function.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The resolve path: one short transaction that takes the ask, settles it through the one
-decision path (resolver/decision.py) and carries out the final step: serve from tape, hand out a
-ticket to go live, or say "wait, someone is fetching".
+decision path (resolver/decision.py) and has its final step carried out: serve from tape, hand
+out a ticket to go live, or say "wait, someone is fetching".
 
 This is the edge where the pure modules (keys, redaction, dependencies, fingerprint, policy,
 decision) meet the store. Without it the proxy would have nobody to ask. Waiting itself (single
@@ -9,41 +9,35 @@ recorded) or when the holder's lease lapses; a holder keeps its lease (resolver/
 it fetches. A poll settles through the same decision path, from the facts it has looked up.
 
 `_settle` is the loop: it asks `decide_step` for the next step, performs the lookups it asks for
-(`_find`, the locked online flag, a claim attempt) and hands the final step to `_carry_out`, the
-one place that writes events, pending records and claims. A plain hit is that loop with one
-lookup. Every forward re-reads the tape's online flag under a share lock in the transaction that
-hands it out, so once a seal commits no new live call starts; and every forward first checks the
-store's disk reserve, so a live answer always has room to be recorded.
+(`_find`, the locked online flag, a claim attempt) and hands the final step to
+`FinalSteps.carry_out` (resolver/final_steps.py), the one place that writes events, pending
+records and claims. A plain hit is that loop with one lookup. Every forward re-reads the tape's
+online flag under a share lock in the transaction that hands it out, so once a seal commits no
+new live call starts. The facts each lookup yields are read by resolver/facts.py; what a resolve
+settles to is resolver/resolve_results.py.
 """
 
 from __future__ import annotations
 
-import itertools
 import secrets
 import time
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from sqlalchemy.orm import Session
 
-from resolver import answers, injection, misses
-from resolver.asks import (
-    Ask,
-    bump_branch,
-    cooperative_headers,
-    load_tape_and_branch,
-    take_ask,
-    take_ask_as_guessed,
-)
+from resolver import answers, injection
+from resolver.asks import Ask, load_tape_and_branch, take_ask, take_ask_as_guessed
 from resolver.cache import AnswerCache, Recorded
-from resolver.decision import ClaimState, Facts, Plan, Step, decide_step
-from resolver.dependencies import recorded_writes
+from resolver.decision import ClaimState, Facts, Step, decide_step
 from resolver.disk import DiskReserve
 from resolver.echoes import EchoBook
 from resolver.errors import BodyTooLarge
-from resolver.policy import Action, Decision
+from resolver.facts import address_of, claim_state, facts_of, recorded_facts
+from resolver.final_steps import FinalSteps
+from resolver.policy import Action
+from resolver.resolve_results import Resolution, Waiting, wants_simulator
 from resolver.schemas import ResolveRequest, decode_base64
-from resolver.simulation import is_simulated
 from resolver.simulator_client import SimulatorClient
 from store import claims, exchanges
 from store.db import Store, relax_commit_durability
@@ -53,71 +47,12 @@ from store.prepared import Executor
 from store.refs import TapeRef
 from store.unit import Unit, unit_of_work
 
-# Forwards whose proxy never called /v1/record are forgotten after this long (or 10 leases).
-STALE_PENDING_SECONDS = 3600.0
-STALE_SWEEP_EVERY = 256
 # Tapes whose config is kept as a guess (a few per deployment; more only clears the guesses).
 TAPES_REMEMBERED = 1024
 
 
-def facts_of(ask: Ask, *, passthrough: bool = False) -> Facts:
-    """What the ask itself tells the decision, before any lookup."""
-    return Facts(
-        is_write=ask.classification.is_write,
-        mode=ask.mode,
-        online=ask.online,
-        true_fingerprint=ask.true_fingerprint,
-        branch=ask.branch,
-        passthrough=passthrough,
-        fault=injection.replacing_fault(ask) is not None,
-        simulator=bool(ask.simulator_url),
-        simulate_writes=ask.simulate_writes,
-    )
-
-
-def _wants_simulator(result: Resolution | Waiting) -> bool:
-    """A claimed `simulated` ask: its answer comes from the tape's simulator."""
-    return (
-        isinstance(result, Resolution)
-        and result.decision is Decision.SIMULATED
-        and result.action is Action.FORWARD
-        and result.ticket is not None
-    )
-
-
-def claim_state(claim: Claim | None, now: float) -> ClaimState:
-    if claim is None:
-        return ClaimState.FREE
-    return ClaimState.HELD if claim.lease_expires >= now else ClaimState.EXPIRED
-
-
-@dataclass
-class Resolution:
-    """What `/v1/resolve` answers (see docs/internals.md)."""
-
-    action: Action
-    decision: Decision
-    ask: Ask
-    ticket: str | None = None
-    response: dict[str, object] | None = None
-    upstream_headers: list[list[str]] = field(default_factory=list)
-    # `response` already encoded as JSON (a cached recording), so the reply need not re-encode it.
-    response_json: bytes | None = None
-    # How long the proxy holds the answer: a latency fault, or a timeout fault's hold.
-    delay_ms: int = 0
-
-
-@dataclass(frozen=True)
-class Waiting:
-    """Another asker holds the claim on this address; poll until it is recorded."""
-
-    ask: Ask
-    # When the holder's lease lapses (wall time), if known: the next look worth taking.
-    lease_expires: float | None = None
-
-
 class Resolver:
-    """Resolve and record against one store."""
+    """Resolve and poll asks against one store."""
 
     def __init__(
         self,
@@ -135,13 +70,15 @@ class Resolver:
         self.loop_writer = loop_writer
         # Without a deployment key (tests, benches) placeholders are keyed by a process key.
         self.redaction_key = redaction_key or secrets.token_bytes(32)
-        self.echoes = echoes if echoes is not None else EchoBook()
         self.max_body_bytes = max_body_bytes
         self.lease_seconds = lease_seconds
         self.cache = cache if cache is not None else AnswerCache()
         self.simulator = SimulatorClient(store, max_body_bytes=max_body_bytes)
-        self.reserve = reserve
-        self._forwards = itertools.count(1)
+        self._final_steps = FinalSteps(
+            lease_seconds=lease_seconds,
+            echoes=echoes if echoes is not None else EchoBook(),
+            reserve=reserve,
+        )
         # Each tape as the last resolve found it (store/fused.py `TakenAsGuessed`).
         self._tapes: dict[str, TapeRef] = {}
 
@@ -169,7 +106,7 @@ class Resolver:
     @staticmethod
     def needs_thread(result: Resolution | Waiting) -> bool:
         """Whether `finish` may block (it asks the tape's simulator over HTTP)."""
-        return _wants_simulator(result)
+        return wants_simulator(result)
 
     def _remember(self, tape: TapeRef) -> None:
         """Keep the tape as this resolve found it: the next resolve's guess of its config."""
@@ -217,20 +154,20 @@ class Resolver:
         start = facts_of(ask)  # a passthrough or a fault never waits
         with unit_of_work(self.store, write=False) as unit:
             found = self._find(unit, ask)
-            claim = None if found else claims.get_claim(*_address(ask), session=unit.session)
-        looked = start.updated(**_recorded_facts(found), claim=claim_state(claim, time.time()))
+            claim = None if found else claims.get_claim(*address_of(ask), session=unit.session)
+        looked = start.updated(**recorded_facts(found), claim=claim_state(claim, time.time()))
         if decide_step(looked).step is Step.WAIT:
             assert claim is not None
             return Waiting(ask, claim.lease_expires)
         with unit_of_work(self.store) as unit:
             relax_commit_durability(unit.connection)
-            claim = claims.get_claim(*_address(ask), session=unit.session)
+            claim = claims.get_claim(*address_of(ask), session=unit.session)
             facts = start.updated(claim=claim_state(claim, time.time()))
             return self._settle(unit, ask, facts, claim=claim)
 
     def _simulate(self, result: Resolution | Waiting) -> Resolution | Waiting:
         """A claimed `simulated` ask: ask the tape's simulator, record and serve its answer."""
-        if not _wants_simulator(result):
+        if not wants_simulator(result):
             return result
         assert isinstance(result, Resolution) and result.ticket is not None
         decision, response = self.simulator.answer(result.ask, result.ticket)
@@ -246,7 +183,7 @@ class Resolver:
             plan = decide_step(facts)
             if plan.step is Step.LOOK_UP:
                 found = self._find(unit, ask)
-                facts = facts.updated(**_recorded_facts(found))
+                facts = facts.updated(**recorded_facts(found))
             elif plan.step is Step.CONFIRM_ONLINE:
                 online = bool(claims.tape_online_locked(ask.tape_id, session=unit.connection))
                 ask = replace(ask, online=online)
@@ -267,56 +204,11 @@ class Resolver:
                     facts = facts.updated(claim=ClaimState.HELD)
             else:
                 lease = claim.lease_expires if claim is not None else None
-                return self._carry_out(unit, ask, plan, facts, found, ticket, lease)
-
-    def _carry_out(
-        self,
-        unit: Unit,
-        ask: Ask,
-        plan: Plan,
-        facts: Facts,
-        found: Recorded | None,
-        ticket: str | None,
-        lease_expires: float | None,
-    ) -> Resolution | Waiting:
-        """The one place a final step writes: its event, and its claim or pending record."""
-        assert plan.decision is not None
-        if plan.step is Step.WAIT:
-            return Waiting(ask, lease_expires)
-        if plan.step is Step.SERVE:
-            assert found is not None
-            if facts.claim is ClaimState.OURS and ticket is not None:
-                claims.release_claim(ticket, session=unit.connection)
-            self._write_event(unit.connection, ask, plan.decision, found.exchange_id)
-            if ask.classification.is_write:  # a replayed write moves the branch on as live
-                self._bump_versions(unit.session, ask, found.response_headers)
-            return Resolution(
-                Action.SERVE,
-                plan.decision,
-                ask,
-                response=found.response,
-                response_json=found.response_json,
-            )
-        if plan.step is Step.REFUSE:
-            self._write_event(unit.connection, ask, Decision.REFUSED, None)
-            response = misses.sealed_miss(unit.session, ask)  # near-miss explanations
-            return Resolution(Action.SERVE, Decision.REFUSED, ask, response=response)
-        if plan.step is Step.INJECT:
-            fault = injection.replacing_fault(ask)
-            assert fault is not None
-            self._write_event(unit.connection, ask, Decision.INJECTED, None)
-            response = injection.injected(ask, fault)
-            return Resolution(Action.SERVE, Decision.INJECTED, ask, response=response)
-        if plan.step is Step.PASS:
-            self._write_event(unit.connection, ask, Decision.PASSTHROUGH, None)
-            headers = cooperative_headers(ask)
-            return Resolution(Action.FORWARD, Decision.PASSTHROUGH, ask, None, None, headers)
-        assert plan.step is Step.FORWARD
-        return self._write_forward(unit, ask, plan.decision, ticket or claims.new_ticket())
+                return self._final_steps.carry_out(unit, ask, plan, facts, found, ticket, lease)
 
     def _find(self, unit: Unit, ask: Ask) -> Recorded | None:
         """The answer recorded at the ask's address (from memory when it was served before)."""
-        address = _address(ask)
+        address = address_of(ask)
         cached = self.cache.get(address)
         if cached is not None:
             return cached
@@ -338,7 +230,7 @@ class Resolver:
     def _take_claim(self, session: Executor, ask: Ask, ticket: str) -> bool:
         lease_expires = time.time() + self.lease_seconds
         return claims.try_claim(
-            *_address(ask), ticket=ticket, lease_expires=lease_expires, session=session
+            *address_of(ask), ticket=ticket, lease_expires=lease_expires, session=session
         )
 
     def _take_over(self, session: Session, claim: Claim, ticket: str) -> bool:
@@ -351,70 +243,3 @@ class Resolver:
             lease_expires=now + self.lease_seconds,
             session=session,
         )
-
-    @staticmethod
-    def _write_event(
-        session: Executor, ask: Ask, decision: Decision, exchange_id: int | None
-    ) -> int:
-        return exchanges.add_next_event(
-            session=session,
-            branch_id=ask.branch_id,
-            method=ask.request.method,
-            url=ask.request.url(),
-            key_hash=ask.key.hash,
-            occurrence=ask.occurrence,
-            fingerprint=ask.fingerprint,
-            decision=str(decision),
-            is_read=not ask.classification.is_write,
-            true_fingerprint_nonempty=ask.true_fingerprint != "",
-            exchange_id=exchange_id,
-        )
-
-    def _write_forward(self, unit: Unit, ask: Ask, decision: Decision, ticket: str) -> Resolution:
-        """A live call handed out: its event, request body and pending record."""
-        if self.reserve is not None:
-            self.reserve.check()  # raises before anything is written: the ask is not taken
-        if next(self._forwards) % STALE_SWEEP_EVERY == 0:
-            horizon = max(STALE_PENDING_SECONDS, 10 * self.lease_seconds)
-            claims.delete_stale_pending(time.time() - horizon, session=unit.session)
-        event_id = self._write_event(unit.connection, ask, decision, None)
-        session = unit.connection
-        self.echoes.remember(ticket, ask.secrets)
-        exchanges.put_blob(ask.request.body, session=session)
-        claims.add_pending(
-            session=session,
-            ticket=ticket,
-            tape_id=ask.tape_id,
-            branch_id=ask.branch_id,
-            event_id=event_id,
-            key_hash=ask.key.hash,
-            occurrence=ask.occurrence,
-            fingerprint=ask.fingerprint,
-            decision=str(decision),
-            is_write=ask.classification.is_write,
-            request={
-                "key_readable": ask.key.readable,
-                "method": ask.request.method,
-                "host": ask.request.normalised_host,
-                "url": ask.request.url(),
-                "headers": [list(pair) for pair in ask.request.headers],
-                "body_sha": ask.body_sha,
-                "writes": sorted(ask.classification.writes),
-            },
-            created=time.time(),
-        )
-        return Resolution(Action.FORWARD, decision, ask, ticket, None, cooperative_headers(ask))
-
-    @staticmethod
-    def _bump_versions(session: Session, ask: Ask, response_headers: list[list[str]]) -> None:
-        written = recorded_writes(ask.request, ask.model, ask.classification, response_headers)
-        bump_branch(session, ask.branch_id, written, ask.key.hash, ask.body_sha)
-
-
-def _address(ask: Ask) -> tuple[int, str, int, str]:
-    return (ask.tape_id, ask.key.hash, ask.occurrence, ask.fingerprint)
-
-
-def _recorded_facts(found: Recorded | None) -> dict[str, bool]:
-    simulated = found is not None and is_simulated(found.response_headers)
-    return {"recorded": found is not None, "simulated_recording": simulated}

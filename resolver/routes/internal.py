@@ -34,7 +34,8 @@ from resolver.cache import dumps_compact
 from resolver.errors import Conflict
 from resolver.policy import Action, Decision
 from resolver.recording import RecordResult
-from resolver.resolution import Resolution, Resolver, Waiting
+from resolver.resolution import Resolver
+from resolver.resolve_results import Resolution, Waiting
 from resolver.schemas import RecordRequest, ResolveRequest, TicketRequest, WaitRequest
 
 router = APIRouter(prefix="/v1", tags=["internal"], dependencies=[Depends(require_proxy)])

@@ -20,7 +20,8 @@ from sqlalchemy.orm import Session
 from resolver.errors import ResolverError
 from resolver.policy import Action, Decision
 from resolver.recording import Recorder
-from resolver.resolution import Resolution, Resolver
+from resolver.resolution import Resolver
+from resolver.resolve_results import Resolution
 from resolver.schemas import RecordRequest, ResolveRequest, ResponseIn
 from store.branches import fork_branch, get_branch
 from store.db import Store, open_store, transaction

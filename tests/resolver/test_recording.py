@@ -15,7 +15,7 @@ from sqlalchemy.exc import OperationalError
 
 from resolver import recording
 from resolver.app import create_app
-from resolver.resolution import Resolution, Waiting
+from resolver.resolve_results import Resolution, Waiting
 from resolver.schemas import ResolveRequest
 from resolver.settings import load_settings
 from tests.resolver.proxy_double import ProxyDouble

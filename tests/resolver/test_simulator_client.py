@@ -29,7 +29,8 @@ from resolver import simulator_client
 from resolver.app import create_app
 from resolver.asks import Ask
 from resolver.policy import Decision
-from resolver.resolution import Resolution, Resolver
+from resolver.resolution import Resolver
+from resolver.resolve_results import Resolution
 from resolver.schemas import ResolveRequest
 from resolver.settings import load_settings
 from resolver.simulation import PROTOCOL

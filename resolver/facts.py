@@ -1,0 +1,51 @@
+"""The decision's facts as the resolve path reads them: from an ask, a claim row, a recording.
+
+`decision.decide_step` is pure and knows nothing of asks, store rows or cached answers; these
+small functions translate each into `Facts` fields, and name the address every lookup is made
+at. They are shared by a first resolve and a single-flight poll (resolver/resolution.py), which
+must start from the same facts for the one decision path to decide alike; without them each
+would spell the translation out again, and a poll could decide differently from a resolve.
+"""
+
+from __future__ import annotations
+
+from resolver import injection
+from resolver.asks import Ask
+from resolver.cache import Recorded
+from resolver.decision import ClaimState, Facts
+from resolver.simulation import is_simulated
+from resolver.wakeups import Address
+from store.models import Claim
+
+
+def facts_of(ask: Ask, *, passthrough: bool = False) -> Facts:
+    """What the ask itself tells the decision, before any lookup."""
+    return Facts(
+        is_write=ask.classification.is_write,
+        mode=ask.mode,
+        online=ask.online,
+        true_fingerprint=ask.true_fingerprint,
+        branch=ask.branch,
+        passthrough=passthrough,
+        fault=injection.replacing_fault(ask) is not None,
+        simulator=bool(ask.simulator_url),
+        simulate_writes=ask.simulate_writes,
+    )
+
+
+def claim_state(claim: Claim | None, now: float) -> ClaimState:
+    """A claim row's state at wall time `now`: a lease that lapses exactly now still holds."""
+    if claim is None:
+        return ClaimState.FREE
+    return ClaimState.HELD if claim.lease_expires >= now else ClaimState.EXPIRED
+
+
+def recorded_facts(found: Recorded | None) -> dict[str, bool]:
+    """What looking up the address found: a recording, and whether the simulator made it."""
+    simulated = found is not None and is_simulated(found.response_headers)
+    return {"recorded": found is not None, "simulated_recording": simulated}
+
+
+def address_of(ask: Ask) -> Address:
+    """Where the ask's answer, claim and pending record live: tape, key, occurrence, fingerprint."""
+    return (ask.tape_id, ask.key.hash, ask.occurrence, ask.fingerprint)

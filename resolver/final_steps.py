@@ -1,0 +1,157 @@
+"""Carrying out a resolve's final step: the one place the decision path writes.
+
+Once `decision.decide_step` names a final step (serve, refuse, inject, pass, forward, wait), the
+Resolver (resolver/resolution.py) hands it here with the facts and lookups that led to it.
+`FinalSteps.carry_out` writes the step's event, releases or keeps the claim, writes a forward's
+request body and pending record, moves a replayed write's branch on, and builds the
+`Resolution` or `Waiting` the proxy is told. Every forward first checks the store's disk reserve,
+so a live answer always has room to be recorded, and now and then sweeps pending records whose
+proxy never called `/v1/record`. Kept apart from the Resolver's transaction flow so that flow
+reads as decide-and-look-up; without one place for these writes a step could be recorded
+differently depending on which path (resolve or poll) reached it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+from sqlalchemy.orm import Session
+
+from resolver import injection, misses
+from resolver.asks import Ask, bump_branch, cooperative_headers
+from resolver.cache import Recorded
+from resolver.decision import ClaimState, Facts, Plan, Step
+from resolver.dependencies import recorded_writes
+from resolver.disk import DiskReserve
+from resolver.echoes import EchoBook
+from resolver.policy import Action, Decision
+from resolver.resolve_results import Resolution, Waiting
+from store import claims, exchanges
+from store.prepared import Executor
+from store.unit import Unit
+
+# Forwards whose proxy never called /v1/record are forgotten after this long (or 10 leases).
+STALE_PENDING_SECONDS = 3600.0
+STALE_SWEEP_EVERY = 256
+
+
+class FinalSteps:
+    """The final steps of one Resolver: its lease, echo book and disk reserve."""
+
+    def __init__(
+        self, *, lease_seconds: float, echoes: EchoBook, reserve: DiskReserve | None
+    ) -> None:
+        self.lease_seconds = lease_seconds
+        self.echoes = echoes
+        self.reserve = reserve
+        self._forwards = itertools.count(1)
+
+    def carry_out(
+        self,
+        unit: Unit,
+        ask: Ask,
+        plan: Plan,
+        facts: Facts,
+        found: Recorded | None,
+        ticket: str | None,
+        lease_expires: float | None,
+    ) -> Resolution | Waiting:
+        """The one place a final step writes: its event, and its claim or pending record."""
+        assert plan.decision is not None
+        if plan.step is Step.WAIT:
+            return Waiting(ask, lease_expires)
+        if plan.step is Step.SERVE:
+            assert found is not None
+            if facts.claim is ClaimState.OURS and ticket is not None:
+                claims.release_claim(ticket, session=unit.connection)
+            write_event(unit.connection, ask, plan.decision, found.exchange_id)
+            if ask.classification.is_write:  # a replayed write moves the branch on as live
+                bump_versions(unit.session, ask, found.response_headers)
+            return Resolution(
+                Action.SERVE,
+                plan.decision,
+                ask,
+                response=found.response,
+                response_json=found.response_json,
+            )
+        if plan.step is Step.REFUSE:
+            write_event(unit.connection, ask, Decision.REFUSED, None)
+            response = misses.sealed_miss(unit.session, ask)  # near-miss explanations
+            return Resolution(Action.SERVE, Decision.REFUSED, ask, response=response)
+        if plan.step is Step.INJECT:
+            fault = injection.replacing_fault(ask)
+            assert fault is not None
+            write_event(unit.connection, ask, Decision.INJECTED, None)
+            response = injection.injected(ask, fault)
+            return Resolution(Action.SERVE, Decision.INJECTED, ask, response=response)
+        if plan.step is Step.PASS:
+            write_event(unit.connection, ask, Decision.PASSTHROUGH, None)
+            headers = cooperative_headers(ask)
+            return Resolution(Action.FORWARD, Decision.PASSTHROUGH, ask, None, None, headers)
+        assert plan.step is Step.FORWARD
+        return self._forward(unit, ask, plan.decision, ticket or claims.new_ticket())
+
+    def _forward(self, unit: Unit, ask: Ask, decision: Decision, ticket: str) -> Resolution:
+        """A live call handed out: its event, request body and pending record."""
+        if self.reserve is not None:
+            self.reserve.check()  # raises before anything is written: the ask is not taken
+        if next(self._forwards) % STALE_SWEEP_EVERY == 0:
+            horizon = max(STALE_PENDING_SECONDS, 10 * self.lease_seconds)
+            claims.delete_stale_pending(time.time() - horizon, session=unit.session)
+        event_id = write_event(unit.connection, ask, decision, None)
+        session = unit.connection
+        self.echoes.remember(ticket, ask.secrets)
+        exchanges.put_blob(ask.request.body, session=session)
+        claims.add_pending(
+            session=session,
+            ticket=ticket,
+            tape_id=ask.tape_id,
+            branch_id=ask.branch_id,
+            event_id=event_id,
+            key_hash=ask.key.hash,
+            occurrence=ask.occurrence,
+            fingerprint=ask.fingerprint,
+            decision=str(decision),
+            is_write=ask.classification.is_write,
+            request=pending_request(ask),
+            created=time.time(),
+        )
+        return Resolution(Action.FORWARD, decision, ask, ticket, None, cooperative_headers(ask))
+
+
+def pending_request(ask: Ask) -> dict[str, object]:
+    """What a forward's pending record keeps of its request, for the exchange its record makes
+    (resolver/stored_form.py reads it back) and for a recorded write's version bumps."""
+    return {
+        "key_readable": ask.key.readable,
+        "method": ask.request.method,
+        "host": ask.request.normalised_host,
+        "url": ask.request.url(),
+        "headers": [list(pair) for pair in ask.request.headers],
+        "body_sha": ask.body_sha,
+        "writes": sorted(ask.classification.writes),
+    }
+
+
+def write_event(session: Executor, ask: Ask, decision: Decision, exchange_id: int | None) -> int:
+    """The ask's event on its branch, with the decision it was given."""
+    return exchanges.add_next_event(
+        session=session,
+        branch_id=ask.branch_id,
+        method=ask.request.method,
+        url=ask.request.url(),
+        key_hash=ask.key.hash,
+        occurrence=ask.occurrence,
+        fingerprint=ask.fingerprint,
+        decision=str(decision),
+        is_read=not ask.classification.is_write,
+        true_fingerprint_nonempty=ask.true_fingerprint != "",
+        exchange_id=exchange_id,
+    )
+
+
+def bump_versions(session: Session, ask: Ask, response_headers: list[list[str]]) -> None:
+    """A replayed write moves its branch's versions on, as the live write did."""
+    written = recorded_writes(ask.request, ask.model, ask.classification, response_headers)
+    bump_branch(session, ask.branch_id, written, ask.key.hash, ask.body_sha)

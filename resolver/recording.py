@@ -1,16 +1,20 @@
 """`/v1/record`: commit what the world answered to a forwarded ask, and say what to serve.
 
-The record is one transaction: the exchange (first recording at an address wins), the event's
-exchange link, the single-flight claim release, cooperative hints and — for writes — the branch's
-version bumps. The proxy is told `200` only after the commit, so an acknowledged record survives
-a crash of the resolver. The answer always carries the response the worker must be served — the
-stored form (redacted headers; `body: null` when byte-identical to what was sent), or the
-winner's bytes when another fetcher recorded the address first — so the recording branch gets
-exactly what its siblings get. A failure before any HTTP answer is not the world's answer: it is
-not recorded (unless the tape opts in) and is served as a 502 `upstream-failed`.
+The record is one transaction: the pending record taken, the single-flight claim released,
+then the answer settled by resolver/record_outcomes.py — the exchange (first recording at an
+address wins), the event's exchange link, cooperative hints and, for writes, the branch's
+version bumps. The proxy is told `200` only after the commit, so an acknowledged record
+survives a crash of the resolver. The answer always carries the response the worker must be
+served — the stored form (resolver/stored_form.py: redacted headers; `body: null` when
+byte-identical to what was sent), or the winner's bytes when another fetcher recorded the
+address first — so the recording branch gets exactly what its siblings get. A failure before
+any HTTP answer is not the world's answer: it is not recorded (unless the tape opts in) and is
+served as a 502 `upstream-failed`.
 
 A record that fails or is rejected releases its claim in a transaction of its own, so siblings
 waiting on the address take over at once; every settled address wakes its in-process waiters.
+Without this module a forward's answer would never reach the tape, and its siblings would wait
+out the lease.
 """
 
 from __future__ import annotations
@@ -19,37 +23,29 @@ import logging
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
-from sqlalchemy.orm import Session
 
-from groundhog.protocol.wire import WireResponse, wire_response
-from resolver import answers, notify
-from resolver.asks import bump_branch
-from resolver.dependencies import Classification, host_resource, recorded_writes, response_hints
-from resolver.echoes import EchoBook, Secrets, scrub_response
-from resolver.errors import (
-    BodyTooLarge,
-    Conflict,
-    InvalidInput,
-    ResolverError,
-    StoreUnavailable,
+from resolver import notify
+from resolver.echoes import EchoBook
+from resolver.errors import BodyTooLarge, Conflict, ResolverError, StoreUnavailable
+from resolver.policy import Decision
+from resolver.record_outcomes import (
+    RecordResult,
+    finish_event,
+    pending_address,
+    store_answer,
+    upstream_failed,
 )
-from resolver.policy import Decision, DependencyModel
-from resolver.redaction import redact_response_headers
-from resolver.request import RequestParts
-from resolver.schemas import RecordRequest, decode_base64, encode_base64
+from resolver.schemas import RecordRequest, decode_base64
+from resolver.stored_form import check_latin1_headers, stored_form
 from resolver.wakeups import Address
-from store import claims, exchanges
-from store.claims import Pending
+from store import claims
 from store.db import Store, transaction
-from store.hints import set_hint
 from store.loop_writes import LoopWriter, WouldWait
 from store.models import PendingRecord, Tape
-from store.prepared import Executor
-from store.refs import TapeRef, find_tape_ref
+from store.refs import find_tape_ref
 from store.unit import Unit, unit_of_work
 
 logger = logging.getLogger(__name__)
@@ -59,35 +55,9 @@ logger = logging.getLogger(__name__)
 LOOP_RECORD_MAX_BASE64 = 64 * 1024
 
 
-@dataclass(frozen=True)
-class RecordResult:
-    decision: str
-    exchange_id: int | None
-    # What the worker must be served; body None: identical to the body the proxy sent.
-    response: WireResponse | None
-    recorded: bool
-
-
-def _address(pending: PendingRecord | Pending) -> Address:
-    return (pending.tape_id, pending.key_hash, pending.occurrence, pending.fingerprint)
-
-
-def check_latin1_headers(headers: list[tuple[str, str]], field: str) -> None:
-    """HTTP/1 header fields are Latin-1: a value outside it could never be served again."""
-    for index, (name, value) in enumerate(headers):
-        for part, text in (("name", name), ("value", value)):
-            try:
-                text.encode("latin-1")
-            except UnicodeEncodeError as error:
-                raise InvalidInput(
-                    f"{field}[{index}] ({name!r}) has a {part} outside Latin-1; "
-                    "send header bytes decoded as Latin-1",
-                    field=f"{field}[{index}]",
-                    header=name,
-                ) from error
-
-
 class Recorder:
+    """Record forwarded asks' answers into one store, and release what a failed record held."""
+
     def __init__(
         self,
         store: Store,
@@ -184,7 +154,7 @@ class Recorder:
                 wire.ticket, lease_expires=time.time() + self.lease_seconds, session=session
             )
             echoed = self.echoes.peek(wire.ticket)
-            headers, _body = self._stored_form(tape, wire.head.headers, b"", echoed)
+            headers, _body = stored_form(tape, wire.head.headers, b"", echoed)
             return headers
 
     def _release_after_failure(self, ticket: str) -> None:
@@ -199,9 +169,9 @@ class Recorder:
                 pending = session.get(PendingRecord, ticket)
                 claims.release_claim(ticket, session=session)
                 if pending is not None:
-                    notify.announce(session, _address(pending))
+                    notify.announce(session, pending_address(pending))
             if pending is not None:
-                self.on_settled(_address(pending))
+                self.on_settled(pending_address(pending))
         except Exception:  # the store may still be failing; the lease is the fallback
             logger.warning("could not release the claim of ticket %s after a failed record", ticket)
 
@@ -223,7 +193,8 @@ class Recorder:
                     ticket=wire.ticket,
                 )
             claims.release_claim(wire.ticket, session=connection)
-            notify.announce(connection, _address(pending))  # other replicas' waiters, on commit
+            address = pending_address(pending)
+            notify.announce(connection, address)  # other replicas' waiters, on commit
             tape = find_tape_ref(pending.tape_id, session=connection)
             if tape is None:
                 raise Conflict(
@@ -231,133 +202,12 @@ class Recorder:
                 )
             echoed = self.echoes.take(wire.ticket)  # taken whatever the kind: none may linger
             if kind == "passthrough":
-                self._finish(connection, pending, Decision.PASSTHROUGH, None)
-                return RecordResult(str(Decision.PASSTHROUGH), None, None, False), _address(pending)
+                finish_event(connection, pending, Decision.PASSTHROUGH, None)
+                return RecordResult(str(Decision.PASSTHROUGH), None, None, False), address
             if kind == "unrecorded":
                 # The event keeps no exchange: the report lists it as unrecorded.
                 logger.error("ticket %s went live unrecorded: %s", wire.ticket, wire.unrecorded)
-                return RecordResult(pending.decision, None, None, False), _address(pending)
+                return RecordResult(pending.decision, None, None, False), address
             if kind == "error" and not tape.config.get("record_transport_failures", False):
-                return self._upstream_failed(unit, pending, tape, wire), _address(pending)
-            stored = self._store(unit, pending, tape, wire, body, echoed)
-            return stored, _address(pending)
-
-    def _store(
-        self,
-        unit: Unit,
-        pending: Pending,
-        tape: TapeRef,
-        wire: RecordRequest,
-        body: bytes,
-        echoed: Secrets,
-    ) -> RecordResult:
-        connection = unit.connection
-        content, stored_body = self._content(connection, pending, tape, wire, body, echoed)
-        exchange, created = exchanges.insert_exchange_first_wins(
-            *_address(pending), content, session=connection
-        )
-        # A read that lost the race is served the winner's bytes, as a sibling would be.
-        decision = pending.decision if created or pending.is_write else str(Decision.SHARED)
-        self._finish(connection, pending, decision, exchange.id)
-        model = DependencyModel(tape.dependency_model)
-        response_headers = exchange.response_headers or []
-        hints = response_hints(response_headers)
-        if created and model is DependencyModel.HINTS and hints is not None:
-            set_hint(tape.id, pending.key_hash, *hints, session=unit.session)
-        if pending.is_write:
-            self._bump(unit.session, pending, model, response_headers)
-        if created and wire.response is not None:
-            # What was just stored, without reading the blob back; a body byte-identical to
-            # what the proxy sent is not repeated.
-            assert content.response_status is not None
-            response = wire_response(
-                content.response_status,
-                content.response_headers or [],
-                None if stored_body == body else encode_base64(stored_body),
-            )
-        else:
-            response = answers.recorded(exchange, session=unit.session, tape_name=tape.name)
-        return RecordResult(decision, exchange.id, response, created)
-
-    def _upstream_failed(
-        self, unit: Unit, pending: Pending, tape: TapeRef, wire: RecordRequest
-    ) -> RecordResult:
-        """Not the world's answer: nothing stored, unless a read's address was recorded since."""
-        if not pending.is_write:
-            won = exchanges.find_exchange(*_address(pending), session=unit.session)
-            if won is not None:
-                self._finish(unit.connection, pending, Decision.SHARED, won.id)
-                response = answers.recorded(won, session=unit.session, tape_name=tape.name)
-                return RecordResult(str(Decision.SHARED), won.id, response, False)
-        assert wire.error is not None
-        self._finish(unit.connection, pending, Decision.UPSTREAM_FAILED, None)
-        response = answers.upstream_failed(
-            tape_name=tape.name,
-            key_readable=pending.request["key_readable"],
-            occurrence=pending.occurrence,
-            fingerprint=pending.fingerprint,
-            kind=wire.error.kind,
-            message=wire.error.message,
-        )
-        return RecordResult(str(Decision.UPSTREAM_FAILED), None, response, False)
-
-    @staticmethod
-    def _finish(
-        session: Executor, pending: Pending, decision: str, exchange_id: int | None
-    ) -> None:
-        exchanges.finish_event(
-            pending.event_id, decision=str(decision), exchange_id=exchange_id, session=session
-        )
-
-    @staticmethod
-    def _stored_form(
-        tape: Tape | TapeRef, headers: list[tuple[str, str]], body: bytes, echoed: Secrets
-    ) -> tuple[list[list[str]], bytes]:
-        """Headers redacted by the tape's rules, then headers and body scrubbed of echoes."""
-        kept = redact_response_headers(headers, tape.config.get("redact_headers", []))
-        stored_headers, stored_body, _echoes = scrub_response(kept, body, echoed)
-        return stored_headers, stored_body
-
-    def _content(
-        self,
-        session: Executor,
-        pending: Pending,
-        tape: TapeRef,
-        wire: RecordRequest,
-        body: bytes,
-        echoed: Secrets,
-    ) -> tuple[exchanges.ExchangeContent, bytes]:
-        """What the exchange will hold (redacted, echoes scrubbed), and its stored body."""
-        request = pending.request
-        content: dict[str, Any] = {
-            "key_readable": request["key_readable"],
-            "request_method": request["method"],
-            "request_host": request["host"],
-            "request_url": request["url"],
-            "request_headers": request["headers"],
-            "request_body_sha": request["body_sha"],
-        }
-        stored = b""
-        if wire.response is not None:
-            headers, stored = self._stored_form(tape, wire.response.headers, body, echoed)
-            content.update(
-                response_status=wire.response.status,
-                response_headers=headers,
-                response_body_sha=exchanges.put_blob(stored, session=session),
-            )
-        elif wire.error is not None:
-            content.update(error_kind=wire.error.kind, error_message=wire.error.message)
-        return exchanges.ExchangeContent(**content), stored
-
-    @staticmethod
-    def _bump(
-        session: Session, pending: Pending, model: DependencyModel, headers: list[list[str]]
-    ) -> None:
-        request = pending.request
-        parts = RequestParts(
-            method=request["method"], scheme="", host=request["host"], port=0, path=""
-        )
-        writes = frozenset(request.get("writes", [])) or frozenset({host_resource(parts)})
-        classification = Classification(True, frozenset(), writes)
-        written = recorded_writes(parts, model, classification, headers)
-        bump_branch(session, pending.branch_id, written, pending.key_hash, request["body_sha"])
+                return upstream_failed(unit, pending, tape, wire), address
+            return store_answer(unit, pending, tape, wire, body, echoed), address

@@ -33,7 +33,7 @@ from resolver.auth import require_proxy
 from resolver.cache import dumps_compact
 from resolver.errors import Conflict
 from resolver.policy import Action, Decision
-from resolver.recording import RecordResult
+from resolver.record_outcomes import RecordResult
 from resolver.resolution import Resolver
 from resolver.resolve_results import Resolution, Waiting
 from resolver.schemas import RecordRequest, ResolveRequest, TicketRequest, WaitRequest

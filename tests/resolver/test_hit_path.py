@@ -17,7 +17,6 @@ import pytest
 from sqlalchemy import event, select
 from sqlalchemy.orm import Session
 
-from resolver.errors import ResolverError
 from resolver.policy import Action, Decision
 from resolver.recording import Recorder
 from resolver.resolution import Resolver
@@ -170,28 +169,6 @@ def test_a_sealed_miss_is_refused_by_the_general_path(store: Store) -> None:
     assert [decision for _, decision, _ in events] == ["refused", "shared"]
 
 
-# The pending row taken (DELETE … RETURNING), the claim released, the tape's fields, the body,
-# the exchange (INSERT … RETURNING, not read back), the event finished.
-RECORD_STATEMENTS = 6
-
-
-def test_a_record_writes_without_reading_back_what_it_wrote(store: Store) -> None:
-    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
-    forward = resolver.resolve(ask("/r", "root/a"))
-    assert isinstance(forward, Resolution) and forward.action is Action.FORWARD
-    seen = statements_of(store)
-    response = ResponseIn(status=200, headers=[("X-A", "1")], body=base64.b64encode(b"r").decode())
-    result = Recorder(store, max_body_bytes=1024).record(
-        RecordRequest(ticket=forward.ticket, response=response)
-    )
-    assert len(seen) == RECORD_STATEMENTS, seen
-    assert not [s for s in seen if s.startswith("SELECT") and "gh_exchanges" in s], seen
-    assert result.recorded and result.response is not None
-    assert result.response["body"] is None and result.response["headers"] == [["X-A", "1"]]
-    events, _ = branch_rows(store, "root/a")
-    assert [decision for _, decision, _ in events] == ["recorded"]
-
-
 @pytest.mark.postgres
 def test_a_hit_after_the_server_ended_the_resolvers_connections_is_served(
     postgres_url: str,
@@ -313,59 +290,3 @@ def test_without_a_loop_writer_every_resolve_goes_to_a_thread(store: Store) -> N
     resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
     assert resolver.resolve_without_waiting(ask("/x", "root/b")) is None
     assert branch_rows(store, "root/b") == ([], {})
-
-
-def answer_of(body: bytes) -> ResponseIn:
-    return ResponseIn(status=200, headers=[("X-A", "1")], body=base64.b64encode(body).decode())
-
-
-def test_a_small_answer_is_recorded_on_the_event_loop(store: Store) -> None:
-    writer = LoopWriter.for_store(store)
-    assert writer is not None
-    resolver = Resolver(store, max_body_bytes=1 << 20, lease_seconds=30, loop_writer=writer)
-    recorder = Recorder(store, max_body_bytes=1 << 20, loop_writer=writer)
-    try:
-        forward = resolver.resolve(ask("/r", "root/a"))
-        assert isinstance(forward, Resolution) and forward.ticket is not None
-        wire = RecordRequest(ticket=forward.ticket, response=answer_of(b"small"))
-        result = recorder.record_without_waiting(wire)
-        served = resolver.resolve(ask("/r", "root/b"))
-    finally:
-        writer.close()
-    assert result is not None and result.recorded and result.decision == "recorded"
-    assert isinstance(served, Resolution) and served.decision is Decision.SHARED
-    assert served.response is not None and base64.b64decode(served.response["body"]) == b"small"
-
-
-def test_a_record_the_event_loop_declines_is_left_whole_for_a_thread(store: Store) -> None:
-    writer = LoopWriter.for_store(store)
-    assert writer is not None and store.write_lock is not None
-    resolver = Resolver(store, max_body_bytes=1 << 20, lease_seconds=30)
-    recorder = Recorder(store, max_body_bytes=1 << 20, loop_writer=writer)
-    try:
-        tickets = []
-        for path in ("/busy", "/large", "/bad", "/passthrough"):
-            forward = resolver.resolve(ask(path, "root/a"))
-            assert isinstance(forward, Resolution) and forward.ticket is not None
-            tickets.append(forward.ticket)
-        busy, large, bad, passthrough = (
-            RecordRequest(ticket=tickets[0], response=answer_of(b"busy")),
-            RecordRequest(ticket=tickets[1], response=answer_of(bytes(64 * 1024))),
-            RecordRequest(
-                ticket=tickets[2], response=ResponseIn(status=200, headers=[], body="%%")
-            ),
-            RecordRequest(ticket=tickets[3], passthrough="too-large"),
-        )
-        with store.write_lock:  # another writer of this process is mid-transaction
-            assert recorder.record_without_waiting(busy) is None
-        assert recorder.record_without_waiting(large) is None
-        assert recorder.record_without_waiting(bad) is None
-        assert recorder.record_without_waiting(passthrough) is None
-        # Nothing was taken: on a thread each is recorded (or refused) as it always was.
-        assert recorder.record(busy).recorded
-        assert recorder.record(large).recorded
-        with pytest.raises(ResolverError):
-            recorder.record(bad)
-        assert recorder.record(passthrough).decision == "passthrough"
-    finally:
-        writer.close()

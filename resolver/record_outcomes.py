@@ -1,0 +1,138 @@
+"""What a record writes for the answer the world gave, and what the proxy is told to serve.
+
+Inside the record's one transaction (resolver/recording.py), once its pending record is taken
+and its claim released: a complete answer (or a transport failure the tape opts to record) is
+stored as the address's exchange — first recording wins, so a read that lost the race is served
+the winner's bytes, as a sibling would be — with the tape's hints and, for a write, the
+branch's version bumps; a transport failure that is not recorded is served as a 502
+`upstream-failed`, unless a read's address was recorded meanwhile. Each finishes the ask's
+event. Kept apart from the Recorder's commit flow so that flow reads as take, release, settle;
+without these the proxy would have nothing consistent to serve the recording branch, and a lost
+race could serve different bytes to it than to its siblings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from groundhog.protocol.wire import WireResponse, wire_response
+from resolver import answers
+from resolver.asks import bump_branch
+from resolver.dependencies import Classification, host_resource, recorded_writes, response_hints
+from resolver.echoes import Secrets
+from resolver.policy import Decision, DependencyModel
+from resolver.request import RequestParts
+from resolver.schemas import RecordRequest, encode_base64
+from resolver.stored_form import exchange_content
+from resolver.wakeups import Address
+from store import exchanges
+from store.claims import Pending
+from store.hints import set_hint
+from store.models import PendingRecord
+from store.prepared import Executor
+from store.refs import TapeRef
+from store.unit import Unit
+
+
+@dataclass(frozen=True)
+class RecordResult:
+    decision: str
+    exchange_id: int | None
+    # What the worker must be served; body None: identical to the body the proxy sent.
+    response: WireResponse | None
+    recorded: bool
+
+
+def pending_address(pending: PendingRecord | Pending) -> Address:
+    """The address a pending record was handed out for: where its recording goes."""
+    return (pending.tape_id, pending.key_hash, pending.occurrence, pending.fingerprint)
+
+
+def store_answer(
+    unit: Unit,
+    pending: Pending,
+    tape: TapeRef,
+    wire: RecordRequest,
+    body: bytes,
+    echoed: Secrets,
+) -> RecordResult:
+    """The answer stored as the address's exchange (unless another recorded it first)."""
+    connection = unit.connection
+    content, stored_body = exchange_content(connection, pending, tape, wire, body, echoed)
+    exchange, created = exchanges.insert_exchange_first_wins(
+        *pending_address(pending), content, session=connection
+    )
+    # A read that lost the race is served the winner's bytes, as a sibling would be.
+    decision = pending.decision if created or pending.is_write else str(Decision.SHARED)
+    finish_event(connection, pending, decision, exchange.id)
+    model = DependencyModel(tape.dependency_model)
+    response_headers = exchange.response_headers or []
+    hints = response_hints(response_headers)
+    if created and model is DependencyModel.HINTS and hints is not None:
+        set_hint(tape.id, pending.key_hash, *hints, session=unit.session)
+    if pending.is_write:
+        bump_write_versions(unit.session, pending, model, response_headers)
+    if created and wire.response is not None:
+        # What was just stored, without reading the blob back; a body byte-identical to
+        # what the proxy sent is not repeated.
+        assert content.response_status is not None
+        response = wire_response(
+            content.response_status,
+            content.response_headers or [],
+            None if stored_body == body else encode_base64(stored_body),
+        )
+    else:
+        response = answers.recorded(exchange, session=unit.session, tape_name=tape.name)
+    return RecordResult(decision, exchange.id, response, created)
+
+
+def upstream_failed(
+    unit: Unit, pending: Pending, tape: TapeRef, wire: RecordRequest
+) -> RecordResult:
+    """Not the world's answer: nothing stored, unless a read's address was recorded since."""
+    if not pending.is_write:
+        won = exchanges.find_exchange(*pending_address(pending), session=unit.session)
+        if won is not None:
+            finish_event(unit.connection, pending, Decision.SHARED, won.id)
+            response = answers.recorded(won, session=unit.session, tape_name=tape.name)
+            return RecordResult(str(Decision.SHARED), won.id, response, False)
+    assert wire.error is not None
+    finish_event(unit.connection, pending, Decision.UPSTREAM_FAILED, None)
+    response = answers.upstream_failed(
+        tape_name=tape.name,
+        key_readable=pending.request["key_readable"],
+        occurrence=pending.occurrence,
+        fingerprint=pending.fingerprint,
+        kind=wire.error.kind,
+        message=wire.error.message,
+    )
+    return RecordResult(str(Decision.UPSTREAM_FAILED), None, response, False)
+
+
+def finish_event(
+    session: Executor, pending: Pending, decision: str, exchange_id: int | None
+) -> None:
+    """The forward's event takes its final decision and, when one was kept, its exchange."""
+    exchanges.finish_event(
+        pending.event_id, decision=str(decision), exchange_id=exchange_id, session=session
+    )
+
+
+def recorded_write(pending: Pending) -> tuple[RequestParts, Classification]:
+    """The write a pending record was handed out for, as `recorded_writes` reads it: its
+    method and host, and the resources it writes (its host's, if none were kept)."""
+    request = pending.request
+    parts = RequestParts(method=request["method"], scheme="", host=request["host"], port=0, path="")
+    writes = frozenset(request.get("writes", [])) or frozenset({host_resource(parts)})
+    return parts, Classification(True, frozenset(), writes)
+
+
+def bump_write_versions(
+    session: Session, pending: Pending, model: DependencyModel, headers: list[list[str]]
+) -> None:
+    """A recorded write moves its branch's versions on by what it wrote."""
+    parts, classification = recorded_write(pending)
+    written = recorded_writes(parts, model, classification, headers)
+    bump_branch(session, pending.branch_id, written, pending.key_hash, pending.request["body_sha"])

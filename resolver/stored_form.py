@@ -1,0 +1,82 @@
+"""The stored form of a live answer: what a recording keeps, and what it must refuse to keep.
+
+A recording is served to every sibling branch, so it must be what the tape's rules allow to be
+kept: response headers redacted by the tape's `redact_headers`, then headers and body scrubbed
+of the request's secrets echoed back (resolver/echoes.py). The record (resolver/recording.py)
+stores this form and serves it to the recording branch too, and a stream's head is answered in
+it before its body arrives, so both build it here; without one builder the head, the record and
+the exchange could disagree on what was redacted, and a secret kept in one would leak. Header
+fields outside Latin-1 are refused up front: they could never be served again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from resolver.echoes import Secrets, scrub_response
+from resolver.errors import InvalidInput
+from resolver.redaction import redact_response_headers
+from resolver.schemas import RecordRequest
+from store import exchanges
+from store.claims import Pending
+from store.models import Tape
+from store.prepared import Executor
+from store.refs import TapeRef
+
+
+def check_latin1_headers(headers: list[tuple[str, str]], field: str) -> None:
+    """HTTP/1 header fields are Latin-1: a value outside it could never be served again."""
+    for index, (name, value) in enumerate(headers):
+        for part, text in (("name", name), ("value", value)):
+            try:
+                text.encode("latin-1")
+            except UnicodeEncodeError as error:
+                raise InvalidInput(
+                    f"{field}[{index}] ({name!r}) has a {part} outside Latin-1; "
+                    "send header bytes decoded as Latin-1",
+                    field=f"{field}[{index}]",
+                    header=name,
+                ) from error
+
+
+def stored_form(
+    tape: Tape | TapeRef, headers: list[tuple[str, str]], body: bytes, echoed: Secrets
+) -> tuple[list[list[str]], bytes]:
+    """Headers redacted by the tape's rules, then headers and body scrubbed of echoes."""
+    kept = redact_response_headers(headers, tape.config.get("redact_headers", []))
+    stored_headers, stored_body, _echoes = scrub_response(kept, body, echoed)
+    return stored_headers, stored_body
+
+
+def exchange_content(
+    session: Executor,
+    pending: Pending,
+    tape: TapeRef,
+    wire: RecordRequest,
+    body: bytes,
+    echoed: Secrets,
+) -> tuple[exchanges.ExchangeContent, bytes]:
+    """What the exchange will hold (redacted, echoes scrubbed), and its stored body.
+
+    The stored body is put in the store's blobs here, so the exchange can name it.
+    """
+    request = pending.request
+    content: dict[str, Any] = {
+        "key_readable": request["key_readable"],
+        "request_method": request["method"],
+        "request_host": request["host"],
+        "request_url": request["url"],
+        "request_headers": request["headers"],
+        "request_body_sha": request["body_sha"],
+    }
+    stored = b""
+    if wire.response is not None:
+        headers, stored = stored_form(tape, wire.response.headers, body, echoed)
+        content.update(
+            response_status=wire.response.status,
+            response_headers=headers,
+            response_body_sha=exchanges.put_blob(stored, session=session),
+        )
+    elif wire.error is not None:
+        content.update(error_kind=wire.error.kind, error_message=wire.error.message)
+    return exchanges.ExchangeContent(**content), stored

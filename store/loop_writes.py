@@ -26,7 +26,7 @@ from sqlalchemy import Connection, Engine, RootTransaction, create_engine, event
 from sqlalchemy.pool import StaticPool
 
 from store.db import Store
-from store.unit import Unit
+from store.unit import Unit, unit_in
 
 logger = logging.getLogger(__name__)
 
@@ -112,18 +112,11 @@ class LoopWriter:
         if not self._lock.acquire(blocking=False):
             raise WouldWait("another transaction of this process is writing")
         try:
-            with self._engine.connect() as connection:
-                transaction = _begin(connection)
-                unit = Unit(connection, self._store, write=True)
-                try:
-                    yield unit
-                    unit._flush()
-                    transaction.commit()
-                except BaseException:
-                    transaction.rollback()
-                    raise
-                finally:
-                    unit._close()
+            with (
+                self._engine.connect() as connection,
+                unit_in(_begin(connection), self._store, write=True) as unit,
+            ):
+                yield unit
         finally:
             self._lock.release()
         self._commits += 1

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, RootTransaction
 from sqlalchemy.orm import Session
 
 from store.db import Store
@@ -67,18 +67,28 @@ def unit_of_work(store: Store, *, write: bool = True) -> Iterator[Unit]:
     if lock is not None:
         lock.acquire()
     try:
-        with _bind(store, write=write).connect() as connection:
-            unit = Unit(connection, store, write=write)
-            transaction = connection.begin()
-            try:
-                yield unit
-                unit._flush()
-                transaction.commit()
-            except BaseException:
-                transaction.rollback()
-                raise
-            finally:
-                unit._close()
+        with (
+            _bind(store, write=write).connect() as connection,
+            unit_in(connection.begin(), store, write=write) as unit,
+        ):
+            yield unit
     finally:
         if lock is not None:
             lock.release()
+
+
+@contextmanager
+def unit_in(transaction: RootTransaction, store: Store, *, write: bool) -> Iterator[Unit]:
+    """A unit on a begun transaction: flushed and committed when the block ends, rolled back
+    if it raises (shared with `store.loop_writes`, which begins its transactions its own way).
+    """
+    unit = Unit(transaction.connection, store, write=write)
+    try:
+        yield unit
+        unit._flush()
+        transaction.commit()
+    except BaseException:
+        transaction.rollback()
+        raise
+    finally:
+        unit._close()

@@ -116,7 +116,7 @@ class Resolver:
 
     def poll(self, waiting: Waiting) -> Resolution | Waiting:
         """One look at an address someone else is fetching."""
-        return injection.with_delay(self._simulate(self._poll(waiting)))
+        return self.finish(self._poll(waiting))
 
     def _resolve(
         self, wire: ResolveRequest, transaction: AbstractContextManager[Unit]

@@ -42,8 +42,9 @@ class Settings(BaseSettings):
     max_tape_config_bytes: int = Field(default=256 * 1024, gt=0)
     # NORMAL survives a process crash; FULL also survives power loss (an fsync per commit).
     sqlite_synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
-    # A resolve's SQLite transaction runs on the event loop when it need not wait for another
-    # writer (store/loop_writes.py), sparing a thread hop; False: always on a worker thread.
+    # A resolve's (and a small record's) SQLite transaction runs on the event loop when it need
+    # not wait for another writer (store/loop_writes.py), sparing a thread hop; False: always
+    # on a worker thread.
     resolve_on_event_loop: bool = True
     # False: refuse a store whose schema is not current instead of migrating it (store/migrate.py).
     migrate_on_start: bool = True

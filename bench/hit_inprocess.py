@@ -3,10 +3,13 @@
 `bench.resolver_perf` measures a hit through uvicorn, where the framework's share hides the
 store's; this calls `Resolver.resolve` directly in a loop on a real SQLite file (or PostgreSQL)
 and reports wall p50 and CPU time per hit, so a change to the resolve transaction can be
-compared against its parent commit in the same conditions. `--profile` writes a cProfile dump
-of the measured loop.
+compared against its parent commit in the same conditions. `--on-loop` measures the event-loop
+path the resolve route takes first on SQLite (`Resolver.resolve_without_waiting` through the
+loop writer, store/loop_writes.py) instead of the threaded `Resolver.resolve`. `--profile` writes
+a cProfile dump of the measured loop.
 
-    python -m bench.hit_inprocess [--hits N] [--rounds R] [--database-url URL] [--profile FILE]
+    python -m bench.hit_inprocess [--hits N] [--rounds R] [--database-url URL] [--on-loop]
+                                  [--profile FILE]
 """
 
 from __future__ import annotations
@@ -25,20 +28,28 @@ from typing import Any
 from bench.resolver_perf import BRANCHES, bulk_load, resolve_body
 from resolver.policy import Decision
 from resolver.resolution import Resolver
-from resolver.resolve_results import Resolution
+from resolver.resolve_results import Resolution, Waiting
 from resolver.schemas import ResolveRequest
 from store.db import open_store
+from store.loop_writes import LoopWriter
 
 logger = logging.getLogger("bench.hit_inprocess")
 
 
-def measure(url: str, hits: int, rounds: int, profile: Path | None) -> dict[str, Any]:
+def measure(
+    url: str, hits: int, rounds: int, profile: Path | None, *, on_loop: bool = False
+) -> dict[str, Any]:
     """Per-hit wall p50 and mean CPU over `rounds` rounds of `hits` distinct hits (warm cache)."""
     size = max(1, (hits * rounds + hits) // BRANCHES + 1)
     tape = f"hits{time.time_ns()}"  # a PostgreSQL database may hold earlier runs' tapes
-    bulk_load(url, tape, size)
     store = open_store(url)
-    resolver = Resolver(store, max_body_bytes=1 << 20, lease_seconds=30)
+    loop_writer = LoopWriter.for_store(store) if on_loop else None
+    if on_loop and loop_writer is None:
+        store.dispose()
+        raise SystemExit("--on-loop needs SQLite at synchronous=NORMAL (store/loop_writes.py)")
+    bulk_load(url, tape, size)
+    resolver = Resolver(store, max_body_bytes=1 << 20, lease_seconds=30, loop_writer=loop_writer)
+    hit = _hit_on_loop if on_loop else _hit
     asks = [
         ResolveRequest(**resolve_body(tape, f"root/b{pick % BRANCHES}", pick // BRANCHES))
         for pick in range(hits * (rounds + 1))
@@ -47,7 +58,7 @@ def measure(url: str, hits: int, rounds: int, profile: Path | None) -> dict[str,
     # branches of one key ask in turn, so all but the first find its answer cached, as siblings
     # of a fan-out do. The first round warms statement compilation.
     for ask in asks[:hits]:
-        _hit(resolver, ask)
+        hit(resolver, ask)
     walls: list[float] = []
     cpu = 0.0
     profiler = cProfile.Profile() if profile is not None else None
@@ -58,16 +69,19 @@ def measure(url: str, hits: int, rounds: int, profile: Path | None) -> dict[str,
             profiler.enable()
         for ask in chunk:
             started = time.perf_counter()
-            _hit(resolver, ask)
+            hit(resolver, ask)
             walls.append(time.perf_counter() - started)
         if profiler is not None:
             profiler.disable()
         cpu += time.process_time() - cpu_started
     if profiler is not None and profile is not None:
         profiler.dump_stats(profile)
+    if loop_writer is not None:
+        loop_writer.close()
     store.dispose()
     return {
         "database": url.split(":", 1)[0],
+        "path": "event loop" if on_loop else "thread",
         "hits": len(walls),
         "p50_us": 1e6 * statistics.median(walls),
         "mean_us": 1e6 * statistics.fmean(walls),
@@ -76,7 +90,17 @@ def measure(url: str, hits: int, rounds: int, profile: Path | None) -> dict[str,
 
 
 def _hit(resolver: Resolver, ask: ResolveRequest) -> None:
-    answer = resolver.resolve(ask)
+    _expect_shared(resolver.resolve(ask))
+
+
+def _hit_on_loop(resolver: Resolver, ask: ResolveRequest) -> None:
+    taken = resolver.resolve_without_waiting(ask)
+    if taken is None:
+        raise RuntimeError("the loop writer declined a hit with no other writer running")
+    _expect_shared(resolver.finish(taken))
+
+
+def _expect_shared(answer: Resolution | Waiting) -> None:
     if not isinstance(answer, Resolution) or answer.decision is not Decision.SHARED:
         raise RuntimeError(f"expected a shared hit, got {answer!r:.300}")
 
@@ -86,12 +110,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--hits", type=int, default=2000, help="hits per round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--database-url", help="default: a fresh SQLite file")
+    parser.add_argument(
+        "--on-loop", action="store_true", help="measure the event-loop path (SQLite only)"
+    )
     parser.add_argument("--profile", type=Path, help="write a cProfile dump of the loop here")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     with tempfile.TemporaryDirectory() as directory:
         url = args.database_url or f"sqlite:///{Path(directory) / 'hits.sqlite3'}"
-        result = measure(url, args.hits, args.rounds, args.profile)
+        result = measure(url, args.hits, args.rounds, args.profile, on_loop=args.on_loop)
     sys.stdout.write(json.dumps(result) + "\n")
 
 

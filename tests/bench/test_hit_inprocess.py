@@ -31,3 +31,15 @@ def test_a_miss_is_not_counted_as_a_hit(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="expected a shared hit"):
         hit_inprocess._hit(resolver, unrecorded)
     store.dispose()
+
+
+def test_the_event_loop_path_is_measured_through_the_loop_writer(tmp_path: Path) -> None:
+    result = hit_inprocess.measure(f"sqlite:///{tmp_path / 'l.sqlite3'}", 10, 1, None, on_loop=True)
+    assert (result["path"], result["hits"]) == ("event loop", 10)
+    assert result["p50_us"] > 0
+
+
+@pytest.mark.postgres
+def test_the_event_loop_path_is_refused_on_postgresql(postgres_url: str) -> None:
+    with pytest.raises(SystemExit, match="synchronous=NORMAL"):
+        hit_inprocess.measure(postgres_url, 10, 1, None, on_loop=True)

@@ -60,6 +60,26 @@ def test_a_failing_unit_rolls_back(store: Store) -> None:
     assert rows(store) == [2]
 
 
+def test_units_share_one_connection_and_replace_an_invalidated_one(store: Store) -> None:
+    writer = LoopWriter(store)
+    try:
+        with writer.unit() as first:
+            pass
+        with writer.unit() as second:
+            pass
+        assert second.connection is first.connection  # no pool checkout per unit
+        with pytest.raises(RuntimeError), writer.unit() as broken:
+            broken.connection.execute(text("INSERT INTO filler VALUES (1, NULL)"))
+            broken.connection.invalidate()  # as SQLAlchemy does when the driver connection dies
+            raise RuntimeError("the connection was lost")
+        insert(writer, 2)  # on a new connection
+        with writer.unit() as after:
+            assert after.connection is not first.connection
+    finally:
+        writer.close()
+    assert rows(store) == [2]
+
+
 def test_it_would_wait_while_a_thread_of_this_process_writes(store: Store) -> None:
     writer = LoopWriter(store)
     holding, release = threading.Event(), threading.Event()

@@ -116,7 +116,17 @@ class Resolver:
 
     def poll(self, waiting: Waiting) -> Resolution | Waiting:
         """One look at an address someone else is fetching."""
-        return self.finish(self._poll(waiting))
+        return self.finish(self._poll(waiting, unit_of_work(self.store)))
+
+    def poll_without_waiting(self, waiting: Waiting) -> Resolution | Waiting | None:
+        """`poll`'s transaction on the event loop, or None (nothing taken) if it would wait
+        for another writer; what it gives goes to `finish`, as `resolve_without_waiting`'s."""
+        if self.loop_writer is None:
+            return None
+        try:
+            return self._poll(waiting, self.loop_writer.unit())
+        except WouldWait:
+            return None
 
     def _resolve(
         self, wire: ResolveRequest, transaction: AbstractContextManager[Unit]
@@ -148,21 +158,23 @@ class Resolver:
             passthrough = wire.body_too_large or ask.request.normalised_host in passthrough_hosts
             return self._settle(unit, ask, facts_of(ask, passthrough=passthrough))
 
-    def _poll(self, waiting: Waiting) -> Resolution | Waiting:
-        """The same decision from a poll's facts; waiting again needs only a read."""
+    def _poll(
+        self, waiting: Waiting, transaction: AbstractContextManager[Unit]
+    ) -> Resolution | Waiting:
+        """The same decision from a poll's facts, in one unit that writes only if it settles
+        (a poll that must wait again commits an empty transaction)."""
         ask = waiting.ask
         start = facts_of(ask)  # a passthrough or a fault never waits
-        with unit_of_work(self.store, write=False) as unit:
+        with transaction as unit:
             found = self._find(unit, ask)
             claim = None if found else claims.get_claim(*address_of(ask), session=unit.session)
-        looked = start.updated(**recorded_facts(found), claim=claim_state(claim, time.time()))
-        if decide_step(looked).step is Step.WAIT:
-            assert claim is not None
-            return Waiting(ask, claim.lease_expires)
-        with unit_of_work(self.store) as unit:
+            now = time.time()
+            looked = start.updated(**recorded_facts(found), claim=claim_state(claim, now))
+            if decide_step(looked).step is Step.WAIT:
+                assert claim is not None
+                return Waiting(ask, claim.lease_expires)
             relax_commit_durability(unit.connection)
-            claim = claims.get_claim(*address_of(ask), session=unit.session)
-            facts = start.updated(claim=claim_state(claim, time.time()))
+            facts = start.updated(claim=claim_state(claim, now))
             return self._settle(unit, ask, facts, claim=claim)
 
     def _simulate(self, result: Resolution | Waiting) -> Resolution | Waiting:

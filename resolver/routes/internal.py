@@ -5,7 +5,9 @@ Resolve never holds a request: when another asker is fetching the address it ans
 once, so a resolver that does not answer quickly can be treated as down. `/v1/wait` then holds
 on the event loop, woken when the address is recorded (resolver/wakeups.py; on PostgreSQL also
 by other replicas' records, resolver/notify.py), with a slow store poll as the fallback; each
-store access runs in the threadpool as one short transaction.
+look at the store is one short transaction, run on the event loop where SQLite lets it take
+the write lock without waiting (store/loop_writes.py) and in the threadpool otherwise, as
+resolves are.
 
 Resolve is the hot path (one per proxied request), record follows every forward and wait every
 single-flight sibling, so all three skip FastAPI's generic body handling (stdlib JSON parse,
@@ -20,6 +22,7 @@ resolver/fast_lane.py). Bad input still gets FastAPI's 422 problem+json, with th
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any, cast
 
 from fastapi import APIRouter, Depends, FastAPI, Request, Response
@@ -163,9 +166,23 @@ async def resolve(request: Request) -> Response:
 
 async def _resolve(resolver: Resolver, body: ResolveRequest) -> Resolution | Waiting:
     """Resolve on the event loop where the store allows it without waiting, else on a thread."""
-    taken = resolver.resolve_without_waiting(body)
+    return await _finished(resolver, resolver.resolve_without_waiting(body), resolver.resolve, body)
+
+
+async def _poll(resolver: Resolver, waiting: Waiting) -> Resolution | Waiting:
+    """Poll on the event loop where the store allows it without waiting, else on a thread."""
+    return await _finished(resolver, resolver.poll_without_waiting(waiting), resolver.poll, waiting)
+
+
+async def _finished[Given](
+    resolver: Resolver,
+    taken: Resolution | Waiting | None,
+    on_thread: Callable[[Given], Resolution | Waiting],
+    given: Given,
+) -> Resolution | Waiting:
+    """What was taken on the loop, finished; or, if the loop declined, all of it on a thread."""
     if taken is None:
-        return await run_in_threadpool(resolver.resolve, body)
+        return await run_in_threadpool(on_thread, given)
     if resolver.needs_thread(taken):
         return await run_in_threadpool(resolver.finish, taken)
     return resolver.finish(taken)
@@ -185,16 +202,16 @@ async def wait(request: Request) -> Response:
     address = (ask.tape_id, ask.key.hash, ask.occurrence, ask.fingerprint)
     started = time.perf_counter()
     deadline = time.monotonic() + state.settings.resolve_wait_seconds
-    result: Resolution | Waiting = waiting
     while True:
         with state.wakeups.listen(address) as settled:
-            result = await run_in_threadpool(state.resolver.poll, result)
+            result = await _poll(state.resolver, waiting)
             if not isinstance(result, Waiting):
                 break
+            waiting = result
             left = deadline - time.monotonic()
             if left <= 0:
-                return Response(dumps_compact(waiting_json(result)), media_type="application/json")
-            next_look = _next_look(result, state.settings.wait_poll_seconds)
+                return Response(dumps_compact(waiting_json(waiting)), media_type="application/json")
+            next_look = _next_look(waiting, state.settings.wait_poll_seconds)
             woken = await state.wakeups.wait(settled, min(left, next_look))
             state.metrics.wait_wakeups.labels(by="event" if woken else "timer").inc()
     state.metrics.observe(result.decision, time.perf_counter() - started)

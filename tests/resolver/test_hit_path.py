@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from resolver.policy import Action, Decision
 from resolver.recording import Recorder
 from resolver.resolution import Resolver
-from resolver.resolve_results import Resolution
+from resolver.resolve_results import Resolution, Waiting
 from resolver.schemas import RecordRequest, ResolveRequest, ResponseIn
 from store.branches import fork_branch, get_branch
 from store.db import Store, open_store, transaction
@@ -290,3 +290,52 @@ def test_without_a_loop_writer_every_resolve_goes_to_a_thread(store: Store) -> N
     resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
     assert resolver.resolve_without_waiting(ask("/x", "root/b")) is None
     assert branch_rows(store, "root/b") == ([], {})
+
+
+def test_a_poll_on_the_event_loop_waits_again_then_serves_what_was_recorded(
+    store: Store,
+) -> None:
+    writer = LoopWriter.for_store(store)
+    assert writer is not None
+    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30, loop_writer=writer)
+    try:
+        holder = resolver.resolve(ask("/y", "root/a"))
+        assert isinstance(holder, Resolution) and holder.action is Action.FORWARD
+        waiting = resolver.resolve(ask("/y", "root/b"))  # root/a holds /y's occurrence 0
+        assert isinstance(waiting, Waiting)
+        before = branch_rows(store, "root/b")
+
+        still = resolver.poll_without_waiting(waiting)
+        assert isinstance(still, Waiting) and still.lease_expires is not None  # the holder's lease
+        assert branch_rows(store, "root/b") == before  # waiting again writes nothing
+
+        Recorder(store, max_body_bytes=1024).record(
+            RecordRequest(
+                ticket=holder.ticket,
+                response=ResponseIn(status=200, headers=[], body=base64.b64encode(b"y").decode()),
+            )
+        )
+        assert store.write_lock is not None
+        with store.write_lock:  # another writer of this process is mid-transaction
+            assert resolver.poll_without_waiting(waiting) is None
+        assert branch_rows(store, "root/b") == before  # declined: nothing taken
+
+        taken = resolver.poll_without_waiting(waiting)
+        assert taken is not None and not resolver.needs_thread(taken)
+        served = resolver.finish(taken)
+    finally:
+        writer.close()
+    assert isinstance(served, Resolution) and served.decision is Decision.SHARED
+    assert served.response is not None and base64.b64decode(served.response["body"]) == b"y"
+    events, _counters = branch_rows(store, "root/b")
+    assert events[len(before[0]) :] == [(len(before[0]) + 1, "shared", 0)]
+
+
+def test_without_a_loop_writer_every_poll_goes_to_a_thread(store: Store) -> None:
+    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    holder = resolver.resolve(ask("/z", "root/a"))
+    assert isinstance(holder, Resolution) and holder.action is Action.FORWARD
+    waiting = resolver.resolve(ask("/z", "root/b"))
+    assert isinstance(waiting, Waiting)
+    assert resolver.poll_without_waiting(waiting) is None
+    assert isinstance(resolver.poll(waiting), Waiting)

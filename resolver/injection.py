@@ -13,6 +13,7 @@ from dataclasses import replace
 from groundhog.protocol.wire import WireResponse
 from resolver.asks import Ask
 from resolver.faults import Fault, decide_fault, injected_response
+from resolver.resolve_results import Resolution, Waiting
 
 
 def fault_for(ask: Ask) -> Fault | None:
@@ -42,16 +43,15 @@ def injected(ask: Ask, fault: Fault) -> WireResponse:
     )
 
 
-def with_delay[T](result: T) -> T:
+def with_delay(result: Resolution | Waiting) -> Resolution | Waiting:
     """The resolution with its fault's delay (`delay_ms`): latency, or a timeout's hold.
 
     Only a final answer carries it (a single-flight `Waiting` gets it when it resolves), so an
     ask is delayed once. The proxy does the waiting, off the resolver's threads.
     """
-    ask = getattr(result, "ask", None)
-    if ask is None or not hasattr(result, "delay_ms") or not ask.fault_rules:
+    if isinstance(result, Waiting) or not result.ask.fault_rules:
         return result
-    fault = fault_for(ask)
+    fault = fault_for(result.ask)
     if fault is None or fault.delay_ms == 0:
         return result
-    return replace(result, delay_ms=fault.delay_ms)  # type: ignore[type-var]
+    return replace(result, delay_ms=fault.delay_ms)

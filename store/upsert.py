@@ -7,18 +7,20 @@ both speak ON CONFLICT, but SQLAlchemy exposes it per dialect, so callers go thr
 
 from __future__ import annotations
 
-from typing import Any
-
+from sqlalchemy import TableClause
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+# Both have `on_conflict_do_nothing` and `on_conflict_do_update(index_elements=..., set_=...)`.
+DialectInsert = postgresql.Insert | sqlite.Insert
 
-def insert_for(session: Session, table: Any) -> Any:
+
+def insert_for(session: Session, table: TableClause) -> DialectInsert:
     """An `insert(table)` construct that has `.on_conflict_do_*` for the session's dialect."""
     return insert_for_dialect(session.get_bind().dialect.name, table)
 
 
-def insert_for_dialect(dialect: str, table: Any) -> Any:
+def insert_for_dialect(dialect: str, table: TableClause) -> DialectInsert:
     """The same for a dialect name, for statements built once per dialect and reused."""
     if dialect == "postgresql":
         return postgresql.insert(table)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import replace
 
@@ -92,12 +93,7 @@ class Resolver:
         The caller passes what it gets to `finish` (on a worker thread where `needs_thread`
         says so: a simulator's answer is a network call).
         """
-        if self.loop_writer is None:
-            return None
-        try:
-            return self._resolve(wire, self.loop_writer.unit())
-        except WouldWait:
-            return None
+        return self._on_loop(lambda unit: self._resolve(wire, unit))
 
     def finish(self, result: Resolution | Waiting) -> Resolution | Waiting:
         """A taken resolve's last steps: the tape simulator's answer, a fault's delay."""
@@ -121,10 +117,16 @@ class Resolver:
     def poll_without_waiting(self, waiting: Waiting) -> Resolution | Waiting | None:
         """`poll`'s transaction on the event loop, or None (nothing taken) if it would wait
         for another writer; what it gives goes to `finish`, as `resolve_without_waiting`'s."""
+        return self._on_loop(lambda unit: self._poll(waiting, unit))
+
+    def _on_loop(
+        self, step: Callable[[AbstractContextManager[Unit]], Resolution | Waiting]
+    ) -> Resolution | Waiting | None:
+        """`step` in a loop writer's unit, or None if there is none or it would wait."""
         if self.loop_writer is None:
             return None
         try:
-            return self._poll(waiting, self.loop_writer.unit())
+            return step(self.loop_writer.unit())
         except WouldWait:
             return None
 

@@ -61,14 +61,18 @@ def store_answer(
     """The answer stored as the address's exchange (unless another recorded it first)."""
     connection = unit.connection
     content, stored_body = exchange_content(connection, pending, tape, wire, body, echoed)
-    exchange, created = exchanges.insert_exchange_first_wins(
-        *pending_address(pending), content, session=connection
-    )
+    address = pending_address(pending)
+    exchange_id = exchanges.insert_new_exchange(*address, content, session=connection)
+    created = exchange_id is not None
+    winner = None if created else exchanges.find_winner(*address, session=unit.session)
+    if winner is not None:
+        exchange_id = winner.id
+    assert exchange_id is not None
     # A read that lost the race is served the winner's bytes, as a sibling would be.
     decision = pending.decision if created or pending.is_write else str(Decision.SHARED)
-    finish_event(connection, pending, decision, exchange.id)
+    finish_event(connection, pending, decision, exchange_id)
     model = DependencyModel(tape.dependency_model)
-    response_headers = exchange.response_headers or []
+    response_headers = (winner.response_headers if winner else content.response_headers) or []
     hints = response_hints(response_headers)
     if created and model is DependencyModel.HINTS and hints is not None:
         set_hint(tape.id, pending.key_hash, *hints, session=unit.session)
@@ -84,8 +88,10 @@ def store_answer(
             None if stored_body == body else encode_base64(stored_body),
         )
     else:
-        response = answers.recorded(exchange, session=unit.session, tape_name=tape.name)
-    return RecordResult(decision, exchange.id, response, created)
+        stored = winner or exchanges.find_exchange(*address, session=unit.session)
+        assert stored is not None
+        response = answers.recorded(stored, session=unit.session, tape_name=tape.name)
+    return RecordResult(decision, exchange_id, response, created)
 
 
 def upstream_failed(

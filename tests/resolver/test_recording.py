@@ -89,7 +89,7 @@ def test_a_failed_record_frees_the_address_for_a_waiting_sibling_at_once(
 
     answer = {"status": 200, "headers": [], "body": base64.b64encode(b"live").decode()}
     with monkeypatch.context() as patched:
-        patched.setattr(record_outcomes.exchanges, "insert_exchange_first_wins", _full_disk)
+        patched.setattr(record_outcomes.exchanges, "insert_new_exchange", _full_disk)
         failed = app_client.post("/v1/record", json={"ticket": holder.ticket, "response": answer})
     assert failed.status_code == 503, failed.text
     assert failed.headers["content-type"] == "application/problem+json"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import func, select
 
 from store import exchanges
@@ -56,6 +57,21 @@ def test_first_recording_at_an_address_wins(store: Store) -> None:
         found = exchanges.find_exchange(tape_id, "k", 0, "", session=session)
         assert found.response_headers == [["X-Dup", "1"], ["Content-Type", "t"], ["X-Dup", "2"]]
         assert exchanges.get_exchange(tape_id + 1000, found.id, session=session) is None
+
+
+def test_a_new_exchange_gives_its_id_and_a_taken_address_none(store: Store) -> None:
+    tape_id = make_tape(store)
+    with store.engine.begin() as connection:  # the record path's Core connection
+        sha = exchanges.put_blob(b"one", session=connection)
+        first = exchanges.insert_new_exchange(tape_id, "k", 0, "", content(sha), session=connection)
+        lost = exchanges.insert_new_exchange(
+            tape_id, "k", 0, "", content(sha, status=500), session=connection
+        )
+        assert isinstance(first, int) and lost is None
+        winner = exchanges.find_winner(tape_id, "k", 0, "", session=connection)
+        assert (winner.id, winner.response_status) == (first, 200)
+        with pytest.raises(LookupError, match="vanished"):
+            exchanges.find_winner(tape_id, "k", 1, "", session=connection)
 
 
 def test_events_are_numbered_per_branch_and_finished_by_record(store: Store) -> None:

@@ -69,6 +69,8 @@ class OccurrenceCounter(Base):
     """How many times a branch's lineage asked a key; a fork copies the parent's rows."""
 
     __tablename__ = "gh_occurrences"
+    # One copy of each row, in key order (SQLite): see migration 0003.
+    __table_args__ = {"sqlite_with_rowid": False}
 
     branch_id: Mapped[int] = mapped_column(
         ForeignKey("gh_branches.id", ondelete="CASCADE"), primary_key=True
@@ -129,9 +131,8 @@ class Event(Base):
     __table_args__ = (UniqueConstraint("branch_id", "seq"),)
 
     id: Mapped[int] = mapped_column(IdType, primary_key=True, autoincrement=True)
-    branch_id: Mapped[int] = mapped_column(
-        ForeignKey("gh_branches.id", ondelete="CASCADE"), index=True
-    )
+    # The (branch_id, seq) unique index serves lookups by branch (migration 0003).
+    branch_id: Mapped[int] = mapped_column(ForeignKey("gh_branches.id", ondelete="CASCADE"))
     seq: Mapped[int] = mapped_column(Integer)
     method: Mapped[str] = mapped_column(String(20))
     url: Mapped[str] = mapped_column(Text)
@@ -181,6 +182,7 @@ class PendingRecord(Base):
     """A forward the resolver is waiting to hear back about (the ticket's state)."""
 
     __tablename__ = "gh_pending"
+    __table_args__ = {"sqlite_with_rowid": False}  # as gh_occurrences (migration 0003)
 
     ticket: Mapped[str] = mapped_column(String(64), primary_key=True)
     tape_id: Mapped[int] = mapped_column(ForeignKey("gh_tapes.id", ondelete="CASCADE"))

@@ -17,19 +17,22 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, create_engine, inspect, text
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
 from store import exchanges, migrate
 from store.branches import get_branch
 from store.db import Store, make_engine, open_store, transaction
 from store.digest import tape_digest
-from store.models import Base, Event
+from store.models import Base, Event, OccurrenceCounter, PendingRecord
 from store.tapes import list_tapes
 from tests.store.test_digest import ADDRESSES, fill
 from tests.support.servers import REPO_ROOT
 from tests.support.store_databases import private_schema_url
 
-NEW_INDEX = "ix_gh_events_exchange_id"
+NEW_INDEX = "ix_gh_events_exchange_id"  # added by 0002
+DROPPED_INDEX = "ix_gh_events_branch_id"  # dropped by 0003
+HEAD = "0003"
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
@@ -96,15 +99,18 @@ def drift(engine: Engine) -> list[object]:
 def test_migrations_build_exactly_the_models(engine: Engine) -> None:
     before = migrate.upgrade(engine)
     assert before.current is None and not before.has_tables
-    assert revision_of(engine) == migrate.head_revision() == "0002"
+    assert revision_of(engine) == migrate.head_revision() == HEAD
     assert drift(engine) == []
 
 
 def test_an_old_revision_differs_from_the_models(engine: Engine) -> None:
-    # The drift check can fail: revision 0001 lacks what 0002 added to the models.
+    # The drift check can fail: revision 0001 lacks what 0002 added and has what 0003 dropped.
     old_store(engine)
     differences = drift(engine)
-    assert [(kind, index.name) for kind, index, *_ in differences] == [("add_index", NEW_INDEX)]
+    assert sorted((kind, index.name) for kind, index, *_ in differences) == [
+        ("add_index", NEW_INDEX),
+        ("remove_index", DROPPED_INDEX),
+    ]
 
 
 def test_store_at_revision_1_upgrades_with_its_data(engine: Engine) -> None:
@@ -118,7 +124,7 @@ def test_store_at_revision_1_upgrades_with_its_data(engine: Engine) -> None:
     before = migrate.upgrade(engine)
 
     assert before.current == "0001"
-    assert revision_of(engine) == "0002"
+    assert revision_of(engine) == HEAD
     assert NEW_INDEX in indexes(engine, "gh_events")
     with transaction(store.read) as session:
         assert tape_digest(tape_id, session=session) == digest_before
@@ -137,7 +143,7 @@ def test_store_from_before_migrations_is_stamped_then_upgraded(engine: Engine) -
     before = migrate.upgrade(engine)
 
     assert before.current is None and before.has_tables
-    assert revision_of(engine) == "0002"
+    assert revision_of(engine) == HEAD
     assert drift(engine) == []
     with transaction(store.read) as session:
         assert tape_digest(tape_id, session=session)[1] == len(ADDRESSES)
@@ -150,7 +156,7 @@ def test_refusing_to_migrate_names_the_command_and_changes_nothing(
     with pytest.raises(migrate.SchemaOutOfDate) as refused:
         open_store(database_url, migrate_schema=False)
     message = str(refused.value)
-    assert "revision 0001, behind the newest revision 0002" in message
+    assert f"revision 0001, behind the newest revision {HEAD}" in message
     assert "groundhog migrate --database-url" in message
     assert "python -m store.migrate" in message
     assert revision_of(engine) == "0001"
@@ -199,10 +205,10 @@ def test_concurrent_first_starts_create_the_schema_once(database_url: str) -> No
     try:
         assert not any(thread.is_alive() for thread in threads), "a start never finished"
         # Exactly one saw the empty database; the others found it current.
-        assert Counter(map(str, outcomes)) == {"None": 1, "0002": 2}
+        assert Counter(map(str, outcomes)) == {"None": 1, HEAD: 2}
         with engines[0].connect() as connection:
             versions = connection.execute(text("SELECT version_num FROM alembic_version"))
-            assert versions.scalars().all() == ["0002"]
+            assert versions.scalars().all() == [HEAD]
     finally:
         for engine in engines:
             engine.dispose()
@@ -213,7 +219,7 @@ def test_downgrade_of_the_second_revision_drops_only_its_index(engine: Engine) -
     with engine.begin() as connection:
         command.downgrade(migrate.alembic_config(connection), "0001")
     assert NEW_INDEX not in indexes(engine, "gh_events")
-    assert "ix_gh_events_branch_id" in indexes(engine, "gh_events")
+    assert DROPPED_INDEX in indexes(engine, "gh_events")
     assert revision_of(engine) == "0001"
 
 
@@ -266,16 +272,16 @@ def test_command_line_checks_then_upgrades(engine: Engine, database_url: str) ->
 
     behind = run_migrate("--database-url", database_url, "check")
     assert behind.returncode == 1
-    assert "behind the newest revision 0002" in behind.stderr
+    assert f"behind the newest revision {HEAD}" in behind.stderr
     assert revision_of(engine) == "0001"
 
     upgraded = run_migrate("--database-url", database_url)
     assert upgraded.returncode == 0, upgraded.stderr
-    assert "now at revision 0002" in upgraded.stderr
+    assert f"now at revision {HEAD}" in upgraded.stderr
 
     current = run_migrate("--database-url", database_url, "check")
     assert current.returncode == 0, current.stderr
-    assert current.stderr.strip() == "schema at revision 0002 (current)"
+    assert current.stderr.strip() == f"schema at revision {HEAD} (current)"
     with transaction(store.read) as session:
         assert tape_digest(tape_id, session=session)[1] == len(ADDRESSES)
 
@@ -284,3 +290,69 @@ def test_command_line_without_a_database_says_how_to_give_one() -> None:
     result = run_migrate()
     assert result.returncode == 2
     assert "give --database-url URL or set GROUNDHOG_DATABASE_URL" in result.stderr
+
+
+def sqlite_table_sql(engine: Engine, table: str) -> str:
+    with engine.connect() as connection:
+        found = connection.execute(
+            text("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = :name"),
+            {"name": table},
+        )
+        return str(found.scalar_one())
+
+
+def test_revision_3_keeps_counters_and_pending_records_and_their_keys(engine: Engine) -> None:
+    store = old_store(engine, "0002")
+    tape_id = fill(store, "busy", ADDRESSES)
+    event_id = record_event(store, tape_id)
+    with transaction(store.write) as session:
+        root = get_branch(tape_id, "root", session=session)
+        session.add(OccurrenceCounter(branch_id=root.id, key_hash="a", count=3))
+        session.add(
+            PendingRecord(
+                ticket="t1",
+                tape_id=tape_id,
+                branch_id=root.id,
+                event_id=event_id,
+                key_hash="b",
+                occurrence=0,
+                fingerprint="",
+                decision="recorded",
+                is_write=False,
+                request={"url": "http://b/"},
+                created=1.5,
+            )
+        )
+    sqlite = engine.dialect.name == "sqlite"
+    if sqlite:
+        assert "WITHOUT ROWID" not in sqlite_table_sql(engine, "gh_occurrences")
+
+    migrate.upgrade(engine)
+
+    assert revision_of(engine) == HEAD and drift(engine) == []
+    assert DROPPED_INDEX not in indexes(engine, "gh_events")
+    if sqlite:
+        for table in ("gh_occurrences", "gh_pending"):
+            assert "WITHOUT ROWID" in sqlite_table_sql(engine, table)
+    with transaction(store.write) as session:
+        root = get_branch(tape_id, "root", session=session)
+        assert session.get(OccurrenceCounter, (root.id, "a")).count == 3
+        pending = session.get(PendingRecord, "t1")
+        assert (pending.event_id, pending.request, pending.created) == (
+            event_id,
+            {"url": "http://b/"},
+            1.5,
+        )
+        # The keys came across: a second counter for the same (branch, key) is refused.
+        session.add(OccurrenceCounter(branch_id=root.id, key_hash="a", count=1))
+        with pytest.raises(IntegrityError):
+            session.flush()
+        session.rollback()
+
+    with engine.begin() as connection:
+        command.downgrade(migrate.alembic_config(connection), "0002")
+    assert DROPPED_INDEX in indexes(engine, "gh_events")
+    if sqlite:
+        assert "WITHOUT ROWID" not in sqlite_table_sql(engine, "gh_pending")
+    with transaction(store.read) as session:
+        assert session.get(PendingRecord, "t1") is not None

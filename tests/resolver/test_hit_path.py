@@ -339,3 +339,35 @@ def test_without_a_loop_writer_every_poll_goes_to_a_thread(store: Store) -> None
     assert isinstance(waiting, Waiting)
     assert resolver.poll_without_waiting(waiting) is None
     assert isinstance(resolver.poll(waiting), Waiting)
+
+
+def test_a_hit_writes_five_pages_and_a_miss_nine(tmp_path: Path) -> None:
+    """A SQLite commit costs about the pages it writes (migration 0003 cut 7 to 5 and 12 to 9):
+    counted as WAL frames, which the loop writer never checkpoints."""
+    database = tmp_path / "pages.sqlite3"
+    store = open_with_tape(f"sqlite:///{database}")
+    writer = LoopWriter(store, commits_per_checkpoint=10**9)
+    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30, loop_writer=writer)
+    wal = Path(f"{database}-wal")
+
+    with store.engine.connect() as connection:
+        page_size = int(connection.exec_driver_sql("PRAGMA page_size").scalar_one())
+
+    def frames() -> int:  # a WAL file: a 32-byte header, then frames of a 24-byte header + page
+        return (wal.stat().st_size - 32) // (24 + page_size)
+
+    try:
+        record(store, resolver, "/x", "root/a", b"answer")
+        assert resolver.resolve_without_waiting(ask("/y", "root/a")) is not None  # warm-up
+        before = frames()
+        miss = resolver.resolve_without_waiting(ask("/z", "root/a"))
+        assert isinstance(miss, Resolution) and miss.action is Action.FORWARD
+        after_miss = frames()
+        hit = resolver.resolve_without_waiting(ask("/x", "root/b"))
+        assert isinstance(hit, Resolution) and hit.decision is Decision.SHARED
+        after_hit = frames()
+    finally:
+        writer.close()
+        store.dispose()
+    assert after_miss - before <= 9
+    assert after_hit - after_miss <= 5

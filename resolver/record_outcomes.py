@@ -62,12 +62,10 @@ def store_answer(
     connection = unit.connection
     content, stored_body = exchange_content(connection, pending, tape, wire, body, echoed)
     address = pending_address(pending)
-    exchange_id = exchanges.insert_new_exchange(*address, content, session=connection)
-    created = exchange_id is not None
-    winner = None if created else exchanges.find_winner(*address, session=unit.session)
-    if winner is not None:
-        exchange_id = winner.id
-    assert exchange_id is not None
+    new_id = exchanges.insert_new_exchange(*address, content, session=connection)
+    winner = None if new_id is not None else exchanges.find_winner(*address, session=unit.session)
+    created = winner is None
+    exchange_id = new_id if winner is None else winner.id
     # A read that lost the race is served the winner's bytes, as a sibling would be.
     decision = pending.decision if created or pending.is_write else str(Decision.SHARED)
     finish_event(connection, pending, decision, exchange_id)

@@ -176,8 +176,8 @@ class Resolver:
                 assert claim is not None
                 return Waiting(ask, claim.lease_expires)
             relax_commit_durability(unit.connection)
-            facts = start.updated(claim=claim_state(claim, now))
-            return self._settle(unit, ask, facts, claim=claim)
+            # One transaction: what was looked up above still holds, so it is not looked up again.
+            return self._settle(unit, ask, looked, claim=claim, found=found)
 
     def _simulate(self, result: Resolution | Waiting) -> Resolution | Waiting:
         """A claimed `simulated` ask: ask the tape's simulator, record and serve its answer."""
@@ -188,10 +188,17 @@ class Resolver:
         return Resolution(Action.SERVE, decision, result.ask, response=response)
 
     def _settle(
-        self, unit: Unit, ask: Ask, facts: Facts, *, claim: Claim | None = None
+        self,
+        unit: Unit,
+        ask: Ask,
+        facts: Facts,
+        *,
+        claim: Claim | None = None,
+        found: Recorded | None = None,
     ) -> Resolution | Waiting:
-        """Decide, look up what the decision asks for, decide again; then carry it out."""
-        found: Recorded | None = None
+        """Decide, look up what the decision asks for, decide again; then carry it out.
+
+        `found` is the address's recording when `facts` already say whether there is one."""
         ticket: str | None = None
         while True:
             plan = decide_step(facts)

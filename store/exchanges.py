@@ -181,35 +181,6 @@ def insert_new_exchange(
     return None if row is None else int(row[0])
 
 
-def insert_exchange_first_wins(
-    tape_id: int,
-    key_hash: str,
-    occurrence: int,
-    fingerprint: str,
-    content: ExchangeContent,
-    *,
-    session: Executor,
-) -> tuple[Exchange, bool]:
-    """The exchange at the address, and whether this call created it (first recording wins).
-
-    A created exchange is not read back: what was inserted is known, so it comes back as a
-    detached object holding those values and the new id. Only a lost race reads the winner.
-    """
-    address = (tape_id, key_hash, occurrence, fingerprint)
-    created = insert_new_exchange(*address, content, session=session)
-    if created is None:
-        return find_winner(*address, session=session), False
-    exchange = Exchange(
-        id=created,
-        tape_id=tape_id,
-        key_hash=key_hash,
-        occurrence=occurrence,
-        fingerprint=fingerprint,
-        **content.__dict__,
-    )
-    return exchange, True
-
-
 def find_winner(
     tape_id: int, key_hash: str, occurrence: int, fingerprint: str, *, session: Executor
 ) -> Exchange:

@@ -31,7 +31,7 @@ def _import_one(store: Store, name: str = "t", **fields: object) -> int:
     tape_id = make_tape(store, name)
     with transaction(store.write) as session:
         sha = exchanges.put_blob(b"body", session=session)
-        exchanges.insert_exchange_first_wins(
+        exchanges.insert_new_exchange(
             tape_id, "hash", 0, "", replace(content(sha), **fields), session=session
         )
     return tape_id

@@ -17,7 +17,7 @@ def fill(store: Store, name: str, order: list[tuple[str, int, str]], body: bytes
         fork_branch(root, "root/b0", {"n": 1}, session=session)
         sha = exchanges.put_blob(body, session=session)
         for key, occurrence, fingerprint in order:
-            exchanges.insert_exchange_first_wins(
+            exchanges.insert_new_exchange(
                 tape_id, key, occurrence, fingerprint, content(sha), session=session
             )
     return tape_id

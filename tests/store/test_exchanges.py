@@ -41,37 +41,23 @@ def test_first_recording_at_an_address_wins(store: Store) -> None:
     tape_id = make_tape(store)
     with transaction(store.write) as session:
         sha = exchanges.put_blob(b"one", session=session)
-        first, created = exchanges.insert_exchange_first_wins(
-            tape_id, "k", 0, "", content(sha), session=session
-        )
-        again, created_again = exchanges.insert_exchange_first_wins(
+        first = exchanges.insert_new_exchange(tape_id, "k", 0, "", content(sha), session=session)
+        again = exchanges.insert_new_exchange(
             tape_id, "k", 0, "", content(sha, status=500), session=session
         )
-        assert created and not created_again and again.id == first.id
-        assert again.response_status == 200
-        other, _ = exchanges.insert_exchange_first_wins(
-            tape_id, "k", 0, "fp", content(sha), session=session
-        )
-        assert other.id != first.id
+        assert isinstance(first, int) and again is None  # the address was taken
+        winner = exchanges.find_winner(tape_id, "k", 0, "", session=session)
+        assert (winner.id, winner.response_status) == (first, 200)
+        other = exchanges.insert_new_exchange(tape_id, "k", 0, "fp", content(sha), session=session)
+        assert other is not None and other != first
+        with pytest.raises(LookupError, match="vanished"):
+            exchanges.find_winner(tape_id, "k", 1, "", session=session)
+    with store.engine.connect() as connection:  # the record path's Core connection
+        assert exchanges.find_winner(tape_id, "k", 0, "", session=connection).id == first
     with transaction(store.read) as session:
         found = exchanges.find_exchange(tape_id, "k", 0, "", session=session)
         assert found.response_headers == [["X-Dup", "1"], ["Content-Type", "t"], ["X-Dup", "2"]]
         assert exchanges.get_exchange(tape_id + 1000, found.id, session=session) is None
-
-
-def test_a_new_exchange_gives_its_id_and_a_taken_address_none(store: Store) -> None:
-    tape_id = make_tape(store)
-    with store.engine.begin() as connection:  # the record path's Core connection
-        sha = exchanges.put_blob(b"one", session=connection)
-        first = exchanges.insert_new_exchange(tape_id, "k", 0, "", content(sha), session=connection)
-        lost = exchanges.insert_new_exchange(
-            tape_id, "k", 0, "", content(sha, status=500), session=connection
-        )
-        assert isinstance(first, int) and lost is None
-        winner = exchanges.find_winner(tape_id, "k", 0, "", session=connection)
-        assert (winner.id, winner.response_status) == (first, 200)
-        with pytest.raises(LookupError, match="vanished"):
-            exchanges.find_winner(tape_id, "k", 1, "", session=connection)
 
 
 def test_events_are_numbered_per_branch_and_finished_by_record(store: Store) -> None:

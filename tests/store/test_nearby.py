@@ -16,7 +16,7 @@ def _record(
     with transaction(store.write) as session:
         sha = exchanges.put_blob(b"body", session=session)
         recorded = replace(content(sha), key_readable=key, **fields)
-        exchanges.insert_exchange_first_wins(
+        exchanges.insert_new_exchange(
             tape_id, f"hash-{key}", occurrence, fingerprint, recorded, session=session
         )
 

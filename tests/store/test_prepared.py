@@ -142,7 +142,7 @@ def test_find_answer_joins_the_body_and_misses_cleanly(store: Store) -> None:
             response_headers=[["X-Dup", "1"], ["X-Dup", "2"]],
             response_body_sha=body_sha,
         )
-        exchanges.insert_exchange_first_wins(tape_id, "k" * 64, 0, "", content, session=session)
+        exchanges.insert_new_exchange(tape_id, "k" * 64, 0, "", content, session=session)
     with transaction(store.read) as session:
         found = exchanges.find_answer(tape_id, "k" * 64, 0, "", session=session)
         assert exchanges.find_answer(tape_id, "k" * 64, 1, "", session=session) is None

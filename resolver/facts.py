@@ -15,7 +15,7 @@ from resolver.cache import Recorded
 from resolver.decision import ClaimState, Facts
 from resolver.simulation import is_simulated
 from resolver.wakeups import Address
-from store.models import Claim
+from store.claims import HeldClaim
 
 
 def facts_of(ask: Ask, *, passthrough: bool = False) -> Facts:
@@ -33,7 +33,7 @@ def facts_of(ask: Ask, *, passthrough: bool = False) -> Facts:
     )
 
 
-def claim_state(claim: Claim | None, now: float) -> ClaimState:
+def claim_state(claim: HeldClaim | None, now: float) -> ClaimState:
     """A claim row's state at wall time `now`: a lease that lapses exactly now still holds."""
     if claim is None:
         return ClaimState.FREE

@@ -49,6 +49,13 @@ class Metrics:
             ["by"],
             registry=self.registry,
         )
+        self.wait_first_looks = Counter(
+            "groundhog_wait_first_looks",
+            "A /v1/wait's first look at the store: taken, or skipped because nothing settled "
+            "since its resolve looked",
+            ["look"],
+            registry=self.registry,
+        )
         self.listener_up = Gauge(
             "groundhog_notify_listener_up",
             "1 while this replica LISTENs for other replicas' records (PostgreSQL)",

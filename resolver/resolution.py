@@ -43,7 +43,6 @@ from resolver.simulator_client import SimulatorClient
 from store import claims, exchanges
 from store.db import Store, relax_commit_durability
 from store.loop_writes import LoopWriter, WouldWait
-from store.models import Claim
 from store.prepared import Executor
 from store.refs import TapeRef
 from store.unit import Unit, unit_of_work
@@ -169,7 +168,7 @@ class Resolver:
         start = facts_of(ask)  # a passthrough or a fault never waits
         with transaction as unit:
             found = self._find(unit, ask)
-            claim = None if found else claims.get_claim(*address_of(ask), session=unit.session)
+            claim = None if found else claims.get_claim(*address_of(ask), session=unit.connection)
             now = time.time()
             looked = start.updated(**recorded_facts(found), claim=claim_state(claim, now))
             if decide_step(looked).step is Step.WAIT:
@@ -193,7 +192,7 @@ class Resolver:
         ask: Ask,
         facts: Facts,
         *,
-        claim: Claim | None = None,
+        claim: claims.HeldClaim | None = None,
         found: Recorded | None = None,
     ) -> Resolution | Waiting:
         """Decide, look up what the decision asks for, decide again; then carry it out.
@@ -215,7 +214,10 @@ class Resolver:
                     # Someone may have recorded and released between our lookup and our claim.
                     facts = facts.updated(claim=ClaimState.OURS, recorded=None)
                 else:
-                    facts = facts.updated(claim=ClaimState.HELD)
+                    # Whose, and until when: a lapsed lease is taken over now, and a waiter's
+                    # token carries a live one (routes/internal.py skips a first look on it).
+                    claim = claims.get_claim(*address_of(ask), session=unit.connection)
+                    facts = facts.updated(claim=claim_state(claim, time.time()))
             elif plan.step is Step.TAKE_OVER:
                 assert claim is not None
                 ticket = claims.new_ticket()
@@ -254,7 +256,7 @@ class Resolver:
             *address_of(ask), ticket=ticket, lease_expires=lease_expires, session=session
         )
 
-    def _take_over(self, session: Session, claim: Claim, ticket: str) -> bool:
+    def _take_over(self, session: Session, claim: claims.HeldClaim, ticket: str) -> bool:
         now = time.time()
         return claims.take_over_expired(
             claim.id,

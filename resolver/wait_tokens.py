@@ -7,7 +7,10 @@ continue it, so it travels in the token rather than in one process's memory. The
 ask holds for echo scrubbing stay out of it (they are never to leave the resolver's memory): a
 waiter that takes a claim over records without that pass, as a record on another replica does.
 The token is as trusted as a record from the same proxy (both routes need the proxy token); a
-malformed one is a 422 naming the `wait` field, never a 500.
+malformed one is a 422 naming the `wait` field, never a 500. Beside the ask it carries when the
+holder's lease lapses and the settle log's mark taken before the look that answered `wait`
+(resolver/wakeups.py): together they let the first `/v1/wait` skip a look that would find the
+same claim. Both are optional, so a token from an older replica is still read (it always looks).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import base64
 import binascii
 import json
 import zlib
+from typing import NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
@@ -26,6 +30,7 @@ from resolver.keys import RequestKey
 from resolver.policy import DependencyModel, Mode
 from resolver.redaction_rules import Finding
 from resolver.request import RequestParts
+from resolver.wakeups import Mark
 
 VERSION = 1
 # A token decompresses to at most this many bytes (a resolve body is bounded the same way).
@@ -64,9 +69,19 @@ class _Token(BaseModel):
     true_fingerprint: str
     fingerprint: str
     findings: list[tuple[str, str]] = []
+    lease_expires: float | None = None
+    mark: tuple[str, int] | None = None
 
 
-def encode(ask: Ask) -> str:
+class WaitToken(NamedTuple):
+    """What a token carries: the ask, when its holder's lease lapses, and the settle mark."""
+
+    ask: Ask
+    lease_expires: float | None
+    mark: Mark | None
+
+
+def encode(ask: Ask, *, lease_expires: float | None = None, mark: Mark | None = None) -> str:
     request = ask.request
     document = {
         "v": VERSION,
@@ -98,6 +113,8 @@ def encode(ask: Ask) -> str:
         "true_fingerprint": ask.true_fingerprint,
         "fingerprint": ask.fingerprint,
         "findings": [[finding.where, finding.rule] for finding in ask.findings],
+        "lease_expires": lease_expires,
+        "mark": None if mark is None else list(mark),
     }
     packed = zlib.compress(json.dumps(document, separators=(",", ":")).encode(), 1)
     return base64.urlsafe_b64encode(packed).decode("ascii")
@@ -116,6 +133,10 @@ def _unpack(token: str) -> bytes:
 
 
 def decode(token: str) -> Ask:
+    return decode_wait(token).ask
+
+
+def decode_wait(token: str) -> WaitToken:
     raw = _unpack(token)
     try:
         doc = _Token.model_validate_json(raw)
@@ -138,7 +159,7 @@ def decode(token: str) -> Ask:
         headers=tuple(wire.headers),
         body=body,
     )
-    return Ask(
+    ask = Ask(
         tape_id=doc.tape_id,
         tape_name=doc.tape_name,
         mode=doc.mode,
@@ -157,3 +178,4 @@ def decode(token: str) -> Ask:
         fingerprint=doc.fingerprint,
         findings=tuple(Finding(where, rule) for where, rule in doc.findings),
     )
+    return WaitToken(ask, doc.lease_expires, None if doc.mark is None else Mark(*doc.mark))

@@ -87,16 +87,37 @@ def try_claim(
     return _TRY_CLAIM.first(parameters, session=session) is not None
 
 
-def get_claim(
-    tape_id: int, key_hash: str, occurrence: int, fingerprint: str, *, session: Session
-) -> Claim | None:
-    query = select(Claim).where(
-        Claim.tape_id == tape_id,
-        Claim.key_hash == key_hash,
-        Claim.occurrence == occurrence,
-        Claim.fingerprint == fingerprint,
+@dataclass(frozen=True)
+class HeldClaim:
+    """A claim row as the decision path reads it: who holds the address, and until when."""
+
+    id: int
+    ticket: str
+    lease_expires: float
+
+
+_GET_CLAIM = Prepared(
+    lambda _dialect: select(_claims.c.id, _claims.c.ticket, _claims.c.lease_expires).where(
+        _claims.c.tape_id == bindparam("tape_id"),
+        _claims.c.key_hash == bindparam("key_hash"),
+        _claims.c.occurrence == bindparam("occurrence"),
+        _claims.c.fingerprint == bindparam("fingerprint"),
     )
-    return session.scalars(query).one_or_none()
+)
+
+
+def get_claim(
+    tape_id: int, key_hash: str, occurrence: int, fingerprint: str, *, session: Executor
+) -> HeldClaim | None:
+    """The claim on the address, if any (a resolve that lost the claim race, every poll)."""
+    parameters = {
+        "tape_id": tape_id,
+        "key_hash": key_hash,
+        "occurrence": occurrence,
+        "fingerprint": fingerprint,
+    }
+    row = _GET_CLAIM.first(parameters, session=session)
+    return None if row is None else HeldClaim(int(row[0]), str(row[1]), float(row[2]))
 
 
 def take_over_expired(

@@ -7,7 +7,8 @@ on the event loop, woken when the address is recorded (resolver/wakeups.py; on P
 by other replicas' records, resolver/notify.py), with a slow store poll as the fallback; each
 look at the store is one short transaction, run on the event loop where SQLite lets it take
 the write lock without waiting (store/loop_writes.py) and in the threadpool otherwise, as
-resolves are.
+resolves are. A wait skips its first look when the token shows nothing can have changed since
+the resolve looked (`_nothing_settled_since`).
 
 Resolve is the hot path (one per proxied request), record follows every forward and wait every
 single-flight sibling, so all three skip FastAPI's generic body handling (stdlib JSON parse,
@@ -40,6 +41,7 @@ from resolver.record_outcomes import RecordResult
 from resolver.resolution import Resolver
 from resolver.resolve_results import Resolution, Waiting
 from resolver.schemas import RecordRequest, ResolveRequest, TicketRequest, WaitRequest
+from resolver.wakeups import Address, Mark, Wakeups
 
 router = APIRouter(prefix="/v1", tags=["internal"], dependencies=[Depends(require_proxy)])
 
@@ -90,8 +92,10 @@ def document_record_body(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def waiting_json(waiting: Waiting) -> ResolveAnswer:
-    """`wait`: another asker holds the address; long-poll `/v1/wait` with the token."""
+def waiting_json(waiting: Waiting, mark: Mark | None = None) -> ResolveAnswer:
+    """`wait`: another asker holds the address; long-poll `/v1/wait` with the token.
+
+    `mark`: the settle log's mark taken before the look that found the holder."""
     ask = waiting.ask
     decision = Decision.RECORDED if ask.fingerprint == "" else Decision.REFETCHED
     return {
@@ -100,7 +104,7 @@ def waiting_json(waiting: Waiting) -> ResolveAnswer:
         "occurrence": ask.occurrence,
         "fingerprint": ask.fingerprint,
         "request_key": ask.key.hash,
-        "wait": wait_tokens.encode(ask),
+        "wait": wait_tokens.encode(ask, lease_expires=waiting.lease_expires, mark=mark),
         "ticket": None,
         "upstream_headers": [],
         "response": None,
@@ -156,10 +160,11 @@ async def resolve(request: Request) -> Response:
     body = parse_resolve(await request.body())
     state = request.app.state
     started = time.perf_counter()
+    mark = state.wakeups.mark()  # before the store is looked at
     result = await _resolve(state.resolver, body)
     if isinstance(result, Waiting):
         state.metrics.single_flight_waits.inc()
-        return Response(dumps_compact(waiting_json(result)), media_type="application/json")
+        return Response(dumps_compact(waiting_json(result, mark)), media_type="application/json")
     state.metrics.observe(result.decision, time.perf_counter() - started)
     return Response(resolution_bytes(result, state.resolver), media_type="application/json")
 
@@ -197,25 +202,47 @@ async def wait(request: Request) -> Response:
     """Hold until the address is recorded, the holder's lease lapses, or the window ends."""
     body = parse_body(WaitRequest, await request.body())
     state = request.app.state
-    waiting = Waiting(wait_tokens.decode(body.wait))
+    token = wait_tokens.decode_wait(body.wait)
+    waiting, mark = Waiting(token.ask, token.lease_expires), token.mark
     ask = waiting.ask
     address = (ask.tape_id, ask.key.hash, ask.occurrence, ask.fingerprint)
+    wakeups: Wakeups = state.wakeups
     started = time.perf_counter()
     deadline = time.monotonic() + state.settings.resolve_wait_seconds
+    first = True
     while True:
-        with state.wakeups.listen(address) as settled:
-            result = await _poll(state.resolver, waiting)
-            if not isinstance(result, Waiting):
-                break
-            waiting = result
+        with wakeups.listen(address) as settled:
+            # Listening first: a settle from here on wakes us, one before is in the settle log.
+            skip = first and _nothing_settled_since(wakeups, address, waiting, mark)
+            if first:
+                state.metrics.wait_first_looks.labels(look="skipped" if skip else "taken").inc()
+            if not skip:
+                mark = wakeups.mark()
+                result = await _poll(state.resolver, waiting)
+                if not isinstance(result, Waiting):
+                    break
+                waiting = result
+            first = False
             left = deadline - time.monotonic()
             if left <= 0:
-                return Response(dumps_compact(waiting_json(waiting)), media_type="application/json")
+                answer = waiting_json(waiting, mark)
+                return Response(dumps_compact(answer), media_type="application/json")
             next_look = _next_look(waiting, state.settings.wait_poll_seconds)
-            woken = await state.wakeups.wait(settled, min(left, next_look))
+            woken = await wakeups.wait(settled, min(left, next_look))
             state.metrics.wait_wakeups.labels(by="event" if woken else "timer").inc()
     state.metrics.observe(result.decision, time.perf_counter() - started)
     return Response(resolution_bytes(result, state.resolver), media_type="application/json")
+
+
+def _nothing_settled_since(
+    wakeups: Wakeups, address: Address, waiting: Waiting, mark: Mark | None
+) -> bool:
+    """Whether a look now would surely find what the resolve found: the same holder, its
+    lease not lapsed, and no settle of the address in this process since the mark (a token
+    from another replica, or from before a restart, proves nothing and is looked at)."""
+    if mark is None or waiting.lease_expires is None or waiting.lease_expires <= time.time():
+        return False
+    return not wakeups.settled_since(address, mark)
 
 
 def _next_look(waiting: Waiting, poll_seconds: float) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import zlib
 from dataclasses import replace
 
@@ -15,7 +16,8 @@ from resolver.keys import RequestKey
 from resolver.policy import DependencyModel, Mode
 from resolver.redaction_rules import Finding
 from resolver.request import RequestParts
-from resolver.wait_tokens import decode, encode
+from resolver.wait_tokens import WaitToken, decode, decode_wait, encode
+from resolver.wakeups import Mark
 
 
 def _ask() -> Ask:
@@ -52,6 +54,20 @@ def _ask() -> Ask:
 def test_an_ask_survives_the_round_trip_exactly() -> None:
     ask = _ask()
     assert decode(encode(ask)) == ask
+
+
+def test_the_holders_lease_and_the_settle_mark_travel_with_the_ask() -> None:
+    ask, mark = _ask(), Mark("0f1e2d3c4b5a6978", 41)
+    token = encode(ask, lease_expires=1_800_000_000.25, mark=mark)
+    assert decode_wait(token) == WaitToken(ask, 1_800_000_000.25, mark)
+
+
+def test_a_token_without_lease_or_mark_is_read_as_unknown() -> None:
+    # What an older replica wrote: the wait then looks at the store first, as it always did.
+    document = json.loads(zlib.decompress(base64.urlsafe_b64decode(encode(_ask()))))
+    del document["lease_expires"], document["mark"]
+    older = base64.urlsafe_b64encode(zlib.compress(json.dumps(document).encode())).decode()
+    assert decode_wait(older) == WaitToken(_ask(), None, None)
 
 
 def test_raw_secrets_never_travel_in_a_token() -> None:

@@ -1,10 +1,14 @@
-"""Unit tests of resolver/wakeups.py: a notify from another thread wakes the listeners."""
+"""Unit tests of resolver/wakeups.py: a notify from another thread wakes the listeners, and a
+mark tells whether an address settled after it."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 
+import pytest
+
+from resolver import wakeups as wakeups_module
 from resolver.wakeups import Wakeups
 
 ADDRESS = (1, "k", 0, "")
@@ -38,3 +42,28 @@ def test_without_a_notify_the_wait_times_out() -> None:
     assert asyncio.run(main()) is False
     assert wakeups.blocked() == 0
     assert wakeups.notify(ADDRESS) == 0
+
+
+def test_a_mark_sees_only_settles_of_its_address_made_after_it() -> None:
+    wakeups = Wakeups()
+    wakeups.notify(ADDRESS)
+    mark = wakeups.mark()
+    assert not wakeups.settled_since(ADDRESS, mark)  # the settle before the mark is old news
+    wakeups.notify((1, "k", 1, ""))
+    assert not wakeups.settled_since(ADDRESS, mark)  # another address settled
+    wakeups.notify(ADDRESS)
+    assert wakeups.settled_since(ADDRESS, mark)
+    assert not wakeups.settled_since(ADDRESS, wakeups.mark())
+
+
+def test_a_mark_of_another_process_or_older_than_the_log_proves_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    wakeups, elsewhere = Wakeups(), Wakeups()
+    assert wakeups.settled_since(ADDRESS, elsewhere.mark())  # another replica, or a restart
+    monkeypatch.setattr(wakeups_module, "SETTLED_REMEMBERED", 2)
+    mark = wakeups.mark()
+    for occurrence in range(1, 4):  # three other addresses: the log forgets the first
+        wakeups.notify((1, "k", occurrence, ""))
+    assert wakeups.settled_since(ADDRESS, mark)  # it may have been among the forgotten
+    assert not wakeups.settled_since(ADDRESS, wakeups.mark())

@@ -9,7 +9,9 @@ at once (one records, three wait on it; latency is the group's last answer, agai
 forward through mitmdump) and, taking turns with it, four concurrent plain forwards of four new
 addresses through mitmdump with no addon (the group's last answer): mitmproxy spends several ms
 of CPU per flow in one Python thread, so four flows at once cannot finish as soon as one, and
-the siblings row is reported against both; the resolver's hit alone (asked directly, with the
+the siblings row is reported against both; the same two groups as deployed, one sidecar proxy
+per worker (four Groundhog proxies sharing the resolver, and four mitmdumps); the resolver's
+hit alone (asked directly, with the
 proxy's own client, proxy/resolver_http.py, and with aiohttp and httpx, the general clients it
 replaced); and the hit path against an
 instant stand-in resolver, which isolates the proxy's own cost. Ratios are against mitmdump
@@ -46,7 +48,15 @@ import aiohttp
 import httpx
 from sqlalchemy.engine import make_url
 
-from bench.harness import LOOPBACK, ChildService, free_port, start_child, wait_for_child
+from bench.harness import (
+    LOOPBACK,
+    ChildService,
+    await_child,
+    free_port,
+    spawn_child,
+    start_child,
+    wait_for_child,
+)
 from groundhog.lifetime import tied_command
 from groundhog.protocol.wire import ResolveAsk
 from groundhog.worker_env import proxy_url_with_credentials
@@ -63,6 +73,14 @@ SLICES = 5  # turns the record and hit paths take with their baseline
 SIBLINGS = f"groundhog {GROUP} siblings, one new address (last answer)"
 # The siblings' second baseline: what mitmproxy alone takes to forward GROUP new requests at once.
 PLAIN_GROUP = f"mitmproxy (no addon) {GROUP} concurrent plain forwards, new addresses (last answer)"
+# The same two groups as deployed: every worker has its own sidecar proxy, so the group's flows
+# are not queued in one proxy's thread.
+SIDECARS = f"groundhog {GROUP} siblings, one sidecar proxy each, one new address (last answer)"
+PLAIN_SIDECARS = (
+    f"mitmproxy (no addon) {GROUP} concurrent plain forwards, one proxy each (last answer)"
+)
+# Each group row and the row it is also judged against.
+GROUP_BASELINES = {SIBLINGS: PLAIN_GROUP, SIDECARS: PLAIN_SIDECARS}
 REPLAY = "mitmproxy server replay"
 
 
@@ -304,6 +322,28 @@ def _start_proxy(name: str, resolver_url: str, work: Path) -> ChildService:
     return start_child(name, proxy_arguments(resolver_url, work), health="tcp", log_dir=work)
 
 
+def _start_sidecars(
+    resolver_url: str, work: Path, kids: list[ChildService]
+) -> tuple[list[ChildService], list[ChildService]]:
+    """GROUP - 1 more Groundhog proxies on the resolver and as many more mitmdumps, so each of
+    a group's workers has a sidecar of its own (the first of each kind is the main one)."""
+    proxies = []
+    for index in range(1, GROUP):
+        data = work / f"sidecar-{index}"  # its own CA directory: no two proxies create one file
+        data.mkdir()
+        child = spawn_child(f"sidecar-{index}", proxy_arguments(resolver_url, data), log_dir=work)
+        kids.append(child)
+        proxies.append(child)
+    plains = []
+    for index in range(1, GROUP):
+        plain = _start_mitmdump(f"mitmdump-sidecar-{index}", [], work)
+        kids.append(plain)
+        plains.append(plain)
+    for child in proxies:
+        await_child(child, health="tcp")
+    return proxies, plains
+
+
 @contextlib.contextmanager
 def _children() -> Iterator[list[ChildService]]:
     children: list[ChildService] = []
@@ -349,6 +389,7 @@ def measure(quick: bool = False, database_url: str | None = None) -> list[dict[s
         kids.append(instant)
         lone_proxy = _start_proxy("proxy-on-instant-resolver", instant.url, work)
         kids.append(lone_proxy)
+        sidecars, plain_sidecars = _start_sidecars(resolver.url, work, kids)
         try:
             for clients in CONCURRENCY:
                 per_client = max(total // clients, 10)
@@ -367,7 +408,14 @@ def measure(quick: bool = False, database_url: str | None = None) -> list[dict[s
                     # against four at once (PLAIN_GROUP, taking turns with the siblings).
                     rounds = max(total // 8, 10)
                     measured |= _group_conditions(
-                        resolver.url, proxy.port, plain.url, upstream.url, rounds, siblings_tape
+                        resolver.url,
+                        proxy.port,
+                        plain.url,
+                        upstream.url,
+                        rounds,
+                        siblings_tape,
+                        sidecar_ports=[proxy.port, *(child.port for child in sidecars)],
+                        plain_sidecar_urls=[plain.url, *(child.url for child in plain_sidecars)],
                     )
                 rows += [
                     _row(name, clients, numbers, measured) for name, numbers in measured.items()
@@ -453,6 +501,9 @@ def _group_conditions(
     upstream_url: str,
     rounds: int,
     tape: str,
+    *,
+    sidecar_ports: Sequence[int] = (),
+    plain_sidecar_urls: Sequence[str] = (),
 ) -> dict[str, dict[str, float]]:
     """GROUP siblings ask one new address at once, taking turns with GROUP plain forwards.
 
@@ -460,12 +511,20 @@ def _group_conditions(
     bytes, so this is the pace of every new read in a rollout group. Its second baseline asks
     GROUP new addresses at once through mitmdump with no addon: mitmproxy handles flows in one
     Python thread, so that group's last answer shows what four flows cost before any addon.
+    Given GROUP `sidecar_ports` (Groundhog proxies) and `plain_sidecar_urls` (mitmdumps), both
+    groups are also asked as deployed, each sibling through a proxy of its own.
     """
     siblings = _open_tape(resolver_url, tape, GROUP)
     conditions: list[tuple[str, Sequence[str | None], bool]] = [
         (SIBLINGS, [_proxy_with_identity(proxy_port, tape, name) for name in siblings], True),
         (PLAIN_GROUP, [plain_url] * GROUP, False),
     ]
+    if sidecar_ports or plain_sidecar_urls:
+        if len(sidecar_ports) != GROUP or len(plain_sidecar_urls) != GROUP:
+            raise ValueError(f"one sidecar of each kind per sibling: {GROUP} of each")
+        pairs = zip(sidecar_ports, siblings, strict=True)
+        sidecars = [_proxy_with_identity(port, tape, name) for port, name in pairs]
+        conditions += [(SIDECARS, sidecars, True), (PLAIN_SIDECARS, plain_sidecar_urls, False)]
     return asyncio.run(_interleaved_groups(conditions, upstream_url, rounds, SLICES))
 
 
@@ -576,10 +635,11 @@ def _summary(latencies: list[float], elapsed: float) -> dict[str, float]:
 def _row(condition: str, clients: int, numbers: dict, measured: dict) -> dict[str, Any]:
     row: dict[str, Any] = {"condition": condition, "clients": clients, **numbers}
     baselines = [("no_addon", measured[NO_ADDON]), ("replay", measured[REPLAY])]
-    if condition == SIBLINGS:
+    if condition in GROUP_BASELINES:
         # Issue 18 judges the siblings against one plain forward (the no-addon row); four plain
-        # forwards at once show how much of that gap is mitmproxy's own cost of four flows.
-        baselines.append(("plain_group", measured[PLAIN_GROUP]))
+        # forwards at once, through one proxy or one each, show how much of that gap is
+        # mitmproxy's own cost of four flows.
+        baselines.append(("plain_group", measured[GROUP_BASELINES[condition]]))
     for name, baseline in baselines:
         row[f"p50_vs_{name}"] = numbers["p50_ms"] / baseline["p50_ms"]
         row[f"throughput_vs_{name}"] = numbers["throughput_rps"] / baseline["throughput_rps"]
@@ -628,13 +688,14 @@ def table(rows: list[dict[str, Any]]) -> str:
             f"| {row['throughput_vs_replay']:.2f}x |"
         )
     for row in rows:
-        if row["condition"] == SIBLINGS:
+        if row["condition"] in GROUP_BASELINES:
+            how = "through one proxy" if row["condition"] == SIBLINGS else "one sidecar each"
             lines += [
                 "",
-                f"{GROUP} siblings' last answer (goal: within 1.3x of one plain forward): "
+                f"{GROUP} siblings' last answer, {how} (goal: within 1.3x of one plain forward): "
                 f"{row['p50_vs_no_addon']:.2f}x one plain forward, "
                 f"{row['p50_vs_plain_group']:.2f}x {GROUP} concurrent plain forwards "
-                "(p50, mitmproxy with no addon, same run)",
+                f"{how} (p50, mitmproxy with no addon, same run)",
             ]
     return "\n".join(lines)
 

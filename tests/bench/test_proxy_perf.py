@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import httpx
 import pytest
 import sqlalchemy
 from aiohttp import web
@@ -29,8 +30,10 @@ from bench.proxy_perf import (
     GROUP,
     NO_ADDON,
     PLAIN_GROUP,
+    PLAIN_SIDECARS,
     REPLAY,
     SIBLINGS,
+    SIDECARS,
     _children,
     _delete_tapes,
     _group_conditions,
@@ -42,6 +45,7 @@ from bench.proxy_perf import (
     _row,
     _serve_fixed,
     _start_mitmdump,
+    _start_sidecars,
     _summary,
     _timed_concurrently,
     _urls,
@@ -120,7 +124,11 @@ def test_siblings_row_is_also_judged_against_four_plain_forwards() -> None:
     assert row["p50_vs_no_addon"] == 7.5  # the issue's ratio, unchanged: one plain forward
     assert row["p50_vs_plain_group"] == 2.5
     assert row["throughput_vs_plain_group"] == 0.4
-    # Only the siblings row has the second baseline; without it measured, it fails loudly.
+    # The sidecar siblings are judged against four plain forwards through four proxies.
+    measured[PLAIN_SIDECARS] = numbers(3.0, 1000.0)
+    sidecars = _row(SIDECARS, 1, numbers(4.5, 800.0), measured)
+    assert sidecars["p50_vs_no_addon"] == 2.25 and sidecars["p50_vs_plain_group"] == 1.5
+    # Only the siblings rows have the second baseline; without it measured, it fails loudly.
     assert "p50_vs_plain_group" not in _row(PLAIN_GROUP, 1, measured[PLAIN_GROUP], measured)
     with pytest.raises(KeyError):
         _row(
@@ -151,13 +159,19 @@ def test_table_states_the_siblings_against_both_baselines() -> None:
         for name in (NO_ADDON, REPLAY, PLAIN_GROUP)
     ]
     rows.append({**_row(SIBLINGS, 1, numbers(15.0, 240.0), measured), "store": "postgresql (u)"})
+    measured[PLAIN_SIDECARS] = numbers(4.0, 900.0)
+    rows.append({**_row(SIDECARS, 1, numbers(5.0, 700.0), measured), "store": "postgresql (u)"})
     text = table(rows)
     assert text.startswith("proxy rows; the resolver's store: postgresql (u)\n")
-    assert text.splitlines()[-1] == (
-        f"{GROUP} siblings' last answer (goal: within 1.3x of one plain forward): "
-        f"7.50x one plain forward, 2.50x {GROUP} concurrent plain forwards "
-        "(p50, mitmproxy with no addon, same run)"
-    )
+    assert text.splitlines()[-3:] == [
+        f"{GROUP} siblings' last answer, through one proxy (goal: within 1.3x of one plain "
+        f"forward): 7.50x one plain forward, 2.50x {GROUP} concurrent plain forwards through "
+        "one proxy (p50, mitmproxy with no addon, same run)",
+        "",
+        f"{GROUP} siblings' last answer, one sidecar each (goal: within 1.3x of one plain "
+        f"forward): 2.50x one plain forward, 1.25x {GROUP} concurrent plain forwards one "
+        "sidecar each (p50, mitmproxy with no addon, same run)",
+    ]
 
 
 def test_store_label_names_the_database_without_its_password() -> None:
@@ -374,6 +388,49 @@ def test_group_rows_through_the_real_proxy_record_in_the_chosen_store(
             assert connection.execute(count, {"tape": tape}).scalar_one() == 0
     finally:
         engine.dispose()
+
+
+def test_sidecar_group_rows_ask_each_sibling_through_a_proxy_of_its_own(tmp_path: Path) -> None:
+    """GROUP Groundhog proxies on one resolver and GROUP mitmdumps, as `measure` starts them."""
+    tape = f"test-sidecars-{time.time_ns()}"
+    with _children() as kids:
+        upstream = spawn_child(
+            "upstream", ["bench.proxy_perf", "--serve-upstream"], log_dir=tmp_path
+        )
+        kids.append(upstream)
+        resolver = spawn_child("resolver", resolver_arguments(tmp_path, None), log_dir=tmp_path)
+        kids.append(resolver)
+        await_child(resolver, health="http")
+        proxy = spawn_child("proxy", proxy_arguments(resolver.url, tmp_path), log_dir=tmp_path)
+        kids.append(proxy)
+        sidecars, plains = _start_sidecars(resolver.url, tmp_path, kids)
+        plain = _start_mitmdump("mitmdump", [], tmp_path)
+        kids.append(plain)
+        for child, health in ((upstream, "tcp"), (proxy, "tcp")):
+            await_child(child, health=health)
+        ports = [proxy.port, *(child.port for child in sidecars)]
+        measured = _group_conditions(
+            resolver.url,
+            proxy.port,
+            plain.url,
+            upstream.url,
+            rounds=2,
+            tape=tape,
+            sidecar_ports=ports,
+            plain_sidecar_urls=[plain.url, *(child.url for child in plains)],
+        )
+        assert len(set(ports)) == GROUP and len({child.url for child in plains}) == GROUP - 1
+        with pytest.raises(ValueError, match="one sidecar of each kind per sibling"):
+            _group_conditions(
+                resolver.url, proxy.port, plain.url, upstream.url, 1, f"{tape}-x", sidecar_ports=[1]
+            )
+        # Every sidecar proxy asked the one resolver: each group recorded its address once.
+        exchanges = httpx.get(f"{resolver.url}/v1/tapes/{tape}", trust_env=False).json()
+    assert set(measured) == {SIBLINGS, PLAIN_GROUP, SIDECARS, PLAIN_SIDECARS}
+    for numbers_measured in measured.values():
+        assert numbers_measured["requests"] == 2 * GROUP and numbers_measured["p50_ms"] > 0
+    # Two conditions of siblings, 3 warm-up rounds and 2 measured each: 10 new addresses.
+    assert exchanges["exchanges"] == 10
 
 
 def test_median_rows_take_each_number_over_runs() -> None:

@@ -65,7 +65,7 @@ class FinalSteps:
             assert found is not None
             if facts.claim is ClaimState.OURS and ticket is not None:
                 claims.release_claim(ticket, session=unit.connection)
-            write_event(unit.connection, ask, plan.decision, found.exchange_id)
+            write_event_later(unit, ask, plan.decision, found.exchange_id)
             if ask.classification.is_write:  # a replayed write moves the branch on as live
                 bump_versions(unit.session, ask, found.response_headers)
             return Resolution(
@@ -76,17 +76,17 @@ class FinalSteps:
                 response_json=found.response_json,
             )
         if plan.step is Step.REFUSE:
-            write_event(unit.connection, ask, Decision.REFUSED, None)
+            write_event_later(unit, ask, Decision.REFUSED, None)
             response = misses.sealed_miss(unit.session, ask)  # near-miss explanations
             return Resolution(Action.SERVE, Decision.REFUSED, ask, response=response)
         if plan.step is Step.INJECT:
             fault = injection.replacing_fault(ask)
             assert fault is not None
-            write_event(unit.connection, ask, Decision.INJECTED, None)
+            write_event_later(unit, ask, Decision.INJECTED, None)
             response = injection.injected(ask, fault)
             return Resolution(Action.SERVE, Decision.INJECTED, ask, response=response)
         if plan.step is Step.PASS:
-            write_event(unit.connection, ask, Decision.PASSTHROUGH, None)
+            write_event_later(unit, ask, Decision.PASSTHROUGH, None)
             headers = cooperative_headers(ask)
             return Resolution(Action.FORWARD, Decision.PASSTHROUGH, ask, None, None, headers)
         assert plan.step is Step.FORWARD
@@ -136,19 +136,28 @@ def pending_request(ask: Ask) -> dict[str, object]:
 
 def write_event(session: Executor, ask: Ask, decision: Decision, exchange_id: int | None) -> int:
     """The ask's event on its branch, with the decision it was given."""
-    return exchanges.add_next_event(
-        session=session,
-        branch_id=ask.branch_id,
-        method=ask.request.method,
-        url=ask.request.url(),
-        key_hash=ask.key.hash,
-        occurrence=ask.occurrence,
-        fingerprint=ask.fingerprint,
-        decision=str(decision),
-        is_read=not ask.classification.is_write,
-        true_fingerprint_nonempty=ask.true_fingerprint != "",
-        exchange_id=exchange_id,
-    )
+    return exchanges.add_next_event(session=session, **_event_fields(ask, decision, exchange_id))
+
+
+def write_event_later(unit: Unit, ask: Ask, decision: Decision, exchange_id: int | None) -> None:
+    """`write_event` for a step that never reads the event's id (all but a forward): on
+    PostgreSQL it rides with the unit's commit, one round trip fewer per served ask."""
+    exchanges.add_next_event_later(unit, **_event_fields(ask, decision, exchange_id))
+
+
+def _event_fields(ask: Ask, decision: Decision, exchange_id: int | None) -> dict[str, object]:
+    return {
+        "branch_id": ask.branch_id,
+        "method": ask.request.method,
+        "url": ask.request.url(),
+        "key_hash": ask.key.hash,
+        "occurrence": ask.occurrence,
+        "fingerprint": ask.fingerprint,
+        "decision": str(decision),
+        "is_read": not ask.classification.is_write,
+        "true_fingerprint_nonempty": ask.true_fingerprint != "",
+        "exchange_id": exchange_id,
+    }
 
 
 def bump_versions(session: Session, ask: Ask, response_headers: list[list[str]]) -> None:

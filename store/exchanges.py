@@ -19,6 +19,7 @@ from sqlalchemy.sql import ClauseElement
 from store.counters import take_event_seq
 from store.models import Blob, Branch, Event, Exchange
 from store.prepared import Executor, Prepared, dialect_of
+from store.unit import Unit
 from store.upsert import insert_for_dialect
 
 # Core statements on the tables (not the mapped classes): no ORM compile step per execution.
@@ -248,6 +249,20 @@ def add_next_event(*, session: Executor, **fields: Any) -> int:
     if row is None:
         raise LookupError(f"branch {fields['branch_id']} does not exist")
     return int(row[0])
+
+
+def add_next_event_later(unit: Unit, **fields: Any) -> None:
+    """`add_next_event` when nobody reads the event's id: on PostgreSQL it waits for the unit's
+    commit and shares its round trip (`Unit.write_later`); on SQLite it runs now.
+
+    Deferred, a branch deleted meanwhile (with its tape) takes no event rather than raising."""
+    if dialect_of(unit.connection).name != "postgresql":
+        add_next_event(session=unit.connection, **fields)
+        return
+    missing = set(_EVENT_FIELDS) - {"seq"} - fields.keys()
+    if missing:
+        raise TypeError(f"add_next_event_later is missing {sorted(missing)}")
+    unit.write_later(_ADD_NEXT_EVENT, fields)
 
 
 def add_event(*, session: Executor, **fields: Any) -> int:

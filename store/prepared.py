@@ -138,9 +138,10 @@ class Prepared:
             self._compiled[dialect.name] = compiled
         return compiled
 
-    def rows(self, parameters: Mapping[str, Any], *, session: Executor) -> list[tuple[Any, ...]]:
-        """Run it inside the session's (or connection's) transaction; every row, type-processed."""
-        cursor, dialect = _cursor_of(session)
+    def _bound(
+        self, parameters: Mapping[str, Any], dialect: Dialect
+    ) -> tuple[_Compiled, Sequence[Any] | Mapping[str, Any]]:
+        """The statement as `dialect` runs it, and its arguments in the driver's style."""
         compiled = self._for(dialect)
         values = parameters
         if compiled.literals or compiled.binds:
@@ -150,6 +151,12 @@ class Prepared:
         arguments: Sequence[Any] | Mapping[str, Any] = values
         if compiled.positional is not None:
             arguments = [values[name] for name in compiled.positional]
+        return compiled, arguments
+
+    def rows(self, parameters: Mapping[str, Any], *, session: Executor) -> list[tuple[Any, ...]]:
+        """Run it inside the session's (or connection's) transaction; every row, type-processed."""
+        cursor, dialect = _cursor_of(session)
+        compiled, arguments = self._bound(parameters, dialect)
         errors = compiled.dialect.loaded_dbapi.Error
         try:
             cursor.execute(compiled.sql, arguments)
@@ -177,3 +184,31 @@ class Prepared:
     def first(self, parameters: Mapping[str, Any], *, session: Executor) -> tuple[Any, ...] | None:
         rows = self.rows(parameters, session=session)
         return rows[0] if rows else None
+
+
+def run_then_commit(
+    connection: Connection, statements: Sequence[tuple[Prepared, Mapping[str, Any]]]
+) -> None:
+    """PostgreSQL: run `statements` (their results unread) and COMMIT in one round trip.
+
+    They go in one psycopg pipeline, the COMMIT last, so the server answers them all at once:
+    a resolve's event insert and its commit cost one round trip instead of two. The commit is
+    the server's; SQLAlchemy's own commit afterwards finds the driver idle and sends nothing.
+    If any statement fails, the pipeline skips the rest (the COMMIT included) and the error is
+    raised as SQLAlchemy's, the transaction still open for the caller to roll back.
+    """
+    cursor, dialect = _cursor_of(connection)
+    if dialect.name != "postgresql":
+        raise ValueError(f"run_then_commit pipelines PostgreSQL only, not {dialect.name}")
+    errors = dialect.loaded_dbapi.Error
+    sql, arguments = "COMMIT", None
+    try:
+        with cursor.connection.pipeline():
+            for statement, parameters in statements:
+                compiled, bound = statement._bound(parameters, dialect)
+                sql, arguments = compiled.sql, bound
+                cursor.execute(sql, arguments)
+            sql, arguments = "COMMIT", None
+            cursor.execute(sql)
+    except errors as error:
+        raise DBAPIError.instance(sql, arguments, error, errors, dialect=dialect) from error

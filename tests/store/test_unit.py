@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 
 from store import exchanges
 from store.branches import get_branch
 from store.counters import take_occurrence
-from store.db import Store, transaction
+from store.db import Store, open_store, transaction
+from store.models import Event
+from store.prepared import run_then_commit
 from store.unit import unit_of_work
 from tests.store.test_tapes import make_tape
 
@@ -63,3 +69,72 @@ def test_a_session_commit_inside_does_not_end_the_unit(store: Store) -> None:
         raise RuntimeError("abandon")
     with transaction(store.read) as session:
         assert take_occurrence(branch_id, "k", session=session) == 0
+
+
+def _events(store: Store, branch_id: int) -> list[tuple[int, str]]:
+    with transaction(store.read) as session:
+        rows = session.execute(
+            select(Event.seq, Event.url).where(Event.branch_id == branch_id).order_by(Event.seq)
+        )
+        return [(seq, url) for seq, url in rows]
+
+
+def _event(url: str, branch_id: int) -> dict[str, object]:
+    return {
+        "branch_id": branch_id,
+        "method": "GET",
+        "url": url,
+        "key_hash": "k",
+        "occurrence": 0,
+        "fingerprint": "",
+        "decision": "shared",
+        "is_read": True,
+        "true_fingerprint_nonempty": False,
+        "exchange_id": None,
+    }
+
+
+def test_a_later_write_commits_with_the_unit_after_its_other_writes(store: Store) -> None:
+    branch_id = _make_tape(store)
+    with unit_of_work(store) as unit:
+        exchanges.add_next_event_later(unit, **_event("/later", branch_id))
+        exchanges.add_next_event(session=unit.connection, **_event("/now", branch_id))
+        take_occurrence(branch_id, "k", session=unit.connection)
+    # PostgreSQL holds the later write back for the commit's round trip; SQLite runs it at once.
+    later_first = store.engine.dialect.name != "postgresql"
+    expected = ["/later", "/now"] if later_first else ["/now", "/later"]
+    assert _events(store, branch_id) == [(1, expected[0]), (2, expected[1])]
+    with transaction(store.read) as session:
+        assert take_occurrence(branch_id, "k", session=session) == 1
+
+
+def test_a_later_write_is_rolled_back_with_the_unit(store: Store) -> None:
+    branch_id = _make_tape(store)
+    with pytest.raises(RuntimeError), unit_of_work(store) as unit:
+        exchanges.add_next_event_later(unit, **_event("/lost", branch_id))
+        take_occurrence(branch_id, "k", session=unit.connection)
+        raise RuntimeError("abandon")
+    assert _events(store, branch_id) == []
+
+
+def test_a_failing_later_write_rolls_the_whole_unit_back(store: Store) -> None:
+    branch_id = _make_tape(store)
+    bad = {**_event("/bad", branch_id), "decision": None}  # NOT NULL: refused by the store
+    with pytest.raises(IntegrityError), unit_of_work(store) as unit:
+        take_occurrence(branch_id, "k", session=unit.connection)
+        exchanges.add_next_event_later(unit, **bad)
+    assert _events(store, branch_id) == []
+    with transaction(store.read) as session:
+        assert take_occurrence(branch_id, "k", session=session) == 0  # nothing committed
+    with unit_of_work(store) as unit:  # the connection went back to the pool usable
+        exchanges.add_next_event_later(unit, **_event("/fine", branch_id))
+    assert _events(store, branch_id) == [(1, "/fine")]
+
+
+def test_run_then_commit_is_for_postgresql_only(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'store.sqlite3'}")
+    try:
+        with store.engine.connect() as connection, pytest.raises(ValueError, match="PostgreSQL"):
+            run_then_commit(connection, [])
+    finally:
+        store.dispose()

@@ -64,7 +64,7 @@ class FinalSteps:
         if plan.step is Step.SERVE:
             assert found is not None
             if facts.claim is ClaimState.OURS and ticket is not None:
-                claims.release_claim(ticket, session=unit.connection)
+                claims.release_claim_later(ticket, unit=unit)
             write_event_later(unit, ask, plan.decision, found.exchange_id)
             if ask.classification.is_write:  # a replayed write moves the branch on as live
                 bump_versions(unit.session, ask, found.response_headers)
@@ -100,11 +100,11 @@ class FinalSteps:
             horizon = max(STALE_PENDING_SECONDS, 10 * self.lease_seconds)
             claims.delete_stale_pending(time.time() - horizon, session=unit.session)
         event_id = write_event(unit.connection, ask, decision, None)
-        session = unit.connection
         self.echoes.remember(ticket, ask.secrets)
-        exchanges.put_blob(ask.request.body, session=session)
-        claims.add_pending(
-            session=session,
+        # Nothing reads either back in this transaction: both ride with the commit.
+        exchanges.put_blob_later(ask.request.body, unit=unit)
+        claims.add_pending_later(
+            unit=unit,
             ticket=ticket,
             tape_id=ask.tape_id,
             branch_id=ask.branch_id,

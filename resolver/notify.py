@@ -14,10 +14,11 @@ import threading
 from collections.abc import Callable
 
 import psycopg
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, bindparam, func, select, text
 
 from resolver.wakeups import Address
-from store.prepared import Executor, dialect_of
+from store.prepared import Executor, Prepared, dialect_of
+from store.unit import Unit
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +36,17 @@ def parse(text_: str) -> Address | None:
     if len(parts) != 4 or not parts[0].isdigit() or not parts[1].isdigit():
         return None
     return (int(parts[0]), parts[2], int(parts[1]), parts[3])
+
+
+_NOTIFY = Prepared(
+    lambda _dialect: select(func.pg_notify(bindparam("channel"), bindparam("payload")))
+)
+
+
+def announce_later(address: Address, *, unit: Unit) -> None:
+    """`announce` with the unit's commit (in its round trip); nothing on SQLite."""
+    if unit.connection.dialect.name == "postgresql":
+        unit.write_later(_NOTIFY, {"channel": CHANNEL, "payload": payload(address)})
 
 
 def announce(session: Executor, address: Address) -> None:

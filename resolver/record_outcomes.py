@@ -31,7 +31,6 @@ from store import exchanges
 from store.claims import Pending
 from store.hints import set_hint
 from store.models import PendingRecord
-from store.prepared import Executor
 from store.refs import TapeRef
 from store.unit import Unit
 
@@ -68,7 +67,7 @@ def store_answer(
     exchange_id = new_id if winner is None else winner.id
     # A read that lost the race is served the winner's bytes, as a sibling would be.
     decision = pending.decision if created or pending.is_write else str(Decision.SHARED)
-    finish_event(connection, pending, decision, exchange_id)
+    finish_event(unit, pending, decision, exchange_id)
     model = DependencyModel(tape.dependency_model)
     response_headers = (winner.response_headers if winner else content.response_headers) or []
     hints = response_hints(response_headers)
@@ -99,11 +98,11 @@ def upstream_failed(
     if not pending.is_write:
         won = exchanges.find_exchange(*pending_address(pending), session=unit.session)
         if won is not None:
-            finish_event(unit.connection, pending, Decision.SHARED, won.id)
+            finish_event(unit, pending, Decision.SHARED, won.id)
             response = answers.recorded(won, session=unit.session, tape_name=tape.name)
             return RecordResult(str(Decision.SHARED), won.id, response, False)
     assert wire.error is not None
-    finish_event(unit.connection, pending, Decision.UPSTREAM_FAILED, None)
+    finish_event(unit, pending, Decision.UPSTREAM_FAILED, None)
     response = answers.upstream_failed(
         tape_name=tape.name,
         key_readable=pending.request["key_readable"],
@@ -115,12 +114,11 @@ def upstream_failed(
     return RecordResult(str(Decision.UPSTREAM_FAILED), None, response, False)
 
 
-def finish_event(
-    session: Executor, pending: Pending, decision: str, exchange_id: int | None
-) -> None:
-    """The forward's event takes its final decision and, when one was kept, its exchange."""
-    exchanges.finish_event(
-        pending.event_id, decision=str(decision), exchange_id=exchange_id, session=session
+def finish_event(unit: Unit, pending: Pending, decision: str, exchange_id: int | None) -> None:
+    """The forward's event takes its final decision and, when one was kept, its exchange (with
+    the record's commit: nothing reads it back)."""
+    exchanges.finish_event_later(
+        pending.event_id, decision=str(decision), exchange_id=exchange_id, unit=unit
     )
 
 

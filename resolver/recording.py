@@ -192,9 +192,10 @@ class Recorder:
                     f"ticket {wire.ticket!r} is unknown or was already recorded",
                     ticket=wire.ticket,
                 )
-            claims.release_claim(wire.ticket, session=connection)
+            # Neither result is read: both ride with the commit (PostgreSQL: its round trip).
+            claims.release_claim_later(wire.ticket, unit=unit)
             address = pending_address(pending)
-            notify.announce(connection, address)  # other replicas' waiters, on commit
+            notify.announce_later(address, unit=unit)  # other replicas' waiters, on commit
             tape = find_tape_ref(pending.tape_id, session=connection)
             if tape is None:
                 raise Conflict(
@@ -202,7 +203,7 @@ class Recorder:
                 )
             echoed = self.echoes.take(wire.ticket)  # taken whatever the kind: none may linger
             if kind == "passthrough":
-                finish_event(connection, pending, Decision.PASSTHROUGH, None)
+                finish_event(unit, pending, Decision.PASSTHROUGH, None)
                 return RecordResult(str(Decision.PASSTHROUGH), None, None, False), address
             if kind == "unrecorded":
                 # The event keeps no exchange: the report lists it as unrecorded.

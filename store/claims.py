@@ -18,6 +18,7 @@ from sqlalchemy.sql import ClauseElement
 
 from store.models import Claim, PendingRecord, Tape
 from store.prepared import Executor, Prepared
+from store.unit import Unit
 from store.upsert import insert_for_dialect
 
 # Every forward and every record runs these: Core statements compiled once (see store.prepared).
@@ -159,12 +160,26 @@ def release_claim(ticket: str, *, session: Executor) -> None:
     _RELEASE_CLAIM.rows({"ticket": ticket}, session=session)
 
 
+def release_claim_later(ticket: str, *, unit: Unit) -> None:
+    """`release_claim` with the unit's commit (PostgreSQL: in its round trip)."""
+    unit.write_later(_RELEASE_CLAIM, {"ticket": ticket})
+
+
 def add_pending(*, session: Executor, **fields: Any) -> None:
     """Store what `ticket` needs at record time (every field of the row is given)."""
+    _ADD_PENDING.rows(_pending_row(fields), session=session)
+
+
+def add_pending_later(*, unit: Unit, **fields: Any) -> None:
+    """`add_pending` with the unit's commit (PostgreSQL: in its round trip)."""
+    unit.write_later(_ADD_PENDING, _pending_row(fields))
+
+
+def _pending_row(fields: dict[str, Any]) -> dict[str, Any]:
     missing = set(_PENDING_FIELDS) - fields.keys()
     if missing:
         raise TypeError(f"add_pending is missing {sorted(missing)}")
-    _ADD_PENDING.rows(fields, session=session)
+    return fields
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,6 +45,15 @@ def put_blob(data: bytes, *, session: Executor) -> str:
     return digest
 
 
+def put_blob_later(data: bytes, *, unit: Unit) -> str:
+    """`put_blob` with the unit's commit (PostgreSQL: in its round trip); its digest now.
+
+    Nothing references a blob by a foreign key, so a row naming it may be written first."""
+    digest = sha256_hex(data)
+    unit.write_later(_PUT_BLOB, {"sha256": digest, "data": data})
+    return digest
+
+
 def get_blob(sha: str | None, *, session: Session) -> bytes:
     if not sha:
         return b""
@@ -289,3 +298,11 @@ def finish_event(
 ) -> None:
     parameters = {"event_id": event_id, "decision": decision, "exchange_id": exchange_id}
     _FINISH_EVENT.rows(parameters, session=session)
+
+
+def finish_event_later(
+    event_id: int, *, decision: str, exchange_id: int | None, unit: Unit
+) -> None:
+    """`finish_event` with the unit's commit (PostgreSQL: in its round trip)."""
+    parameters = {"event_id": event_id, "decision": decision, "exchange_id": exchange_id}
+    unit.write_later(_FINISH_EVENT, parameters)

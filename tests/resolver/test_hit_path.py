@@ -25,7 +25,7 @@ from resolver.schemas import RecordRequest, ResolveRequest, ResponseIn
 from store.branches import fork_branch, get_branch
 from store.db import Store, open_store, transaction
 from store.loop_writes import LoopWriter
-from store.models import Event, OccurrenceCounter, Tape
+from store.models import Claim, Event, OccurrenceCounter, PendingRecord, Tape
 from store.tapes import create_tape, delete_tape, get_tape, set_online
 from tests.support.store_databases import end_connections, named_connections_url, private_schema_url
 
@@ -253,6 +253,56 @@ def test_a_hit_on_postgresql_is_three_round_trips(postgres_url: str) -> None:
             assert kinds.count("Query") + kinds.count("Sync") == 3, sent  # round trips
             events, counters = branch_rows(store, "root/c")
             assert events == [(1, "shared", 0)] and list(counters.values()) == [1]
+        finally:
+            store.dispose()
+
+
+def _round_trips(sent: list[str]) -> int:
+    kinds = [line.split("\t")[3] for line in sent]
+    return kinds.count("Query") + kinds.count("Sync")
+
+
+@pytest.mark.postgres
+def test_a_miss_and_its_record_on_postgresql_send_unread_writes_with_the_commit(
+    postgres_url: str,
+) -> None:
+    """A forward's request blob and pending record, and a record's claim release, notify and
+    event update, ride with the COMMIT: round trips only for what the decision reads."""
+    with private_schema_url(postgres_url) as url:
+        store = open_with_tape(url)
+        try:
+            resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+            record(store, resolver, "/warm", "root/a", b"warm")  # the tape's config is known
+            with sent_to_postgresql(store, ("Query", "Sync")) as resolving:
+                forward = resolver.resolve(ask("/x", "root/b"))
+            assert isinstance(forward, Resolution) and forward.action is Action.FORWARD
+            response = ResponseIn(status=200, headers=[], body=base64.b64encode(b"x").decode())
+            with sent_to_postgresql(store, ("Query", "Sync")) as recording:
+                Recorder(store, max_body_bytes=1024).record(
+                    RecordRequest(ticket=forward.ticket, response=response)
+                )
+            # BEGIN; tape, occurrence and versions; the answer (none); the claim; the answer
+            # again (PostgreSQL: a record may have landed meanwhile); the tape's online flag
+            # under a share lock; the event, whose id the pending record keeps; then the
+            # request blob, the pending record and the COMMIT together.
+            assert _round_trips(resolving) == 8, resolving
+            # BEGIN; the pending record taken; the tape; the answer's blob; the exchange; then
+            # the claim released, the notify, the event finished and the COMMIT together.
+            assert _round_trips(recording) == 6, recording
+            served = resolver.resolve(ask("/x", "root/c"))
+            assert isinstance(served, Resolution) and served.decision is Decision.SHARED
+            with transaction(store.read) as session:
+                tape = get_tape("t", session=session)
+                pending = session.execute(select(PendingRecord.ticket)).all()
+                claims_left = session.execute(select(Claim.ticket)).all()
+                finished = session.execute(
+                    select(Event.decision, Event.exchange_id).where(
+                        Event.branch_id == get_branch(tape.id, "root/b", session=session).id
+                    )
+                ).all()
+            assert pending == [] and claims_left == []
+            assert [decision for decision, _ in finished] == ["recorded"]
+            assert finished[0][1] is not None
         finally:
             store.dispose()
 

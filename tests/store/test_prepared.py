@@ -102,12 +102,12 @@ def test_writes_share_the_session_transaction(store: Store) -> None:
         assert get_branch(tape_id, "root", session=session).event_count == 2
 
 
-def test_the_next_event_takes_the_branch_counter_in_the_same_statement(store: Store) -> None:
-    tape_id, branch_id = make_tape(store)
-    fields = {
+def event_fields(branch_id: int, url: str = "http://a/x") -> dict[str, object]:
+    """Every field of a served read's event on `branch_id` (its seq is the branch's next)."""
+    return {
         "branch_id": branch_id,
         "method": "GET",
-        "url": "http://a/x",
+        "url": url,
         "key_hash": "k" * 64,
         "occurrence": 0,
         "fingerprint": "",
@@ -116,6 +116,11 @@ def test_the_next_event_takes_the_branch_counter_in_the_same_statement(store: St
         "true_fingerprint_nonempty": False,
         "exchange_id": None,
     }
+
+
+def test_the_next_event_takes_the_branch_counter_in_the_same_statement(store: Store) -> None:
+    tape_id, branch_id = make_tape(store)
+    fields = event_fields(branch_id)
     with transaction(store.write) as session:
         ids = [exchanges.add_next_event(session=session, **fields) for _ in range(3)]
         rows = session.execute(

@@ -15,6 +15,7 @@ from store.db import Store, open_store, transaction
 from store.models import Event
 from store.prepared import run_then_commit
 from store.unit import unit_of_work
+from tests.store.test_prepared import event_fields
 from tests.store.test_tapes import make_tape
 
 
@@ -80,18 +81,7 @@ def _events(store: Store, branch_id: int) -> list[tuple[int, str]]:
 
 
 def _event(url: str, branch_id: int) -> dict[str, object]:
-    return {
-        "branch_id": branch_id,
-        "method": "GET",
-        "url": url,
-        "key_hash": "k",
-        "occurrence": 0,
-        "fingerprint": "",
-        "decision": "shared",
-        "is_read": True,
-        "true_fingerprint_nonempty": False,
-        "exchange_id": None,
-    }
+    return event_fields(branch_id, url)
 
 
 def test_a_later_write_commits_with_the_unit_after_its_other_writes(store: Store) -> None:

@@ -243,6 +243,25 @@ def _proxy_with_identity(port: int, tape: str, branch: str) -> str:
 
 
 def _start_mitmdump(name: str, arguments: Sequence[str], log_dir: Path) -> ChildService:
+    child = _spawn_mitmdump(name, arguments, log_dir)
+    _await_mitmdump(child)
+    return child
+
+
+def _await_mitmdump(child: ChildService) -> None:
+    wait_for_child(
+        child.name,
+        child.command,
+        child.process,
+        url=child.url,
+        health="tcp",
+        timeout=60,
+        log_tail=child.log_tail,
+    )
+
+
+def _spawn_mitmdump(name: str, arguments: Sequence[str], log_dir: Path) -> ChildService:
+    """mitmdump with `arguments`, started but not yet awaited (`_await_mitmdump`)."""
     import subprocess
 
     port = free_port()
@@ -260,11 +279,7 @@ def _start_mitmdump(name: str, arguments: Sequence[str], log_dir: Path) -> Child
     log_path = log_dir / f"{name}.log"
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(tied_command(command), stdout=log_file, stderr=subprocess.STDOUT)
-    child = ChildService(name, command, port, process, log_path)
-    wait_for_child(
-        name, command, process, url=child.url, health="tcp", timeout=60, log_tail=child.log_tail
-    )
-    return child
+    return ChildService(name, command, port, process, log_path)
 
 
 def resolver_arguments(work: Path, database_url: str | None) -> list[str]:
@@ -336,11 +351,13 @@ def _start_sidecars(
         proxies.append(child)
     plains = []
     for index in range(1, GROUP):
-        plain = _start_mitmdump(f"mitmdump-sidecar-{index}", [], work)
+        plain = _spawn_mitmdump(f"mitmdump-sidecar-{index}", [], work)
         kids.append(plain)
         plains.append(plain)
     for child in proxies:
         await_child(child, health="tcp")
+    for plain in plains:
+        _await_mitmdump(plain)
     return proxies, plains
 
 

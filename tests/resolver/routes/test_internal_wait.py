@@ -19,16 +19,31 @@ from tests.resolver.proxy_double import ProxyDouble
 from tests.support.servers import ServerProcess, running_server, wait_until
 
 
-@pytest.fixture
-def patient_server(tmp_path: Path) -> Iterator[ServerProcess]:
-    """No timer looks within a test: only a record's wake-up (or a first look) reads the store."""
+@pytest.fixture(scope="module")
+def patient_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """No timer looks within a test: only a record's wake-up (or a first look) reads the store.
+    Shared by the tests of this module, each on its own tape, reading metrics as differences."""
     env = {
         "GROUNDHOG_WAIT_POLL_SECONDS": "300",
         "GROUNDHOG_RESOLVE_WAIT_SECONDS": "300",
         "GROUNDHOG_CLAIM_LEASE_SECONDS": "300",
     }
-    with running_server(["resolver", "--data", str(tmp_path)], env=env) as server:
+    data = tmp_path_factory.mktemp("patient-resolver")
+    with running_server(["resolver", "--data", str(data)], env=env) as server:
         yield server
+
+
+def _counts(base_url: str) -> dict[str, float]:
+    return {
+        "skipped": _first_looks(base_url, "skipped"),
+        "taken": _first_looks(base_url, "taken"),
+        "event": _wakeups(base_url, "event"),
+        "timer": _wakeups(base_url, "timer"),
+    }
+
+
+def _since(base_url: str, before: dict[str, float]) -> dict[str, float]:
+    return {name: value - before[name] for name, value in _counts(base_url).items()}
 
 
 def _metric(base_url: str, pattern: str) -> float:
@@ -67,16 +82,19 @@ def test_a_first_wait_on_a_live_holder_sleeps_until_the_record_without_looking(
     holder, waiter = _holder_and_waiter(proxy, "skip")
     token = wait_tokens.decode_wait(waiter["wait"])
     assert token.lease_expires is not None and token.lease_expires > time.time() + 200
+    before = _counts(url)
     with ThreadPoolExecutor(1) as pool:
         waited = pool.submit(proxy.wait, waiter["wait"])
         wait_until(lambda: _metric(url, r"^groundhog_waiting (\S+)$") == 1, what="a parked waiter")
-        assert _first_looks(url, "skipped") == 1 and _first_looks(url, "taken") == 0
+        parked = _since(url, before)
+        assert parked["skipped"] == 1 and parked["taken"] == 0
         _record(proxy, holder["ticket"])
         answer = waited.result(timeout=60).json()
     assert answer["action"] == "serve" and answer["decision"] == "shared"
     assert answer["response"]["body"] == "aGVsZA=="
     # One look in all: the one the record's wake-up asked for.
-    assert _wakeups(url, "event") == 1 and _wakeups(url, "timer") == 0
+    woken = _since(url, before)
+    assert woken["event"] == 1 and woken["timer"] == 0
 
 
 def test_a_record_between_the_resolve_and_the_wait_is_served_at_once(
@@ -86,9 +104,11 @@ def test_a_record_between_the_resolve_and_the_wait_is_served_at_once(
     proxy = ProxyDouble(url)
     holder, waiter = _holder_and_waiter(proxy, "between")
     _record(proxy, holder["ticket"])  # settles before the waiter comes back
+    before = _counts(url)
     answer = proxy.wait(waiter["wait"]).json()  # skipping the look would sleep for 300 s
     assert answer["action"] == "serve" and answer["decision"] == "shared"
-    assert _first_looks(url, "taken") == 1 and _first_looks(url, "skipped") == 0
+    looks = _since(url, before)
+    assert looks["taken"] == 1 and looks["skipped"] == 0
 
 
 def test_a_token_another_resolver_issued_is_looked_at_first(
@@ -101,9 +121,11 @@ def test_a_token_another_resolver_issued_is_looked_at_first(
     # The same ask as a replica with its own settle log (or this one before a restart) wrote it.
     foreign = wait_tokens.encode(ask, lease_expires=lease, mark=Mark("another-process", 0))
     _record(proxy, holder["ticket"])
+    before = _counts(patient_server.url)
     answer = proxy.wait(foreign).json()
     assert answer["action"] == "serve" and answer["decision"] == "shared"
-    assert _first_looks(patient_server.url, "taken") == 1
+    looks = _since(patient_server.url, before)
+    assert looks["taken"] == 1 and looks["skipped"] == 0
 
 
 def test_a_resolve_that_finds_a_lapsed_lease_takes_the_address_over_at_once(

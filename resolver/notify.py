@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 
 import psycopg
-from sqlalchemy import Engine, bindparam, func, select, text
+from sqlalchemy import Engine, bindparam, func, select
 
 from resolver.wakeups import Address
 from store.prepared import Executor, Prepared, dialect_of
@@ -43,20 +43,16 @@ _NOTIFY = Prepared(
 )
 
 
-def announce_later(address: Address, *, unit: Unit) -> None:
-    """`announce` with the unit's commit (in its round trip); nothing on SQLite."""
-    if unit.connection.dialect.name == "postgresql":
-        unit.write_later(_NOTIFY, {"channel": CHANNEL, "payload": payload(address)})
-
-
 def announce(session: Executor, address: Address) -> None:
     """Queue a notification of `address`, sent when (and if) the session's transaction commits."""
-    if dialect_of(session).name != "postgresql":
-        return
-    session.execute(
-        text("SELECT pg_notify(:channel, :payload)"),
-        {"channel": CHANNEL, "payload": payload(address)},
-    )
+    if dialect_of(session).name == "postgresql":
+        _NOTIFY.rows({"channel": CHANNEL, "payload": payload(address)}, session=session)
+
+
+def announce_later(address: Address, *, unit: Unit) -> None:
+    """`announce` with the unit's commit (in its round trip); nothing on SQLite."""
+    if dialect_of(unit.connection).name == "postgresql":
+        unit.write_later(_NOTIFY, {"channel": CHANNEL, "payload": payload(address)})
 
 
 class Listener:

@@ -167,15 +167,16 @@ def release_claim_later(ticket: str, *, unit: Unit) -> None:
 
 def add_pending(*, session: Executor, **fields: Any) -> None:
     """Store what `ticket` needs at record time (every field of the row is given)."""
-    _ADD_PENDING.rows(_pending_row(fields), session=session)
+    _ADD_PENDING.rows(_checked_pending(fields), session=session)
 
 
 def add_pending_later(*, unit: Unit, **fields: Any) -> None:
     """`add_pending` with the unit's commit (PostgreSQL: in its round trip)."""
-    unit.write_later(_ADD_PENDING, _pending_row(fields))
+    unit.write_later(_ADD_PENDING, _checked_pending(fields))
 
 
-def _pending_row(fields: dict[str, Any]) -> dict[str, Any]:
+def _checked_pending(fields: dict[str, Any]) -> dict[str, Any]:
+    """`fields` if they are every field of a pending record's row."""
     missing = set(_PENDING_FIELDS) - fields.keys()
     if missing:
         raise TypeError(f"add_pending is missing {sorted(missing)}")

@@ -251,10 +251,7 @@ def add_next_event(*, session: Executor, **fields: Any) -> int:
     if dialect_of(session).name != "postgresql":
         seq = take_event_seq(fields["branch_id"], session=session)
         return add_event(session=session, seq=seq, **fields)
-    missing = set(_EVENT_FIELDS) - {"seq"} - fields.keys()
-    if missing:
-        raise TypeError(f"add_next_event is missing {sorted(missing)}")
-    row = _ADD_NEXT_EVENT.first(fields, session=session)
+    row = _ADD_NEXT_EVENT.first(_checked_next_event(fields), session=session)
     if row is None:
         raise LookupError(f"branch {fields['branch_id']} does not exist")
     return int(row[0])
@@ -268,10 +265,15 @@ def add_next_event_later(unit: Unit, **fields: Any) -> None:
     if dialect_of(unit.connection).name != "postgresql":
         add_next_event(session=unit.connection, **fields)
         return
+    unit.write_later(_ADD_NEXT_EVENT, _checked_next_event(fields))
+
+
+def _checked_next_event(fields: dict[str, Any]) -> dict[str, Any]:
+    """`fields` if they are every field of an event but its seq (the statement takes that)."""
     missing = set(_EVENT_FIELDS) - {"seq"} - fields.keys()
     if missing:
-        raise TypeError(f"add_next_event_later is missing {sorted(missing)}")
-    unit.write_later(_ADD_NEXT_EVENT, fields)
+        raise TypeError(f"add_next_event is missing {sorted(missing)}")
+    return fields
 
 
 def add_event(*, session: Executor, **fields: Any) -> int:

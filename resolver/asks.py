@@ -8,13 +8,15 @@ occurrence). Without it the resolve path would re-derive them in several places.
 Building one is pure (`draft_ask`, `classify_draft`, `finish_ask`) except for the two store
 steps between them, which `take_ask` names: the occurrence it takes (a write) and the branch's
 versions it reads. `take_ask_as_guessed` does the same from the tape as an earlier resolve saw
-it, so the tape's lookup joins those steps in one statement (one round trip on PostgreSQL).
+it, so the tape's lookup joins those steps in one statement (one round trip on PostgreSQL),
+which on PostgreSQL also brings the answers recorded at the ask's occurrence for its first look.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from sqlalchemy.orm import Session
 
@@ -30,6 +32,7 @@ from resolver.redaction_rules import Finding
 from resolver.request import RequestParts
 from resolver.schemas import ResolveRequest, check_branch_path, check_tape_name
 from store import exchanges, refs
+from store.exchanges import RecordedAnswer
 from store.fused import take_occurrence_and_versions, take_occurrence_as_guessed
 from store.hints import Hint, find_hint
 from store.models import KeyHint
@@ -242,6 +245,16 @@ def take_ask(
     return finish_ask(draft, classification, occurrence=occurrence, versions=versions)
 
 
+class GuessedAsk(NamedTuple):
+    """What `take_ask_as_guessed` gives: the tape found (the next guess), the ask, and the
+    answers the opening statement read at the ask's (tape, key, occurrence), by fingerprint
+    (None when it read none: SQLite, or the guess was wrong)."""
+
+    tape: TapeRef
+    ask: Ask
+    answers: dict[str, RecordedAnswer] | None
+
+
 def take_ask_as_guessed(
     session: Executor,
     guess: TapeRef,
@@ -249,7 +262,7 @@ def take_ask_as_guessed(
     body: bytes,
     *,
     redaction_key: bytes,
-) -> tuple[TapeRef, Ask]:
+) -> GuessedAsk:
     """`load_tape_and_branch` then `take_ask`, with the tape's config guessed (a write).
 
     `guess` is the tape as an earlier resolve found it. The draft, hint and classification
@@ -257,8 +270,7 @@ def take_ask_as_guessed(
     reading the versions are one statement on PostgreSQL (`take_occurrence_as_guessed`),
     which takes the occurrence only if the tape is still the guessed one. If it is not, this
     starts over from the tape found, as `take_ask` would. The commit is relaxed, as
-    `load_tape_and_branch(…, relax_commit=True)` relaxes it. Returns the tape found, the next
-    guess.
+    `load_tape_and_branch(…, relax_commit=True)` relaxes it.
     """
     check_tape_name(wire.tape)
     check_branch_path(wire.branch)
@@ -285,8 +297,9 @@ def take_ask_as_guessed(
         ask = finish_ask(
             draft, classification, occurrence=taken.occurrence, versions=taken.versions
         )
-        return taken.tape, ask
-    return tape, take_ask(session, tape, branch, wire, body, redaction_key=redaction_key)
+        return GuessedAsk(taken.tape, ask, taken.answers)
+    ask = take_ask(session, tape, branch, wire, body, redaction_key=redaction_key)
+    return GuessedAsk(tape, ask, None)
 
 
 def bump_branch(

@@ -42,6 +42,7 @@ from resolver.schemas import ResolveRequest, decode_base64
 from resolver.simulator_client import SimulatorClient
 from store import claims, exchanges
 from store.db import Store, relax_commit_durability
+from store.exchanges import RecordedAnswer
 from store.loop_writes import LoopWriter, WouldWait
 from store.prepared import Executor
 from store.refs import TapeRef
@@ -143,6 +144,7 @@ class Resolver:
             connection = unit.connection
             # Both relax the commit as `relax_commit_durability` would, in their own statement.
             guess = self._tapes.get(wire.tape)
+            read_ahead = None
             if guess is None:
                 tape, branch = load_tape_and_branch(
                     connection, wire.tape, wire.branch, relax_commit=True
@@ -151,13 +153,14 @@ class Resolver:
                     connection, tape, branch, wire, body, redaction_key=self.redaction_key
                 )
             else:
-                tape, ask = take_ask_as_guessed(
+                tape, ask, read_ahead = take_ask_as_guessed(
                     connection, guess, wire, body, redaction_key=self.redaction_key
                 )
             self._remember(tape)
             passthrough_hosts = {host.lower() for host in tape.config.get("passthrough_hosts", [])}
             passthrough = wire.body_too_large or ask.request.normalised_host in passthrough_hosts
-            return self._settle(unit, ask, facts_of(ask, passthrough=passthrough))
+            facts = facts_of(ask, passthrough=passthrough)
+            return self._settle(unit, ask, facts, read_ahead=read_ahead)
 
     def _poll(
         self, waiting: Waiting, transaction: AbstractContextManager[Unit]
@@ -194,15 +197,19 @@ class Resolver:
         *,
         claim: claims.HeldClaim | None = None,
         found: Recorded | None = None,
+        read_ahead: dict[str, RecordedAnswer] | None = None,
     ) -> Resolution | Waiting:
         """Decide, look up what the decision asks for, decide again; then carry it out.
 
-        `found` is the address's recording when `facts` already say whether there is one."""
+        `found` is the address's recording when `facts` already say whether there is one;
+        `read_ahead`, the answers the opening statement read at the ask's occurrence (for the
+        first look only: a look after a claim must see what was recorded meanwhile)."""
         ticket: str | None = None
         while True:
             plan = decide_step(facts)
             if plan.step is Step.LOOK_UP:
-                found = self._find(unit, ask)
+                found = self._find(unit, ask, read_ahead)
+                read_ahead = None
                 facts = facts.updated(**recorded_facts(found))
             elif plan.step is Step.CONFIRM_ONLINE:
                 online = bool(claims.tape_online_locked(ask.tape_id, session=unit.connection))
@@ -229,13 +236,18 @@ class Resolver:
                 lease = claim.lease_expires if claim is not None else None
                 return self._final_steps.carry_out(unit, ask, plan, facts, found, ticket, lease)
 
-    def _find(self, unit: Unit, ask: Ask) -> Recorded | None:
-        """The answer recorded at the ask's address (from memory when it was served before)."""
+    def _find(
+        self, unit: Unit, ask: Ask, read_ahead: dict[str, RecordedAnswer] | None = None
+    ) -> Recorded | None:
+        """The answer recorded at the ask's address: from memory when it was served before,
+        else from `read_ahead` (the opening statement's answers) when it holds all it needs."""
         address = address_of(ask)
         cached = self.cache.get(address)
         if cached is not None:
             return cached
-        answer = exchanges.find_answer(*address, session=unit.connection)
+        answer = None if read_ahead is None else read_ahead.get(ask.fingerprint)
+        if read_ahead is None or (answer is not None and not answer.servable_as_read):
+            answer = exchanges.find_answer(*address, session=unit.connection)
         if answer is None:
             return None
         if answer.error_kind is not None:  # rare: its 502 problem names the whole exchange

@@ -9,12 +9,13 @@ own queries over these tables.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, bindparam, insert, select, update
 from sqlalchemy.orm import Session
-from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql import ClauseElement, ColumnElement
 
 from store.counters import take_event_seq
 from store.models import Blob, Branch, Event, Exchange
@@ -85,17 +86,41 @@ class RecordedAnswer(NamedTuple):
     body: bytes | None  # None when the exchange has no body, or its blob is missing
     error_kind: str | None
 
+    @property
+    def servable_as_read(self) -> bool:
+        """Whether this is all a served answer needs: no error to describe, its body here."""
+        return self.error_kind is None and (self.body_sha is None or self.body is not None)
+
+
+def answer_columns(body: ColumnElement[Any]) -> tuple[ColumnElement[Any], ...]:
+    """A `RecordedAnswer`'s columns, in its order, with `body` for its blob's data (a caller
+    may cap it); from the exchanges table outer-joined to the blobs."""
+    return (
+        _exchanges.c.id,
+        _exchanges.c.response_status,
+        _exchanges.c.response_headers,
+        _exchanges.c.response_body_sha,
+        body,
+        _exchanges.c.error_kind,
+    )
+
+
+def answer_from_row(row: Sequence[Any]) -> RecordedAnswer:
+    """A `RecordedAnswer` from `answer_columns`' values."""
+    exchange_id, status, headers, body_sha, body, error_kind = row
+    return RecordedAnswer(
+        exchange_id,
+        status,
+        headers or [],
+        body_sha,
+        None if body is None else bytes(body),
+        error_kind,
+    )
+
 
 _FIND_ANSWER = Prepared(
     lambda _dialect: (
-        select(
-            _exchanges.c.id,
-            _exchanges.c.response_status,
-            _exchanges.c.response_headers,
-            _exchanges.c.response_body_sha,
-            _blobs.c.data,
-            _exchanges.c.error_kind,
-        )
+        select(*answer_columns(_blobs.c.data))
         .outerjoin(_blobs, _blobs.c.sha256 == _exchanges.c.response_body_sha)
         .where(
             _exchanges.c.tape_id == bindparam("tape_id"),
@@ -118,17 +143,7 @@ def find_answer(
         "fingerprint": fingerprint,
     }
     row = _FIND_ANSWER.first(parameters, session=session)
-    if row is None:
-        return None
-    exchange_id, status, headers, body_sha, body, error_kind = row
-    return RecordedAnswer(
-        exchange_id,
-        status,
-        headers or [],
-        body_sha,
-        None if body is None else bytes(body),
-        error_kind,
-    )
+    return None if row is None else answer_from_row(row)
 
 
 def get_exchange(tape_id: int, exchange_id: int, *, session: Session) -> Exchange | None:

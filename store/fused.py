@@ -1,11 +1,12 @@
-"""The resolve's opening statements fused: occurrence, versions (and tape and branch) in one.
+"""The resolve's opening statements fused: occurrence, versions (and tape, branch, answers) in one.
 
 Before deciding, a resolve must find its tape and branch, take its occurrence and read the
-versions of the resources it depends on. Run apart those are three round trips to PostgreSQL;
-this module makes them one statement with data-modifying WITHs. SQLite cannot put an upsert
-inside a WITH and runs in process, where a round trip costs nothing to save, so there the same
-answers come from separate statements. Without this module every hit on PostgreSQL would pay
-two more round trips (tests/resolver/test_hit_path.py pins the count).
+versions of the resources it depends on, and then look its address up. Run apart those are
+four round trips to PostgreSQL; this module makes them one statement with data-modifying
+WITHs. SQLite cannot put an upsert inside a WITH and runs in process, where a round trip costs
+nothing to save, so there the same answers come from separate statements. Without this module
+every hit on PostgreSQL would pay two more round trips, three when its answer is not in the
+resolver's memory (tests/resolver/test_hit_path.py pins the counts).
 Every function takes `session=` and never commits.
 """
 
@@ -13,11 +14,24 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from sqlalchemy import BindParameter, and_, bindparam, false, literal, select, true
+from sqlalchemy import (
+    JSON,
+    BindParameter,
+    and_,
+    bindparam,
+    case,
+    false,
+    func,
+    literal,
+    null,
+    select,
+    true,
+)
 from sqlalchemy.sql import ClauseElement
 
 from store.counters import take_occurrence, take_occurrence_statement
-from store.models import Branch, OccurrenceCounter, ResourceVersion
+from store.exchanges import RecordedAnswer, answer_columns, answer_from_row
+from store.models import Blob, Branch, Exchange, OccurrenceCounter, ResourceVersion
 from store.prepared import Executor, Prepared, dialect_of
 from store.refs import RELAX_COMMIT, TAPE_AND_BRANCH, BranchRef, TapeRef, refs_from_row
 from store.upsert import insert_for_dialect
@@ -26,6 +40,12 @@ from store.versions import versions_of
 # Core statements on the tables (not the mapped classes): no ORM compile step per execution.
 _branches, _versions = Branch.__table__, ResourceVersion.__table__
 _occurrences = OccurrenceCounter.__table__
+_exchanges, _blobs = Exchange.__table__, Blob.__table__
+
+# The first statement brings the answers at the ask's (tape, key, occurrence) with bodies up to
+# this size; a larger body is read when the answer is not cached, as before: an answer served
+# from memory would otherwise drag its body across on every hit.
+ANSWER_BODY_BYTES_READ_AHEAD = 64 * 1024
 
 
 def _occurrence_and_versions_statement(count: int) -> Prepared:
@@ -82,15 +102,22 @@ class TakenAsGuessed(NamedTuple):
     branch: BranchRef
     occurrence: int | None  # None: the tape is not the guessed one, and nothing was taken
     versions: dict[str, str]
+    # PostgreSQL, an occurrence taken: every answer recorded at (tape, key, occurrence) as the
+    # statement saw it, by fingerprint (bodies over ANSWER_BODY_BYTES_READ_AHEAD left out).
+    # None: not read (SQLite, or nothing taken).
+    answers: dict[str, RecordedAnswer] | None = None
 
 
 def _as_guessed_statement(count: int) -> Prepared:
-    """PostgreSQL: tape and branch found, occurrence taken and versions read, in one statement.
+    """PostgreSQL: tape and branch found, occurrence taken, versions and answers read, in one.
 
     `found` is the relaxing tape-and-branch lookup; `taken` upserts the counter only from a
     `found` row that matches the guess (same tape id, config text and dependency model), so
-    a changed tape takes nothing; the select returns the found row with the occurrence (NULL
-    when nothing was taken) joined to the `count` resources' versions.
+    a changed tape takes nothing. The select returns the found row with the occurrence (NULL
+    when nothing was taken), the `count` resources' versions as one JSON object, and one row
+    per answer recorded at the taken occurrence (every fingerprint: which one the ask's address
+    names is known only once the versions are), so a first look at an uncached answer costs
+    no round trip of its own.
     """
     names: list[BindParameter[str]] = [bindparam(f"r{index}") for index in range(count)]
 
@@ -115,15 +142,29 @@ def _as_guessed_statement(count: int) -> Prepared:
             .returning(counted)
             .cte("taken")
         )
-        versions_on = and_(
-            taken.c["count"].is_not(None),
-            _versions.c.branch_id == found.c.branch_id,
-            _versions.c.resource.in_(names) if names else false(),  # not an "empty IN"
+        versions = (
+            select(func.jsonb_object_agg(_versions.c.resource, _versions.c.version, type_=JSON))
+            .where(
+                _versions.c.branch_id == found.c.branch_id,
+                _versions.c.resource.in_(names) if names else false(),  # not an "empty IN"
+            )
+            .scalar_subquery()
         )
+        answers_on = and_(
+            _exchanges.c.tape_id == found.c.id,
+            _exchanges.c.key_hash == key_hash,
+            _exchanges.c.occurrence == taken.c["count"] - 1,
+        )
+        small = func.octet_length(_blobs.c.data) <= ANSWER_BODY_BYTES_READ_AHEAD
+        body = case((small, _blobs.c.data), else_=null())
         columns = [found.c[column.name] for column in TAPE_AND_BRANCH.selected_columns]
         return select(
-            *columns, taken.c["count"], _versions.c.resource, _versions.c.version
-        ).select_from(found.outerjoin(taken, true()).outerjoin(_versions, versions_on))
+            *columns, taken.c["count"], versions, _exchanges.c.fingerprint, *answer_columns(body)
+        ).select_from(
+            found.outerjoin(taken, true())
+            .outerjoin(_exchanges, answers_on)
+            .outerjoin(_blobs, _blobs.c.sha256 == _exchanges.c.response_body_sha)
+        )
 
     return Prepared(build)
 
@@ -166,8 +207,9 @@ def take_occurrence_as_guessed(
     it) before anything was read, so on PostgreSQL all of it is one round trip; a tape that
     has changed since (or was made anew under its name) takes nothing, and the caller starts
     over from the tape found. The transaction's commit is relaxed as by `find_tape_and_branch`
-    with `relax_commit`. SQLite, which cannot upsert inside a WITH, takes the occurrence in a
-    second statement.
+    with `relax_commit`. PostgreSQL also reads the answers recorded at the occurrence taken
+    (`TakenAsGuessed.answers`). SQLite, which cannot upsert inside a WITH, takes the occurrence
+    in a second statement, and reads no answers: in process a look costs no round trip.
     """
     ordered = sorted(resources)
     parameters: dict[str, Any] = {f"r{index}": value for index, value in enumerate(ordered)}
@@ -197,11 +239,11 @@ def take_occurrence_as_guessed(
     if not rows:
         return None
     tape, branch = refs_from_row(rows[0], path)
-    taken = rows[0][9]
+    taken, versions = rows[0][9], rows[0][10]
     if taken is None:
         return TakenAsGuessed(tape, branch, None, {})
-    versions = {row[10]: row[11] for row in rows if row[10] is not None}
-    return TakenAsGuessed(tape, branch, int(taken) - 1, versions)
+    answers = {row[11]: answer_from_row(row[12:]) for row in rows if row[11] is not None}
+    return TakenAsGuessed(tape, branch, int(taken) - 1, versions or {}, answers)
 
 
 def _is_as_guessed(tape: TapeRef, guess: TapeRef) -> bool:

@@ -12,6 +12,7 @@ import pytest
 
 from resolver.asks import (
     Ask,
+    GuessedAsk,
     bump_branch,
     classify_draft,
     cooperative_headers,
@@ -246,7 +247,7 @@ def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]
         opened.dispose()
 
 
-def _ask_as_guessed(store: Store, guess: TapeRef, wire: ResolveRequest) -> tuple[TapeRef, Ask]:
+def _ask_as_guessed(store: Store, guess: TapeRef, wire: ResolveRequest) -> GuessedAsk:
     with transaction(store.write) as session:
         return take_ask_as_guessed(session, guess, wire, b"", redaction_key=b"k" * 32)
 
@@ -258,8 +259,10 @@ def test_an_ask_taken_as_guessed_is_the_ask_taken_plainly(any_store: Store) -> N
         guess, branch = load_tape_and_branch(session, "t", "root/b0")
         bump_branch(session, branch.id, frozenset({"path:api.example.com/docs/1"}), "k0", "b0")
     plain = _ask(any_store, wire)
-    tape, guessed = _ask_as_guessed(any_store, guess, wire)
+    tape, guessed, answers = _ask_as_guessed(any_store, guess, wire)
     assert tape == guess and guessed.true_fingerprint != ""
+    # Nothing is recorded: PostgreSQL's opening statement read no answer; SQLite reads none.
+    assert answers == ({} if any_store.engine.dialect.name == "postgresql" else None)
     assert guessed == replace(plain, occurrence=1)
     assert _ask(any_store, wire).occurrence == 2  # the guessed ask took exactly one
 
@@ -272,7 +275,8 @@ def test_a_wrong_guess_takes_the_ask_from_the_tape_found(any_store: Store) -> No
     wrong = replace(tape, config={}, config_text="{}")
     first = _ask_as_guessed(any_store, wrong, _wire(query=[["ts", "1"]]))
     second = _ask_as_guessed(any_store, wrong, _wire(query=[["ts", "2"]]))
-    assert first[0] == tape and first[0].config_text == tape.config_text
+    assert first.tape == tape and first.tape.config_text == tape.config_text
+    assert first.answers is None  # a wrong guess reads no answers
     assert first[1].key == second[1].key
     assert (first[1].occurrence, second[1].occurrence) == (0, 1)
     assert _ask(any_store, _wire(query=[["ts", "3"]])).occurrence == 2

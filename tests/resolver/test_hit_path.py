@@ -17,6 +17,7 @@ import pytest
 from sqlalchemy import event, select
 from sqlalchemy.orm import Session
 
+from resolver.asks import Ask
 from resolver.policy import Action, Decision
 from resolver.recording import Recorder
 from resolver.resolution import Resolver
@@ -24,6 +25,7 @@ from resolver.resolve_results import Resolution, Waiting
 from resolver.schemas import RecordRequest, ResolveRequest, ResponseIn
 from store.branches import fork_branch, get_branch
 from store.db import Store, open_store, transaction
+from store.fused import ANSWER_BODY_BYTES_READ_AHEAD
 from store.loop_writes import LoopWriter
 from store.models import Claim, Event, OccurrenceCounter, PendingRecord, Tape
 from store.tapes import create_tape, delete_tape, get_tape, set_online
@@ -78,13 +80,21 @@ def ask(path: str, branch: str, query: list[tuple[str, str]] | None = None) -> R
     )
 
 
-def record(store: Store, resolver: Resolver, path: str, branch: str, body: bytes) -> None:
+def record(
+    store: Store,
+    resolver: Resolver,
+    path: str,
+    branch: str,
+    body: bytes,
+    *,
+    max_body_bytes: int = 1024,
+) -> None:
     forward = resolver.resolve(ask(path, branch))
     assert isinstance(forward, Resolution) and forward.action is Action.FORWARD
     response = ResponseIn(
         status=200, headers=[("X-Dup", "1"), ("X-Dup", "2")], body=base64.b64encode(body).decode()
     )
-    Recorder(store, max_body_bytes=1024).record(
+    Recorder(store, max_body_bytes=max_body_bytes).record(
         RecordRequest(ticket=forward.ticket, response=response)
     )
 
@@ -237,22 +247,79 @@ def sent_to_postgresql(store: Store, messages: tuple[str, ...]) -> Iterator[list
 
 
 @pytest.mark.postgres
-def test_a_hit_on_postgresql_is_three_round_trips(postgres_url: str) -> None:
-    """BEGIN; the tape found, occurrence taken and versions read; the event with the COMMIT."""
+@pytest.mark.parametrize("in_memory", [True, False], ids=["answer-in-memory", "answer-on-disk"])
+def test_a_hit_on_postgresql_is_three_round_trips(postgres_url: str, in_memory: bool) -> None:
+    """BEGIN; the tape found, occurrence taken, versions and answers read; the event with the
+    COMMIT. An answer the resolver has not served before comes with the opening statement."""
     with private_schema_url(postgres_url) as url:
         store = open_with_tape(url)
         try:
             resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
             record(store, resolver, "/x", "root/a", b"answer")
-            resolver.resolve(ask("/x", "root/b"))  # the tape's config is known from here on
+            if in_memory:
+                resolver.resolve(ask("/x", "root/b"))  # served, so kept in memory
+            else:  # a resolver that knows the tape's config, but not the answer
+                resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+                resolver.resolve(ask("/warm", "root/b"))
             with sent_to_postgresql(store, ("Query", "Execute", "Sync")) as sent:
                 served = resolver.resolve(ask("/x", "root/c"))
             assert isinstance(served, Resolution) and served.decision is Decision.SHARED
+            assert base64.b64decode(served.response["body"]) == b"answer"
             kinds = [line.split("\t")[3] for line in sent]
             assert kinds.count("Query") + kinds.count("Execute") == 4, sent  # statements
             assert kinds.count("Query") + kinds.count("Sync") == 3, sent  # round trips
             events, counters = branch_rows(store, "root/c")
             assert events == [(1, "shared", 0)] and list(counters.values()) == [1]
+        finally:
+            store.dispose()
+
+
+@pytest.mark.postgres
+def test_an_answer_recorded_after_the_opening_statement_is_seen_after_the_claim(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The answers the opening statement read are for the first look only: one that another
+    resolver records between that statement and the claim (a later statement sees its commit)
+    is served, where the answers read ahead would have sent the ask upstream again."""
+    with private_schema_url(postgres_url) as url:
+        store = open_with_tape(url)
+        try:
+            resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+            record(store, resolver, "/warm", "root/a", b"warm")  # the config is known: reads ahead
+            take_claim = resolver._take_claim
+
+            def record_first(session: Session, asked: Ask, ticket: str) -> bool:
+                other = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+                record(store, other, "/x", "root/b", b"meanwhile")
+                return take_claim(session, asked, ticket)
+
+            monkeypatch.setattr(resolver, "_take_claim", record_first)
+            served = resolver.resolve(ask("/x", "root/c"))
+            assert isinstance(served, Resolution) and served.action is Action.SERVE, served
+            assert served.response is not None
+            assert base64.b64decode(served.response["body"]) == b"meanwhile"
+            with transaction(store.read) as session:
+                assert session.execute(select(Claim.ticket)).all() == []
+        finally:
+            store.dispose()
+
+
+@pytest.mark.postgres
+def test_on_postgresql_a_body_too_large_to_read_ahead_is_read_when_served(
+    postgres_url: str,
+) -> None:
+    with private_schema_url(postgres_url) as url:
+        store = open_with_tape(url)
+        try:
+            large = secrets.token_bytes(ANSWER_BODY_BYTES_READ_AHEAD + 1)
+            recorder = Resolver(store, max_body_bytes=len(large), lease_seconds=30)
+            record(store, recorder, "/large", "root/a", large, max_body_bytes=len(large))
+            resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+            resolver.resolve(ask("/warm", "root/b"))  # the tape's config is known: reads ahead
+            served = resolver.resolve(ask("/large", "root/c"))
+            assert isinstance(served, Resolution) and served.decision is Decision.SHARED
+            assert served.response is not None
+            assert base64.b64decode(served.response["body"]) == large
         finally:
             store.dispose()
 
@@ -281,11 +348,11 @@ def test_a_miss_and_its_record_on_postgresql_send_unread_writes_with_the_commit(
                 Recorder(store, max_body_bytes=1024).record(
                     RecordRequest(ticket=forward.ticket, response=response)
                 )
-            # BEGIN; tape, occurrence and versions; the answer (none); the claim; the answer
+            # BEGIN; tape, occurrence, versions and answers (none); the claim; the answer
             # again (PostgreSQL: a record may have landed meanwhile); the tape's online flag
             # under a share lock; the event, whose id the pending record keeps; then the
             # request blob, the pending record and the COMMIT together.
-            assert _round_trips(resolving) == 8, resolving
+            assert _round_trips(resolving) == 7, resolving
             # BEGIN; the pending record taken; the tape; the answer's blob; the exchange; then
             # the claim released, the notify, the event finished and the COMMIT together.
             assert _round_trips(recording) == 6, recording

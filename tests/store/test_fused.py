@@ -6,10 +6,16 @@ from dataclasses import replace
 
 from sqlalchemy import text
 
+from store import exchanges
 from store.branches import get_branch
 from store.counters import take_occurrence
 from store.db import Store, transaction
-from store.fused import take_occurrence_and_versions, take_occurrence_as_guessed
+from store.exchanges import RecordedAnswer, sha256_hex
+from store.fused import (
+    ANSWER_BODY_BYTES_READ_AHEAD,
+    take_occurrence_and_versions,
+    take_occurrence_as_guessed,
+)
 from store.refs import find_tape_and_branch
 from store.versions import set_versions
 from tests.store.test_tapes import make_tape
@@ -50,8 +56,11 @@ def test_an_occurrence_is_taken_as_guessed_only_while_the_tape_is_the_guess(stor
         second = take_occurrence_as_guessed("t", "root", guess, "k", set(), session=session)
         if store.engine.dialect.name == "postgresql":
             assert session.scalar(text("SHOW synchronous_commit")) == "off"
-    assert first == (guess, root, 0, {"host:a": "v1"})
-    assert second == (guess, root, 1, {})
+    assert first[:4] == (guess, root, 0, {"host:a": "v1"})
+    assert second[:4] == (guess, root, 1, {})
+    # Nothing is recorded at "k": PostgreSQL read no answer, SQLite reads none at all.
+    read_nothing = {} if store.engine.dialect.name == "postgresql" else None
+    assert first.answers == second.answers == read_nothing
     changed = [
         replace(guess, config={}, config_text="{}"),
         replace(guess, id=tape_id + 1000),  # a tape made anew under the same name
@@ -60,8 +69,60 @@ def test_an_occurrence_is_taken_as_guessed_only_while_the_tape_is_the_guess(stor
     with transaction(store.write) as session:
         for stale in changed:
             taken = take_occurrence_as_guessed("t", "root", stale, "k", wanted, session=session)
-            assert taken == (guess, root, None, {})  # the tape found, and nothing taken
+            assert taken == (guess, root, None, {}, None)  # the tape found, nothing taken
         for name, path in (("t", "root/none"), ("other", "root")):
             missing = take_occurrence_as_guessed(name, path, guess, "k", wanted, session=session)
             assert missing is None
         assert take_occurrence(root.id, "k", session=session) == 2
+
+
+def _exchange(store: Store, occurrence: int, fingerprint: str, body: bytes | None) -> int:
+    """An exchange of tape `t` at key "k" answering `body` (None: a failure, no body)."""
+    with transaction(store.write) as session:
+        tape_id = find_tape_and_branch("t", "root", session=session)[0].id
+        sha = None if body is None else exchanges.put_blob(body, session=session)
+        content = exchanges.ExchangeContent(
+            key_readable="GET /k",
+            request_method="GET",
+            request_host="w.example",
+            request_url="http://w.example/k",
+            request_headers=[],
+            request_body_sha=exchanges.put_blob(b"", session=session),
+            response_status=None if body is None else 200,
+            response_headers=None if body is None else [["A", "1"]],
+            response_body_sha=sha,
+            error_kind="reset" if body is None else None,
+        )
+        exchange_id = exchanges.insert_new_exchange(
+            tape_id, "k", occurrence, fingerprint, content, session=session
+        )
+    assert exchange_id is not None
+    return exchange_id
+
+
+def test_on_postgresql_the_answers_at_the_occurrence_taken_come_with_it(store: Store) -> None:
+    """Every fingerprint's answer at (tape, key, occurrence taken), nothing at another
+    occurrence; a body over the read-ahead size, or a failure, is marked not servable as read
+    (the resolve then reads it as before)."""
+    make_tape(store)
+    large = b"x" * (ANSWER_BODY_BYTES_READ_AHEAD + 1)
+    plain = _exchange(store, 0, "", b"small")
+    other = _exchange(store, 0, "f:1", large)
+    failed = _exchange(store, 0, "f:2", None)
+    _exchange(store, 1, "", b"the next occurrence")
+    with transaction(store.write) as session:
+        guess, _root = find_tape_and_branch("t", "root", session=session)
+        taken = take_occurrence_as_guessed("t", "root", guess, "k", set(), session=session)
+        missing = take_occurrence_as_guessed("t", "root", guess, "j", set(), session=session)
+    assert taken is not None and taken.occurrence == 0
+    if store.engine.dialect.name != "postgresql":
+        assert taken.answers is None
+        return
+    assert taken.answers == {
+        "": RecordedAnswer(plain, 200, [["A", "1"]], sha256_hex(b"small"), b"small", None),
+        "f:1": RecordedAnswer(other, 200, [["A", "1"]], sha256_hex(large), None, None),
+        "f:2": RecordedAnswer(failed, None, [], None, None, "reset"),
+    }
+    servable = {name: answer.servable_as_read for name, answer in taken.answers.items()}
+    assert servable == {"": True, "f:1": False, "f:2": False}
+    assert missing is not None and missing.occurrence == 0 and missing.answers == {}

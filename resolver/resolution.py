@@ -80,6 +80,7 @@ class Resolver:
             echoes=echoes if echoes is not None else EchoBook(),
             reserve=reserve,
         )
+        self._recorded_stays_put = store.engine.dialect.name == "sqlite"
         # Each tape as the last resolve found it (store/fused.py `TakenAsGuessed`).
         self._tapes: dict[str, TapeRef] = {}
 
@@ -218,8 +219,7 @@ class Resolver:
             elif plan.step is Step.CLAIM:
                 ticket = claims.new_ticket()
                 if self._take_claim(unit.connection, ask, ticket):
-                    # Someone may have recorded and released between our lookup and our claim.
-                    facts = facts.updated(claim=ClaimState.OURS, recorded=None)
+                    facts = facts.updated(claim=ClaimState.OURS, recorded=self._still(facts))
                 else:
                     # Whose, and until when: a lapsed lease is taken over now, and a waiter's
                     # token carries a live one (routes/internal.py skips a first look on it).
@@ -229,12 +229,20 @@ class Resolver:
                 assert claim is not None
                 ticket = claims.new_ticket()
                 if self._take_over(unit.session, claim, ticket):
-                    facts = facts.updated(claim=ClaimState.OURS, recorded=None)
+                    facts = facts.updated(claim=ClaimState.OURS, recorded=self._still(facts))
                 else:
                     facts = facts.updated(claim=ClaimState.HELD)
             else:
                 lease = claim.lease_expires if claim is not None else None
                 return self._final_steps.carry_out(unit, ask, plan, facts, found, ticket, lease)
+
+    def _still(self, facts: Facts) -> bool | None:
+        """What a lookup earlier in this transaction found, as it stands once a claim is won:
+        unknown on PostgreSQL, where each statement sees what committed before it (READ
+        COMMITTED), so someone may have recorded and released in between and the decision
+        looks again; on SQLite the transaction has held the write lock since its BEGIN, so
+        nobody can have recorded, and the look would find the same."""
+        return facts.recorded if self._recorded_stays_put else None
 
     def _find(
         self, unit: Unit, ask: Ask, read_ahead: dict[str, RecordedAnswer] | None = None

@@ -154,6 +154,19 @@ def test_a_hit_takes_one_occurrence_and_one_event_in_a_few_statements(store: Sto
     assert events == [(1, "shared", 0)] and list(counters.values()) == [1]
 
 
+def test_on_sqlite_a_miss_looks_its_address_up_once(store: Store) -> None:
+    """Its transaction holds the write lock from BEGIN, so nobody can record between the
+    lookup and the claim: the look PostgreSQL takes again after a won claim is not taken."""
+    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    record(store, resolver, "/warm", "root/a", b"warm")  # the tape's config is known
+    seen = statements_of(store)
+    forward = resolver.resolve(ask("/x", "root/b"))
+    assert isinstance(forward, Resolution) and forward.action is Action.FORWARD
+    lookups = [s for s in seen if s.startswith("SELECT gh_exchanges.id")]
+    assert len(lookups) == 1, seen
+    assert [s for s in seen if "INSERT INTO gh_claims" in s], seen
+
+
 def test_a_miss_falls_back_having_counted_nothing(store: Store) -> None:
     resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
     record(store, resolver, "/x", "root/a", b"first")

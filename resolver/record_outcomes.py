@@ -59,7 +59,7 @@ def store_answer(
 ) -> RecordResult:
     """The answer stored as the address's exchange (unless another recorded it first)."""
     connection = unit.connection
-    content, stored_body = exchange_content(connection, pending, tape, wire, body, echoed)
+    content, stored_body = exchange_content(unit, pending, tape, wire, body, echoed)
     address = pending_address(pending)
     new_id = exchanges.insert_new_exchange(*address, content, session=connection)
     winner = None if new_id is not None else exchanges.find_winner(*address, session=unit.session)

@@ -43,9 +43,9 @@ from resolver.stored_form import check_latin1_headers, stored_form
 from resolver.wakeups import Address
 from store import claims
 from store.db import Store, transaction
+from store.fused import pop_pending_and_tape
 from store.loop_writes import LoopWriter, WouldWait
 from store.models import PendingRecord, Tape
-from store.refs import find_tape_ref
 from store.unit import Unit, unit_of_work
 
 logger = logging.getLogger(__name__)
@@ -186,17 +186,17 @@ class Recorder:
         # for the rarer steps that need one (a lost race, a write's versions, hints).
         with transaction as unit:
             connection = unit.connection
-            pending = claims.pop_pending(wire.ticket, session=connection)
-            if pending is None:
+            taken = pop_pending_and_tape(wire.ticket, session=connection)
+            if taken is None:
                 raise Conflict(
                     f"ticket {wire.ticket!r} is unknown or was already recorded",
                     ticket=wire.ticket,
                 )
+            pending, tape = taken
             # Neither result is read: both ride with the commit (PostgreSQL: its round trip).
             claims.release_claim_later(wire.ticket, unit=unit)
             address = pending_address(pending)
             notify.announce_later(address, unit=unit)  # other replicas' waiters, on commit
-            tape = find_tape_ref(pending.tape_id, session=connection)
             if tape is None:
                 raise Conflict(
                     f"the tape of ticket {wire.ticket!r} was deleted", ticket=wire.ticket

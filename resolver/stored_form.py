@@ -20,8 +20,8 @@ from resolver.schemas import RecordRequest
 from store import exchanges
 from store.claims import Pending
 from store.models import Tape
-from store.prepared import Executor
 from store.refs import TapeRef
+from store.unit import Unit
 
 
 def check_latin1_headers(headers: list[tuple[str, str]], field: str) -> None:
@@ -49,7 +49,7 @@ def stored_form(
 
 
 def exchange_content(
-    session: Executor,
+    unit: Unit,
     pending: Pending,
     tape: TapeRef,
     wire: RecordRequest,
@@ -58,7 +58,8 @@ def exchange_content(
 ) -> tuple[exchanges.ExchangeContent, bytes]:
     """What the exchange will hold (redacted, echoes scrubbed), and its stored body.
 
-    The stored body is put in the store's blobs here, so the exchange can name it.
+    The stored body is put in the store's blobs with the unit's commit (PostgreSQL: in its
+    round trip): nothing references a blob by a foreign key, so the exchange may name it first.
     """
     request = pending.request
     content: dict[str, Any] = {
@@ -75,7 +76,7 @@ def exchange_content(
         content.update(
             response_status=wire.response.status,
             response_headers=headers,
-            response_body_sha=exchanges.put_blob(stored, session=session),
+            response_body_sha=exchanges.put_blob_later(stored, unit=unit),
         )
     elif wire.error is not None:
         content.update(error_kind=wire.error.kind, error_message=wire.error.message)

@@ -15,6 +15,7 @@ from typing import Any, cast
 from sqlalchemy import CursorResult, Result, bindparam, delete, insert, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql.dml import ReturningDelete
 
 from store.models import Claim, PendingRecord, Tape
 from store.prepared import Executor, Prepared
@@ -53,13 +54,18 @@ _ADD_PENDING = Prepared(
 # What a record needs of the pending row (not `created`: only the stale sweep reads it).
 _POPPED_FIELDS = tuple(name for name in _PENDING_FIELDS if name != "created")
 _POPPED_COLUMNS = tuple(_pending.c[name] for name in _POPPED_FIELDS)
+
+
 # One statement takes the ticket's row: a concurrent second record of the ticket (PostgreSQL
 # waits on the row lock) finds nothing, so a ticket still records at most once.
-_POP_PENDING = Prepared(
-    lambda _dialect: (
+def pop_pending_statement() -> ReturningDelete[*tuple[Any, ...]]:
+    """Delete the pending record of bind parameter `ticket`, returning `Pending`'s fields."""
+    return (
         delete(_pending).where(_pending.c.ticket == bindparam("ticket")).returning(*_POPPED_COLUMNS)
     )
-)
+
+
+_POP_PENDING = Prepared(lambda _dialect: pop_pending_statement())
 
 
 def new_ticket() -> str:

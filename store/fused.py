@@ -1,13 +1,15 @@
-"""The resolve's opening statements fused: occurrence, versions (and tape, branch, answers) in one.
+"""The opening statements of a resolve, and of a record, fused: one round trip on PostgreSQL.
 
 Before deciding, a resolve must find its tape and branch, take its occurrence and read the
 versions of the resources it depends on, and then look its address up. Run apart those are
 four round trips to PostgreSQL; this module makes them one statement with data-modifying
-WITHs. SQLite cannot put an upsert inside a WITH and runs in process, where a round trip costs
-nothing to save, so there the same answers come from separate statements. Without this module
-every hit on PostgreSQL would pay two more round trips, three when its answer is not in the
-resolver's memory (tests/resolver/test_hit_path.py pins the counts).
-Every function takes `session=` and never commits.
+WITHs. A record likewise starts by taking its ticket's pending record and reading its tape: one
+statement here. SQLite cannot put an upsert or a delete inside a WITH and runs in process, where
+a round trip costs nothing to save, so there the same answers come from separate statements.
+Without this module every hit on PostgreSQL would pay two more round trips, three when its
+answer is not in the resolver's memory, and every record one more
+(tests/resolver/test_hit_path.py pins the counts). Every function takes `session=` and never
+commits.
 """
 
 from __future__ import annotations
@@ -29,18 +31,28 @@ from sqlalchemy import (
 )
 from sqlalchemy.sql import ClauseElement
 
+from store.claims import Pending, pop_pending, pop_pending_statement
 from store.counters import take_occurrence, take_occurrence_statement
 from store.exchanges import RecordedAnswer, answer_columns, answer_from_row
-from store.models import Blob, Branch, Exchange, OccurrenceCounter, ResourceVersion
+from store.models import Blob, Branch, Exchange, OccurrenceCounter, ResourceVersion, Tape
 from store.prepared import Executor, Prepared, dialect_of
-from store.refs import RELAX_COMMIT, TAPE_AND_BRANCH, BranchRef, TapeRef, refs_from_row
+from store.refs import (
+    RELAX_COMMIT,
+    TAPE_AND_BRANCH,
+    TAPE_COLUMNS,
+    BranchRef,
+    TapeRef,
+    find_tape_ref,
+    refs_from_row,
+    tape_from_row,
+)
 from store.upsert import insert_for_dialect
 from store.versions import versions_of
 
 # Core statements on the tables (not the mapped classes): no ORM compile step per execution.
 _branches, _versions = Branch.__table__, ResourceVersion.__table__
 _occurrences = OccurrenceCounter.__table__
-_exchanges, _blobs = Exchange.__table__, Blob.__table__
+_exchanges, _blobs, _tapes = Exchange.__table__, Blob.__table__, Tape.__table__
 
 # The first statement brings the answers at the ask's (tape, key, occurrence) with bodies up to
 # this size; a larger body is read when the answer is not cached, as before: an answer served
@@ -253,3 +265,35 @@ def _is_as_guessed(tape: TapeRef, guess: TapeRef) -> bool:
         and tape.config_text == guess.config_text
         and tape.dependency_model == guess.dependency_model
     )
+
+
+def _pending_and_tape_statement(_dialect: str) -> ClauseElement:
+    """PostgreSQL: the ticket's pending record taken, with its tape's fields, in one statement."""
+    popped = pop_pending_statement().cte("popped")
+    return select(*popped.c, *TAPE_COLUMNS).select_from(
+        popped.outerjoin(_tapes, _tapes.c.id == popped.c.tape_id)
+    )
+
+
+_PENDING_AND_TAPE = Prepared(_pending_and_tape_statement)
+_PENDING_FIELD_COUNT = len(Pending.__slots__)
+
+
+def pop_pending_and_tape(
+    ticket: str, *, session: Executor
+) -> tuple[Pending, TapeRef | None] | None:
+    """`claims.pop_pending` and `refs.find_tape_ref` of its tape (None: the tape was deleted)
+    together, a write: one round trip on PostgreSQL, where every record starts with them. None
+    if the ticket has no pending record. SQLite cannot delete inside a WITH, and runs in
+    process, so it runs the two statements."""
+    if dialect_of(session).name != "postgresql":
+        pending = pop_pending(ticket, session=session)
+        if pending is None:
+            return None
+        return pending, find_tape_ref(pending.tape_id, session=session)
+    row = _PENDING_AND_TAPE.first({"ticket": ticket}, session=session)
+    if row is None:
+        return None
+    tape_fields = row[_PENDING_FIELD_COUNT:]
+    tape = None if tape_fields[0] is None else tape_from_row(tape_fields)
+    return Pending(*row[:_PENDING_FIELD_COUNT]), tape

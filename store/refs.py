@@ -11,6 +11,7 @@ it returns is the same as what `find_tape_and_branch` returns.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,15 +106,20 @@ def find_tape_and_branch(
     return None if row is None else refs_from_row(row, path)
 
 
+# A tape's fields as `find_tape_ref` reads them (its config's text aside), for `tape_from_row`.
+TAPE_COLUMNS = _TAPE_COLUMNS[:-1]
 _TAPE_BY_ID = Prepared(
-    lambda _dialect: select(*_TAPE_COLUMNS[:-1]).where(_tapes.c.id == bindparam("tape_id"))
+    lambda _dialect: select(*TAPE_COLUMNS).where(_tapes.c.id == bindparam("tape_id"))
 )
+
+
+def tape_from_row(row: Sequence[Any]) -> TapeRef:
+    """The tape from a row of `TAPE_COLUMNS`' values."""
+    tape_id, name, world_seed, mode, online, dependency_model, config = row
+    return TapeRef(tape_id, name, world_seed, mode, bool(online), dependency_model, config or {})
 
 
 def find_tape_ref(tape_id: int, *, session: Executor) -> TapeRef | None:
     """The tape's fields by id without loading the mapped object (every record reads them)."""
     row = _TAPE_BY_ID.first({"tape_id": tape_id}, session=session)
-    if row is None:
-        return None
-    tape_id, name, world_seed, mode, online, dependency_model, config = row
-    return TapeRef(tape_id, name, world_seed, mode, bool(online), dependency_model, config or {})
+    return None if row is None else tape_from_row(row)

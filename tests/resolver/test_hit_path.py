@@ -366,9 +366,9 @@ def test_a_miss_and_its_record_on_postgresql_send_unread_writes_with_the_commit(
             # under a share lock; the event, whose id the pending record keeps; then the
             # request blob, the pending record and the COMMIT together.
             assert _round_trips(resolving) == 7, resolving
-            # BEGIN; the pending record taken; the tape; the answer's blob; the exchange; then
-            # the claim released, the notify, the event finished and the COMMIT together.
-            assert _round_trips(recording) == 6, recording
+            # BEGIN; the pending record taken with its tape; the exchange; then the answer's
+            # blob, the claim released, the notify, the event finished and the COMMIT together.
+            assert _round_trips(recording) == 4, recording
             served = resolver.resolve(ask("/x", "root/c"))
             assert isinstance(served, Resolution) and served.decision is Decision.SHARED
             with transaction(store.read) as session:

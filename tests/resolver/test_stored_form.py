@@ -98,7 +98,7 @@ def test_an_answers_content_holds_the_request_and_the_stored_response(store: Sto
     )
     wire = RecordRequest(ticket="t1", response=response)
     with unit_of_work(store) as unit:
-        content, stored = exchange_content(unit.connection, PENDING, tape(), wire, body, ECHOED)
+        content, stored = exchange_content(unit, PENDING, tape(), wire, body, ECHOED)
     assert stored == b"echo <redacted:api-key>"
     assert (content.key_readable, content.request_method, content.request_url) == (
         "v1 GET https://h/x",
@@ -116,7 +116,7 @@ def test_an_answers_content_holds_the_request_and_the_stored_response(store: Sto
 def test_a_transport_failure_is_kept_as_its_kind_and_message(store: Store) -> None:
     wire = RecordRequest(ticket="t1", error=UpstreamError(kind="reset", message="peer reset"))
     with unit_of_work(store) as unit:
-        content, stored = exchange_content(unit.connection, PENDING, tape(), wire, b"", ())
+        content, stored = exchange_content(unit, PENDING, tape(), wire, b"", ())
     assert stored == b""
     assert (content.error_kind, content.error_message) == ("reset", "peer reset")
     assert content.response_status is None and content.response_body_sha is None

@@ -36,7 +36,8 @@ def test_one_claim_per_address_and_takeover_only_when_expired(store: Store) -> N
         assert claims.get_claim(*address, session=session) is None
 
 
-def test_pending_records_pop_once(store: Store) -> None:
+def add_pending_t1(store: Store) -> claims.Pending:
+    """Ticket "t1"'s pending record (with its event) on a new tape `t`'s root, as stored."""
     tape_id = make_tape(store)
     with transaction(store.write) as session:
         root = get_branch(tape_id, "root", session=session)
@@ -67,6 +68,11 @@ def test_pending_records_pop_once(store: Store) -> None:
             request={"writes": []},
         )
         claims.add_pending(session=session, **asdict(expected), created=0.0)
+    return expected
+
+
+def test_pending_records_pop_once(store: Store) -> None:
+    expected = add_pending_t1(store)
     with unit_of_work(store) as unit:  # a record pops on the unit's Core connection
         assert claims.pop_pending("t1", session=unit.connection) == expected
     with transaction(store.write) as session:

@@ -13,11 +13,14 @@ from store.db import Store, transaction
 from store.exchanges import RecordedAnswer, sha256_hex
 from store.fused import (
     ANSWER_BODY_BYTES_READ_AHEAD,
+    pop_pending_and_tape,
     take_occurrence_and_versions,
     take_occurrence_as_guessed,
 )
-from store.refs import find_tape_and_branch
+from store.refs import find_tape_and_branch, find_tape_ref
+from store.unit import unit_of_work
 from store.versions import set_versions
+from tests.store.test_claims import add_pending_t1
 from tests.store.test_tapes import make_tape
 
 
@@ -126,3 +129,13 @@ def test_on_postgresql_the_answers_at_the_occurrence_taken_come_with_it(store: S
     servable = {name: answer.servable_as_read for name, answer in taken.answers.items()}
     assert servable == {"": True, "f:1": False, "f:2": False}
     assert missing is not None and missing.occurrence == 0 and missing.answers == {}
+
+
+def test_a_pending_record_is_taken_with_its_tape_as_apart(store: Store) -> None:
+    expected = add_pending_t1(store)
+    with unit_of_work(store) as unit:  # a record takes it on the unit's Core connection
+        taken = pop_pending_and_tape("t1", session=unit.connection)
+        tape = find_tape_ref(expected.tape_id, session=unit.connection)
+    assert taken == (expected, tape) and tape is not None and tape.name == "t"
+    with unit_of_work(store) as unit:
+        assert pop_pending_and_tape("t1", session=unit.connection) is None  # taken once

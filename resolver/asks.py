@@ -9,7 +9,7 @@ Building one is pure (`draft_ask`, `classify_draft`, `finish_ask`) except for th
 steps between them, which `take_ask` names: the occurrence it takes (a write) and the branch's
 versions it reads. `take_ask_as_guessed` does the same from the tape as an earlier resolve saw
 it, so the tape's lookup joins those steps in one statement (one round trip on PostgreSQL),
-which on PostgreSQL also brings the answers recorded at the ask's occurrence for its first look.
+which on PostgreSQL also brings the answer its first look will most likely need.
 """
 
 from __future__ import annotations
@@ -32,8 +32,7 @@ from resolver.redaction_rules import Finding
 from resolver.request import RequestParts
 from resolver.schemas import ResolveRequest, check_branch_path, check_tape_name
 from store import exchanges, refs
-from store.exchanges import RecordedAnswer
-from store.fused import take_occurrence_and_versions, take_occurrence_as_guessed
+from store.fused import ReadAhead, take_occurrence_and_versions, take_occurrence_as_guessed
 from store.hints import Hint, find_hint
 from store.models import KeyHint
 from store.prepared import Executor
@@ -247,12 +246,13 @@ def take_ask(
 
 class GuessedAsk(NamedTuple):
     """What `take_ask_as_guessed` gives: the tape found (the next guess), the ask, and the
-    answers the opening statement read at the ask's (tape, key, occurrence), by fingerprint
-    (None when it read none: SQLite, or the guess was wrong)."""
+    answer the opening statement read at the ask's (tape, key, occurrence) and the fingerprint
+    its address has if the branch wrote none of its resources (None when it read none:
+    SQLite, or the tape was not as guessed)."""
 
     tape: TapeRef
     ask: Ask
-    answers: dict[str, RecordedAnswer] | None
+    read_ahead: ReadAhead | None
 
 
 def take_ask_as_guessed(
@@ -280,12 +280,21 @@ def take_ask_as_guessed(
     if draft.model is DependencyModel.HINTS:
         hint = find_hint(guess.id, draft.key.hash, session=session)
     classification = classify_draft(draft, hint)
+    # The address's fingerprint if the branch has written none of the resources (a read of a
+    # lineage that wrote nothing it reads: most reads), whose answer the statement reads too.
+    unwritten = lookup_fingerprint(
+        mode=Mode(guess.mode),
+        is_write=classification.is_write,
+        true_fingerprint="",
+        branch=wire.branch,
+    )
     taken = take_occurrence_as_guessed(
         wire.tape,
         wire.branch,
         guess,
         draft.key.hash,
         fingerprinted_resources(classification),
+        fingerprint_guess=unwritten,
         session=session,
     )
     if taken is None:
@@ -297,7 +306,7 @@ def take_ask_as_guessed(
         ask = finish_ask(
             draft, classification, occurrence=taken.occurrence, versions=taken.versions
         )
-        return GuessedAsk(taken.tape, ask, taken.answers)
+        return GuessedAsk(taken.tape, ask, taken.read_ahead)
     ask = take_ask(session, tape, branch, wire, body, redaction_key=redaction_key)
     return GuessedAsk(tape, ask, None)
 

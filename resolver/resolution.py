@@ -42,7 +42,7 @@ from resolver.schemas import ResolveRequest, decode_base64
 from resolver.simulator_client import SimulatorClient
 from store import claims, exchanges
 from store.db import Store, relax_commit_durability
-from store.exchanges import RecordedAnswer
+from store.fused import ReadAhead
 from store.loop_writes import LoopWriter, WouldWait
 from store.prepared import Executor
 from store.refs import TapeRef
@@ -198,13 +198,13 @@ class Resolver:
         *,
         claim: claims.HeldClaim | None = None,
         found: Recorded | None = None,
-        read_ahead: dict[str, RecordedAnswer] | None = None,
+        read_ahead: ReadAhead | None = None,
     ) -> Resolution | Waiting:
         """Decide, look up what the decision asks for, decide again; then carry it out.
 
         `found` is the address's recording when `facts` already say whether there is one;
-        `read_ahead`, the answers the opening statement read at the ask's occurrence (for the
-        first look only: a look after a claim must see what was recorded meanwhile)."""
+        `read_ahead`, what the opening statement read at one address (for the first look
+        only: a look after a claim must see what was recorded meanwhile)."""
         ticket: str | None = None
         while True:
             plan = decide_step(facts)
@@ -244,17 +244,17 @@ class Resolver:
         nobody can have recorded, and the look would find the same."""
         return facts.recorded if self._recorded_stays_put else None
 
-    def _find(
-        self, unit: Unit, ask: Ask, read_ahead: dict[str, RecordedAnswer] | None = None
-    ) -> Recorded | None:
+    def _find(self, unit: Unit, ask: Ask, read_ahead: ReadAhead | None = None) -> Recorded | None:
         """The answer recorded at the ask's address: from memory when it was served before,
-        else from `read_ahead` (the opening statement's answers) when it holds all it needs."""
+        else from `read_ahead` when it was read at this address and holds all it needs."""
         address = address_of(ask)
         cached = self.cache.get(address)
         if cached is not None:
             return cached
-        answer = None if read_ahead is None else read_ahead.get(ask.fingerprint)
-        if read_ahead is None or (answer is not None and not answer.servable_as_read):
+        if _answers_from(read_ahead, ask):
+            assert read_ahead is not None
+            answer = read_ahead.answer
+        else:
             answer = exchanges.find_answer(*address, session=unit.connection)
         if answer is None:
             return None
@@ -286,3 +286,11 @@ class Resolver:
             lease_expires=now + self.lease_seconds,
             session=session,
         )
+
+
+def _answers_from(read_ahead: ReadAhead | None, ask: Ask) -> bool:
+    """Whether `read_ahead` is the ask's address, and servable as it was read (a failure or a
+    body too large to read ahead is read again, whole)."""
+    if read_ahead is None or read_ahead.fingerprint != ask.fingerprint:
+        return False
+    return read_ahead.answer is None or read_ahead.answer.servable_as_read

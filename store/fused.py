@@ -114,10 +114,17 @@ class TakenAsGuessed(NamedTuple):
     branch: BranchRef
     occurrence: int | None  # None: the tape is not the guessed one, and nothing was taken
     versions: dict[str, str]
-    # PostgreSQL, an occurrence taken: every answer recorded at (tape, key, occurrence) as the
-    # statement saw it, by fingerprint (bodies over ANSWER_BODY_BYTES_READ_AHEAD left out).
-    # None: not read (SQLite, or nothing taken).
-    answers: dict[str, RecordedAnswer] | None = None
+    # PostgreSQL, an occurrence taken: the answer at the guessed fingerprint. None: not read
+    # (SQLite, or nothing taken).
+    read_ahead: ReadAhead | None = None
+
+
+class ReadAhead(NamedTuple):
+    """What the opening statement found at one address: the ask's (tape, key, occurrence) at
+    the fingerprint guessed for it (a body over ANSWER_BODY_BYTES_READ_AHEAD left out)."""
+
+    fingerprint: str
+    answer: RecordedAnswer | None  # None: nothing is recorded there
 
 
 def _as_guessed_statement(count: int) -> Prepared:
@@ -126,10 +133,10 @@ def _as_guessed_statement(count: int) -> Prepared:
     `found` is the relaxing tape-and-branch lookup; `taken` upserts the counter only from a
     `found` row that matches the guess (same tape id, config text and dependency model), so
     a changed tape takes nothing. The select returns the found row with the occurrence (NULL
-    when nothing was taken), the `count` resources' versions as one JSON object, and one row
-    per answer recorded at the taken occurrence (every fingerprint: which one the ask's address
-    names is known only once the versions are), so a first look at an uncached answer costs
-    no round trip of its own.
+    when nothing was taken), the `count` resources' versions as one JSON object, and the answer
+    recorded at the taken occurrence and the fingerprint `fingerprint_guess` (which fingerprint
+    the address names is known only once the versions are; the caller guesses), so a first
+    look at an uncached answer costs no round trip of its own when the guess is right.
     """
     names: list[BindParameter[str]] = [bindparam(f"r{index}") for index in range(count)]
 
@@ -166,13 +173,12 @@ def _as_guessed_statement(count: int) -> Prepared:
             _exchanges.c.tape_id == found.c.id,
             _exchanges.c.key_hash == key_hash,
             _exchanges.c.occurrence == taken.c["count"] - 1,
+            _exchanges.c.fingerprint == bindparam("fingerprint_guess"),
         )
         small = func.octet_length(_blobs.c.data) <= ANSWER_BODY_BYTES_READ_AHEAD
         body = case((small, _blobs.c.data), else_=null())
         columns = [found.c[column.name] for column in TAPE_AND_BRANCH.selected_columns]
-        return select(
-            *columns, taken.c["count"], versions, _exchanges.c.fingerprint, *answer_columns(body)
-        ).select_from(
+        return select(*columns, taken.c["count"], versions, *answer_columns(body)).select_from(
             found.outerjoin(taken, true())
             .outerjoin(_exchanges, answers_on)
             .outerjoin(_blobs, _blobs.c.sha256 == _exchanges.c.response_body_sha)
@@ -210,6 +216,7 @@ def take_occurrence_as_guessed(
     key_hash: str,
     resources: set[str] | frozenset[str],
     *,
+    fingerprint_guess: str = "",
     session: Executor,
 ) -> TakenAsGuessed | None:
     """Find the tape and branch and, if the tape is still `guess`, take the occurrence of
@@ -219,9 +226,10 @@ def take_occurrence_as_guessed(
     it) before anything was read, so on PostgreSQL all of it is one round trip; a tape that
     has changed since (or was made anew under its name) takes nothing, and the caller starts
     over from the tape found. The transaction's commit is relaxed as by `find_tape_and_branch`
-    with `relax_commit`. PostgreSQL also reads the answers recorded at the occurrence taken
-    (`TakenAsGuessed.answers`). SQLite, which cannot upsert inside a WITH, takes the occurrence
-    in a second statement, and reads no answers: in process a look costs no round trip.
+    with `relax_commit`. PostgreSQL also reads the answer recorded at the occurrence taken and
+    `fingerprint_guess` (`TakenAsGuessed.read_ahead`). SQLite, which cannot upsert inside a
+    WITH, takes the occurrence in a second statement, and reads no answer: in process a look
+    costs no round trip.
     """
     ordered = sorted(resources)
     parameters: dict[str, Any] = {f"r{index}": value for index, value in enumerate(ordered)}
@@ -245,6 +253,7 @@ def take_occurrence_as_guessed(
         config_text=guess.config_text,
         dependency_model=guess.dependency_model,
         key_hash=key_hash,
+        fingerprint_guess=fingerprint_guess,
     )
     statement = _AS_GUESSED[count] if count < len(_AS_GUESSED) else _as_guessed_statement(count)
     rows = statement.rows(parameters, session=session)
@@ -254,8 +263,9 @@ def take_occurrence_as_guessed(
     taken, versions = rows[0][9], rows[0][10]
     if taken is None:
         return TakenAsGuessed(tape, branch, None, {})
-    answers = {row[11]: answer_from_row(row[12:]) for row in rows if row[11] is not None}
-    return TakenAsGuessed(tape, branch, int(taken) - 1, versions or {}, answers)
+    answer = None if rows[0][11] is None else answer_from_row(rows[0][11:])
+    read_ahead = ReadAhead(fingerprint_guess, answer)
+    return TakenAsGuessed(tape, branch, int(taken) - 1, versions or {}, read_ahead)
 
 
 def _is_as_guessed(tape: TapeRef, guess: TapeRef) -> bool:

@@ -28,6 +28,7 @@ from resolver.policy import DependencyModel, Mode
 from resolver.schemas import ResolveRequest
 from store.branches import fork_branch, get_branch
 from store.db import Store, open_store, transaction
+from store.fused import ReadAhead
 from store.hints import set_hint
 from store.refs import BranchRef, TapeRef
 from store.tapes import create_tape
@@ -259,10 +260,12 @@ def test_an_ask_taken_as_guessed_is_the_ask_taken_plainly(any_store: Store) -> N
         guess, branch = load_tape_and_branch(session, "t", "root/b0")
         bump_branch(session, branch.id, frozenset({"path:api.example.com/docs/1"}), "k0", "b0")
     plain = _ask(any_store, wire)
-    tape, guessed, answers = _ask_as_guessed(any_store, guess, wire)
+    tape, guessed, read_ahead = _ask_as_guessed(any_store, guess, wire)
     assert tape == guess and guessed.true_fingerprint != ""
-    # Nothing is recorded: PostgreSQL's opening statement read no answer; SQLite reads none.
-    assert answers == ({} if any_store.engine.dialect.name == "postgresql" else None)
+    # Nothing is recorded: PostgreSQL's opening statement read no answer where the address
+    # would be had the branch not written (""); SQLite reads none.
+    on_postgresql = any_store.engine.dialect.name == "postgresql"
+    assert read_ahead == (ReadAhead("", None) if on_postgresql else None)
     assert guessed == replace(plain, occurrence=1)
     assert _ask(any_store, wire).occurrence == 2  # the guessed ask took exactly one
 
@@ -276,7 +279,7 @@ def test_a_wrong_guess_takes_the_ask_from_the_tape_found(any_store: Store) -> No
     first = _ask_as_guessed(any_store, wrong, _wire(query=[["ts", "1"]]))
     second = _ask_as_guessed(any_store, wrong, _wire(query=[["ts", "2"]]))
     assert first.tape == tape and first.tape.config_text == tape.config_text
-    assert first.answers is None  # a wrong guess reads no answers
+    assert first.read_ahead is None  # a wrong guess reads no answer
     assert first[1].key == second[1].key
     assert (first[1].occurrence, second[1].occurrence) == (0, 1)
     assert _ask(any_store, _wire(query=[["ts", "3"]])).occurrence == 2

@@ -337,6 +337,31 @@ def test_on_postgresql_a_body_too_large_to_read_ahead_is_read_when_served(
             store.dispose()
 
 
+@pytest.mark.postgres
+def test_on_postgresql_a_read_after_its_own_write_is_not_served_the_unwritten_answer(
+    postgres_url: str,
+) -> None:
+    """The opening statement reads ahead where the address would be had the branch written
+    nothing it reads; a branch that did write has another address, and that answer is not its."""
+    with private_schema_url(postgres_url) as url:
+        store = open_with_tape(url)
+        try:
+            resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+            record(store, resolver, "/x", "root/b", b"unwritten")
+            write = ask("/x", "root/a").model_copy(update={"method": "PUT"})
+            forward = resolver.resolve(write)
+            assert isinstance(forward, Resolution) and forward.action is Action.FORWARD
+            response = ResponseIn(status=200, headers=[], body="")
+            Recorder(store, max_body_bytes=1024).record(
+                RecordRequest(ticket=forward.ticket, response=response)
+            )
+            read = resolver.resolve(ask("/x", "root/a"))
+            assert isinstance(read, Resolution) and read.ask.fingerprint != ""
+            assert read.action is Action.FORWARD, read
+        finally:
+            store.dispose()
+
+
 def _round_trips(sent: list[str]) -> int:
     kinds = [line.split("\t")[3] for line in sent]
     return kinds.count("Query") + kinds.count("Sync")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sqlalchemy import text
+from sqlalchemy import delete, text
 
 from store import exchanges
 from store.branches import get_branch
@@ -13,10 +13,12 @@ from store.db import Store, transaction
 from store.exchanges import RecordedAnswer, sha256_hex
 from store.fused import (
     ANSWER_BODY_BYTES_READ_AHEAD,
+    ReadAhead,
     pop_pending_and_tape,
     take_occurrence_and_versions,
     take_occurrence_as_guessed,
 )
+from store.models import OccurrenceCounter
 from store.refs import find_tape_and_branch, find_tape_ref
 from store.unit import unit_of_work
 from store.versions import set_versions
@@ -62,8 +64,8 @@ def test_an_occurrence_is_taken_as_guessed_only_while_the_tape_is_the_guess(stor
     assert first[:4] == (guess, root, 0, {"host:a": "v1"})
     assert second[:4] == (guess, root, 1, {})
     # Nothing is recorded at "k": PostgreSQL read no answer, SQLite reads none at all.
-    read_nothing = {} if store.engine.dialect.name == "postgresql" else None
-    assert first.answers == second.answers == read_nothing
+    read_nothing = ReadAhead("", None) if store.engine.dialect.name == "postgresql" else None
+    assert first.read_ahead == second.read_ahead == read_nothing
     changed = [
         replace(guess, config={}, config_text="{}"),
         replace(guess, id=tape_id + 1000),  # a tape made anew under the same name
@@ -103,32 +105,43 @@ def _exchange(store: Store, occurrence: int, fingerprint: str, body: bytes | Non
     return exchange_id
 
 
-def test_on_postgresql_the_answers_at_the_occurrence_taken_come_with_it(store: Store) -> None:
-    """Every fingerprint's answer at (tape, key, occurrence taken), nothing at another
-    occurrence; a body over the read-ahead size, or a failure, is marked not servable as read
-    (the resolve then reads it as before)."""
+def test_on_postgresql_the_answer_at_the_occurrence_taken_comes_with_it(store: Store) -> None:
+    """The answer at (tape, key, occurrence taken, guessed fingerprint), none at another
+    fingerprint or occurrence; a body over the read-ahead size, or a failure, is marked not
+    servable as read (the resolve then reads it as before)."""
     make_tape(store)
     large = b"x" * (ANSWER_BODY_BYTES_READ_AHEAD + 1)
     plain = _exchange(store, 0, "", b"small")
     other = _exchange(store, 0, "f:1", large)
     failed = _exchange(store, 0, "f:2", None)
     _exchange(store, 1, "", b"the next occurrence")
+    _exchange(store, 0, "f:3", b"another fingerprint")
+    read: dict[str, ReadAhead | None] = {}
     with transaction(store.write) as session:
         guess, _root = find_tape_and_branch("t", "root", session=session)
-        taken = take_occurrence_as_guessed("t", "root", guess, "k", set(), session=session)
-        missing = take_occurrence_as_guessed("t", "root", guess, "j", set(), session=session)
-    assert taken is not None and taken.occurrence == 0
+        for fingerprint in ("", "f:1", "f:2", "f:4"):
+            session.execute(delete(OccurrenceCounter))  # occurrence 0 each time
+            taken = take_occurrence_as_guessed(
+                "t", "root", guess, "k", set(), fingerprint_guess=fingerprint, session=session
+            )
+            assert taken is not None and taken.occurrence == 0
+            read[fingerprint] = taken.read_ahead
     if store.engine.dialect.name != "postgresql":
-        assert taken.answers is None
+        assert set(read.values()) == {None}
         return
-    assert taken.answers == {
-        "": RecordedAnswer(plain, 200, [["A", "1"]], sha256_hex(b"small"), b"small", None),
-        "f:1": RecordedAnswer(other, 200, [["A", "1"]], sha256_hex(large), None, None),
-        "f:2": RecordedAnswer(failed, None, [], None, None, "reset"),
+    headers, small = [["A", "1"]], sha256_hex(b"small")
+    assert read == {
+        "": ReadAhead("", RecordedAnswer(plain, 200, headers, small, b"small", None)),
+        "f:1": ReadAhead("f:1", RecordedAnswer(other, 200, headers, sha256_hex(large), None, None)),
+        "f:2": ReadAhead("f:2", RecordedAnswer(failed, None, [], None, None, "reset")),
+        "f:4": ReadAhead("f:4", None),
     }
-    servable = {name: answer.servable_as_read for name, answer in taken.answers.items()}
+    servable = {
+        name: found.answer.servable_as_read
+        for name, found in read.items()
+        if found is not None and found.answer is not None
+    }
     assert servable == {"": True, "f:1": False, "f:2": False}
-    assert missing is not None and missing.occurrence == 0 and missing.answers == {}
 
 
 def test_a_pending_record_is_taken_with_its_tape_as_apart(store: Store) -> None:

@@ -23,6 +23,7 @@ from store.refs import find_tape_and_branch, find_tape_ref
 from store.unit import unit_of_work
 from store.versions import set_versions
 from tests.store.test_claims import add_pending_t1
+from tests.store.test_exchanges import content
 from tests.store.test_tapes import make_tape
 
 
@@ -85,21 +86,13 @@ def _exchange(store: Store, occurrence: int, fingerprint: str, body: bytes | Non
     """An exchange of tape `t` at key "k" answering `body` (None: a failure, no body)."""
     with transaction(store.write) as session:
         tape_id = find_tape_and_branch("t", "root", session=session)[0].id
-        sha = None if body is None else exchanges.put_blob(body, session=session)
-        content = exchanges.ExchangeContent(
-            key_readable="GET /k",
-            request_method="GET",
-            request_host="w.example",
-            request_url="http://w.example/k",
-            request_headers=[],
-            request_body_sha=exchanges.put_blob(b"", session=session),
-            response_status=None if body is None else 200,
-            response_headers=None if body is None else [["A", "1"]],
-            response_body_sha=sha,
-            error_kind="reset" if body is None else None,
-        )
+        if body is None:
+            failed = {"response_headers": None, "response_body_sha": None, "error_kind": "reset"}
+            answer = replace(content(sha256_hex(b"")), response_status=None, **failed)
+        else:
+            answer = content(exchanges.put_blob(body, session=session))
         exchange_id = exchanges.insert_new_exchange(
-            tape_id, "k", occurrence, fingerprint, content, session=session
+            tape_id, "k", occurrence, fingerprint, answer, session=session
         )
     assert exchange_id is not None
     return exchange_id
@@ -129,7 +122,7 @@ def test_on_postgresql_the_answer_at_the_occurrence_taken_comes_with_it(store: S
     if store.engine.dialect.name != "postgresql":
         assert set(read.values()) == {None}
         return
-    headers, small = [["A", "1"]], sha256_hex(b"small")
+    headers, small = content("").response_headers, sha256_hex(b"small")
     assert read == {
         "": ReadAhead("", RecordedAnswer(plain, 200, headers, small, b"small", None)),
         "f:1": ReadAhead("f:1", RecordedAnswer(other, 200, headers, sha256_hex(large), None, None)),

@@ -28,7 +28,6 @@ from resolver.echoes import EchoBook
 from resolver.policy import Action, Decision
 from resolver.resolve_results import Resolution, Waiting
 from store import claims, exchanges
-from store.prepared import Executor
 from store.unit import Unit
 
 # Forwards whose proxy never called /v1/record are forgotten after this long (or 10 leases).
@@ -99,16 +98,15 @@ class FinalSteps:
         if next(self._forwards) % STALE_SWEEP_EVERY == 0:
             horizon = max(STALE_PENDING_SECONDS, 10 * self.lease_seconds)
             claims.delete_stale_pending(time.time() - horizon, session=unit.session)
-        event_id = write_event(unit.connection, ask, decision, None)
         self.echoes.remember(ticket, ask.secrets)
-        # Nothing reads either back in this transaction: both ride with the commit.
+        # Nothing reads any of them back in this transaction: they ride with the commit.
         exchanges.put_blob_later(ask.request.body, unit=unit)
-        claims.add_pending_later(
+        claims.add_pending_with_event_later(
             unit=unit,
+            event=_event_fields(ask, decision, None),
             ticket=ticket,
             tape_id=ask.tape_id,
             branch_id=ask.branch_id,
-            event_id=event_id,
             key_hash=ask.key.hash,
             occurrence=ask.occurrence,
             fingerprint=ask.fingerprint,
@@ -134,14 +132,10 @@ def pending_request(ask: Ask) -> dict[str, object]:
     }
 
 
-def write_event(session: Executor, ask: Ask, decision: Decision, exchange_id: int | None) -> int:
-    """The ask's event on its branch, with the decision it was given."""
-    return exchanges.add_next_event(session=session, **_event_fields(ask, decision, exchange_id))
-
-
 def write_event_later(unit: Unit, ask: Ask, decision: Decision, exchange_id: int | None) -> None:
-    """`write_event` for a step that never reads the event's id (all but a forward): on
-    PostgreSQL it rides with the unit's commit, one round trip fewer per served ask."""
+    """The ask's event on its branch, with the decision it was given. Nothing reads its id
+    (a forward's goes to its pending record inside the server: `_forward`), so on PostgreSQL
+    it rides with the unit's commit, one round trip fewer per served ask."""
     exchanges.add_next_event_later(unit, **_event_fields(ask, decision, exchange_id))
 
 

@@ -17,8 +17,9 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.dml import ReturningDelete
 
+from store import exchanges
 from store.models import Claim, PendingRecord, Tape
-from store.prepared import Executor, Prepared
+from store.prepared import Executor, Prepared, dialect_of
 from store.unit import Unit
 from store.upsert import insert_for_dialect
 
@@ -179,6 +180,40 @@ def add_pending(*, session: Executor, **fields: Any) -> None:
 def add_pending_later(*, unit: Unit, **fields: Any) -> None:
     """`add_pending` with the unit's commit (PostgreSQL: in its round trip)."""
     unit.write_later(_ADD_PENDING, _checked_pending(fields))
+
+
+def _pending_with_event_statement(dialect: str) -> ClauseElement:
+    """PostgreSQL: the branch's next event and the pending record that names it, in one
+    statement: the event's id goes from one insert to the other inside the server. The
+    record's fields are bound as `pending_<field>`, the event's under their own names."""
+    event = exchanges.next_event_statement(dialect).cte("event")
+    values = select(
+        *(
+            event.c.id
+            if name == "event_id"
+            else bindparam(f"pending_{name}", type_=_pending.c[name].type)
+            for name in _PENDING_FIELDS
+        )
+    )
+    return insert(_pending).from_select(list(_PENDING_FIELDS), values)
+
+
+_ADD_PENDING_WITH_EVENT = Prepared(_pending_with_event_statement)
+
+
+def add_pending_with_event_later(*, unit: Unit, event: dict[str, Any], **fields: Any) -> None:
+    """The branch's next event (`event`: its fields but the seq) and the pending record that
+    names it (`fields`: every field of the row but `event_id`). Nothing reads the event's id
+    back, so on PostgreSQL both are one statement with the unit's commit, in its round trip (a
+    branch deleted meanwhile, with its tape, takes neither: the ticket then records nothing);
+    SQLite writes the event now and the record as `add_pending_later` does."""
+    if dialect_of(unit.connection).name != "postgresql":
+        event_id = exchanges.add_next_event(session=unit.connection, **event)
+        add_pending_later(unit=unit, event_id=event_id, **fields)
+        return
+    pending = _checked_pending({**fields, "event_id": None})
+    parameters = {f"pending_{name}": value for name, value in pending.items() if name != "event_id"}
+    unit.write_later(_ADD_PENDING_WITH_EVENT, {**exchanges.checked_next_event(event), **parameters})
 
 
 def _checked_pending(fields: dict[str, Any]) -> dict[str, Any]:

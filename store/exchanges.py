@@ -15,7 +15,8 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, bindparam, insert, select, update
 from sqlalchemy.orm import Session
-from sqlalchemy.sql import ClauseElement, ColumnElement
+from sqlalchemy.sql import ColumnElement
+from sqlalchemy.sql.dml import ReturningInsert
 
 from store.counters import take_event_seq
 from store.models import Blob, Branch, Event, Exchange
@@ -234,7 +235,7 @@ _ADD_EVENT = Prepared(
 )
 
 
-def _add_next_event_statement(dialect: str) -> ClauseElement:
+def next_event_statement(dialect: str) -> ReturningInsert[tuple[int]]:
     """PostgreSQL: the branch's counter and the event in one statement, one round trip.
 
     (SQLite has no data-modifying WITH, and being in-process needs no saving of round trips.)
@@ -258,7 +259,7 @@ def _add_next_event_statement(dialect: str) -> ClauseElement:
     )
 
 
-_ADD_NEXT_EVENT = Prepared(_add_next_event_statement)
+_ADD_NEXT_EVENT = Prepared(next_event_statement)
 
 
 def add_next_event(*, session: Executor, **fields: Any) -> int:
@@ -266,7 +267,7 @@ def add_next_event(*, session: Executor, **fields: Any) -> int:
     if dialect_of(session).name != "postgresql":
         seq = take_event_seq(fields["branch_id"], session=session)
         return add_event(session=session, seq=seq, **fields)
-    row = _ADD_NEXT_EVENT.first(_checked_next_event(fields), session=session)
+    row = _ADD_NEXT_EVENT.first(checked_next_event(fields), session=session)
     if row is None:
         raise LookupError(f"branch {fields['branch_id']} does not exist")
     return int(row[0])
@@ -280,10 +281,10 @@ def add_next_event_later(unit: Unit, **fields: Any) -> None:
     if dialect_of(unit.connection).name != "postgresql":
         add_next_event(session=unit.connection, **fields)
         return
-    unit.write_later(_ADD_NEXT_EVENT, _checked_next_event(fields))
+    unit.write_later(_ADD_NEXT_EVENT, checked_next_event(fields))
 
 
-def _checked_next_event(fields: dict[str, Any]) -> dict[str, Any]:
+def checked_next_event(fields: dict[str, Any]) -> dict[str, Any]:
     """`fields` if they are every field of an event but its seq (the statement takes that)."""
     missing = set(_EVENT_FIELDS) - {"seq"} - fields.keys()
     if missing:

@@ -386,11 +386,11 @@ def test_a_miss_and_its_record_on_postgresql_send_unread_writes_with_the_commit(
                 Recorder(store, max_body_bytes=1024).record(
                     RecordRequest(ticket=forward.ticket, response=response)
                 )
-            # BEGIN; tape, occurrence, versions and answers (none); the claim; the answer
+            # BEGIN; tape, occurrence, versions and answer (none); the claim; the answer
             # again (PostgreSQL: a record may have landed meanwhile); the tape's online flag
-            # under a share lock; the event, whose id the pending record keeps; then the
-            # request blob, the pending record and the COMMIT together.
-            assert _round_trips(resolving) == 7, resolving
+            # under a share lock; then the request blob, the event with the pending record
+            # that keeps its id (one statement), and the COMMIT together.
+            assert _round_trips(resolving) == 6, resolving
             # BEGIN; the pending record taken with its tape; the exchange; then the answer's
             # blob, the claim released, the notify, the event finished and the COMMIT together.
             assert _round_trips(recording) == 4, recording

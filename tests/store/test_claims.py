@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+import pytest
+from sqlalchemy import select
+
 from store import claims, exchanges
 from store.branches import get_branch
 from store.db import Store, transaction
+from store.models import Event
 from store.unit import unit_of_work
 from tests.store.test_tapes import make_tape
 
@@ -122,3 +126,49 @@ def test_stale_pending_records_and_their_claims_are_swept(store: Store) -> None:
         assert claims.get_claim(tape_id, "new", 0, "", session=session) is not None
         assert claims.pop_pending("old", session=session) is None
         assert claims.pop_pending("new", session=session) is not None
+
+
+def test_a_pending_record_is_added_with_the_event_it_names(store: Store) -> None:
+    """One statement with the commit on PostgreSQL, two on SQLite: the same rows either way."""
+    tape_id = make_tape(store)
+    with transaction(store.read) as session:
+        branch_id = get_branch(tape_id, "root", session=session).id
+    event = {
+        "branch_id": branch_id,
+        "method": "GET",
+        "url": "u",
+        "key_hash": "k",
+        "occurrence": 0,
+        "fingerprint": "f",
+        "decision": "refetched",
+        "is_read": True,
+        "true_fingerprint_nonempty": True,
+        "exchange_id": None,
+    }
+    fields = {
+        "ticket": "t2",
+        "tape_id": tape_id,
+        "branch_id": branch_id,
+        "key_hash": "k",
+        "occurrence": 0,
+        "fingerprint": "f",
+        "decision": "refetched",
+        "is_write": False,
+        "request": {"writes": []},
+        "created": 0.0,
+    }
+    with pytest.raises(TypeError, match="missing"), unit_of_work(store) as unit:
+        claims.add_pending_with_event_later(unit=unit, event=event, ticket="t2")
+    with unit_of_work(store) as unit:
+        claims.add_pending_with_event_later(unit=unit, event=event, **fields)
+    with unit_of_work(store) as unit:
+        pending = claims.pop_pending("t2", session=unit.connection)
+    with transaction(store.read) as session:
+        events = session.execute(
+            select(Event.id, Event.seq, Event.decision).where(Event.branch_id == branch_id)
+        ).all()
+    assert pending is not None and [tuple(row) for row in events] == [
+        (pending.event_id, 1, "refetched")
+    ]
+    del fields["created"]
+    assert pending == claims.Pending(event_id=pending.event_id, **fields)

@@ -251,8 +251,7 @@ class Resolver:
         cached = self.cache.get(address)
         if cached is not None:
             return cached
-        if _answers_from(read_ahead, ask):
-            assert read_ahead is not None
+        if read_ahead is not None and read_ahead.serves(ask.fingerprint):
             answer = read_ahead.answer
         else:
             answer = exchanges.find_answer(*address, session=unit.connection)
@@ -286,11 +285,3 @@ class Resolver:
             lease_expires=now + self.lease_seconds,
             session=session,
         )
-
-
-def _answers_from(read_ahead: ReadAhead | None, ask: Ask) -> bool:
-    """Whether `read_ahead` is the ask's address, and servable as it was read (a failure or a
-    body too large to read ahead is read again, whole)."""
-    if read_ahead is None or read_ahead.fingerprint != ask.fingerprint:
-        return False
-    return read_ahead.answer is None or read_ahead.answer.servable_as_read

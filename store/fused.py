@@ -14,6 +14,7 @@ commits.
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any, NamedTuple
 
 from sqlalchemy import (
@@ -54,9 +55,9 @@ _branches, _versions = Branch.__table__, ResourceVersion.__table__
 _occurrences = OccurrenceCounter.__table__
 _exchanges, _blobs, _tapes = Exchange.__table__, Blob.__table__, Tape.__table__
 
-# The first statement brings the answers at the ask's (tape, key, occurrence) with bodies up to
-# this size; a larger body is read when the answer is not cached, as before: an answer served
-# from memory would otherwise drag its body across on every hit.
+# The opening statement brings the answer at the ask's guessed address with a body up to this
+# size; a larger body is read when the answer is not cached, as before: an answer served from
+# memory would otherwise drag its body across on every hit.
 ANSWER_BODY_BYTES_READ_AHEAD = 64 * 1024
 
 
@@ -126,9 +127,16 @@ class ReadAhead(NamedTuple):
     fingerprint: str
     answer: RecordedAnswer | None  # None: nothing is recorded there
 
+    def serves(self, fingerprint: str) -> bool:
+        """Whether this is what a look at `fingerprint` would find, whole: the same address,
+        and not a failure or a body too large to read ahead (those are read again)."""
+        if fingerprint != self.fingerprint:
+            return False
+        return self.answer is None or self.answer.servable_as_read
+
 
 def _as_guessed_statement(count: int) -> Prepared:
-    """PostgreSQL: tape and branch found, occurrence taken, versions and answers read, in one.
+    """PostgreSQL: tape and branch found, occurrence taken, versions and answer read, in one.
 
     `found` is the relaxing tape-and-branch lookup; `taken` upserts the counter only from a
     `found` row that matches the guess (same tape id, config text and dependency model), so
@@ -286,7 +294,7 @@ def _pending_and_tape_statement(_dialect: str) -> ClauseElement:
 
 
 _PENDING_AND_TAPE = Prepared(_pending_and_tape_statement)
-_PENDING_FIELD_COUNT = len(Pending.__slots__)
+_PENDING_FIELD_COUNT = len(fields(Pending))
 
 
 def pop_pending_and_tape(

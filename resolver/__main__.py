@@ -17,7 +17,7 @@ import uvicorn
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
-from resolver.app import create_app
+from resolver.app import create_app, uvicorn_protocol
 from resolver.settings import Settings, load_settings
 from store.migrate import SchemaError
 
@@ -98,13 +98,17 @@ def main(argv: list[str] | None = None) -> None:
     except SchemaError as error:
         sys.stderr.write(f"refusing to start: {error}\n")
         raise SystemExit(2) from None
+    # One line per resolve is noise and costs the hot path; --log-level debug turns it on, and
+    # with it uvicorn's own protocol, whose access log sees every request.
+    access_log = args.log_level.lower() == "debug"
+    hot_protocol = settings.hot_protocol and not access_log
     uvicorn.run(
         app,
         host=args.host,
         port=args.port,
         log_level=args.log_level,
-        # One line per resolve is noise and costs the hot path; --log-level debug turns it on.
-        access_log=args.log_level.lower() == "debug",
+        access_log=access_log,
+        http=uvicorn_protocol(app) if hot_protocol else "httptools",
         # Longer than the proxy client's idle keep-alive (proxy/resolver_client.py): the client
         # must be the side that closes an idle connection, or it may send a resolve on a socket
         # the server is closing and see ServerDisconnectedError (a spurious 503) under load.

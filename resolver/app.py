@@ -7,6 +7,7 @@ with different databases side by side.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -17,13 +18,14 @@ from starlette.concurrency import run_in_threadpool
 
 from resolver import notify, ui
 from resolver.api_docs import install_api_docs
-from resolver.auth import require_proxy
+from resolver.auth import check_proxy
 from resolver.ca import ensure_ca
 from resolver.deployment_key import load_or_create_key, make_private_dir, parse_key
 from resolver.disk import DiskReserve
 from resolver.echoes import EchoBook
 from resolver.errors import install_error_handlers
 from resolver.fast_lane import FastLane
+from resolver.hot_protocol import protocol_for
 from resolver.limits import BodyLimit
 from resolver.metrics import Metrics
 from resolver.recording import Recorder
@@ -117,7 +119,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     install_error_handlers(app)
     # Added first, so it runs inside the body limit (middleware added later wraps it).
-    app.add_middleware(FastLane, routes=internal.FAST_ROUTES, guard=require_proxy)
+    app.add_middleware(FastLane, routes=internal.HOT_ROUTES, guard=check_proxy)
     app.add_middleware(BodyLimit, max_body_bytes=settings.max_body_bytes)
     for module in (health, tapes, branches, internal, tunnels, inspect, transfer):
         app.include_router(module.router)
@@ -126,3 +128,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_api_docs(app)
     logger.info("resolver ready on %s", store.engine.url.render_as_string(hide_password=True))
     return app
+
+
+def uvicorn_protocol(app: FastAPI) -> type[asyncio.Protocol]:
+    """The HTTP protocol to serve `app` with: uvicorn's, answering the proxy's hot routes
+    itself (resolver/hot_protocol.py) with the fast lane's routes and guard."""
+    max_body_bytes = app.state.settings.max_body_bytes
+    return protocol_for(app, internal.HOT_ROUTES, guard=check_proxy, max_body_bytes=max_body_bytes)

@@ -7,6 +7,7 @@ network must not let any pod rewrite tapes or record answers. Tokens are compare
 from __future__ import annotations
 
 import hmac
+from typing import Any
 
 from fastapi import Request
 
@@ -14,9 +15,13 @@ from resolver.errors import Unauthorized
 
 
 def _check(request: Request, expected: str | None, role: str) -> None:
+    check_bearer(request.headers.get("authorization", ""), expected, role)
+
+
+def check_bearer(header: str, expected: str | None, role: str) -> None:
+    """Refuse an Authorization header that does not carry the `role`'s token, if one is set."""
     if not expected:
         return
-    header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not hmac.compare_digest(token.encode(), expected.encode()):
         raise Unauthorized(
@@ -32,3 +37,9 @@ async def require_admin(request: Request) -> None:
 
 async def require_proxy(request: Request) -> None:
     _check(request, request.app.state.settings.proxy_token, "proxy")
+
+
+def check_proxy(state: Any, authorization: str) -> None:
+    """The proxy-token guard of the hot lanes (resolver/fast_lane.py, resolver/hot_protocol.py),
+    given the app's state and the call's Authorization header."""
+    check_bearer(authorization, state.settings.proxy_token, "proxy")

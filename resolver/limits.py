@@ -28,11 +28,16 @@ UNLIMITED_PATHS = ("/v1/tapes/import",)
 JSON_ENVELOPE_BYTES = 256 * 1024
 
 
+def body_limit(max_body_bytes: int) -> int:
+    """The most bytes a request body may have: `max_body_bytes` in base64, in its envelope."""
+    return max_body_bytes * 4 // 3 + JSON_ENVELOPE_BYTES
+
+
 class BodyLimit:
     def __init__(self, app: Any, *, max_body_bytes: int) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
-        self.limit = max_body_bytes * 4 // 3 + JSON_ENVELOPE_BYTES
+        self.limit = body_limit(max_body_bytes)
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in UNLIMITED_PATHS:

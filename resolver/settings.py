@@ -46,6 +46,9 @@ class Settings(BaseSettings):
     # not wait for another writer (store/loop_writes.py), sparing a thread hop; False: always
     # on a worker thread.
     resolve_on_event_loop: bool = True
+    # The proxy's hot routes answered inside uvicorn's HTTP protocol, ahead of all ASGI
+    # (resolver/hot_protocol.py); False: every request goes through the ASGI app.
+    hot_protocol: bool = True
     # False: refuse a store whose schema is not current instead of migrating it (store/migrate.py).
     migrate_on_start: bool = True
 

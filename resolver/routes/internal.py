@@ -15,9 +15,11 @@ single-flight sibling, so all three skip FastAPI's generic body handling (stdlib
 then validation of the Python objects) and response encoding: the body is validated straight
 from its bytes by pydantic-core and the reply is written as bytes, a cached recording's JSON
 spliced in as it is (measured in process: a record call about a tenth cheaper than with the
-generic handling). They are also reached without FastAPI's router (`FAST_ROUTES`, dispatched by
-resolver/fast_lane.py). Bad input still gets FastAPI's 422 problem+json, with the same
-`body.<field>` locations, and the OpenAPI document still describes the bodies.
+generic handling). Each is a function from the body's bytes to the answer's bytes (`HOT_ROUTES`),
+which the FastAPI route, resolver/fast_lane.py (ahead of the router) and resolver/hot_protocol.py
+(inside uvicorn's HTTP protocol, ahead of all ASGI) share. Bad input still gets FastAPI's 422
+problem+json, with the same `body.<field>` locations, and the OpenAPI document still describes
+the bodies.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from resolver import leases, wait_tokens
 from resolver.auth import require_proxy
 from resolver.cache import dumps_compact
 from resolver.errors import Conflict
+from resolver.fast_lane import HotRoute
 from resolver.policy import Action, Decision
 from resolver.record_outcomes import RecordResult
 from resolver.resolution import Resolver
@@ -157,16 +160,24 @@ def parse_resolve(raw: bytes) -> ResolveRequest:
 
 @router.post("/resolve", openapi_extra={"requestBody": _RESOLVE_BODY})
 async def resolve(request: Request) -> Response:
-    body = parse_resolve(await request.body())
-    state = request.app.state
+    return _json(await resolve_reply(request.app.state, await request.body()))
+
+
+async def resolve_reply(state: Any, raw: bytes) -> bytes:
+    """`/v1/resolve`'s answer to a body, as bytes (every lane's one implementation)."""
+    body = parse_resolve(raw)
     started = time.perf_counter()
     mark = state.wakeups.mark()  # before the store is looked at
     result = await _resolve(state.resolver, body)
     if isinstance(result, Waiting):
         state.metrics.single_flight_waits.inc()
-        return Response(dumps_compact(waiting_json(result, mark)), media_type="application/json")
+        return dumps_compact(waiting_json(result, mark))
     state.metrics.observe(result.decision, time.perf_counter() - started)
-    return Response(resolution_bytes(result, state.resolver), media_type="application/json")
+    return resolution_bytes(result, state.resolver)
+
+
+def _json(answer: bytes) -> Response:
+    return Response(answer, media_type="application/json")
 
 
 async def _resolve(resolver: Resolver, body: ResolveRequest) -> Resolution | Waiting:
@@ -200,8 +211,12 @@ async def _finished[Given](
 )
 async def wait(request: Request) -> Response:
     """Hold until the address is recorded, the holder's lease lapses, or the window ends."""
-    body = parse_body(WaitRequest, await request.body())
-    state = request.app.state
+    return _json(await wait_reply(request.app.state, await request.body()))
+
+
+async def wait_reply(state: Any, raw: bytes) -> bytes:
+    """`/v1/wait`'s answer to a body, as bytes (every lane's one implementation)."""
+    body = parse_body(WaitRequest, raw)
     token = wait_tokens.decode_wait(body.wait)
     waiting, mark = Waiting(token.ask, token.lease_expires), token.mark
     ask = waiting.ask
@@ -225,13 +240,12 @@ async def wait(request: Request) -> Response:
             first = False
             left = deadline - time.monotonic()
             if left <= 0:
-                answer = waiting_json(waiting, mark)
-                return Response(dumps_compact(answer), media_type="application/json")
+                return dumps_compact(waiting_json(waiting, mark))
             next_look = _next_look(waiting, state.settings.wait_poll_seconds)
             woken = await wakeups.wait(settled, min(left, next_look))
             state.metrics.wait_wakeups.labels(by="event" if woken else "timer").inc()
     state.metrics.observe(result.decision, time.perf_counter() - started)
-    return Response(resolution_bytes(result, state.resolver), media_type="application/json")
+    return resolution_bytes(result, state.resolver)
 
 
 def _nothing_settled_since(
@@ -272,19 +286,21 @@ def renew(body: TicketRequest, request: Request) -> RenewAnswer:
     responses={422: _VALIDATION_ERROR},
 )
 async def record(request: Request) -> Response:
+    return _json(await record_reply(request.app.state, await request.body()))
+
+
+async def record_reply(state: Any, raw: bytes) -> bytes:
+    """`/v1/record`'s answer to a body, as bytes (every lane's one implementation)."""
     # Every forwarded ask ends here, so like resolve it is validated and answered as bytes.
-    body = parse_body(RecordRequest, await request.body())
-    state = request.app.state
+    body = parse_body(RecordRequest, raw)
     try:
         result = state.recorder.record_without_waiting(body)
     except Exception as error:
         await run_in_threadpool(state.recorder.fail, body.ticket, error)
         raise  # `fail` always raises; this only satisfies the type checker
     if result is None:
-        answer = await run_in_threadpool(record_answer, state, body)
-    else:
-        answer = recorded_bytes(state, result)
-    return Response(answer, media_type="application/json")
+        return await run_in_threadpool(record_answer, state, body)
+    return recorded_bytes(state, result)
 
 
 def record_answer(state: Any, body: RecordRequest) -> bytes:
@@ -306,5 +322,10 @@ def recorded_bytes(state: Any, result: RecordResult) -> bytes:
     )
 
 
-# The routes `resolver.fast_lane` answers ahead of FastAPI's router (the proxy's hot path).
-FAST_ROUTES = {"/v1/resolve": resolve, "/v1/wait": wait, "/v1/record": record}
+# The proxy's hot path: answered ahead of FastAPI's router by resolver/fast_lane.py, and under
+# uvicorn before any ASGI machinery by resolver/hot_protocol.py.
+HOT_ROUTES: dict[str, HotRoute] = {
+    "/v1/resolve": resolve_reply,
+    "/v1/wait": wait_reply,
+    "/v1/record": record_reply,
+}

@@ -6,11 +6,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from resolver.app import create_app
-from resolver.auth import require_proxy
+from resolver.auth import check_proxy
 from resolver.errors import NotFound, install_error_handlers
 from resolver.fast_lane import FastLane
 from resolver.settings import load_settings
@@ -27,13 +27,13 @@ def _app(proxy_token: str | None = None) -> tuple[FastAPI, list[str]]:
     app.state.settings = SimpleNamespace(proxy_token=proxy_token)
     install_error_handlers(app)
 
-    async def echo(request: Request) -> Response:
-        return Response(b"fast:" + await request.body(), media_type="text/plain")
+    async def echo(_state: object, body: bytes) -> bytes:
+        return b"fast:" + body
 
-    async def missing(_request: Request) -> Response:
+    async def missing(_state: object, _body: bytes) -> bytes:
         raise NotFound("no tape named 'x'; create it with POST /v1/tapes", tape="x")
 
-    async def broken(_request: Request) -> Response:
+    async def broken(_state: object, _body: bytes) -> bytes:
         raise Boom("unexpected")
 
     @app.api_route("/{path:path}", methods=["GET", "POST"])
@@ -42,7 +42,7 @@ def _app(proxy_token: str | None = None) -> tuple[FastAPI, list[str]]:
         return {"router": path}
 
     routes = {"/v1/echo": echo, "/v1/missing": missing, "/v1/broken": broken}
-    app.add_middleware(FastLane, routes=routes, guard=require_proxy)
+    app.add_middleware(FastLane, routes=routes, guard=check_proxy)
     return app, reached_router
 
 

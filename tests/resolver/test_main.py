@@ -97,3 +97,32 @@ def test_a_store_that_cannot_be_opened_is_refused_in_one_line(
     assert message.count("\n") == 1 and advice in message
     assert "unable to open database file" in message and "pw" not in message
     assert served == []
+
+
+@pytest.mark.parametrize(
+    ("environment", "arguments", "lane"),
+    [
+        ({}, [], True),
+        ({"GROUNDHOG_HOT_PROTOCOL": "false"}, [], False),
+        ({}, ["--log-level", "debug"], False),  # the access log needs uvicorn's own protocol
+    ],
+)
+def test_the_hot_protocol_serves_unless_turned_off_or_the_access_log_is_on(
+    environment: dict[str, str],
+    arguments: list[str],
+    lane: bool,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    protocols: list[object] = []
+    monkeypatch.setattr(
+        resolver_main.uvicorn, "run", lambda _app, http, **_: protocols.append(http)
+    )
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    resolver_main.main(["--data", str(tmp_path), *arguments])
+    [protocol] = protocols
+    if lane:
+        assert isinstance(protocol, type) and protocol.__name__ == "HotRoutesProtocol"
+    else:
+        assert protocol == "httptools"

@@ -5,11 +5,15 @@ waiting sibling a `POST /v1/wait`. Profiled under load (py-spy on the resolver, 
 FastAPI's share of such a call — matching the path against every admin and UI route, solving
 the router's dependencies, its exception and exit-stack middleware — cost about as much as the
 resolve's own store transaction. This plain ASGI middleware sits inside the body limit and the
-server-error middleware and sends those POSTs straight to the route functions that FastAPI also
-mounts (so the OpenAPI document still describes them), after the same proxy-token guard. An
-error becomes a response through the app's own exception handlers, looked up the way Starlette
-looks them up, so a refused or invalid call gets the same problem+json either way. Everything
-else — other methods, other paths — goes on to FastAPI unchanged.
+server-error middleware and hands those POSTs' bodies straight to the functions behind the
+routes FastAPI also mounts (`HotRoute`: body bytes to answer bytes; FastAPI's routes call the
+same, so the OpenAPI document still describes them), after the same proxy-token guard. An error
+becomes a response through the app's own exception handlers, looked up the way Starlette looks
+them up (`handled`, which resolver/hot_protocol.py uses too), so a refused or invalid call gets
+the same problem+json either way. Everything else — other methods, other paths — goes on to
+FastAPI unchanged. Under `python -m resolver` uvicorn's protocol answers most such calls before
+they reach any ASGI code (resolver/hot_protocol.py); this lane serves the rest, and every other
+ASGI server.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+JSON = "application/json"  # what every hot route answers
 # A hot route: the app's state and the request body's bytes to the JSON answer's bytes.
 HotRoute = Callable[[Any, bytes], Awaitable[bytes]]
 # Refuses a call (raises) given the app's state and its Authorization header ("" if none).
@@ -49,9 +54,6 @@ class FastLane:
         except Exception as error:
             response = await handled(request, error)
         await response(scope, receive, send)
-
-
-JSON = "application/json"
 
 
 async def handled(request: Request, error: Exception) -> Response:

@@ -38,7 +38,7 @@ from starlette.responses import Response
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from resolver.errors import problem_response
-from resolver.fast_lane import Guard, HotRoute, handled
+from resolver.fast_lane import JSON, Guard, HotRoute, handled
 from resolver.limits import body_limit
 
 logger = logging.getLogger(__name__)
@@ -145,7 +145,7 @@ def protocol_for(
                     authorization = value.decode("latin-1")
             try:
                 guard(app.state, authorization)
-                return Response(await route(app.state, body), media_type="application/json")
+                return Response(await route(app.state, body), media_type=JSON)
             except Exception as error:
                 request = Request(self._scope_for(headers))
                 try:

@@ -38,7 +38,7 @@ from resolver import leases, wait_tokens
 from resolver.auth import require_proxy
 from resolver.cache import dumps_compact
 from resolver.errors import Conflict
-from resolver.fast_lane import HotRoute
+from resolver.fast_lane import JSON, HotRoute
 from resolver.policy import Action, Decision
 from resolver.record_outcomes import RecordResult
 from resolver.resolution import Resolver
@@ -177,7 +177,7 @@ async def resolve_reply(state: Any, raw: bytes) -> bytes:
 
 
 def _json(answer: bytes) -> Response:
-    return Response(answer, media_type="application/json")
+    return Response(answer, media_type=JSON)
 
 
 async def _resolve(resolver: Resolver, body: ResolveRequest) -> Resolution | Waiting:

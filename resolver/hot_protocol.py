@@ -31,6 +31,7 @@ import asyncio
 import http
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
@@ -44,6 +45,13 @@ from resolver.limits import body_limit
 logger = logging.getLogger(__name__)
 
 REASONS = {status.value: status.phrase.encode() for status in http.HTTPStatus}
+
+
+@dataclass(frozen=True, slots=True)
+class _LaneRequest:
+    url: bytes
+    headers: list[tuple[bytes, bytes]]
+    body: bytes
 
 
 class _LaneCycle:
@@ -112,19 +120,15 @@ def protocol_for(
             self._route = None
             cycle = _LaneCycle()
             self.cycle = cycle  # type: ignore[assignment]  # read by uvicorn as a cycle
-            answer = self._answer(cycle, route, self.headers, b"".join(self._body))
+            # The URL and headers are this request's: a pipelined one may replace them meanwhile.
+            request = _LaneRequest(self.url, self.headers, b"".join(self._body))
+            answer = self._answer(cycle, route, request)
             task = self.loop.create_task(answer)
             task.add_done_callback(self.tasks.discard)
             self.tasks.add(task)
 
-        async def _answer(
-            self,
-            cycle: _LaneCycle,
-            route: HotRoute,
-            headers: list[tuple[bytes, bytes]],
-            body: bytes,
-        ) -> None:
-            response = await self._response(route, headers, body)
+        async def _answer(self, cycle: _LaneCycle, route: HotRoute, request: _LaneRequest) -> None:
+            response = await self._response(route, request)
             cycle.response_complete = True
             cycle.message_event.set()
             if cycle.disconnected or self.transport.is_closing():
@@ -136,18 +140,16 @@ def protocol_for(
                 self.transport.close()
             self.on_response_complete()
 
-        async def _response(
-            self, route: HotRoute, headers: list[tuple[bytes, bytes]], body: bytes
-        ) -> Response:
+        async def _response(self, route: HotRoute, lane_request: _LaneRequest) -> Response:
             authorization = ""
-            for name, value in headers:
+            for name, value in lane_request.headers:
                 if name == b"authorization":
                     authorization = value.decode("latin-1")
             try:
                 guard(app.state, authorization)
-                return Response(await route(app.state, body), media_type=JSON)
+                return Response(await route(app.state, lane_request.body), media_type=JSON)
             except Exception as error:
-                request = Request(self._scope_for(headers))
+                request = Request(self._scope_for(lane_request))
                 try:
                     return await handled(request, error)
                 except Exception:
@@ -159,15 +161,15 @@ def protocol_for(
                         f"the resolver failed answering {request.url.path}; its log says why",
                     )
 
-        def _scope_for(self, headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
+        def _scope_for(self, request: _LaneRequest) -> dict[str, Any]:
             """Enough of an ASGI scope for the app's exception handlers."""
             return {
-                **self.scope,
+                **self.scope,  # the connection's part (server, client, scheme) is what counts
                 "app": app,
-                "path": self.url.decode("ascii"),
-                "raw_path": self.url,
+                "path": request.url.decode("ascii"),
+                "raw_path": request.url,
                 "query_string": b"",
-                "headers": headers,
+                "headers": request.headers,
                 "method": "POST",
             }
 

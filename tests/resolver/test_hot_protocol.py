@@ -265,3 +265,16 @@ def test_a_graceful_shutdown_lets_a_lane_answer_finish_then_closes_the_connectio
             assert (status, body) == (200, b'{"held":7}')
             assert headers[b"connection"] == b"close"
             assert sock.recv(1) == b""  # closed after the answer, not kept alive
+
+
+def test_an_error_names_its_own_request_when_another_is_pipelined_behind_it() -> None:
+    app, protocol = _small_app()
+    with serving(app, protocol) as (url, _):
+        host, port = httpx.URL(url).host, httpx.URL(url).port
+        assert port is not None
+        with socket.create_connection((host, port)) as sock:
+            sock.sendall(_post("/v1/boom", b"1") + _post("/v1/other", b"2"))
+            (status, failed), (status_behind, _) = _read_answers(sock, 2)
+    assert status == 500
+    assert "/v1/boom" in failed.decode()
+    assert status_behind == 404  # the one behind went through uvicorn and the app's router

@@ -14,10 +14,6 @@ from fastapi import Request
 from resolver.errors import Unauthorized
 
 
-def _check(request: Request, expected: str | None, role: str) -> None:
-    check_bearer(request.headers.get("authorization", ""), expected, role)
-
-
 def check_bearer(header: str, expected: str | None, role: str) -> None:
     """Refuse an Authorization header that does not carry the `role`'s token, if one is set."""
     if not expected:
@@ -32,11 +28,13 @@ def check_bearer(header: str, expected: str | None, role: str) -> None:
 
 # Async on purpose: FastAPI runs sync dependencies in the threadpool, one more hop per request.
 async def require_admin(request: Request) -> None:
-    _check(request, request.app.state.settings.admin_token, "admin")
+    check_bearer(
+        request.headers.get("authorization", ""), request.app.state.settings.admin_token, "admin"
+    )
 
 
 async def require_proxy(request: Request) -> None:
-    _check(request, request.app.state.settings.proxy_token, "proxy")
+    check_proxy(request.app.state, request.headers.get("authorization", ""))
 
 
 def check_proxy(state: Any, authorization: str) -> None:

@@ -39,7 +39,7 @@ from starlette.responses import Response
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from resolver.errors import problem_response
-from resolver.fast_lane import JSON, Guard, HotRoute, handled
+from resolver.fast_lane import Guard, HotRoute, handled, json_response
 from resolver.limits import body_limit
 
 logger = logging.getLogger(__name__)
@@ -147,7 +147,7 @@ def protocol_for(
                     authorization = value.decode("latin-1")
             try:
                 guard(app.state, authorization)
-                return Response(await route(app.state, lane_request.body), media_type=JSON)
+                return json_response(await route(app.state, lane_request.body))
             except Exception as error:
                 request = Request(self._scope_for(lane_request))
                 try:

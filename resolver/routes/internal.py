@@ -38,7 +38,7 @@ from resolver import leases, wait_tokens
 from resolver.auth import require_proxy
 from resolver.cache import dumps_compact
 from resolver.errors import Conflict
-from resolver.fast_lane import JSON, HotRoute
+from resolver.fast_lane import HotRoute, json_response
 from resolver.policy import Action, Decision
 from resolver.record_outcomes import RecordResult
 from resolver.resolution import Resolver
@@ -160,7 +160,7 @@ def parse_resolve(raw: bytes) -> ResolveRequest:
 
 @router.post("/resolve", openapi_extra={"requestBody": _RESOLVE_BODY})
 async def resolve(request: Request) -> Response:
-    return _json(await resolve_reply(request.app.state, await request.body()))
+    return json_response(await resolve_reply(request.app.state, await request.body()))
 
 
 async def resolve_reply(state: Any, raw: bytes) -> bytes:
@@ -174,10 +174,6 @@ async def resolve_reply(state: Any, raw: bytes) -> bytes:
         return dumps_compact(waiting_json(result, mark))
     state.metrics.observe(result.decision, time.perf_counter() - started)
     return resolution_bytes(result, state.resolver)
-
-
-def _json(answer: bytes) -> Response:
-    return Response(answer, media_type=JSON)
 
 
 async def _resolve(resolver: Resolver, body: ResolveRequest) -> Resolution | Waiting:
@@ -211,7 +207,7 @@ async def _finished[Given](
 )
 async def wait(request: Request) -> Response:
     """Hold until the address is recorded, the holder's lease lapses, or the window ends."""
-    return _json(await wait_reply(request.app.state, await request.body()))
+    return json_response(await wait_reply(request.app.state, await request.body()))
 
 
 async def wait_reply(state: Any, raw: bytes) -> bytes:
@@ -286,7 +282,7 @@ def renew(body: TicketRequest, request: Request) -> RenewAnswer:
     responses={422: _VALIDATION_ERROR},
 )
 async def record(request: Request) -> Response:
-    return _json(await record_reply(request.app.state, await request.body()))
+    return json_response(await record_reply(request.app.state, await request.body()))
 
 
 async def record_reply(state: Any, raw: bytes) -> bytes:

@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -25,6 +24,7 @@ from resolver.auth import check_proxy
 from resolver.errors import install_error_handlers
 from resolver.hot_protocol import protocol_for
 from resolver.settings import load_settings
+from tests.support.servers import wait_until
 
 DEADLINE_SECONDS = 30.0
 TOKEN = "proxy-secret"
@@ -38,11 +38,12 @@ def serving(app: Any, protocol: type[asyncio.Protocol]) -> Iterator[tuple[str, u
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:
-        deadline = time.monotonic() + DEADLINE_SECONDS
-        while not (server.started and server.servers):
-            if not thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("uvicorn did not start")
-            thread.join(0.01)  # a bounded wait on the server's own thread, not a guess
+        wait_until(
+            lambda: (server.started and bool(server.servers)) or not thread.is_alive(),
+            timeout=DEADLINE_SECONDS,
+            what="uvicorn to start",
+        )
+        assert thread.is_alive(), "uvicorn stopped while starting"
         port = server.servers[0].sockets[0].getsockname()[1]
         yield f"http://127.0.0.1:{port}", server
     finally:
@@ -203,7 +204,9 @@ class Boom(Exception):
     """An error no exception handler claims."""
 
 
-def _small_app(release: asyncio.Event | None = None) -> tuple[FastAPI, type[Any]]:
+def _small_app(
+    release: asyncio.Event | None = None, started: threading.Event | None = None
+) -> tuple[FastAPI, type[Any]]:
     app = FastAPI()
     app.state.settings = SimpleNamespace(proxy_token=None)
     install_error_handlers(app)
@@ -215,7 +218,8 @@ def _small_app(release: asyncio.Event | None = None) -> tuple[FastAPI, type[Any]
         raise Boom("unexpected")
 
     async def held(_state: object, body: bytes) -> bytes:
-        assert release is not None
+        assert release is not None and started is not None
+        started.set()
         await release.wait()
         return b'{"held":' + body + b"}"
 
@@ -235,31 +239,24 @@ def test_an_unhandled_error_is_a_500_problem_and_the_connection_serves_on() -> N
         assert protocol.answered == 2
 
 
-def _accepts(host: str, port: int) -> bool:
-    try:
-        socket.create_connection((host, port), timeout=DEADLINE_SECONDS).close()
-    except ConnectionRefusedError:
-        return False
-    return True
-
-
 def test_a_graceful_shutdown_lets_a_lane_answer_finish_then_closes_the_connection() -> None:
-    release = asyncio.Event()
-    app, protocol = _small_app(release)
-    with serving(app, protocol) as (url, server):
+    release, started, shutting_down = asyncio.Event(), threading.Event(), threading.Event()
+    app, lane_protocol = _small_app(release, started)
+
+    class Watched(lane_protocol):  # type: ignore[misc, valid-type]
+        def shutdown(self) -> None:  # called by uvicorn on each connection as it shuts down
+            super().shutdown()
+            shutting_down.set()
+
+    with serving(app, Watched) as (url, server):
         host, port = httpx.URL(url).host, httpx.URL(url).port
         assert port is not None
         with socket.create_connection((host, port)) as sock:
             sock.sendall(_post("/v1/held", b"7"))
-            deadline = time.monotonic() + DEADLINE_SECONDS
-            while not server.server_state.tasks:  # the lane's answer is under way
-                assert time.monotonic() < deadline, "the held request never started"
-                time.sleep(0.005)
+            assert started.wait(DEADLINE_SECONDS), "the held request never started"
             loop = next(iter(server.server_state.tasks)).get_loop()
             server.should_exit = True
-            while _accepts(host, port):  # the shutdown has begun once the listener is closed
-                assert time.monotonic() < deadline, "the server never began its shutdown"
-                time.sleep(0.005)
+            assert shutting_down.wait(DEADLINE_SECONDS), "the server never began its shutdown"
             loop.call_soon_threadsafe(release.set)
             [(status, headers, body)] = _read_full_answers(sock, 1)
             assert (status, body) == (200, b'{"held":7}')

@@ -4,10 +4,10 @@ Every proxied request costs one `/v1/resolve`; on a hit that round trip is the w
 Groundhog's overhead. This script bulk-loads tapes of 1k, 100k and 1M exchanges straight through
 the store (not HTTP, so 1M is feasible), starts the real resolver as its own process, and asks
 each tape for recorded addresses at a fixed concurrency. In the same run it measures a bare
-FastAPI endpoint returning a constant, served by the same uvicorn, and reports throughput and
-p50/p99 latency as ratios against it. On a database that outlives the run (`--database-url`),
-tape names carry the run's time, so earlier or concurrent runs' tapes are no obstacle, and the
-run deletes its tapes when it ends.
+FastAPI endpoint returning a constant, served by the same uvicorn, taking turns with the tapes
+(`interleaved`), and reports throughput and p50/p99 latency as ratios against it. On a
+database that outlives the run (`--database-url`), tape names carry the run's time, so earlier
+or concurrent runs' tapes are no obstacle, and the run deletes its tapes when it ends.
 
     python -m bench.resolver_perf [--quick] [--json out.json] [--database-url URL]
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import random
@@ -44,6 +45,8 @@ HOST = "api.example.com"
 BODY = json.dumps({"items": [{"id": i, "title": f"result {i}"} for i in range(24)]}).encode()
 BRANCHES = 16
 LOAD_CHUNK = 20_000
+SLICES = 5  # turns each tape takes with the baseline
+BASELINE = "baseline"
 
 
 def item_request(index: int) -> RequestParts:
@@ -140,37 +143,73 @@ def resolve_body(tape: str, branch: str, index: int) -> dict[str, Any]:
 
 async def load_test(url: str, bodies: list[dict[str, Any]], concurrency: int) -> dict[str, float]:
     """Throughput and latency percentiles; every answer must be a `shared` hit (or the baseline)."""
+    async with _client(url, concurrency) as client:
+        latencies, elapsed = await _ask_all(client, bodies, concurrency)
+    return _summary(latencies, elapsed)
+
+
+async def interleaved(
+    conditions: dict[str, tuple[str, list[dict[str, Any]]]], concurrency: int, slices: int = SLICES
+) -> dict[str, dict[str, float]]:
+    """Each condition (name: resolver URL and bodies) asks its bodies at `concurrency`, the
+    conditions taking turns slice by slice, in the same order each slice.
+
+    On a shared machine the load changes from one second to the next, and a baseline measured
+    before a million-exchange tape's turn can be a minute older than it: taking turns puts the
+    baseline and every tape in the same moments, as `bench.proxy_perf` does for its rows.
+    """
+    latencies: dict[str, list[float]] = {name: [] for name in conditions}
+    elapsed = dict.fromkeys(conditions, 0.0)
+    async with contextlib.AsyncExitStack() as stack:
+        clients = {
+            name: await stack.enter_async_context(_client(url, concurrency))
+            for name, (url, _bodies) in conditions.items()
+        }
+        for index in range(slices):
+            for name, (_url, bodies) in conditions.items():
+                part = bodies[len(bodies) * index // slices : len(bodies) * (index + 1) // slices]
+                taken, seconds = await _ask_all(clients[name], part, concurrency)
+                latencies[name] += taken
+                elapsed[name] += seconds
+    return {name: _summary(latencies[name], elapsed[name]) for name in conditions}
+
+
+def _client(url: str, concurrency: int) -> httpx.AsyncClient:
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    return httpx.AsyncClient(base_url=url, timeout=60, limits=limits, trust_env=False)
+
+
+async def _ask_all(
+    client: httpx.AsyncClient, bodies: list[dict[str, Any]], concurrency: int
+) -> tuple[list[float], float]:
+    """`bodies` asked by `concurrency` workers: every latency, and the seconds it all took."""
     queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     for body in bodies:
         queue.put_nowait(body)
     latencies: list[float] = []
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
 
-    async with httpx.AsyncClient(
-        base_url=url, timeout=60, limits=limits, trust_env=False
-    ) as client:
+    async def worker() -> None:
+        while not queue.empty():
+            body = queue.get_nowait()
+            started = time.perf_counter()
+            reply = await client.post("/v1/resolve", json=body)
+            latencies.append(time.perf_counter() - started)
+            answer = reply.json()
+            if reply.status_code != 200 or answer.get("decision") not in ("shared", "baseline"):
+                raise RuntimeError(f"expected a hit, got {reply.status_code} {reply.text[:300]}")
 
-        async def worker() -> None:
-            while not queue.empty():
-                body = queue.get_nowait()
-                started = time.perf_counter()
-                reply = await client.post("/v1/resolve", json=body)
-                latencies.append(time.perf_counter() - started)
-                answer = reply.json()
-                if reply.status_code != 200 or answer.get("decision") not in ("shared", "baseline"):
-                    raise RuntimeError(
-                        f"expected a hit, got {reply.status_code} {reply.text[:300]}"
-                    )
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return latencies, time.perf_counter() - started
 
-        started = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        elapsed = time.perf_counter() - started
-    latencies.sort()
+
+def _summary(latencies: list[float], elapsed: float) -> dict[str, float]:
+    ordered = sorted(latencies)
     return {
-        "requests": len(latencies),
-        "throughput_rps": len(latencies) / elapsed,
-        "p50_ms": 1000 * statistics.median(latencies),
-        "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
+        "requests": len(ordered),
+        "throughput_rps": len(ordered) / elapsed,
+        "p50_ms": 1000 * statistics.median(ordered),
+        "p99_ms": 1000 * ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))],
     }
 
 
@@ -241,13 +280,21 @@ def run(
             rows = []
             for concurrency in concurrencies:
                 asyncio.run(load_test(baseline.url, [{}] * 50, concurrency))
-                base = asyncio.run(load_test(baseline.url, [{}] * requests, concurrency))
-                baselines[concurrency] = base
+                conditions: dict[str, tuple[str, list[dict[str, Any]]]] = {
+                    BASELINE: (baseline.url, [{}] * requests)
+                }
                 for size in sizes:
                     bodies = [unused[size].pop() for _ in range(requests + 50)]
                     asyncio.run(load_test(resolver.url, bodies[:50], concurrency))
-                    result = asyncio.run(load_test(resolver.url, bodies[50:], concurrency))
-                    row = {"exchanges": size, "concurrency": concurrency, **_compare(result, base)}
+                    conditions[str(size)] = (resolver.url, bodies[50:])
+                measured = asyncio.run(interleaved(conditions, concurrency))
+                base = baselines[concurrency] = measured[BASELINE]
+                for size in sizes:
+                    row = {
+                        "exchanges": size,
+                        "concurrency": concurrency,
+                        **_compare(measured[str(size)], base),
+                    }
                     rows.append(row)
                     logger.info("tape %s, concurrency %s: %s", size, concurrency, row)
         finally:

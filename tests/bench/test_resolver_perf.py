@@ -24,6 +24,7 @@ from bench.resolver_perf import (
     bulk_load,
     drop_tapes,
     hit_bodies,
+    interleaved,
     item_request,
     load_test,
     resolve_body,
@@ -174,6 +175,38 @@ def test_load_test_counts_every_answer_and_orders_its_percentiles() -> None:
 def test_load_test_refuses_anything_but_a_hit(decision: str, status: int) -> None:
     with pytest.raises(RuntimeError, match="expected a hit"):
         run_load(fake_resolve(decision, status), [{}] * 2, 1)
+
+
+def test_interleaved_conditions_take_turns_slice_by_slice() -> None:
+    """The baseline and each tape ask in the same moments: A's slice, B's, A's, B's, ..."""
+    arrivals: list[tuple[str, int]] = []
+
+    def numbered(name: str) -> web.Application:
+        async def resolve(request: web.Request) -> web.Response:
+            arrivals.append((name, (await request.json())["n"]))
+            return web.json_response({"decision": "baseline"})
+
+        app = web.Application()
+        app.router.add_post("/v1/resolve", resolve)
+        return app
+
+    async def run() -> dict[str, dict[str, float]]:
+        async with (
+            TestServer(numbered("a"), host="127.0.0.1") as first,
+            TestServer(numbered("b"), host="127.0.0.1") as second,
+        ):
+            conditions = {
+                "a": (str(first.make_url("")).rstrip("/"), [{"n": n} for n in range(9)]),
+                "b": (str(second.make_url("")).rstrip("/"), [{"n": n} for n in range(6)]),
+            }
+            return await interleaved(conditions, 1, slices=3)
+
+    measured = asyncio.run(run())
+    assert {name: numbers["requests"] for name, numbers in measured.items()} == {"a": 9, "b": 6}
+    turns = [name for index, (name, _) in enumerate(arrivals) if arrivals[index - 1][0] != name]
+    assert turns == ["a", "b", "a", "b", "a", "b"]
+    assert [n for name, n in arrivals if name == "a"] == list(range(9))
+    assert [n for name, n in arrivals if name == "b"] == list(range(6))
 
 
 def test_tape_names_differ_between_runs_and_are_valid() -> None:

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.resolver_perf import BRANCHES, bulk_load, resolve_body
+from bench.perf_tapes import BRANCHES, bulk_load, resolve_body
 from resolver.policy import Decision
 from resolver.resolution import Resolver
 from resolver.resolve_results import Resolution, Waiting

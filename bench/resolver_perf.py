@@ -20,7 +20,6 @@ import contextlib
 import json
 import logging
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -28,150 +27,48 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy import Table
 
 from bench.harness import ChildService, start_child
-from resolver.keys import request_key
-from resolver.request import RequestParts
-from store import exchanges
-from store.branches import fork_branch, get_branch
-from store.db import open_store, transaction
-from store.models import Exchange
-from store.tapes import create_tape, delete_tape, get_tape
+from bench.load import SLICES, SliceRun, slice_of, summary, take_turns
+from bench.perf_tapes import bulk_load, drop_tapes, hit_bodies, tape_name
 
 logger = logging.getLogger("bench.resolver_perf")
 
-HOST = "api.example.com"
-BODY = json.dumps({"items": [{"id": i, "title": f"result {i}"} for i in range(24)]}).encode()
-BRANCHES = 16
-LOAD_CHUNK = 20_000
-SLICES = 5  # turns each tape takes with the baseline
 BASELINE = "baseline"
-
-
-def item_request(index: int) -> RequestParts:
-    return RequestParts("GET", "https", HOST, 443, f"/items/{index}", (("q", "x"),))
-
-
-def bulk_load(url: str, tape: str, size: int) -> None:
-    """A tape of `size` exchanges at occurrence 0, fingerprint "", plus fresh branches."""
-    store = open_store(url)
-    started = time.perf_counter()
-    with transaction(store.write) as session:
-        tape_row = create_tape(
-            session=session,
-            name=tape,
-            world_seed=0,
-            mode="groundhog",
-            online=True,
-            dependency_model="closure",
-            config={},
-        )
-        root = get_branch(tape_row.id, "root", session=session)
-        if root is None:
-            raise RuntimeError(f"tape {tape} was created without a root branch")
-        for index in range(BRANCHES):
-            fork_branch(root, f"root/b{index}", {}, session=session)
-        body_sha = exchanges.put_blob(BODY, session=session)
-        empty_sha = exchanges.put_blob(b"", session=session)
-        tape_id = tape_row.id
-    headers = [["Content-Type", "application/json"]]
-    # Declarative models type __table__ as any FromClause; only a Table has .insert().
-    table = Exchange.__table__
-    assert isinstance(table, Table)
-    for start in range(0, size, LOAD_CHUNK):
-        rows = []
-        for index in range(start, min(size, start + LOAD_CHUNK)):
-            request = item_request(index)
-            key = request_key(request)
-            rows.append(
-                {
-                    "tape_id": tape_id,
-                    "key_hash": key.hash,
-                    "occurrence": 0,
-                    "fingerprint": "",
-                    "key_readable": key.readable,
-                    "request_method": "GET",
-                    "request_host": HOST,
-                    "request_url": request.url(),
-                    "request_headers": [],
-                    "request_body_sha": empty_sha,
-                    "response_status": 200,
-                    "response_headers": headers,
-                    "response_body_sha": body_sha,
-                }
-            )
-        with transaction(store.write) as session:
-            session.execute(table.insert(), rows)
-    store.dispose()
-    logger.info("loaded %s exchanges into %s in %.1fs", size, tape, time.perf_counter() - started)
-
-
-def tape_name(size: int) -> str:
-    """A name no earlier or concurrent run used: a database may hold their tapes."""
-    return f"perf-{size}-{time.time_ns()}"
-
-
-def drop_tapes(url: str, names: list[str]) -> None:
-    """Delete the named tapes (those that exist) from the store at `url`."""
-    store = open_store(url)
-    try:
-        for name in names:
-            with transaction(store.write) as session:
-                tape = get_tape(name, session=session)
-                if tape is not None:
-                    delete_tape(tape, session=session)
-    finally:
-        store.dispose()
-
-
-def resolve_body(tape: str, branch: str, index: int) -> dict[str, Any]:
-    request = item_request(index)
-    return {
-        "tape": tape,
-        "branch": branch,
-        "method": "GET",
-        "scheme": "https",
-        "host": HOST,
-        "port": 443,
-        "path": request.path,
-        "query": [list(p) for p in request.query],
-        "headers": [],
-        "body": "",
-    }
 
 
 async def load_test(url: str, bodies: list[dict[str, Any]], concurrency: int) -> dict[str, float]:
     """Throughput and latency percentiles; every answer must be a `shared` hit (or the baseline)."""
     async with _client(url, concurrency) as client:
         latencies, elapsed = await _ask_all(client, bodies, concurrency)
-    return _summary(latencies, elapsed)
+    return summary(latencies, elapsed)
 
 
 async def interleaved(
     conditions: dict[str, tuple[str, list[dict[str, Any]]]], concurrency: int, slices: int = SLICES
 ) -> dict[str, dict[str, float]]:
     """Each condition (name: resolver URL and bodies) asks its bodies at `concurrency`, the
-    conditions taking turns slice by slice, in the same order each slice.
+    conditions taking turns slice by slice (`bench.load.take_turns`).
 
-    On a shared machine the load changes from one second to the next, and a baseline measured
-    before a million-exchange tape's turn can be a minute older than it: taking turns puts the
-    baseline and every tape in the same moments, as `bench.proxy_perf` does for its rows.
+    A baseline measured before a million-exchange tape's turn could be a minute older than it;
+    taking turns puts the baseline and every tape in the same moments.
     """
-    latencies: dict[str, list[float]] = {name: [] for name in conditions}
-    elapsed = dict.fromkeys(conditions, 0.0)
     async with contextlib.AsyncExitStack() as stack:
         clients = {
             name: await stack.enter_async_context(_client(url, concurrency))
             for name, (url, _bodies) in conditions.items()
         }
-        for index in range(slices):
-            for name, (_url, bodies) in conditions.items():
-                part = bodies[len(bodies) * index // slices : len(bodies) * (index + 1) // slices]
-                taken, seconds = await _ask_all(clients[name], part, concurrency)
-                latencies[name] += taken
-                elapsed[name] += seconds
-    return {name: _summary(latencies[name], elapsed[name]) for name in conditions}
+
+        def turn(name: str, bodies: list[dict[str, Any]]) -> SliceRun:
+            async def run(index: int) -> tuple[list[float], float]:
+                part = list(slice_of(bodies, index, slices))
+                return await _ask_all(clients[name], part, concurrency)
+
+            return run
+
+        turns = {name: turn(name, bodies) for name, (_url, bodies) in conditions.items()}
+        taken = await take_turns(turns, slices)
+    return {name: summary(*numbers) for name, numbers in taken.items()}
 
 
 def _client(url: str, concurrency: int) -> httpx.AsyncClient:
@@ -201,23 +98,6 @@ async def _ask_all(
     started = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     return latencies, time.perf_counter() - started
-
-
-def _summary(latencies: list[float], elapsed: float) -> dict[str, float]:
-    ordered = sorted(latencies)
-    return {
-        "requests": len(ordered),
-        "throughput_rps": len(ordered) / elapsed,
-        "p50_ms": 1000 * statistics.median(ordered),
-        "p99_ms": 1000 * ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))],
-    }
-
-
-def hit_bodies(tape: str, size: int, count: int, rng: random.Random) -> list[dict[str, Any]]:
-    """`count` distinct (branch, key) pairs: each is occurrence 0 on its branch, so a hit."""
-    total = size * BRANCHES
-    picks = rng.sample(range(total), min(count, total))
-    return [resolve_body(tape, f"root/b{pick % BRANCHES}", pick // BRANCHES) for pick in picks]
 
 
 def serve_baseline(host: str, port: int) -> None:

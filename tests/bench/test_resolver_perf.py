@@ -1,77 +1,18 @@
-"""Unit tests for the resolver benchmark's own logic: bodies, bulk load, ratios, table, load test.
+"""Unit tests for the resolver benchmark's own logic: ratios, table, load test, turns.
 
-The full measurement (tapes of up to 1M exchanges, child processes) is never run here; a
-five-exchange tape is loaded and asked through an in-process resolver instead.
+The full measurement (tapes of up to 1M exchanges, child processes) is never run here.
 """
 
 from __future__ import annotations
 
 import asyncio
-import random
-import sqlite3
-from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
-from fastapi.testclient import TestClient
 
-from bench.resolver_perf import (
-    BRANCHES,
-    HOST,
-    _compare,
-    bulk_load,
-    drop_tapes,
-    hit_bodies,
-    interleaved,
-    item_request,
-    load_test,
-    resolve_body,
-    table,
-    tape_name,
-)
-from resolver.app import create_app
-from resolver.schemas import check_tape_name
-from resolver.settings import load_settings
-
-
-def test_item_request_addresses_the_indexed_item() -> None:
-    request = item_request(42)
-    assert (request.method, request.scheme, request.host, request.port) == (
-        "GET",
-        "https",
-        HOST,
-        443,
-    )
-    assert request.path == "/items/42"
-    assert request.url() == f"https://{HOST}/items/42?q=x"
-
-
-def test_resolve_body_is_a_get_for_the_item_on_the_branch() -> None:
-    body = resolve_body("tape-a", "root/b3", 7)
-    assert body["tape"] == "tape-a" and body["branch"] == "root/b3"
-    assert (body["method"], body["host"], body["port"]) == ("GET", HOST, 443)
-    assert body["path"] == "/items/7"
-    assert body["query"] == [["q", "x"]]
-    assert body["headers"] == [] and body["body"] == ""
-
-
-def test_hit_bodies_are_distinct_branch_and_item_pairs() -> None:
-    size = 10
-    bodies = hit_bodies("t", size, 50, random.Random(1))
-    pairs = [(body["branch"], body["path"]) for body in bodies]
-    assert len(pairs) == 50
-    assert len(set(pairs)) == 50
-    for branch, path in pairs:
-        assert 0 <= int(branch.removeprefix("root/b")) < BRANCHES
-        assert 0 <= int(path.removeprefix("/items/")) < size
-
-
-def test_hit_bodies_never_ask_more_pairs_than_exist() -> None:
-    bodies = hit_bodies("t", 2, 1000, random.Random(0))
-    pairs = {(body["branch"], body["path"]) for body in bodies}
-    assert len(bodies) == len(pairs) == 2 * BRANCHES
+from bench.resolver_perf import _compare, interleaved, load_test, table
 
 
 def test_compare_divides_by_the_baseline() -> None:
@@ -108,45 +49,6 @@ def test_table_has_a_baseline_row_per_client_count_and_a_row_per_tape() -> None:
     assert len(lines) == 5
 
 
-def exchange_rows(path: Path) -> list[tuple[str, int, str, str]]:
-    with sqlite3.connect(path) as connection:
-        return connection.execute(
-            "SELECT request_url, occurrence, fingerprint, key_hash FROM gh_exchanges"
-        ).fetchall()
-
-
-@pytest.fixture(scope="module")
-def loaded_tape(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    data = tmp_path_factory.mktemp("resolver-perf")
-    bulk_load(f"sqlite:///{data / 'groundhog.sqlite3'}", "perf-5", 5)
-    return data
-
-
-def test_bulk_load_writes_one_exchange_per_item_at_occurrence_zero(loaded_tape: Path) -> None:
-    rows = exchange_rows(loaded_tape / "groundhog.sqlite3")
-    assert sorted(url for url, _, _, _ in rows) == sorted(
-        f"https://{HOST}/items/{index}?q=x" for index in range(5)
-    )
-    assert {(occurrence, fingerprint) for _, occurrence, fingerprint, _ in rows} == {(0, "")}
-    assert len({key for _, _, _, key in rows}) == 5
-
-
-def test_bulk_load_forks_the_branches(loaded_tape: Path) -> None:
-    with sqlite3.connect(loaded_tape / "groundhog.sqlite3") as connection:
-        names = {row[0] for row in connection.execute("SELECT path FROM gh_branches")}
-    assert {f"root/b{index}" for index in range(BRANCHES)} <= names
-
-
-def test_every_hit_body_is_served_shared_by_the_real_resolver(loaded_tape: Path) -> None:
-    """The property the benchmark relies on: each (branch, item) pair is a hit."""
-    settings = load_settings(data_dir=loaded_tape)
-    with TestClient(create_app(settings)) as client:
-        for body in hit_bodies("perf-5", 5, 6, random.Random(2)):
-            answer = client.post("/v1/resolve", json=body).json()
-            assert answer["decision"] == "shared", answer
-            assert answer["action"] == "serve"
-
-
 def fake_resolve(decision: str, status: int = 200) -> web.Application:
     async def resolve(_request: web.Request) -> web.Response:
         return web.json_response({"decision": decision}, status=status)
@@ -156,7 +58,7 @@ def fake_resolve(decision: str, status: int = 200) -> web.Application:
     return app
 
 
-def run_load(app: web.Application, bodies: list[dict[str, Any]], concurrency: int) -> Any:
+def runload(app: web.Application, bodies: list[dict[str, Any]], concurrency: int) -> Any:
     async def run() -> dict[str, float]:
         async with TestServer(app, host="127.0.0.1") as server:
             return await load_test(str(server.make_url("")).rstrip("/"), bodies, concurrency)
@@ -165,7 +67,7 @@ def run_load(app: web.Application, bodies: list[dict[str, Any]], concurrency: in
 
 
 def test_load_test_counts_every_answer_and_orders_its_percentiles() -> None:
-    result = run_load(fake_resolve("baseline"), [{}] * 12, 3)
+    result = runload(fake_resolve("baseline"), [{}] * 12, 3)
     assert result["requests"] == 12
     assert result["throughput_rps"] > 0
     assert 0 < result["p50_ms"] <= result["p99_ms"]
@@ -174,7 +76,7 @@ def test_load_test_counts_every_answer_and_orders_its_percentiles() -> None:
 @pytest.mark.parametrize(("decision", "status"), [("fresh", 200), ("shared", 500)])
 def test_load_test_refuses_anything_but_a_hit(decision: str, status: int) -> None:
     with pytest.raises(RuntimeError, match="expected a hit"):
-        run_load(fake_resolve(decision, status), [{}] * 2, 1)
+        runload(fake_resolve(decision, status), [{}] * 2, 1)
 
 
 def test_interleaved_conditions_take_turns_slice_by_slice() -> None:
@@ -207,22 +109,3 @@ def test_interleaved_conditions_take_turns_slice_by_slice() -> None:
     assert turns == ["a", "b", "a", "b", "a", "b"]
     assert [n for name, n in arrivals if name == "a"] == list(range(9))
     assert [n for name, n in arrivals if name == "b"] == list(range(6))
-
-
-def test_tape_names_differ_between_runs_and_are_valid() -> None:
-    first, second = tape_name(1_000), tape_name(1_000)
-    assert first != second
-    assert first.startswith("perf-1000-")
-    assert check_tape_name(first) == first
-
-
-def test_drop_tapes_deletes_the_named_tapes_only(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'groundhog.sqlite3'}"
-    bulk_load(url, "kept", 3)
-    bulk_load(url, "dropped", 4)
-    drop_tapes(url, ["dropped", "never-made"])
-    with sqlite3.connect(tmp_path / "groundhog.sqlite3") as connection:
-        names = [row[0] for row in connection.execute("SELECT name FROM gh_tapes")]
-        exchanges = connection.execute("SELECT count(*) FROM gh_exchanges").fetchone()[0]
-    assert names == ["kept"]
-    assert exchanges == 3

@@ -11,6 +11,7 @@ import base64
 import itertools
 import json
 import threading
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +62,9 @@ class ProxyDouble:
     def __init__(self, base_url: str, world: World | None = None, token: str | None = None) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.http = httpx.Client(base_url=base_url, timeout=30.0, trust_env=False, headers=headers)
+        # Tests drop their doubles without closing them: the pooled connections close with the
+        # double, not whenever the garbage collector reaches the sockets (a ResourceWarning).
+        weakref.finalize(self, self.http.close)
         self.world = world or World()
 
     def resolve(

@@ -3,6 +3,8 @@
 Recording the same world twice with the same workflow must give the same digest, and an
 exported-then-imported tape must keep it; so the digest covers addresses, requests, responses
 and the branch tree, and excludes row ids, tape names and anything order-of-arrival dependent.
+Bodies enter as the hash of their stored bytes, recomputed here (store/blob_integrity.py), never
+as the name they are stored under: two tapes that differ in one body byte never share a digest.
 """
 
 from __future__ import annotations
@@ -14,9 +16,12 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from store.blob_integrity import actual_hashes
 from store.models import Branch, Exchange
 
 DIGEST_VERSION = "groundhog-digest-v1"
+# Positions of the body hashes in the digest's exchange rows (the query below).
+REQUEST_BODY, RESPONSE_BODY = 7, 10
 
 
 def _line(value: Any) -> bytes:
@@ -60,8 +65,14 @@ def tape_digest(tape_id: int, *, session: Session) -> tuple[str, int]:
         )
         .execution_options(yield_per=2000)
     )
+    # Where the bytes match their name, the recomputed hash is the name: the digest is unchanged.
+    actual = actual_hashes(tape_id, session=session)
     count = 0
     for row in session.execute(query):
-        hasher.update(_line(["exchange", *row]))
+        fields = list(row)
+        fields[REQUEST_BODY] = actual[fields[REQUEST_BODY]]
+        if fields[RESPONSE_BODY]:
+            fields[RESPONSE_BODY] = actual[fields[RESPONSE_BODY]]
+        hasher.update(_line(["exchange", *fields]))
         count += 1
     return hasher.hexdigest(), count

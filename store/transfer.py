@@ -7,6 +7,7 @@ that already holds others; the digest ignores ids and names, so it survives the 
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.exc import DatabaseError
 from sqlalchemy.orm import Session
 
+from store.blob_integrity import BATCH, MISSING, body_hashes, first_damaged_body, stored_blobs
 from store.db import make_engine, make_session_factory, transaction
 from store.models import (
     Blob,
@@ -37,6 +39,10 @@ CHUNK = 2000
 
 class TransferError(Exception):
     """The file is not a Groundhog tape export, or does not hold exactly one tape."""
+
+
+class DamagedTape(TransferError):
+    """A body's bytes do not hash to the name its exchanges use: the file was changed."""
 
 
 def _chunks(rows: Iterable[dict[str, Any]], size: int = CHUNK) -> Iterator[list[dict[str, Any]]]:
@@ -62,10 +68,17 @@ def _stream(source: Session, model: Any, where: Any, skip: set[str]) -> Iterator
 
 
 def copy_tape(
-    source: Session, tape: Tape, target: Session, name: str, config: dict[str, Any] | None = None
+    source: Session,
+    tape: Tape,
+    target: Session,
+    name: str,
+    config: dict[str, Any] | None = None,
+    *,
+    check_bodies: bool = False,
 ) -> Tape:
     """Copy `tape` from `source` into `target` as `name` (with `config` instead of its own, if
-    given); returns the new tape (not committed)."""
+    given); returns the new tape (not committed). With `check_bodies` (an import) a body whose
+    bytes do not match its hash raises `DamagedTape` and the caller's transaction rolls back."""
     copy = Tape(
         name=name,
         world_seed=tape.world_seed,
@@ -102,7 +115,7 @@ def copy_tape(
         for row in batch:
             row["tape_id"] = copy.id
         target.execute(insert(KeyHint), batch)
-    _copy_blobs(source, tape.id, target)
+    _copy_blobs(source, tape.id, target, check_bodies=check_bodies)
     old_addresses: dict[int, tuple[str, int, str]] = {}
     for batch in _chunks(_stream(source, Exchange, Exchange.tape_id == tape.id, set())):
         for row in batch:
@@ -127,29 +140,25 @@ def copy_tape(
     return copy
 
 
-def _copy_blobs(source: Session, tape_id: int, target: Session) -> None:
-    shas: set[str] = set()
-    query = select(Exchange.request_body_sha, Exchange.response_body_sha).where(
-        Exchange.tape_id == tape_id
-    )
-    for request_sha, response_sha in source.execute(query.execution_options(yield_per=CHUNK)):
-        shas.add(request_sha)
-        if response_sha:
-            shas.add(response_sha)
-    ordered = sorted(shas)
-    for start in range(0, len(ordered), 200):
-        part = ordered[start : start + 200]
-        rows = [
-            {"sha256": sha, "data": bytes(data)}
-            for sha, data in source.execute(
-                select(Blob.sha256, Blob.data).where(Blob.sha256.in_(part))
-            )
-        ]
-        if rows:
-            statement = insert_for(target, Blob.__table__).on_conflict_do_nothing(
-                index_elements=["sha256"]
-            )
-            target.execute(statement, rows)
+def _copy_blobs(source: Session, tape_id: int, target: Session, *, check_bodies: bool) -> None:
+    """Copy the tape's bodies; with `check_bodies`, refuse any whose bytes do not match its name
+    (or that is missing), naming the first exchange that uses it."""
+    names = body_hashes(tape_id, session=source)
+    found: dict[str, str] = dict.fromkeys(names, MISSING)
+    statement = insert_for(target, Blob.__table__).on_conflict_do_nothing(index_elements=["sha256"])
+    batch: list[dict[str, Any]] = []
+    for name, data in stored_blobs(names, session=source):
+        found[name] = hashlib.sha256(data).hexdigest() if check_bodies else name
+        batch.append({"sha256": name, "data": data})
+        if len(batch) >= BATCH:
+            target.execute(statement, batch)
+            batch = []
+    if batch:
+        target.execute(statement, batch)
+    if check_bodies:
+        damaged = first_damaged_body(tape_id, found, session=source)
+        if damaged is not None:
+            raise DamagedTape(f"{damaged.describe()}; the file was changed after export")
 
 
 def export_tape(
@@ -199,6 +208,6 @@ def import_tape(
                 check(tape, target_name)  # first: a bad name must not be echoed as "exists"
             if get_tape(target_name, session=session) is not None:
                 raise FileExistsError(target_name)
-            return copy_tape(source, tape, session, target_name)
+            return copy_tape(source, tape, session, target_name, check_bodies=True)
     finally:
         engine.dispose()

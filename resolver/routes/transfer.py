@@ -23,7 +23,7 @@ from resolver.schemas import TapeConfig, check_config_size, check_tape_name
 from resolver.views import tape_view
 from store.db import transaction
 from store.models import Tape
-from store.transfer import TransferError, export_tape, import_tape
+from store.transfer import DamagedTape, TransferError, export_tape, import_tape
 
 router = APIRouter(prefix="/v1/tapes", tags=["transfer"], dependencies=[Depends(require_admin)])
 
@@ -102,6 +102,8 @@ def _import(request: Request, path: Path, name: str | None) -> dict[str, Any]:
             session.flush()
             scrub_imported(tape.id, request.app.state.resolver.redaction_key, session=session)
             return tape_view(tape, session=session)
+    except DamagedTape as error:
+        raise InvalidInput(f"the uploaded tape is damaged: {error}") from error
     except TransferError as error:
         raise InvalidInput(f"the uploaded file is not a tape export: {error}") from error
     except FileExistsError as error:

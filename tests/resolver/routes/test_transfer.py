@@ -9,6 +9,7 @@ import pytest
 
 from bench.reliability.hostile_fields import doctored_export
 from tests.resolver.proxy_double import ProxyDouble
+from tests.store.test_blob_integrity import flip_first_byte
 
 
 def _record_some(proxy: ProxyDouble, tape: str) -> None:
@@ -106,3 +107,26 @@ def test_import_validates_the_tape_like_post_tapes(
         assert problem["field"] == field
     listed = [tape["name"] for tape in proxy.http.get("/v1/tapes").json()["tapes"]]
     assert all("passwd" not in name and len(name) <= 100 for name in listed)
+
+
+def test_import_refuses_a_changed_body_naming_the_exchange_and_keeps_the_store(
+    proxy: ProxyDouble, tape_name: str, tmp_path: Path
+) -> None:
+    proxy.open(tape_name, world_seed=3)
+    proxy.ask(tape_name, "root", path="/search", query=[["q", "x"]])
+    file = tmp_path / "tape.sqlite3"
+    file.write_bytes(proxy.http.get(f"/v1/tapes/{tape_name}/export").content)
+    with sqlite3.connect(file) as connection:
+        (sha,) = connection.execute("select response_body_sha from gh_exchanges").fetchone()
+    connection.close()
+    flip_first_byte(file, sha)
+    before = proxy.http.get("/v1/tapes").json()
+    refused = proxy.http.post(
+        "/v1/tapes/import", params={"name": tape_name + "-copy"}, content=file.read_bytes()
+    )
+    assert refused.status_code == 422, refused.text
+    assert refused.headers["content-type"].startswith("application/problem+json")
+    detail = refused.json()["detail"]
+    assert "damaged" in detail and "/search?q=x" in detail and "response body" in detail
+    assert proxy.http.get("/v1/tapes").json() == before
+    assert proxy.http.get(f"/v1/tapes/{tape_name}-copy").status_code == 404

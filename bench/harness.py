@@ -24,7 +24,7 @@ from pathlib import Path
 
 import httpx
 
-from groundhog.launcher import PROXY_VARIABLES, stop_process
+from groundhog.launcher import PROXY_VARIABLES, free_port, stop_process
 from groundhog.lifetime import tied_command
 
 LOOPBACK = "127.0.0.1"
@@ -86,13 +86,6 @@ class ChildService:
 
     def stop(self) -> None:
         stop_process(self.process)
-
-
-def free_port() -> int:
-    """An ephemeral loopback port that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((LOOPBACK, 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_until(predicate: Callable[[], bool], *, timeout: float, what: str) -> None:

@@ -1,4 +1,5 @@
-"""`groundhog tape …`: open, list, show, fork, report, seal, unseal, digest, export, import.
+"""`groundhog tape …`: open, list, show, fork, report, seal, unseal, digest, export, import,
+verify.
 
 The admin API is JSON over HTTP; these commands make it usable from a shell with readable
 tables by default and `--json` for scripts.
@@ -276,6 +277,48 @@ def import_tape(
 
         tape = client.import_tape(source, name, progress=advance)
     console.print(f"imported {source} as {tape.name} ({tape.exchanges} exchanges)")
+
+
+def print_verification(result: dict[str, Any]) -> None:
+    """The per-branch summary and, on failure, the first mismatch with its address."""
+    table = Table("branch", "asks", "replayed", "matched", "skipped", "shim resumes", "ok")
+    for branch in result.get("branches", []):
+        table.add_row(
+            branch["branch"],
+            str(branch["asks"]),
+            str(branch["replayed"]),
+            str(branch["matched"]),
+            str(branch["skipped"]),
+            "yes" if branch["shim_counters_resume"] else "NO",
+            "ok" if branch["ok"] else "[red]FAILED[/]",
+        )
+    console.print(table)
+    console.print(f"connections towards the world: {result['live_connections']}")
+    if result.get("problem"):
+        console.print(f"[red]problem:[/] {result['problem']}")
+    mismatch = result.get("first_mismatch")
+    if mismatch:
+        console.print(
+            f"[red]first mismatch:[/] branch {mismatch['branch']} event {mismatch['seq']}: "
+            f"{mismatch['method']} {mismatch['url']}\n"
+            f"  address: key {mismatch['key']!r}, occurrence {mismatch['occurrence']}, "
+            f"fingerprint {mismatch['fingerprint']!r} (exchange {mismatch['exchange_id']})\n"
+            f"  {mismatch['reason']}"
+        )
+
+
+@tape_app.command("verify")
+def verify(ctx: typer.Context, name: TapeName, as_json: JsonFlag = False) -> None:
+    """Replay every branch of a sealed copy with the world closed; fail on any difference."""
+    with reporting(), settings_of(ctx).client() as client:
+        result = client.verify(name)
+    if as_json:
+        print_json(result)
+    else:
+        print_verification(result)
+    if not result["ok"]:
+        raise fail(f"tape {name} does not replay as recorded")
+    console.print(f"verified {name}: every branch replays byte for byte, world closed")
 
 
 @tape_app.command("rm")

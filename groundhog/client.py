@@ -36,6 +36,8 @@ from groundhog.worker_env import (
 ProgressCallback = Callable[[int, int | None], None]
 """Called with (bytes done, bytes total or None) during export and import."""
 
+# A verify replays every ask of the tape; a large tape takes minutes, not the usual seconds.
+VERIFY_TIMEOUT_S = 3600.0
 _CHUNK = 256 * 1024
 
 
@@ -215,7 +217,14 @@ class Groundhog:
     def exchange(self, name: str, exchange_id: int) -> dict[str, Any]:
         return self.transport.json("GET", f"/v1/tapes/{_segment(name)}/exchanges/{exchange_id}")
 
-    # -- export / import -------------------------------------------------------------------
+    # -- export / import / verify ----------------------------------------------------------
+
+    def verify(self, name: str, *, timeout: float = VERIFY_TIMEOUT_S) -> dict[str, Any]:
+        """Replay the tape with the world closed (POST /v1/tapes/{t}/verify): its verdict,
+        per-branch summary and first mismatch. Takes as long as replaying every branch."""
+        route = f"/v1/tapes/{_segment(name)}/verify"
+        document: dict[str, Any] = self.transport.json("POST", route, timeout=timeout)
+        return document
 
     def export_tape(
         self, name: str, destination: str | Path, *, progress: ProgressCallback | None = None

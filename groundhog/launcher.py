@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,11 +63,14 @@ def stop_process(process: subprocess.Popen[bytes], *, timeout: float = 10.0) -> 
         process.wait(timeout=timeout)
 
 
-def spawn(name: str, module_args: list[str], log_dir: Path) -> Service:
-    """Run `python -m <module_args>` with its output in `<log_dir>/<name>.log`."""
+def spawn(
+    name: str, module_args: list[str], log_dir: Path, environment: Mapping[str, str] | None = None
+) -> Service:
+    """Run `python -m <module_args>` with its output in `<log_dir>/<name>.log` (in
+    `environment` instead of this process's, if given)."""
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{name}.log"
-    env = dict(os.environ)
+    env = dict(os.environ if environment is None else environment)
     for variable in PROXY_VARIABLES:
         env.pop(variable, None)  # the servers' own calls must never loop through a proxy
     with log_path.open("ab") as log:
@@ -114,6 +117,13 @@ def wait_ready(child: Service, ready: Callable[[], bool], *, timeout: float, wha
         f"the {child.name} did not answer {what} within {timeout:.0f}s; "
         f"its log ({child.log_path}):\n{child.log_tail()}"
     )
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """An ephemeral port on `host` that was free a moment ago."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
 
 
 def port_in_use(host: str, port: int) -> bool:
@@ -165,6 +175,7 @@ def stack(
     data: Path,
     timeout: float = 60.0,
     proxy_args: Sequence[str] = (),
+    environment: Mapping[str, str] | None = None,
 ) -> Iterator[tuple[Service, Service]]:
     """Resolver, then proxy (it needs the resolver), both ready; both stopped on exit."""
     logs = data / "logs"
@@ -180,6 +191,7 @@ def stack(
                 "--proxy-url", url_for(host, proxy_port),
             ],
             logs,
+            environment,
         )  # fmt: skip
         children.append(resolver)
         health = f"{url_for(host, resolver_port)}/healthz"
@@ -195,6 +207,7 @@ def stack(
                 *proxy_args,  # how it reaches the world (--upstream-ca, --upstream-proxy, …)
             ],
             logs,
+            environment,
         )  # fmt: skip
         children.append(proxy)
         reach = connect_host(host)

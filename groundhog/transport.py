@@ -64,11 +64,19 @@ class AdminTransport:
         params: dict[str, Any] | None = None,
         content: bytes | Iterable[bytes] | None = None,
         headers: dict[str, str] | None = None,
+        timeout: float | None = None,
     ) -> httpx.Response:
+        """`timeout` (seconds) replaces the client's for a call known to take long."""
         try:
             with outside_branch():
                 response = self._http.request(
-                    method, path, json=json, params=params, content=content, headers=headers
+                    method,
+                    path,
+                    json=json,
+                    params=params,
+                    content=content,
+                    headers=headers,
+                    timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout,
                 )
         except httpx.TransportError as error:
             raise ResolverUnreachable(self.url, str(error) or type(error).__name__) from error

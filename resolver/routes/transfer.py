@@ -33,20 +33,20 @@ MAX_IMPORT_BYTES = 64 * 1024 * 1024 * 1024
 EXPORT_ONLY_KEYS = frozenset({"redaction"})
 
 
-def _temporary_path() -> Path:
+def temporary_tape_path() -> Path:
     handle, name = tempfile.mkstemp(prefix="groundhog-tape-", suffix=".sqlite3")
     os.close(handle)
     return Path(name)
 
 
-def _remove(path: Path) -> None:
+def remove_tape_file(path: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
 @router.get("/{tape}/export")
 def export(tape: str, request: Request) -> FileResponse:
-    path = _temporary_path()
+    path = temporary_tape_path()
     try:
         with transaction(store_of(request).read) as session:
             found = find_tape(tape, session=session)
@@ -54,13 +54,13 @@ def export(tape: str, request: Request) -> FileResponse:
             summary = redaction_summary(found.id, found.config, session=session)
             export_tape(found, path, session=session, config={**found.config, "redaction": summary})
     except BaseException:
-        _remove(path)
+        remove_tape_file(path)
         raise
     return FileResponse(
         path,
         media_type=SQLITE_MEDIA_TYPE,
         filename=f"{tape}.sqlite3",
-        background=BackgroundTask(_remove, path),
+        background=BackgroundTask(remove_tape_file, path),
     )
 
 
@@ -116,7 +116,7 @@ def _import(request: Request, path: Path, name: str | None) -> dict[str, Any]:
 async def import_(request: Request, name: str | None = None) -> dict[str, Any]:
     if name is not None:
         check_tape_name(name)
-    path = _temporary_path()
+    path = temporary_tape_path()
     try:
         size = 0
         with path.open("wb") as handle:
@@ -129,4 +129,4 @@ async def import_(request: Request, name: str | None = None) -> dict[str, Any]:
             raise InvalidInput("send the exported SQLite file as the request body")
         return await run_in_threadpool(_import, request, path, name)
     finally:
-        _remove(path)
+        remove_tape_file(path)

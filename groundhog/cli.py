@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # typer's vendored click and parameter base exist from typer 
 
 from groundhog import cli_migrate, cli_servers, cli_worker
 from groundhog.cli_common import CliSettings
-from groundhog.cli_tape import tape_app
+from groundhog.cli_dataset import tape_app  # cli_tape's, with verify and publish added
 
 app = typer.Typer(
     name="groundhog",

@@ -1,5 +1,5 @@
-"""`groundhog tape …`: open, list, show, fork, report, seal, unseal, digest, export, import,
-verify.
+"""`groundhog tape …`: open, list, show, fork, report, seal, unseal, digest, export, import
+(verify and publish: cli_dataset).
 
 The admin API is JSON over HTTP; these commands make it usable from a shell with readable
 tables by default and `--json` for scripts.
@@ -24,6 +24,7 @@ from groundhog.cli_common import (
     settings_of,
     transfer_progress,
 )
+from groundhog.dataset.folder import FolderError, checked_export
 from groundhog.models import BranchInfo, DecisionCounts, TapeInfo
 
 tape_app = typer.Typer(
@@ -258,10 +259,20 @@ def export(
 @tape_app.command("import")
 def import_tape(
     ctx: typer.Context,
-    source: Annotated[Path, typer.Argument(help="A file made by `groundhog tape export`.")],
+    source: Annotated[
+        Path,
+        typer.Argument(
+            help="A file made by `groundhog tape export`, or a folder by `groundhog tape publish`."
+        ),
+    ],
     name: Annotated[str, typer.Option("--name", help="The new tape's name.")],
 ) -> None:
-    """Import an exported SQLite file as a new tape."""
+    """Import an exported SQLite file (or a published dataset folder) as a new tape."""
+    if source.is_dir():
+        try:
+            source = checked_export(source)
+        except FolderError as error:
+            raise fail(str(error)) from None
     if not source.is_file():
         raise fail(f"{source} is not a file: give the path `groundhog tape export` wrote")
     conflict = f"choose another name: groundhog tape import {source} --name NEW_NAME"
@@ -277,48 +288,6 @@ def import_tape(
 
         tape = client.import_tape(source, name, progress=advance)
     console.print(f"imported {source} as {tape.name} ({tape.exchanges} exchanges)")
-
-
-def print_verification(result: dict[str, Any]) -> None:
-    """The per-branch summary and, on failure, the first mismatch with its address."""
-    table = Table("branch", "asks", "replayed", "matched", "skipped", "shim resumes", "ok")
-    for branch in result.get("branches", []):
-        table.add_row(
-            branch["branch"],
-            str(branch["asks"]),
-            str(branch["replayed"]),
-            str(branch["matched"]),
-            str(branch["skipped"]),
-            "yes" if branch["shim_counters_resume"] else "NO",
-            "ok" if branch["ok"] else "[red]FAILED[/]",
-        )
-    console.print(table)
-    console.print(f"connections towards the world: {result['live_connections']}")
-    if result.get("problem"):
-        console.print(f"[red]problem:[/] {result['problem']}")
-    mismatch = result.get("first_mismatch")
-    if mismatch:
-        console.print(
-            f"[red]first mismatch:[/] branch {mismatch['branch']} event {mismatch['seq']}: "
-            f"{mismatch['method']} {mismatch['url']}\n"
-            f"  address: key {mismatch['key']!r}, occurrence {mismatch['occurrence']}, "
-            f"fingerprint {mismatch['fingerprint']!r} (exchange {mismatch['exchange_id']})\n"
-            f"  {mismatch['reason']}"
-        )
-
-
-@tape_app.command("verify")
-def verify(ctx: typer.Context, name: TapeName, as_json: JsonFlag = False) -> None:
-    """Replay every branch of a sealed copy with the world closed; fail on any difference."""
-    with reporting(), settings_of(ctx).client() as client:
-        result = client.verify(name)
-    if as_json:
-        print_json(result)
-    else:
-        print_verification(result)
-    if not result["ok"]:
-        raise fail(f"tape {name} does not replay as recorded")
-    console.print(f"verified {name}: every branch replays byte for byte, world closed")
 
 
 @tape_app.command("rm")

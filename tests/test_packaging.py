@@ -21,7 +21,10 @@ from tests.support.servers import REPO_ROOT
 
 PROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
 LOCAL = {"groundhog", "resolver", "store", "proxy", "worldsim", "bench", "tests", "examples"}
-HEAVY = {"sqlalchemy", "mitmproxy", "fastapi", "uvicorn", "alembic", "numpy", "scipy"}
+HEAVY = {
+    "sqlalchemy", "mitmproxy", "fastapi", "uvicorn", "alembic", "numpy", "scipy", "pyarrow",
+    "pandas", "huggingface_hub",
+}  # fmt: skip
 IMPORT_TO_DISTRIBUTIONS = importlib.metadata.packages_distributions()
 
 
@@ -43,6 +46,8 @@ INSTALLS = {
     "services": CORE | extra("services"),
     "bench": CORE | extra("services") | extra("bench"),
     "reliability": CORE | extra("services") | extra("bench") | extra("reliability"),
+    "datasets": CORE | extra("datasets"),
+    "hub": CORE | extra("datasets") | extra("hub"),
 }
 
 
@@ -88,8 +93,22 @@ def test_the_core_install_has_none_of_the_services_packages() -> None:
 
 def test_the_worker_side_imports_only_core_requirements_at_module_level() -> None:
     # Functions may import a service package on use (`groundhog migrate` needs SQLAlchemy).
-    assert undeclared(sources("groundhog"), "core", module_level_only=True) == []
-    assert undeclared(sources("groundhog"), "services", module_level_only=False) == []
+    worker = [path for path in sources("groundhog") if "dataset" not in path.parts]
+    assert undeclared(worker, "core", module_level_only=True) == []
+    assert undeclared(worker, "services", module_level_only=False) == []
+
+
+def test_publishing_needs_only_the_datasets_extra_and_the_hub_upload_its_own() -> None:
+    hub = [REPO_ROOT / "groundhog" / "dataset" / "hub.py"]
+    publishing = [path for path in sources("groundhog/dataset") if path not in hub]
+    assert undeclared(publishing, "datasets", module_level_only=False) == []
+    assert undeclared(hub, "hub", module_level_only=False) == []
+    # `tape import DIR` reads a folder's layout on the core install.
+    assert (
+        undeclared([REPO_ROOT / "groundhog/dataset/folder.py"], "core", module_level_only=False)
+        == []
+    )
+    assert "datasets" in extra("dev") and "pyarrow" in extra("datasets")
 
 
 def test_every_service_import_is_declared() -> None:
@@ -160,6 +179,7 @@ def loaded_heavy_modules(*args: str, env: dict[str, str] | None = None) -> list[
 def test_client_commands_start_without_the_services_packages() -> None:
     assert loaded_heavy_modules("--help") == []
     assert loaded_heavy_modules("tape", "ls", "--help") == []
+    assert loaded_heavy_modules("tape", "publish", "--help") == []
     # Against a resolver that is not there: the command runs to its error, still light.
     env = {"GROUNDHOG_RESOLVER_URL": "http://127.0.0.1:9", "PATH": "/usr/bin:/bin"}
     assert loaded_heavy_modules("tape", "ls", env=env) == []

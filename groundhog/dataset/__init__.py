@@ -1,0 +1,1 @@
+"""Tapes as datasets: `tape publish` writes a verified tape as a folder others can load."""

@@ -17,14 +17,19 @@ from tests.store.test_blob_integrity import flip_first_byte
 from tests.support.servers import ServerProcess
 
 
-def record_a_group(gh: Groundhog, tape_name: str, upstream: Upstream) -> None:
-    """Root reads twice, forks two children that read the same and their own pages, and one
-    child forks again: every branch has a conversation, some shared, some its own."""
+def record_a_group(
+    gh: Groundhog, tape_name: str, upstream: Upstream, tls_upstream: Upstream | None = None
+) -> None:
+    """Root reads twice (and over HTTPS, if given), forks two children that read the same and
+    their own pages, and one child forks again: every branch has a conversation, some shared,
+    some its own."""
     tape = gh.open(tape_name, world_seed=11)
     root = tape.branch("root")
     with root.shim(), root.client() as client:
         client.get(f"{upstream.url}/news/{tape_name}")
         client.get(f"{upstream.url}/news/{tape_name}", headers={"Accept": "text/plain"})
+        if tls_upstream is not None:
+            client.get(f"{tls_upstream.url}/secure/{tape_name}")
         first, second = root.fork(2)
     for child in (first, second):
         with child.shim(), child.client() as client:
@@ -36,20 +41,20 @@ def record_a_group(gh: Groundhog, tape_name: str, upstream: Upstream) -> None:
 
 
 def test_verify_replays_every_branch_with_the_world_closed(
-    gh_proxied: Groundhog, tape_name: str, http_upstream: Upstream, tmp_path: Path
+    gh_proxied: Groundhog, tape_name: str, http_upstream: Upstream, https_upstream: Upstream
 ) -> None:
-    record_a_group(gh_proxied, tape_name, http_upstream)
-    hits = len(http_upstream.hits)
+    record_a_group(gh_proxied, tape_name, http_upstream, https_upstream)
+    hits = len(http_upstream.hits) + len(https_upstream.hits)
     sandboxes = set(Path(tempfile.gettempdir()).glob("groundhog-verify-*"))
     result = gh_proxied.verify(tape_name)
     assert result["problem"] is None and result["first_mismatch"] is None, result
     assert result["ok"] is True and result["live_connections"] == 0
     branches = {branch["branch"]: branch for branch in result["branches"]}
     assert set(branches) == {"root", "root/b0", "root/b1", "root/b1/b0"}
-    assert branches["root"]["matched"] == 2 and branches["root/b0"]["matched"] == 2
+    assert branches["root"]["matched"] == 3 and branches["root/b0"]["matched"] == 2
     assert branches["root/b1/b0"]["matched"] == 1
     assert all(branch["shim_counters_resume"] for branch in branches.values())
-    assert len(http_upstream.hits) == hits, "verify reached the world"
+    assert len(http_upstream.hits) + len(https_upstream.hits) == hits, "verify reached the world"
     assert set(Path(tempfile.gettempdir()).glob("groundhog-verify-*")) <= sandboxes, "left behind"
     # The tape on the resolver is as it was: verify worked on a copy elsewhere.
     assert [t.name for t in gh_proxied.list_tapes()].count(tape_name) == 1

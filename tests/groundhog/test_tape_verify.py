@@ -43,6 +43,18 @@ def record_a_group(
         client.get(f"{upstream.url}/news/{tape_name}")
 
 
+def edit_recorded_urls(data_dir: Path, tape: str, new_url: str, like: str) -> None:
+    """Rewrite the stored request URL (to the SQL expression `new_url`) of the tape's exchanges
+    whose URL is `like`, in the resolver's own store, as a hand edit would."""
+    with sqlite3.connect(data_dir / "groundhog.sqlite3") as connection:
+        connection.execute(
+            f"update gh_exchanges set request_url = {new_url} "
+            "where tape_id = (select id from gh_tapes where name = ?) and request_url like ?",
+            (tape, like),
+        )
+    connection.close()
+
+
 def test_verify_replays_every_branch_with_the_world_closed(
     gh_proxied: Groundhog, tape_name: str, http_upstream: Upstream, https_upstream: Upstream
 ) -> None:
@@ -93,13 +105,9 @@ def test_verify_names_the_first_ask_that_misses(
 ) -> None:  # fmt: skip
     record_a_group(gh_proxied, tape_name, http_upstream)
     # A request edited in the store no longer keys to its recording: the sealed copy refuses it.
-    with sqlite3.connect(data_dir / "groundhog.sqlite3") as connection:
-        connection.execute(
-            "update gh_exchanges set request_url = replace(request_url, '?q=1', '?q=2') "
-            "where tape_id = (select id from gh_tapes where name = ?) and request_url like ?",
-            (tape_name, "%/own/%/root/b1?q=1"),
-        )
-    connection.close()
+    edit_recorded_urls(
+        data_dir, tape_name, "replace(request_url, '?q=1', '?q=2')", "%/own/%/root/b1?q=1"
+    )
     env = {"GROUNDHOG_RESOLVER_URL": resolver.url, "COLUMNS": "200"}
     result = CliRunner().invoke(app, ["tape", "verify", tape_name, "--json"], env=env)
     assert result.exit_code == 1, result.output

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import sqlite3
 from pathlib import Path
 
 import pandas as pd
@@ -16,7 +15,7 @@ from groundhog.cli import app
 from groundhog.client import Groundhog
 from groundhog.dataset.audit_gate import AuditRefused, audit_gate
 from groundhog.dataset.folder import TABLES, table_file
-from tests.groundhog.test_tape_verify import record_a_group
+from tests.groundhog.test_tape_verify import edit_recorded_urls, record_a_group
 from tests.groundhog.upstream import Upstream
 from tests.support.servers import ServerProcess
 
@@ -113,13 +112,7 @@ def test_publish_refuses_a_tape_that_does_not_verify(
     http_upstream: Upstream, tmp_path: Path,
 ) -> None:  # fmt: skip
     record_a_group(gh_proxied, tape_name, http_upstream)
-    with sqlite3.connect(data_dir / "groundhog.sqlite3") as connection:
-        connection.execute(
-            "update gh_exchanges set request_url = request_url || '&edited=1' "
-            "where tape_id = (select id from gh_tapes where name = ?) and request_url like ?",
-            (tape_name, "%/own/%"),
-        )
-    connection.close()
+    edit_recorded_urls(data_dir, tape_name, "request_url || '&edited=1'", "%/own/%")
     folder = tmp_path / "dataset"
     code, output = cli(resolver, "tape", "publish", tape_name, str(folder), "--allow-unscrubbed")
     assert code == 1 and "does not replay as recorded" in output

@@ -51,11 +51,12 @@ def dataset_card(
     settings = {k: v for k, v in asdict(tape).items() if k not in ("name", "exchanges", "branches")}
     config = json.dumps(settings, indent=2, sort_keys=True)
     replayed = sum(b["replayed"] for b in verification.get("branches", []))
+    live = verification.get("live_connections", 0)
     return f"""{_front_matter()}
 # Groundhog tape `{tape.name}`
 
-A recorded world for branching agent RL, made with [Groundhog](https://github.com/): every
-branch of a fork was served the same exogenous bytes, and anything a branch's own writes
+A recorded world for branching agent RL, made with Groundhog (`pip install groundhog-rl`):
+every branch of a fork was served the same exogenous bytes, and anything a branch's own writes
 changed was fetched again. Replaying this tape serves each branch exactly what it was served.
 
 | | |
@@ -68,7 +69,7 @@ changed was fetched again. Replaying this tape serves each branch exactly what i
 | bodies | {counts.bodies} ({counts.body_bytes} bytes) |
 | events | {counts.events} |
 | branches | {counts.branches} |
-| verified | {replayed} asks replayed byte for byte with the world closed, 0 live connections |
+| verified | {replayed} asks replayed byte for byte with the world closed, {live} live connections |
 | secrets audit | {audit} |
 
 ## Branch tree

@@ -82,7 +82,7 @@ def test_a_published_folder_loads_with_pandas_and_datasets_and_imports_back(
 
     card = (folder / "README.md").read_text()
     assert digest in card and "world seed | `11`" in card and "`root/b1/b0`" in card
-    assert "secrets audit | not run" in card
+    assert "secrets audit | not run" in card and "with the world closed, 0 live connections" in card
 
     code, output = cli(resolver, "tape", "import", str(folder), "--name", f"{tape_name}-back")
     assert code == 0, output

@@ -121,9 +121,13 @@ def test_verify_names_the_first_ask_that_misses(
     assert "does not replay as recorded" in result.output
 
 
-@pytest.mark.parametrize("cooperative", [True, False], ids=["cooperative", "uncooperative"])
+@pytest.mark.parametrize(
+    ("mode", "cooperative"),
+    [("groundhog", True), ("groundhog", False), ("replay", True), ("naive", True)],
+    ids=["groundhog-cooperative", "groundhog-uncooperative", "replay", "naive"],
+)
 def test_verify_passes_on_a_recorded_benchmark_group(
-    gh_proxied: Groundhog, proxy: ServerProcess, tape_name: str, cooperative: bool
+    gh_proxied: Groundhog, proxy: ServerProcess, tape_name: str, mode: str, cooperative: bool
 ) -> None:
     """A benchmark group (bench/groups.py) against worldsim: sessions, writes, reviews of the
     agent's own write, concurrent siblings; with the world stopped, verify still replays it."""
@@ -133,11 +137,11 @@ def test_verify_passes_on_a_recorded_benchmark_group(
             run_id=tape_name, cooperative=cooperative,
         )  # fmt: skip
         run_group(
-            context, tape=tape_name, world_seed=3, mode="groundhog", dependency_model="closure",
+            context, tape=tape_name, world_seed=3, mode=mode, dependency_model="closure",
             strategies=["skim", "verify"], seed_base=5, probe=False, branch_label="g",
         )  # fmt: skip
     decisions = gh_proxied.report(tape_name).totals.decisions
-    reads = decisions.get("recorded", 0) + decisions.get("refetched", 0)
+    reads = sum(decisions.get(word, 0) for word in ("recorded", "refetched", "shared"))
     assert decisions.get("write", 0) > 0 and reads > 0, decisions
     # The world is gone now: anything verify tried to fetch would fail, and be counted.
     result = gh_proxied.verify(tape_name)

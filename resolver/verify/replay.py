@@ -70,14 +70,16 @@ class Replay:
     summaries: dict[str, BranchSummary] = field(default_factory=dict)
 
 
+def _end_to_end(name: str) -> bool:
+    """A header of the message itself: neither framing nor Groundhog's own."""
+    lowered = name.lower()
+    return lowered not in FRAMING and not lowered.startswith(GROUNDHOG_PREFIX)
+
+
 def answer_headers(headers: list[list[str]] | httpx.Headers) -> list[tuple[str, str]]:
     """The headers that are the answer itself, as (lowercase name, value), in order."""
     pairs = headers.multi_items() if isinstance(headers, httpx.Headers) else headers
-    return [
-        (name.lower(), value)
-        for name, value in pairs
-        if name.lower() not in FRAMING and not name.lower().startswith(GROUNDHOG_PREFIX)
-    ]
+    return [(name.lower(), value) for name, value in pairs if _end_to_end(name)]
 
 
 def proxied_client(proxy_url: str, ca_file: str) -> httpx.Client:
@@ -98,11 +100,7 @@ def _mismatch(branch: str, ask: Ask, reason: str) -> Mismatch:
 
 def _ask_again(replay: Replay, branch: str, ask: Ask) -> str | None:
     """Send one ask through the proxy; None if the answer is what was served, else why not."""
-    headers = [
-        (name, value)
-        for name, value in ask.headers
-        if name.lower() not in FRAMING and not name.lower().startswith(GROUNDHOG_PREFIX)
-    ]
+    headers = [(name, value) for name, value in ask.headers if _end_to_end(name)]
     headers += [("X-Groundhog-Tape", replay.conversation.tape), ("X-Groundhog-Branch", branch)]
     request = replay.http.build_request(ask.method, ask.url, headers=headers, content=ask.body)
     try:

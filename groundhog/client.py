@@ -212,6 +212,11 @@ class Groundhog:
             page, after = self.events(name, branch=branch, after=after)
             yield from page
 
+    def diff(self, name: str, a: str, b: str) -> dict[str, Any]:
+        """Where branches `a` and `b` diverged, the reads they share and why the others not."""
+        route = f"/v1/tapes/{_segment(name)}/diff"
+        return dict(self.transport.json("GET", route, params={"a": a, "b": b}))
+
     def exchange(self, name: str, exchange_id: int) -> dict[str, Any]:
         return self.transport.json("GET", f"/v1/tapes/{_segment(name)}/exchanges/{exchange_id}")
 

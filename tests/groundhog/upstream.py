@@ -44,6 +44,20 @@ def _handler(upstream: Upstream) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
+        def do_POST(self) -> None:
+            # A write: counted like a read, answered with the body's length, so a test can
+            # make a branch change the world and see which reads Groundhog then refetches.
+            length = int(self.headers.get("Content-Length") or 0)
+            received = self.rfile.read(length)
+            with upstream.lock:
+                upstream.hits.append(self.path)
+            body = json.dumps({"path": self.path, "written": len(received)}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
         def log_message(self, format: str, *args: object) -> None:
             return
 

@@ -73,7 +73,8 @@ class RolloutGroups:
             return
         try:
             # No counters sent: the child takes its parent's stored ones, on whichever node.
-            self.tape.client.fork(self.tape.name, parent, [name], shim_counters=None)
+            # Named branches of one group on purpose: siblings joining it are not a re-fork.
+            self.tape.client.fork(self.tape.name, parent, [name], shim_counters=None, warn=False)
         except GroundhogError as error:
             if error.status != 409:  # 409: another node (or an earlier call) made it already
                 raise

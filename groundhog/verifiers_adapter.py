@@ -158,7 +158,8 @@ class GroundhogRollouts:
                 group = self.tape.fork(self.parent, 1, shim_counters=None)[0].path
                 self._groups[key] = group
                 logger.info("group %s of %s is branch %s", key, self.tape.name, group)
-            path = self.tape.fork(group, 1, shim_counters=None)[0].path
+            # A sibling joins its group on purpose: the group's earlier children are the point.
+            path = self.tape.fork(group, 1, shim_counters=None, warn=False)[0].path
             branch = RolloutBranch(self.tape.name, path, group, self.tape.world_seed)
             self.branches.append(branch)
             return branch

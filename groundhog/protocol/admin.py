@@ -97,6 +97,9 @@ class BranchList:
 class ForkResult:
     parent: str
     branches: list[str]
+    # What the fork cannot make true, said once (e.g. the parent already had children, whose
+    # recordings the new ones will be served where they ask alike).
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,9 @@ class DecisionCounts(Extensible):
     passthrough: int = 0
     lies: int = 0
     lie_rate: float = 0.0
+    # Reads served a recording made after a live write to their origin by a branch outside
+    # their lineage: a world with global state may have leaked that write (resolver/contamination).
+    possibly_contaminated: int = 0
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ REPORT_FIELDS = (
     ("unrecorded", "went live, unrecorded"),
     ("passthrough", "passthrough"),
     ("lies", "lies"),
+    ("possibly_contaminated", "possibly contaminated"),
 )
 
 
@@ -149,6 +150,9 @@ def _forks(tape: str, report: Mapping[str, Any]) -> Markup:
 
 
 def show_tape(tape: str, request: Request) -> HTMLResponse:
+    # Imported here: the sections link to timelines and exchanges, whose pages import this one.
+    from resolver.ui import report_sections
+
     with transaction(request.app.state.store.read) as session:
         found = find_tape(tape, session=session)
         view = tape_view(found, session=session)
@@ -182,5 +186,7 @@ def show_tape(tape: str, request: Request) -> HTMLResponse:
         _forks(found.name, report),
         tag("h2", "Report"),
         _report(found.name, report),
+        tag("h2", "What the report knows, and what it cannot"),
+        report_sections.knowledge(found.name, report),
         crumbs=[(UI_ROOT, "tapes"), (tape_href(found.name), found.name)],
     )

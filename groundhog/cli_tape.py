@@ -25,6 +25,7 @@ from groundhog.cli_common import (
     settings_of,
     transfer_progress,
 )
+from groundhog.cli_costs import cost_table
 from groundhog.models import BranchInfo, DecisionCounts, TapeInfo
 from groundhog.protocol.report_notes import CANNOT_SEE, LIES
 
@@ -215,6 +216,8 @@ def report(ctx: typer.Context, name: TapeName, as_json: JsonFlag = False) -> Non
         table.add_row(*_counts_row(path, counts))
     table.add_row(*_counts_row("[bold]total[/]", result.totals))
     console.print(table)
+    if result.costs:
+        console.print(cost_table(result.costs))
     for note in (LIES, CANNOT_SEE):
         console.print(note, style="dim", markup=False, soft_wrap=True)
 

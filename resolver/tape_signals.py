@@ -13,10 +13,11 @@ from sqlalchemy.orm import Session
 
 from groundhog.protocol.report_notes import NOTES
 from resolver.contamination import contamination_view, suspects
+from resolver.costs import cost_report
 from resolver.policy import RECORDING_DECISIONS
 from resolver.report import build_report
 from resolver.signals import EMPTY_DIGEST, branch_signals, exogenous_digests, fork_signals
-from store import contamination, inspect, signals
+from store import contamination, costs, inspect, signals
 from store.branches import list_branches
 from store.models import Tape
 
@@ -91,3 +92,10 @@ def branch_signal_views(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
             view["fork"] = report["forks"][path]
         views[path] = view
     return views
+
+
+def cost_section(tape: Tape, *, session: Session) -> dict[str, Any]:
+    """The cost report (`resolver/costs.py`) of a tape, priced by its config's `prices`."""
+    parents = {b.path: b.parent_path for b in list_branches(tape.id, session=session)}
+    tallies = costs.host_tallies(tape.id, session=session)
+    return cost_report(tape.config.get("prices") or {}, tallies, parents)

@@ -60,6 +60,7 @@ class TapeInfo(Extensible):
     simulator_url: str | None = None
     simulate_writes: bool = False
     record_transport_failures: bool = False
+    prices: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,9 @@ class TapeReport:
     mode: str
     totals: DecisionCounts
     branches: dict[str, DecisionCounts]
+    # The cost report: live calls made and avoided per branch, group and host, priced by the
+    # tape's `prices` (costs None when it has none). Empty from a resolver that predates it.
+    costs: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Self:
@@ -138,6 +142,7 @@ class TapeReport:
                 path: DecisionCounts.from_json(counts)
                 for path, counts in (data.get("branches") or {}).items()
             },
+            costs=dict(data.get("costs") or {}),
         )
 
 

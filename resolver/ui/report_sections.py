@@ -46,3 +46,41 @@ def knowledge(tape: str, report: Mapping[str, Any]) -> Markup:
     headings = ["recording", "read", "recorded by", "after the live write of", "reads served it"]
     parts.append(table(headings, rows, id="possibly-contaminated"))
     return join(parts)
+
+
+def _money(value: float | None) -> str:
+    return "—" if value is None else f"{value:.4f}"
+
+
+def costs(tape: str, report: Mapping[str, Any]) -> Markup:
+    """Live calls made and avoided, and their price when the tape has `prices`."""
+    headings = ["", "live calls made", "avoided (served from the tape)", "cost", "cost avoided"]
+
+    def row(label: object, counts: Mapping[str, Any]) -> list[object]:
+        return [label, counts["live_calls"], counts["avoided"],
+                _money(counts["cost"]), _money(counts["cost_avoided"])]  # fmt: skip
+
+    rows = [row(tag("strong", "whole tape"), report["totals"])]
+    rows += [row(f"group: fork of {parent} ({len(g['children'])} children)", g)
+             for parent, g in report["groups"].items()]  # fmt: skip
+    rows += [
+        row(link(timeline_href(tape, path), path), b) for path, b in report["branches"].items()
+    ]
+    hosts = [
+        [tag("code", host), "—" if h["price"] is None else h["price"], h["live_calls"],
+         h["avoided"], _money(h["cost"]), _money(h["cost_avoided"])]
+        for host, h in report["hosts"].items()
+    ]  # fmt: skip
+    priced = (
+        "Priced per live call by the tape's prices."
+        if report["priced"]
+        else "The tape names no prices (config `prices`: host → price of one live call)."
+    )
+    parts: list[object] = [tag("p", priced, class_="note"), table(headings, rows, id="costs")]
+    if report["unpriced_hosts"]:
+        parts.append(
+            tag("p", "No price for: " + ", ".join(report["unpriced_hosts"]), class_="note")
+        )
+    headings = ["host", "price", "live calls", "avoided", "cost", "cost avoided"]
+    parts.append(table(headings, hosts, id="cost-hosts"))
+    return join(parts)

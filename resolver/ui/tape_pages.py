@@ -13,7 +13,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from resolver.routes.tapes import find_tape
-from resolver.tape_signals import signed_report
+from resolver.tape_signals import cost_section, signed_report
 from resolver.ui.chart import decisions_chart
 from resolver.ui.layout import UI_ROOT, badge, legend, page
 from resolver.ui.markup import Markup, link, path_segment, table, tag, url
@@ -158,6 +158,7 @@ def show_tape(tape: str, request: Request) -> HTMLResponse:
         view = tape_view(found, session=session)
         branches = list_branches(found.id, session=session)
         report = signed_report(found, session=session)
+        spent = cost_section(found, session=session)
         tree = _tree(branches, found.name, report)
         drawing = tree_svg(
             parents_of(branches), report["branches"], lambda path: timeline_href(found.name, path)
@@ -188,5 +189,7 @@ def show_tape(tape: str, request: Request) -> HTMLResponse:
         _report(found.name, report),
         tag("h2", "What the report knows, and what it cannot"),
         report_sections.knowledge(found.name, report),
+        tag("h2", "Live calls and their cost"),
+        report_sections.costs(found.name, spent),
         crumbs=[(UI_ROOT, "tapes"), (tape_href(found.name), found.name)],
     )

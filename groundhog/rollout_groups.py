@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
+import requests
 
 from groundhog.branch import Branch
 from groundhog.errors import GroundhogError
@@ -136,6 +137,11 @@ class RolloutGroups:
             "request": [_require_rollout, *hooks.get("request", []), add_branch_headers_async],
         }
         return self._tools.async_httpx_client(**kwargs)
+
+    def requests_session(self) -> requests.Session:
+        """A requests session for every rollout of the process, naming the current rollout's
+        branch on each request (for frameworks whose tools hold a `requests.Session`)."""
+        return self._tools.requests_session()
 
 
 async def _require_rollout(request: httpx.Request) -> None:

@@ -24,6 +24,7 @@ from skyrl_gym.envs.search.env import SearchEnvConfig  # noqa: E402
 from groundhog.client import Groundhog  # noqa: E402
 from groundhog.rollout_groups import RolloutGroups  # noqa: E402
 from groundhog.skyrl_gym import route_tool_groups  # noqa: E402
+from tests.groundhog.upstream import send_json  # noqa: E402
 from tests.support.threaded_server import ThreadedServer  # noqa: E402
 
 
@@ -47,12 +48,7 @@ def retrieval() -> Iterator[Retrieval]:
                 state.calls += 1
                 serial = state.calls
             documents = [{"document": {"contents": f"{query['query']} result {serial}"}}]
-            body = json.dumps({"result": [documents]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            send_json(self, {"result": [documents]})
 
         def log_message(self, format: str, *args: object) -> None:
             return

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from groundhog.protocol.report_notes import NOTES
 from resolver.contamination import contamination_view, suspects
 from resolver.costs import cost_report
-from resolver.policy import RECORDING_DECISIONS
+from resolver.policy import RECORDING_DECISIONS, Decision
 from resolver.report import build_report
 from resolver.signals import EMPTY_DIGEST, branch_signals, exogenous_digests, fork_signals
 from store import contamination, costs, inspect, signals
@@ -61,10 +61,12 @@ def _add_contamination(
     report: dict[str, Any], tape: Tape, fork_points: dict[str, int], *, session: Session
 ) -> None:
     """`possibly_contaminated` per branch and in total, and the suspect recordings listed."""
-    writes = contamination.live_writes(tape.id, session=session)
+    writes = contamination.live_writes(tape.id, Decision.WRITE, session=session)
     found = []
     if writes:
-        recordings = contamination.read_recordings_after(tape.id, writes[0].id, session=session)
+        recordings = contamination.read_recordings_after(
+            tape.id, writes[0].id, [Decision.RECORDED, Decision.REFETCHED], session=session
+        )
         found = suspects(writes, recordings, fork_points)
     served = contamination.reads_served(
         tape.id,

@@ -19,9 +19,6 @@ from sqlalchemy.orm import Session
 
 from store.models import Branch, Event
 
-LIVE_WRITE = "write"
-RECORDING_READS = ("recorded", "refetched")
-
 
 @dataclass(frozen=True)
 class Asked:
@@ -41,17 +38,21 @@ def _asks(tape_id: int) -> Select[*tuple[Any, ...]]:
     )
 
 
-def live_writes(tape_id: int, *, session: Session) -> list[Asked]:
-    query = _asks(tape_id).where(Event.decision == LIVE_WRITE).order_by(Event.id)
+def live_writes(tape_id: int, decision: str, *, session: Session) -> list[Asked]:
+    """Every write of the tape answered with `decision` (the live one), in the order answered."""
+    query = _asks(tape_id).where(Event.decision == decision).order_by(Event.id)
     return [Asked(*row) for row in session.execute(query)]
 
 
-def read_recordings_after(tape_id: int, event_id: int, *, session: Session) -> list[Asked]:
-    """Reads fetched live and recorded (so later served to others) after event `event_id`."""
+def read_recordings_after(
+    tape_id: int, event_id: int, decisions: list[str], *, session: Session
+) -> list[Asked]:
+    """Reads answered with one of `decisions` (fetched live and recorded, so later served to
+    others) after event `event_id`."""
     query = _asks(tape_id).where(
         Event.id > event_id,
         Event.is_read.is_(True),
-        Event.decision.in_(RECORDING_READS),
+        Event.decision.in_(decisions),
         Event.exchange_id.is_not(None),
     )
     return [Asked(*row) for row in session.execute(query.order_by(Event.id))]

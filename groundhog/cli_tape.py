@@ -13,19 +13,23 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
 from groundhog.cli_common import (
     console,
+    errors,
     fail,
     print_json,
     reporting,
     settings_of,
     transfer_progress,
 )
+from groundhog.cli_costs import cost_table
 from groundhog.dataset.folder import FolderError, checked_export
 from groundhog.models import BranchInfo, DecisionCounts, TapeInfo
+from groundhog.protocol.report_notes import CANNOT_SEE, LIES
 
 tape_app = typer.Typer(
     help="Create and inspect tapes (recorded worlds) on the resolver.", no_args_is_help=True
@@ -173,7 +177,9 @@ def fork(
 ) -> None:
     """Fork a branch into children at its current state."""
     with reporting(), settings_of(ctx).client() as client:
-        result = client.fork(name, parent, child or children, shim_counters=None)
+        result = client.fork(name, parent, child or children, shim_counters=None, warn=False)
+    for message in result.warnings:
+        errors.print(f"[bold yellow]warning:[/] {escape(message)}", soft_wrap=True)
     if as_json:
         print_json(_as_json(result))
         return
@@ -190,6 +196,7 @@ def _counts_row(label: str, counts: DecisionCounts) -> list[str]:
         str(counts.live_calls),
         str(counts.lies),
         f"{counts.lie_rate:.3f}",
+        str(counts.possibly_contaminated),
         decisions or "-",
     ]
 
@@ -203,13 +210,18 @@ def report(ctx: typer.Context, name: TapeName, as_json: JsonFlag = False) -> Non
         print_json(_as_json(result))
         return
     table = Table(
-        "branch", "reads", "shared", "live calls", "lies", "lie rate", "decisions",
+        "branch", "reads", "shared", "live calls", "lies", "lie rate", "possibly contaminated",
+        "decisions",
         title=f"{result.tape} ({result.mode})",
     )  # fmt: skip
     for path, counts in sorted(result.branches.items()):
         table.add_row(*_counts_row(path, counts))
     table.add_row(*_counts_row("[bold]total[/]", result.totals))
     console.print(table)
+    if result.costs:
+        console.print(cost_table(result.costs))
+    for note in (LIES, CANNOT_SEE):
+        console.print(note, style="dim", markup=False, soft_wrap=True)
 
 
 @tape_app.command("seal")

@@ -13,13 +13,14 @@ carrying the server's problem detail.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from groundhog import shim as shim_module
-from groundhog.errors import GroundhogError
+from groundhog.errors import ForkWarning, GroundhogError
 from groundhog.models import BranchEvent, BranchInfo, ForkResult, TapeDigest, TapeInfo, TapeReport
 from groundhog.tape import AUTO, Tape
 from groundhog.transport import AdminTransport
@@ -39,6 +40,7 @@ ProgressCallback = Callable[[int, int | None], None]
 # A verify replays every ask of the tape; a large tape takes minutes, not the usual seconds.
 VERIFY_TIMEOUT_S = 3600.0
 _CHUNK = 256 * 1024
+_PACKAGE_DIR = str(Path(__file__).parent)
 
 
 def _segment(value: str) -> str:
@@ -173,8 +175,13 @@ class Groundhog:
         children: int | list[str] = 2,
         *,
         shim_counters: dict[str, Any] | None = AUTO,
+        warn: bool = True,
     ) -> ForkResult:
-        """Fork `parent` into children; by default hands them this context's shim counters."""
+        """Fork `parent` into children; by default hands them this context's shim counters.
+
+        The resolver's warnings (e.g. `parent` was forked before) are raised as `ForkWarning`
+        unless `warn` is false (a caller adding siblings to a group on purpose); either way they
+        are in the result's `warnings`."""
         if shim_counters is AUTO:
             state = shim_module.current()
             shim_counters = state.counters() if state is not None else None
@@ -182,7 +189,13 @@ class Groundhog:
         if shim_counters is not None:
             body["shim_counters"] = shim_counters
         document = self.transport.json("POST", f"/v1/tapes/{_segment(name)}/fork", json=body)
-        return ForkResult(document["parent"], list(document["branches"]))
+        result = ForkResult(
+            document["parent"], list(document["branches"]), list(document.get("warnings", []))
+        )
+        for message in result.warnings if warn else ():
+            # Attributed to the caller's line, not to the client or Tape/GroupRunner inside it.
+            warnings.warn(message, ForkWarning, skip_file_prefixes=(_PACKAGE_DIR,))
+        return result
 
     def report_shim_counters(self, name: str, path: str, counters: dict[str, Any]) -> BranchInfo:
         """Store a branch's shim counters (merged: the stored sequence never goes back)."""
@@ -213,6 +226,11 @@ class Groundhog:
         while after is not None:
             page, after = self.events(name, branch=branch, after=after)
             yield from page
+
+    def diff(self, name: str, a: str, b: str) -> dict[str, Any]:
+        """Where branches `a` and `b` diverged, the reads they share and why the others not."""
+        route = f"/v1/tapes/{_segment(name)}/diff"
+        return dict(self.transport.json("GET", route, params={"a": a, "b": b}))
 
     def exchange(self, name: str, exchange_id: int) -> dict[str, Any]:
         return self.transport.json("GET", f"/v1/tapes/{_segment(name)}/exchanges/{exchange_id}")

@@ -9,6 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 
+class ForkWarning(UserWarning):
+    """A fork the resolver warned about (the fork answer's `warnings`): it was made."""
+
+
 class GroundhogError(Exception):
     """A problem: the resolver's problem+json (`status`, `title`, `detail`, extras), or a local
     one found before any request (`status` None), such as a missing file or a bad URL."""

@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
+import requests
 
 from groundhog.branch import Branch
 from groundhog.errors import GroundhogError
@@ -73,7 +74,8 @@ class RolloutGroups:
             return
         try:
             # No counters sent: the child takes its parent's stored ones, on whichever node.
-            self.tape.client.fork(self.tape.name, parent, [name], shim_counters=None)
+            # Named branches of one group on purpose: siblings joining it are not a re-fork.
+            self.tape.client.fork(self.tape.name, parent, [name], shim_counters=None, warn=False)
         except GroundhogError as error:
             if error.status != 409:  # 409: another node (or an earlier call) made it already
                 raise
@@ -135,6 +137,11 @@ class RolloutGroups:
             "request": [_require_rollout, *hooks.get("request", []), add_branch_headers_async],
         }
         return self._tools.async_httpx_client(**kwargs)
+
+    def requests_session(self) -> requests.Session:
+        """A requests session for every rollout of the process, naming the current rollout's
+        branch on each request (for frameworks whose tools hold a `requests.Session`)."""
+        return self._tools.requests_session()
 
 
 async def _require_rollout(request: httpx.Request) -> None:

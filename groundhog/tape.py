@@ -54,8 +54,11 @@ class Tape:
         children: int | list[str] = 2,
         *,
         shim_counters: dict[str, Any] | None = AUTO,
+        warn: bool = True,
     ) -> list[Branch]:
-        result = self.client.fork(self.name, parent, children, shim_counters=shim_counters)
+        result = self.client.fork(
+            self.name, parent, children, shim_counters=shim_counters, warn=warn
+        )
         return [self.branch(path) for path in result.branches]
 
     def branches(self) -> list[BranchInfo]:

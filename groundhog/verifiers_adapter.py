@@ -42,12 +42,17 @@ from groundhog.real_clock import _RealClockAsyncTransport, _RealClockTransport
 from groundhog.real_clock_requests import _RealClockAdapter
 from groundhog.shim import shim
 from groundhog.tape import Tape
+from groundhog.verifiers_v1 import stamp_group, task_content, with_runtime_env
 
 logger = logging.getLogger(__name__)
 
-ROLLOUT_METHODS = ("rollout", "a_rollout", "run_rollout")
+# `run_episode` is verifiers 0.4's (v1) rollout: `Env.run_episode(task, ctx, ...)`.
+ROLLOUT_METHODS = ("rollout", "a_rollout", "run_rollout", "run_episode")
 # Arguments that say how to sample, not what the rollout is about: never part of a group key.
-NON_TASK_ARGUMENTS = frozenset({"client", "model", "sampling_args", "kwargs", "score", "args"})
+NON_TASK_ARGUMENTS = frozenset(
+    {"client", "model", "sampling_args", "kwargs", "score", "args", "ctx", "on_trace",
+     "on_discard"}
+)  # fmt: skip
 GroupKey = Callable[[Callable[..., Any], tuple[Any, ...], dict[str, Any]], str]
 
 
@@ -120,7 +125,8 @@ def default_group_key(method: Callable[..., Any], args: tuple[Any, ...], kwargs:
             break
     else:
         task = {name: value for name, value in bound.items() if name not in NON_TASK_ARGUMENTS}
-    text = json.dumps(task, sort_keys=True, default=repr)
+    # By content, never by repr: an object keyed by its address is a group of one (fails loudly).
+    text = json.dumps(task, sort_keys=True, default=task_content)
     return "task=" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -158,7 +164,8 @@ class GroundhogRollouts:
                 group = self.tape.fork(self.parent, 1, shim_counters=None)[0].path
                 self._groups[key] = group
                 logger.info("group %s of %s is branch %s", key, self.tape.name, group)
-            path = self.tape.fork(group, 1, shim_counters=None)[0].path
+            # A sibling joins its group on purpose: the group's earlier children are the point.
+            path = self.tape.fork(group, 1, shim_counters=None, warn=False)[0].path
             branch = RolloutBranch(self.tape.name, path, group, self.tape.world_seed)
             self.branches.append(branch)
             return branch
@@ -182,6 +189,7 @@ class GroundhogRollouts:
                     return await method(*args, **kwargs)
                 key = self.group_key(method, args, kwargs)
                 branch = await asyncio.to_thread(self.allocate, key)
+                args = await asyncio.to_thread(self._with_branch_env, branch, args)
                 with self._running(branch):
                     result = await method(*args, **kwargs)
                 return annotate(result, branch)
@@ -193,11 +201,16 @@ class GroundhogRollouts:
             if _current.get() is not None:
                 return method(*args, **kwargs)
             branch = self.allocate(self.group_key(method, args, kwargs))
+            args = self._with_branch_env(branch, args)
             with self._running(branch):
                 result = method(*args, **kwargs)
             return annotate(result, branch)
 
         return run
+
+    def _with_branch_env(self, branch: RolloutBranch, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A verifiers v1 task whose runtime (harness, per-rollout toolsets) uses the branch."""
+        return with_runtime_env(args, self.tape.branch(branch.path).env)
 
     # -- clients for the environment's tools ---------------------------------------------------
 
@@ -246,6 +259,7 @@ def annotate(result: Any, branch: RolloutBranch) -> Any:
         state = result[1]
     if isinstance(state, dict):
         state.setdefault("groundhog", {"tape": branch.tape, "branch": branch.path})
+    stamp_group(result, branch.group)  # a verifiers v1 Episode
     return result
 
 

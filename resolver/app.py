@@ -30,7 +30,17 @@ from resolver.limits import BodyLimit
 from resolver.metrics import Metrics
 from resolver.recording import Recorder
 from resolver.resolution import Resolver
-from resolver.routes import branches, health, inspect, internal, tapes, transfer, tunnels, verify
+from resolver.routes import (
+    branches,
+    diff,
+    health,
+    inspect,
+    internal,
+    tapes,
+    transfer,
+    tunnels,
+    verify,
+)
 from resolver.settings import Settings, load_settings
 from resolver.wakeups import Wakeups
 from store.db import open_store
@@ -121,7 +131,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Added first, so it runs inside the body limit (middleware added later wraps it).
     app.add_middleware(FastLane, routes=internal.HOT_ROUTES, guard=check_proxy)
     app.add_middleware(BodyLimit, max_body_bytes=settings.max_body_bytes)
-    for module in (health, tapes, branches, internal, tunnels, inspect, transfer, verify):
+    for module in (health, tapes, branches, internal, tunnels, inspect, diff, transfer, verify):
         app.include_router(module.router)
     app.include_router(ui.router)
     internal.document_record_body(app)

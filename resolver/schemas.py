@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import re
 from typing import Annotated, Any, Literal
 
@@ -67,6 +68,10 @@ def encode_base64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
+_PRICED_HOST = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$")
+MAX_PRICE = 1e9
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -122,6 +127,8 @@ class TapeConfig(Strict):
     simulate_writes: bool = False
     # Record a failure before any HTTP answer (connect, TLS, timeout) as the world's answer.
     record_transport_failures: bool = False
+    # Price of one live call per host, in any currency: the cost report prices calls with it.
+    prices: dict[str, float] = {}
 
     @field_validator("name")
     @classmethod
@@ -140,6 +147,25 @@ class TapeConfig(Strict):
                 re.compile(pattern)
             except re.error as error:
                 raise ValueError(f"pattern {pattern!r} is not a regex: {error}") from error
+        return value
+
+    @field_validator("prices", mode="before")
+    @classmethod
+    def _prices(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value  # pydantic says it is not an object
+        for host, price in value.items():
+            if not isinstance(host, str) or not _PRICED_HOST.match(host):
+                raise ValueError(
+                    f"{host!r} is not a host name: give it in lowercase, without scheme, port or "
+                    "path (e.g. 'api.search.example')"
+                )
+            number_like = isinstance(price, int | float) and not isinstance(price, bool)
+            if not number_like or not math.isfinite(price) or not 0 <= price <= MAX_PRICE:
+                raise ValueError(
+                    f"the price of {host!r} must be a number from 0 to {MAX_PRICE:g} (the cost of "
+                    f"one live call), got {price!r}"
+                )
         return value
 
     def stored_config(self) -> dict[str, Any]:

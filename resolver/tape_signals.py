@@ -11,10 +11,13 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from resolver.policy import RECORDING_DECISIONS
+from groundhog.protocol.report_notes import NOTES
+from resolver.contamination import contamination_view, suspects
+from resolver.costs import cost_report
+from resolver.policy import RECORDING_DECISIONS, Decision
 from resolver.report import build_report
 from resolver.signals import EMPTY_DIGEST, branch_signals, exogenous_digests, fork_signals
-from store import inspect, signals
+from store import contamination, costs, inspect, signals
 from store.branches import list_branches
 from store.models import Tape
 
@@ -50,7 +53,32 @@ def signed_report(tape: Tape, *, session: Session, around: str | None = None) ->
         counts["exogenous_answers"] = found.get("answers", 0)
     parents = {b.path: b.parent_path for b in branches}
     report["forks"] = fork_signals(report["branches"], parents, digests)
+    _add_contamination(report, tape, {b.path: b.fork_point for b in branches}, session=session)
     return report
+
+
+def _add_contamination(
+    report: dict[str, Any], tape: Tape, fork_points: dict[str, int], *, session: Session
+) -> None:
+    """`possibly_contaminated` per branch and in total, and the suspect recordings listed."""
+    writes = contamination.live_writes(tape.id, Decision.WRITE, session=session)
+    found = []
+    if writes:
+        recordings = contamination.read_recordings_after(
+            tape.id, writes[0].id, [Decision.RECORDED, Decision.REFETCHED], session=session
+        )
+        found = suspects(writes, recordings, fork_points)
+    served = contamination.reads_served(
+        tape.id,
+        [s.recording.exchange_id for s in found if s.recording.exchange_id],
+        session=session,
+    )
+    per_branch, listing = contamination_view(found, served, listed=UNRECORDED_LISTED)
+    for path, counts in report["branches"].items():
+        counts["possibly_contaminated"] = per_branch.get(path, 0)
+    report["totals"]["possibly_contaminated"] = sum(per_branch.values())
+    report["possibly_contaminated"] = listing
+    report["notes"] = dict(NOTES)
 
 
 def branch_signal_views(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -66,3 +94,10 @@ def branch_signal_views(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
             view["fork"] = report["forks"][path]
         views[path] = view
     return views
+
+
+def cost_section(tape: Tape, *, session: Session) -> dict[str, Any]:
+    """The cost report (`resolver/costs.py`) of a tape, priced by its config's `prices`."""
+    parents = {b.path: b.parent_path for b in list_branches(tape.id, session=session)}
+    tallies = costs.host_tallies(tape.id, session=session)
+    return cost_report(tape.config.get("prices") or {}, tallies, parents)

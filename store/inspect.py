@@ -1,7 +1,8 @@
 """Read-side queries over a tape for people: event pages and per-branch decision tallies.
 
-The report and the events listing must not load a whole tape into memory; these queries page
-and aggregate in the database. Interpreting the tallies (what counts as a lie, a live call) is
+The report, the events listing and `tape diff` must not load a whole tape into memory; these
+queries page and aggregate in the database, and a diff reads only the segments of two lineages
+that differ (`Segment`). Interpreting the tallies (what counts as a lie, a live call) is
 the resolver's business, not the store's.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Row, and_, exists, func, select
+from sqlalchemy import Row, Select, and_, exists, func, select
 from sqlalchemy.orm import Session
 
 from store.models import Branch, Event, Exchange, PendingRecord
@@ -29,6 +30,7 @@ class EventRow:
     decision: str
     exchange_id: int | None
     status: int | None
+    is_read: bool = True
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ _EVENT_COLUMNS = (
     Event.fingerprint,
     Event.decision,
     Event.exchange_id,
+    Event.is_read,
 )
 
 
@@ -61,20 +64,55 @@ def events_page(
     tape_id: int, *, branch: str | None, after: int, limit: int, session: Session
 ) -> list[EventRow]:
     """Events after a cursor: the branch's `seq` with a branch, else the global event id."""
-    query = (
+    query = _served_events(tape_id)
+    if branch is not None:
+        query = query.where(Branch.path == branch, Event.seq > after).order_by(Event.seq)
+    else:
+        query = query.where(Event.id > after).order_by(Event.id)
+    return [_served_row(row) for row in session.execute(query.limit(limit))]
+
+
+def _served_events(tape_id: int) -> Select[*tuple[Any, ...]]:
+    """A tape's events with the status each was answered (a recorded upstream error: 502)."""
+    return (
         select(*_EVENT_COLUMNS, Exchange.response_status, Exchange.error_kind)
         .join(Branch, Branch.id == Event.branch_id)
         .join(Exchange, Exchange.id == Event.exchange_id, isouter=True)
         .where(Branch.tape_id == tape_id)
     )
-    if branch is not None:
-        query = query.where(Branch.path == branch, Event.seq > after).order_by(Event.seq)
-    else:
-        query = query.where(Event.id > after).order_by(Event.id)
-    rows = session.execute(query.limit(limit)).all()
-    return [
-        _event_row(row, 502 if row.error_kind is not None else row.response_status) for row in rows
-    ]
+
+
+def _served_row(row: Row[*tuple[Any, ...]]) -> EventRow:
+    return _event_row(row, 502 if row.error_kind is not None else row.response_status)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Events `after < seq <= upto` of one branch (`upto` None: to its end)."""
+
+    branch: str
+    after: int
+    upto: int | None
+
+
+def segment_events(
+    tape_id: int, segments: list[Segment], *, limit: int, session: Session
+) -> list[EventRow]:
+    """The events of `segments` in order, at most `limit` in all."""
+    found: list[EventRow] = []
+    for segment in segments:
+        if len(found) >= limit:
+            break
+        query = (
+            _served_events(tape_id)
+            .where(Branch.path == segment.branch, Event.seq > segment.after)
+            .order_by(Event.seq)
+            .limit(limit - len(found))
+        )
+        if segment.upto is not None:
+            query = query.where(Event.seq <= segment.upto)
+        found += [_served_row(row) for row in session.execute(query)]
+    return found
 
 
 def _event_row(row: Row[*tuple[Any, ...]], status: int | None) -> EventRow:
@@ -91,6 +129,7 @@ def _event_row(row: Row[*tuple[Any, ...]], status: int | None) -> EventRow:
         decision=row.decision,
         exchange_id=row.exchange_id,
         status=status,
+        is_read=bool(row.is_read),
     )
 
 

@@ -48,6 +48,8 @@ INSTALLS = {
     "reliability": CORE | extra("services") | extra("bench") | extra("reliability"),
     "datasets": CORE | extra("datasets"),
     "hub": CORE | extra("datasets") | extra("hub"),
+    # A framework integration imports its framework on use, from the framework's own extra.
+    "integrations": CORE | extra("services") | extra("verifiers"),
 }
 
 
@@ -95,7 +97,7 @@ def test_the_worker_side_imports_only_core_requirements_at_module_level() -> Non
     # Functions may import a service package on use (`groundhog migrate` needs SQLAlchemy).
     worker = [path for path in sources("groundhog") if "dataset" not in path.parts]
     assert undeclared(worker, "core", module_level_only=True) == []
-    assert undeclared(worker, "services", module_level_only=False) == []
+    assert undeclared(worker, "integrations", module_level_only=False) == []
 
 
 def test_publishing_needs_only_the_datasets_extra_and_the_hub_upload_its_own() -> None:

@@ -60,6 +60,7 @@ class TapeInfo(Extensible):
     simulator_url: str | None = None
     simulate_writes: bool = False
     record_transport_failures: bool = False
+    prices: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,9 @@ class BranchList:
 class ForkResult:
     parent: str
     branches: list[str]
+    # What the fork cannot make true, said once (e.g. the parent already had children, whose
+    # recordings the new ones will be served where they ask alike).
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,9 @@ class DecisionCounts(Extensible):
     passthrough: int = 0
     lies: int = 0
     lie_rate: float = 0.0
+    # Reads served a recording made after a live write to their origin by a branch outside
+    # their lineage: a world with global state may have leaked that write (resolver/contamination).
+    possibly_contaminated: int = 0
 
 
 @dataclass(frozen=True)
@@ -121,6 +128,9 @@ class TapeReport:
     mode: str
     totals: DecisionCounts
     branches: dict[str, DecisionCounts]
+    # The cost report: live calls made and avoided per branch, group and host, priced by the
+    # tape's `prices` (costs None when it has none). Empty from a resolver that predates it.
+    costs: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Self:
@@ -132,6 +142,7 @@ class TapeReport:
                 path: DecisionCounts.from_json(counts)
                 for path, counts in (data.get("branches") or {}).items()
             },
+            costs=dict(data.get("costs") or {}),
         )
 
 

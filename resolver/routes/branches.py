@@ -33,6 +33,22 @@ def _next_free_names(taken: set[str], count: int) -> list[str]:
     return names
 
 
+def fork_warnings(earlier_children: list[str]) -> list[str]:
+    """What a user must hear when forking a branch that was forked before.
+
+    The same words for every re-fork of one branch (no counts), so a client that warns once per
+    message (Python's default filter) says it once, not at every group of a training run."""
+    if not earlier_children:
+        return []
+    parent = earlier_children[0].rsplit("/", 1)[0]
+    return [
+        f"branch {parent!r} was forked before and already has children: the new "
+        "children start from the same point, so where they ask what those asked they are served "
+        "those recordings, not a new draw of the world. For an independent draw open a new tape "
+        "(or fork from a later point); to add siblings to that group on purpose, ignore this."
+    ]
+
+
 @router.post("/{tape}/fork", status_code=201, response_model=ForkResult)
 def fork(tape: str, body: ForkRequest, request: Request) -> dict[str, Any]:
     parent_path = check_branch_path(body.parent)
@@ -45,9 +61,8 @@ def fork(tape: str, body: ForkRequest, request: Request) -> dict[str, Any]:
                 tape=tape,
                 branch=parent_path,
             )
-        existing = {
-            path.rsplit("/", 1)[-1] for path in child_paths(found.id, parent_path, session=session)
-        }
+        earlier = child_paths(found.id, parent_path, session=session)
+        existing = {path.rsplit("/", 1)[-1] for path in earlier}
         if isinstance(body.children, int):
             names = _next_free_names(existing, body.children)
         else:
@@ -67,7 +82,7 @@ def fork(tape: str, body: ForkRequest, request: Request) -> dict[str, Any]:
         )
         for path in paths:
             fork_branch(parent, path, counters, session=session)
-        return {"parent": parent_path, "branches": paths}
+        return {"parent": parent_path, "branches": paths, "warnings": fork_warnings(earlier)}
 
 
 @router.get("/{tape}/branches", response_model=BranchList)

@@ -13,7 +13,7 @@ from resolver.policy import Decision
 from resolver.redaction_report import redaction_summary
 from resolver.routes.tapes import find_tape, store_of
 from resolver.schemas import check_branch_path, encode_base64
-from resolver.tape_signals import signed_report
+from resolver.tape_signals import cost_section, signed_report
 from store import exchanges, inspect
 from store.branches import get_branch
 from store.db import transaction
@@ -110,6 +110,7 @@ def report(tape: str, request: Request) -> dict[str, Any]:
         found = find_tape(tape, session=session)
         result = signed_report(found, session=session)
         result["redaction"] = redaction_summary(found.id, found.config, session=session)
+        result["costs"] = cost_section(found, session=session)
         return result
 
 

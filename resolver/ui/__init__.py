@@ -10,7 +10,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import HTMLResponse
 
-from resolver.ui import branch_pages, compare_page, miss_page, tape_pages
+from resolver.ui import branch_pages, compare_page, diff_page, miss_page, tape_pages
 from resolver.ui.access import (
     COOKIE_NAME,
     SESSION_SECONDS,
@@ -29,7 +29,7 @@ __all__ = ["router"]
 
 router = APIRouter(prefix=UI_ROOT, route_class=HtmlRoute, include_in_schema=False)
 _pages = APIRouter(route_class=HtmlRoute, dependencies=[Depends(_require_viewer)])
-for _module in (tape_pages, branch_pages, compare_page, miss_page):
+for _module in (tape_pages, branch_pages, compare_page, diff_page, miss_page):
     _module.register(_pages)
 
 

@@ -74,6 +74,7 @@ table.diff td { font-family: ui-monospace, Menlo, Consolas, monospace; font-size
                 white-space: pre-wrap; word-break: break-all; border-color: #eee; }
 table.diff .ln { width: 3.5em; color: #999; text-align: right; }
 tr.changed td.text { background: #fff4d6; }
+tr.diverged td { background: #fde2e1; font-weight: 600; }
 tr.removed td.left { background: #fde2e1; }
 tr.added td.right { background: #e1f6e4; }
 tr.removed td.right, tr.added td.left { background: #f4f4f4; }

@@ -22,6 +22,7 @@ from resolver.schemas import check_branch_path
 from resolver.ui.bodies import show_body
 from resolver.ui.branch_pages import exchange_href
 from resolver.ui.diff import DiffRow, differing, side_by_side
+from resolver.ui.diff_page import diff_href
 from resolver.ui.layout import UI_ROOT, badge, hash_cell, page
 from resolver.ui.markup import Markup, join, link, table, tag, url
 from resolver.ui.queries import AddressEvent, address_events, writes_before
@@ -219,7 +220,15 @@ def compare(
             if events[left].exchange_id == events[right].exchange_id
             else f"{changed} line(s) differ"
         )
-        content += [tag("h2", f"{left} ↔ {right}: {verdict}"), _diff_table(diff, left, right)]
+        content += [
+            tag("h2", f"{left} ↔ {right}: {verdict}"),
+            tag(
+                "p",
+                link(diff_href(tape, left, right), f"Whole timelines: {left} against {right}"),
+                class_="note",
+            ),
+            _diff_table(diff, left, right),
+        ]
     else:
         content.append(tag("p", "Only one sibling asked this address.", class_="note"))
     return page(

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from resolver.routes.tapes import find_tape
-from resolver.tape_signals import signed_report
+from resolver.tape_signals import cost_section, signed_report
 from resolver.ui.chart import decisions_chart
 from resolver.ui.layout import UI_ROOT, badge, legend, page
 from resolver.ui.markup import Markup, link, path_segment, table, tag, url
@@ -33,6 +33,7 @@ REPORT_FIELDS = (
     ("unrecorded", "went live, unrecorded"),
     ("passthrough", "passthrough"),
     ("lies", "lies"),
+    ("possibly_contaminated", "possibly contaminated"),
 )
 
 
@@ -149,11 +150,15 @@ def _forks(tape: str, report: Mapping[str, Any]) -> Markup:
 
 
 def show_tape(tape: str, request: Request) -> HTMLResponse:
+    # Imported here: the sections link to timelines and exchanges, whose pages import this one.
+    from resolver.ui import report_sections
+
     with transaction(request.app.state.store.read) as session:
         found = find_tape(tape, session=session)
         view = tape_view(found, session=session)
         branches = list_branches(found.id, session=session)
         report = signed_report(found, session=session)
+        spent = cost_section(found, session=session)
         tree = _tree(branches, found.name, report)
         drawing = tree_svg(
             parents_of(branches), report["branches"], lambda path: timeline_href(found.name, path)
@@ -182,5 +187,9 @@ def show_tape(tape: str, request: Request) -> HTMLResponse:
         _forks(found.name, report),
         tag("h2", "Report"),
         _report(found.name, report),
+        tag("h2", "What the report knows, and what it cannot"),
+        report_sections.knowledge(found.name, report),
+        tag("h2", "Live calls and their cost"),
+        report_sections.costs(found.name, spent),
         crumbs=[(UI_ROOT, "tapes"), (tape_href(found.name), found.name)],
     )

@@ -29,7 +29,9 @@ class RecordingClient:
         self._note("get_tape", name)
         return _info(seed=6)
 
-    def fork(self, name: str, parent: str, children: Any, *, shim_counters: Any) -> ForkResult:
+    def fork(
+        self, name: str, parent: str, children: Any, *, shim_counters: Any, warn: bool = True
+    ) -> ForkResult:
         self._note("fork", name, parent, children, shim_counters=shim_counters)
         count = children if isinstance(children, int) else len(children)
         names = children if isinstance(children, list) else [f"b{i}" for i in range(count)]

@@ -31,18 +31,32 @@ class Upstream:
             return sum(1 for hit in self.hits if hit == path)
 
 
+def send_json(handler: BaseHTTPRequestHandler, document: object) -> None:
+    """Answer `200` with `document` as JSON (a test server's whole reply)."""
+    body = json.dumps(document).encode()
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
 def _handler(upstream: Upstream) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             with upstream.lock:
                 upstream.hits.append(self.path)
                 serial = len(upstream.hits)
-            body = json.dumps({"path": self.path, "serial": serial}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            send_json(self, {"path": self.path, "serial": serial})
+
+        def do_POST(self) -> None:
+            # A write: counted like a read, answered with the body's length, so a test can
+            # make a branch change the world and see which reads Groundhog then refetches.
+            length = int(self.headers.get("Content-Length") or 0)
+            received = self.rfile.read(length)
+            with upstream.lock:
+                upstream.hits.append(self.path)
+            send_json(self, {"path": self.path, "written": len(received)})
 
         def log_message(self, format: str, *args: object) -> None:
             return

@@ -1,0 +1,100 @@
+"""A real SkyRL-Gym `search` environment on Groundhog branches, through the real stack.
+
+Three repetitions of one instance (SkyRL's `TrajectoryID(instance_id, repetition_id)`) each make
+their own `SearchEnv` and step it with one search, in threads; `route_tool_groups` sends the
+tool group's POSTs through the real proxy on each repetition's branch. The retrieval server
+answers every live call differently, so the repetitions see one result only if Groundhog
+shared it: the server must be hit once and every observation must be the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+skyrl_gym = pytest.importorskip("skyrl_gym", reason="the skyrl-gym extra is not installed")
+
+from skyrl_gym.envs.search.env import SearchEnvConfig  # noqa: E402
+
+from groundhog.client import Groundhog  # noqa: E402
+from groundhog.rollout_groups import RolloutGroups  # noqa: E402
+from groundhog.skyrl_gym import route_tool_groups  # noqa: E402
+from tests.groundhog.upstream import send_json  # noqa: E402
+from tests.support.threaded_server import ThreadedServer  # noqa: E402
+
+
+class Retrieval:
+    """A retrieval server in SkyRL's search format whose documents change on every call."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.lock = threading.Lock()
+        self.url = ""
+
+
+@pytest.fixture
+def retrieval() -> Iterator[Retrieval]:
+    state = Retrieval()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            query = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            with state.lock:
+                state.calls += 1
+                serial = state.calls
+            documents = [{"document": {"contents": f"{query['query']} result {serial}"}}]
+            send_json(self, {"result": [documents]})
+
+        def log_message(self, format: str, *args: object) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    state.url = f"http://127.0.0.1:{server.server_port}"
+    with ThreadedServer(server):
+        yield state
+
+
+def test_repetitions_of_one_instance_share_one_search_result(
+    gh_proxied: Groundhog, tape_name: str, retrieval: Retrieval
+) -> None:
+    # A search is a POST that reads: a rule says so, or every POST would be a live write.
+    rules = [{"method": "POST", "path": "/retrieve", "reads": ["index"]}]
+    tape = gh_proxied.open(tape_name, world_seed=6, dependency_model="rules", rules=rules)
+    groups = RolloutGroups(tape, use_shim=False)
+    config = SearchEnvConfig(search_url=f"{retrieval.url}/retrieve", log_requests=False)
+
+    def trajectory(repetition: int) -> str:
+        env = skyrl_gym.make(
+            "search", env_config=config, extras={"reward_spec": {"ground_truth": "x"}}
+        )
+        route_tool_groups(env, groups)
+        with groups.rollout_sync("instance-7", repetition):
+            env.init([{"role": "user", "content": "What is solar?"}])
+            step = env.step("<search>solar</search>")
+        return step["observations"][0]["content"]
+
+    with ThreadPoolExecutor(3) as pool:
+        observations = list(pool.map(trajectory, range(3)))
+
+    assert "solar result 1" in observations[0]
+    assert observations == [observations[0]] * 3
+    assert retrieval.calls == 1
+    decisions = sorted(
+        event.decision
+        for path in (f"root/instance-7/s{i}" for i in range(3))
+        for event in gh_proxied.iter_events(tape_name, branch=path)
+    )
+    assert decisions == ["recorded", "shared", "shared"]
+
+
+def test_an_environment_without_routable_tool_groups_fails_loudly(
+    gh_proxied: Groundhog, tape_name: str
+) -> None:
+    env = skyrl_gym.make("gsm8k", env_config={}, extras={"reward_spec": {"ground_truth": "4"}})
+    with pytest.raises(TypeError, match="has no tool group with a requests session"):
+        route_tool_groups(env, RolloutGroups(gh_proxied.open(tape_name, world_seed=1)))

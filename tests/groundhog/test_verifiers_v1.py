@@ -1,0 +1,147 @@
+"""`with_groundhog` on a real verifiers 0.4 (`verifiers.v1`) environment, through the real stack.
+
+A group is `Env.slots(task, 4)` run with `Env.run_slot` concurrently, as verifiers' runners do;
+each episode's tool traffic (the env's own client, and a process started with the task's
+`runtime_env()`, as verifiers starts the rollout's runtime) goes through the real proxy and
+resolver to a local upstream. The group must be one fork keyed by the task's content hash, each
+rollout its own branch, the reads shared (the upstream hit once per address), each episode
+stamped with its group; and an argument keyed only by its memory address must fail loudly.
+
+The model is the one part left out: the env's `run()` does the tool calls a harness would and
+mints the agent's trace itself, so no inference server is needed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+vf = pytest.importorskip("verifiers.v1", reason="the verifiers extra is not installed")
+
+from groundhog.client import Groundhog  # noqa: E402
+from groundhog.verifiers_adapter import with_groundhog  # noqa: E402
+from groundhog.verifiers_v1 import UnstableGroupKey  # noqa: E402
+from tests.groundhog.upstream import Upstream  # noqa: E402
+from tests.support.servers import REPO_ROOT  # noqa: E402
+
+# What a rollout's runtime process does: fetch through HTTP(S)_PROXY from its environment.
+RUNTIME_PROGRAM = """
+import json, sys, httpx
+response = httpx.get(sys.argv[1], timeout=60)
+print(json.dumps({"body": response.text,
+                  "decision": response.headers.get("X-Groundhog-Decision")}))
+"""
+
+
+class FetchEnvConfig(vf.EnvConfig):
+    # A local runtime: the default (a Prime sandbox) would need a tunnel and a login.
+    solver: vf.AgentConfig = vf.AgentConfig(runtime={"type": "subprocess"})
+
+
+class FetchEnv(vf.Env[FetchEnvConfig]):
+    async def run(self, task: Any, agents: Any) -> None:
+        async with self.groundhog.async_httpx_client() as http:
+            page = await http.get(task.data.url)
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", RUNTIME_PROGRAM, task.data.url + "/runtime",
+            env={**os.environ, **task.runtime_env()}, cwd=REPO_ROOT,
+            stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        out, _ = await process.communicate()
+        runtime = json.loads(out)
+        trace = vf.Trace(
+            task=vf.TraceTask(type=type(task).__name__, data=task.data, key=task.key,
+                              hash=task.hash),
+            agent=vf.AgentInfo(config=agents.solver.config, name="solver"),
+            info={"tool": page.text, "tool_decision": page.headers["X-Groundhog-Decision"],
+                  "runtime": runtime["body"], "runtime_decision": runtime["decision"]},
+            is_completed=True, ok=True,
+        )  # fmt: skip
+        trace.record_reward("served", 1.0)
+        # The model's turn is what this test leaves out; the trace joins the episode as an
+        # agent's finished run does (`_EpisodeAgent.run` appends to the episode's list).
+        agents.solver._completed.append(trace)
+
+
+@pytest.fixture
+def make_env(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """verifiers imports a taskset by a top-level module name: this directory joins sys.path."""
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    tasksets = importlib.import_module("vf_fetch_taskset")
+
+    def make(url: str) -> Any:
+        tasksets.FetchTaskset.url = url
+        return FetchEnv(FetchEnvConfig(taskset={"id": "vf_fetch_taskset"}))
+
+    return make
+
+
+def ctx() -> Any:
+    return vf.ModelContext(model="none", client=vf.EvalClientConfig(base_url="http://127.0.0.1:9"))
+
+
+async def run_group(env: Any, task: Any, size: int) -> list[Any]:
+    async with env.serving():
+        slots = env.slots(task, size)
+        return await asyncio.gather(*(env.run_slot(slot, ctx()) for slot in slots))
+
+
+def test_a_group_of_rollouts_is_one_fork_keyed_by_the_task_and_shares_the_world(
+    gh_proxied: Groundhog, tape_name: str, http_upstream: Upstream, make_env: Any
+) -> None:
+    url = f"{http_upstream.url}/{tape_name}/page"
+    env = with_groundhog(make_env(url), tape=gh_proxied.open(tape_name, world_seed=4))
+    (task,) = list(env.taskset)
+
+    episodes = asyncio.run(run_group(env, task, 4))
+
+    assert [e.ok for e in episodes] == [True] * 4, [e.errors for e in episodes]
+    infos = [e.traces[0].info for e in episodes]
+    assert len({info["tool"] for info in infos}) == 1  # one draw of the world for the group
+    assert len({info["runtime"] for info in infos}) == 1
+    decisions = sorted(info["tool_decision"] for info in infos)
+    assert decisions == ["recorded", "shared", "shared", "shared"]
+    assert sorted(info["runtime_decision"] for info in infos) == decisions
+    assert http_upstream.count(f"/{tape_name}/page") == 1
+    assert http_upstream.count(f"/{tape_name}/page/runtime") == 1
+    branches = [b.path for b in env.groundhog.branches]
+    groups = {b.group for b in env.groundhog.branches}
+    assert len(set(branches)) == 4 and len(groups) == 1
+    (group,) = groups
+    assert {e.group.id for e in episodes} == {group}
+    assert all(path.startswith(group + "/") for path in branches)
+    report = gh_proxied.report(tape_name)
+    assert sum(report.branches[path].reads_shared for path in branches) == 6
+
+    # The same task content again (a fresh Task object, as a new step would load it) keys the
+    # same group; its key is the task's content hash, not its repr.
+    (again,) = list(env.taskset)
+    assert again is not task and again.hash == task.hash
+    key = env.groundhog.group_key
+    assert key(env.run_episode, (again, ctx()), {}) == key(env.run_episode, (task, ctx()), {})
+    other = task.with_data(url=url + "/other")
+    assert key(env.run_episode, (other, ctx()), {}) != key(env.run_episode, (task, ctx()), {})
+
+
+class Opaque:
+    """A task-like argument with no content to key on: repr is `<… object at 0x…>`."""
+
+
+def test_an_argument_keyed_only_by_its_address_fails_loudly(
+    gh_proxied: Groundhog, tape_name: str
+) -> None:
+    class Env:
+        def run_rollout(self, job: object) -> str:
+            return "never"
+
+    env = with_groundhog(Env(), tape=gh_proxied.open(tape_name, world_seed=5))
+    with pytest.raises(UnstableGroupKey, match="names a memory address"):
+        env.run_rollout(Opaque())
+    assert gh_proxied.list_branches(tape_name)[0].children == []  # nothing was forked

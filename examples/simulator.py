@@ -20,10 +20,17 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import sys
 from typing import Any
 
-import uvicorn
-from fastapi import FastAPI
+try:
+    import uvicorn
+    from fastapi import FastAPI
+except ModuleNotFoundError as missing:  # the system python3, not the project's
+    raise SystemExit(
+        f"{missing} in {sys.executable}: run the examples with the project's Python, "
+        ".venv/bin/python examples/simulator.py (`make venv` creates .venv)"
+    ) from None
 
 app = FastAPI(title="Groundhog example simulator")
 

@@ -29,10 +29,16 @@ from collections import Counter
 from typing import Any
 from urllib.parse import urlsplit
 
-from groundhog.branch import Branch
-from groundhog.client import Groundhog
-from groundhog.group import GroupResult, GroupRunner
-from worldsim import agent
+try:
+    from groundhog.branch import Branch
+    from groundhog.client import Groundhog
+    from groundhog.group import GroupResult, GroupRunner
+    from worldsim import agent
+except ModuleNotFoundError as missing:  # the system python3, not the project's
+    raise SystemExit(
+        f"{missing} in {sys.executable}: run the examples with the project's Python, "
+        ".venv/bin/python examples/train_grpo.py (`make venv` creates .venv)"
+    ) from None
 
 logger = logging.getLogger("train_grpo")
 

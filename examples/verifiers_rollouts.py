@@ -21,9 +21,15 @@ import sys
 import uuid
 from typing import Any
 
-import httpx
+try:
+    import httpx
 
-from groundhog.verifiers_adapter import with_groundhog
+    from groundhog.verifiers_adapter import with_groundhog
+except ModuleNotFoundError as missing:  # the system python3, not the project's
+    raise SystemExit(
+        f"{missing} in {sys.executable}: run the examples with the project's Python, "
+        ".venv/bin/python examples/verifiers_rollouts.py (`make venv` creates .venv)"
+    ) from None
 
 logger = logging.getLogger("verifiers_rollouts")
 

@@ -24,11 +24,8 @@ try:
 
     from groundhog.client import Groundhog
     from groundhog.rollout_groups import RolloutGroups
-except ModuleNotFoundError as missing:  # the system python3, not the project's
-    raise SystemExit(
-        f"{missing} in {sys.executable}: run the examples with the project's Python, "
-        ".venv/bin/python examples/framework_recipes.py (`make venv` creates .venv)"
-    ) from None
+except ModuleNotFoundError as missing:  # the system python3, not the project's venv
+    sys.exit(f"{missing}: run it as .venv/bin/python examples/framework_recipes.py (make venv)")
 
 SEARCH = "/search"
 
@@ -246,12 +243,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--resolver-url", default=None, help="default GROUNDHOG_RESOLVER_URL")
     parser.add_argument("--proxy-url", default=None, help="default GROUNDHOG_PROXY_URL")
-    parser.add_argument("--world-url", default="http://127.0.0.1:8090")
-    parser.add_argument("--tape", default=None, help="default: a new random name")
     parser.add_argument("--rollouts", type=int, default=3, help="samples per group")
+    parser.add_argument("--world-url", default="http://127.0.0.1:8090")
     args = parser.parse_args(argv)
     with Groundhog(args.resolver_url, proxy_url=args.proxy_url) as gh:
-        groups = RolloutGroups(gh.open(args.tape or f"recipes-{uuid.uuid4().hex[:8]}"))
+        # A tape is one draw of the world: each run records its own.
+        groups = RolloutGroups(gh.open(f"recipes-{uuid.uuid4().hex[:8]}"))
         rewards = asyncio.run(run_recipes(groups, args.world_url, args.rollouts))
         summary = {"tape": groups.tape.name, "rewards": rewards}
     sys.stdout.write(json.dumps(summary, indent=2) + "\n")

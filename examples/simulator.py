@@ -26,11 +26,8 @@ from typing import Any
 try:
     import uvicorn
     from fastapi import FastAPI
-except ModuleNotFoundError as missing:  # the system python3, not the project's
-    raise SystemExit(
-        f"{missing} in {sys.executable}: run the examples with the project's Python, "
-        ".venv/bin/python examples/simulator.py (`make venv` creates .venv)"
-    ) from None
+except ModuleNotFoundError as missing:  # the system python3, not the project's venv
+    sys.exit(f"{missing}: run it as .venv/bin/python examples/simulator.py (make venv)")
 
 app = FastAPI(title="Groundhog example simulator")
 

@@ -34,11 +34,8 @@ try:
     from groundhog.client import Groundhog
     from groundhog.group import GroupResult, GroupRunner
     from worldsim import agent
-except ModuleNotFoundError as missing:  # the system python3, not the project's
-    raise SystemExit(
-        f"{missing} in {sys.executable}: run the examples with the project's Python, "
-        ".venv/bin/python examples/train_grpo.py (`make venv` creates .venv)"
-    ) from None
+except ModuleNotFoundError as missing:  # the system python3, not the project's venv
+    sys.exit(f"{missing}: run it as .venv/bin/python examples/train_grpo.py (make venv)")
 
 logger = logging.getLogger("train_grpo")
 

@@ -25,11 +25,8 @@ try:
     import httpx
 
     from groundhog.verifiers_adapter import with_groundhog
-except ModuleNotFoundError as missing:  # the system python3, not the project's
-    raise SystemExit(
-        f"{missing} in {sys.executable}: run the examples with the project's Python, "
-        ".venv/bin/python examples/verifiers_rollouts.py (`make venv` creates .venv)"
-    ) from None
+except ModuleNotFoundError as missing:  # the system python3, not the project's venv
+    sys.exit(f"{missing}: run it as .venv/bin/python examples/verifiers_rollouts.py (make venv)")
 
 logger = logging.getLogger("verifiers_rollouts")
 

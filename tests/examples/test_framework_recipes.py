@@ -177,5 +177,5 @@ def test_the_system_python_is_told_to_use_the_venv() -> None:
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert done.returncode == 1
-    assert ".venv/bin/python examples/framework_recipes.py" in done.stderr, done.stderr
+    assert "run it as .venv/bin/python examples/framework_recipes.py" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr

@@ -10,16 +10,22 @@ way its framework does. docs/recipes.md explains the mapping.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import json
 import sys
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+try:
+    import httpx
 
-from groundhog.client import Groundhog
-from groundhog.rollout_groups import RolloutGroups
+    from groundhog.client import Groundhog
+    from groundhog.rollout_groups import RolloutGroups
+except ModuleNotFoundError as missing:  # the system python3, not the project's venv
+    sys.exit(f"{missing}: run it as .venv/bin/python examples/framework_recipes.py (make venv)")
 
 SEARCH = "/search"
 
@@ -201,3 +207,53 @@ async def nemo_gym_collect(
         task: list(results[index * num_repeats : (index + 1) * num_repeats])
         for index, task in enumerate(tasks)
     }
+
+
+# -- run them all: `python examples/framework_recipes.py --world-url http://127.0.0.1:8090` ----
+
+
+async def run_recipes(groups: RolloutGroups, world_url: str, rollouts: int) -> dict[str, Any]:
+    """Every async recipe once on one tape, each with `rollouts` samples of its groups."""
+    async with groups.async_client() as tools:
+        ids = [TrajectoryID("solar", rep) for rep in range(rollouts)]
+        skyrl = await skyrl_generate(groups, tools, world_url, ["solar"] * rollouts, ids)
+        verl = await asyncio.gather(
+            *(
+                verl_agent_loop_run(
+                    groups, tools, world_url, raw_prompt="battery", sample_index=index,
+                    rollout_n=rollouts, uid="battery",
+                )
+                for index in range(rollouts)
+            )
+        )  # fmt: skip
+        rollout = art_rollout(groups, tools, world_url)
+        art = await gather_trajectory_groups([[rollout("wind", i) for i in range(rollouts)]])
+        nemo = await nemo_gym_collect(groups, tools, world_url, ["solar"], rollouts)
+    sandboxes = await verifiers_sandbox_group(groups, world_url, "wind", rollouts)
+    return {
+        "skyrl": skyrl,
+        "verl": list(verl),
+        "art": art[0],
+        "nemo_gym": nemo["solar"],
+        "verifiers_sandbox_decisions": sorted(sandboxes),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--resolver-url", default=None, help="default GROUNDHOG_RESOLVER_URL")
+    parser.add_argument("--proxy-url", default=None, help="default GROUNDHOG_PROXY_URL")
+    parser.add_argument("--rollouts", type=int, default=3, help="samples per group")
+    parser.add_argument("--world-url", default="http://127.0.0.1:8090")
+    args = parser.parse_args(argv)
+    with Groundhog(args.resolver_url, proxy_url=args.proxy_url) as gh:
+        # A tape is one draw of the world: each run records its own.
+        groups = RolloutGroups(gh.open(f"recipes-{uuid.uuid4().hex[:8]}"))
+        rewards = asyncio.run(run_recipes(groups, args.world_url, args.rollouts))
+        summary = {"tape": groups.tape.name, "rewards": rewards}
+    sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

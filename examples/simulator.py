@@ -20,10 +20,14 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import sys
 from typing import Any
 
-import uvicorn
-from fastapi import FastAPI
+try:
+    import uvicorn
+    from fastapi import FastAPI
+except ModuleNotFoundError as missing:  # the system python3, not the project's venv
+    sys.exit(f"{missing}: run it as .venv/bin/python examples/simulator.py (make venv)")
 
 app = FastAPI(title="Groundhog example simulator")
 

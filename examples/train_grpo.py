@@ -29,10 +29,13 @@ from collections import Counter
 from typing import Any
 from urllib.parse import urlsplit
 
-from groundhog.branch import Branch
-from groundhog.client import Groundhog
-from groundhog.group import GroupResult, GroupRunner
-from worldsim import agent
+try:
+    from groundhog.branch import Branch
+    from groundhog.client import Groundhog
+    from groundhog.group import GroupResult, GroupRunner
+    from worldsim import agent
+except ModuleNotFoundError as missing:  # the system python3, not the project's venv
+    sys.exit(f"{missing}: run it as .venv/bin/python examples/train_grpo.py (make venv)")
 
 logger = logging.getLogger("train_grpo")
 

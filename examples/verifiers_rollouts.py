@@ -21,9 +21,12 @@ import sys
 import uuid
 from typing import Any
 
-import httpx
+try:
+    import httpx
 
-from groundhog.verifiers_adapter import with_groundhog
+    from groundhog.verifiers_adapter import with_groundhog
+except ModuleNotFoundError as missing:  # the system python3, not the project's venv
+    sys.exit(f"{missing}: run it as .venv/bin/python examples/verifiers_rollouts.py (make venv)")
 
 logger = logging.getLogger("verifiers_rollouts")
 

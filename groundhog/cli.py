@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # typer's vendored click and parameter base exist from typer 
     from typer import _click
     from typer.core import _TyperParameter
 
-from groundhog import cli_inspect, cli_migrate, cli_servers, cli_worker
+from groundhog import cli_coercion, cli_inspect, cli_migrate, cli_servers, cli_worker
 from groundhog.cli_common import CliSettings
 from groundhog.cli_dataset import tape_app  # cli_tape's, with verify and publish added
 
@@ -135,6 +135,9 @@ _TYPE_LABELS = {
 # a method, however well the types match.
 typer.core.TyperOption.display_type_rich = _plain_type_label  # type: ignore[method-assign]
 typer.core.TyperArgument.display_type_rich = _plain_type_label  # type: ignore[method-assign]
+
+
+cli_coercion.install()
 
 
 def main() -> None:

@@ -27,8 +27,10 @@ if TYPE_CHECKING:
 # Where the store and the CA live unless --data or GROUNDHOG_DATA_DIR says otherwise.
 DEFAULT_DATA = Path(".groundhog")
 
-console = Console(highlight=False)
-errors = Console(stderr=True, highlight=False)
+# No emoji codes: `:name:` in a URL or a tape name is text, and the code table costs ~30 ms of
+# every command's start-up (bench/cli_speed.py).
+console = Console(highlight=False, emoji=False)
+errors = Console(stderr=True, highlight=False, emoji=False)
 
 
 @dataclass

@@ -1,7 +1,9 @@
 """`groundhog up | resolver | proxy | worldsim | bench`: run Groundhog's servers and benchmark.
 
 Each server is its package's own `python -m …` entry point; the CLI only supplies defaults
-(ports 8070/8080/8090, data under ./.groundhog) so a newcomer needs no flags to start.
+(ports 8070/8080/8090, data under ./.groundhog) so a newcomer needs no flags to start. The
+launcher is imported by the commands that use it: every `groundhog` command loads this module
+to build its help, and `groundhog tape ls` must not pay for starting servers.
 """
 
 from __future__ import annotations
@@ -12,15 +14,16 @@ import runpy
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from groundhog import launcher
 from groundhog.cli_common import DEFAULT_DATA, console, errors, fail
 from groundhog.errors import GroundhogError
 from groundhog.lifetime import tied_command
-from groundhog.worker_env import shell_exports
+
+if TYPE_CHECKING:
+    from groundhog import launcher
 
 Host = Annotated[str, typer.Option(help="Address to listen on (loopback by default).")]
 Data = Annotated[
@@ -104,6 +107,8 @@ def _run_module(module: str, args: list[str]) -> None:
 
 
 def _require_free_port(host: str, port: int) -> None:
+    from groundhog import launcher
+
     try:
         launcher.check_ports(host, {"--port": port})
     except launcher.LaunchError as error:
@@ -164,6 +169,8 @@ def worldsim(
     world: Annotated[str, typer.Option(help="Which world: research or shop.")] = "research",
 ) -> None:
     """Run worldsim, the seeded world (research or shop) the benchmark records."""
+    from groundhog import launcher
+
     _require_free_port(host, port)
     # worldsim logs only warnings; without this line a newcomer sees a silent terminal.
     mode = "uncooperative" if uncooperative else "cooperative"
@@ -194,6 +201,9 @@ def _print_exports(
     resolver_child: launcher.Service,
     proxy_child: launcher.Service,
 ) -> None:
+    from groundhog import launcher
+    from groundhog.worker_env import shell_exports
+
     resolver_url = launcher.url_for(host, resolver_port)
     exports = {
         "GROUNDHOG_RESOLVER_URL": resolver_url,
@@ -237,6 +247,8 @@ def up(
 
     Prints the exports a worker needs; Ctrl-C (or SIGTERM) stops both.
     """
+    from groundhog import launcher
+
     data = data.resolve()
     try:
         launcher.check_ports(host, {"--resolver-port": resolver_port, "--proxy-port": proxy_port})

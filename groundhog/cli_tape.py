@@ -248,7 +248,9 @@ def digest(ctx: typer.Context, name: TapeName, as_json: JsonFlag = False) -> Non
     if as_json:
         print_json(_as_json(result))
     else:
-        console.print(f"{result.digest}  {result.tape} ({result.exchanges} exchanges)")
+        # One line at any terminal width: scripts cut the digest from it (`cut -d' ' -f1`).
+        line = f"{result.digest}  {result.tape} ({result.exchanges} exchanges)"
+        console.print(line, markup=False, soft_wrap=True)
 
 
 @tape_app.command("export")

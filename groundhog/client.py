@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from groundhog import shim as shim_module
 from groundhog.errors import ForkWarning, GroundhogError
 from groundhog.models import BranchEvent, BranchInfo, ForkResult, TapeDigest, TapeInfo, TapeReport
 from groundhog.tape import AUTO, Tape
@@ -183,7 +182,9 @@ class Groundhog:
         unless `warn` is false (a caller adding siblings to a group on purpose); either way they
         are in the result's `warnings`."""
         if shim_counters is AUTO:
-            state = shim_module.current()
+            from groundhog.shim.api import current  # on use: the shim's patches cost ~0.1 s
+
+            state = current()
             shim_counters = state.counters() if state is not None else None
         body: dict[str, Any] = {"parent": parent, "children": children}
         if shim_counters is not None:

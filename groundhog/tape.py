@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from groundhog.branch import Branch
 from groundhog.models import BranchInfo, TapeDigest, TapeInfo, TapeReport
 
 if TYPE_CHECKING:
+    from groundhog.branch import Branch
     from groundhog.client import Groundhog
 
 
@@ -46,6 +46,10 @@ class Tape:
         return self.info
 
     def branch(self, path: str = "root") -> Branch:
+        # On use: a branch brings the shim and the real-clock transports, which admin commands
+        # (`groundhog tape ls`) never need.
+        from groundhog.branch import Branch
+
         return Branch(self.client, self.name, path, world_seed=self.world_seed)
 
     def fork(

@@ -97,6 +97,13 @@ def fail_with(flow: http.HTTPFlow, response: http.Response) -> None:
         flow.kill()
 
 
+# An untrusted upstream certificate is nearly always a private CA the proxy was not told about.
+UNTRUSTED_CERTIFICATE_HINT = (
+    "; if the world's certificate comes from a private CA, start the proxy with --upstream-ca "
+    "FILE (groundhog up/proxy; make up ARGS='--upstream-ca FILE'), or --insecure-upstream"
+)
+
+
 def failure_kind(flow: http.HTTPFlow, state: FlowState) -> tuple[str, str]:
     """Name a failure before any answer with the protocol's error kinds."""
     message = flow.error.msg if flow.error else "unknown failure"
@@ -107,6 +114,8 @@ def failure_kind(flow: http.HTTPFlow, state: FlowState) -> tuple[str, str]:
     if connecting and "cancelled" in lowered:
         return "timeout", f"connect timed out ({message})"
     if any(word in lowered for word in ("certificate", "tls", "ssl", "handshake")):
+        if "certificate" in lowered or "verify" in lowered:
+            return "tls", f"{message}{UNTRUSTED_CERTIFICATE_HINT}"
         return "tls", message
     if connecting:
         return "connect", message

@@ -37,6 +37,7 @@ from mitmproxy.addons import (
 from proxy.addon import GroundhogAddon
 from proxy.egress import INSECURE_WARNING, EgressAuth, parse_upstream_proxy, trust_bundle
 from proxy.options import DEFAULT_MAX_BODY_BYTES
+from proxy.startup_checks import warn_if_resolver_dead
 from proxy.tunnels import Tunnels
 from resolver.ca import ensure_ca
 
@@ -194,6 +195,7 @@ async def serve(config: ProxyConfig, on_ready: Callable[[], None] | None = None)
         )
         if on_ready is not None:
             on_ready()
+        await asyncio.to_thread(warn_if_resolver_dead, config.resolver_url)
 
     ready_task = asyncio.create_task(announce_ready())
     try:

@@ -1,10 +1,14 @@
 """Dependency models: which resources a request reads and writes (DESIGN §4).
 
-The fingerprint of a read is only as good as this answer. `closure` names the whole host
-(recall 1, the safe default); `path` the request's own path; `rules` follows declarative route
-rules from the tape config; `hints` trusts a cooperative world's `X-Groundhog-Reads/-Writes`
-headers. Under `rules` and `hints` every write also bumps `host:<host>`, so reads that fall back
-to `closure` (unmatched by a rule, or never hinted) are still invalidated by any write to the host.
+The fingerprint of a read is only as good as this answer. `closure` names the whole origin —
+scheme, host and port — (recall 1, the safe default); `path` the request's own path on its
+origin; `rules` follows declarative route rules from the tape config; `hints` trusts a
+cooperative world's `X-Groundhog-Reads/-Writes` headers. Under `rules` and `hints` every write
+also bumps `origin:<origin>`, so reads that fall back to `closure` (unmatched by a rule, or never
+hinted) are still invalidated by any write to the origin.
+
+Per origin, not per host: on one machine every local tool server is `127.0.0.1`, and a write to
+one of them must not make every other's reads `refetched`.
 """
 
 from __future__ import annotations
@@ -37,11 +41,29 @@ class Classification:
         return self.reads | self.writes
 
 
-def host_resource(request: RequestParts) -> str:
-    return f"host:{request.normalised_host}"
+def origin(request: RequestParts) -> str:
+    """`scheme://host[:port]`, the port left out when it is the scheme's default."""
+    return f"{request.scheme.lower()}://{request.authority}"
+
+
+def origin_resource(request: RequestParts) -> str:
+    return f"origin:{origin(request)}"
 
 
 def path_resource(request: RequestParts) -> str:
+    return f"path:{origin(request)}{request.path}"
+
+
+# The per-host names `closure` and `path` used before resources were per origin. Reads still
+# depend on them and writes never bump them, so a tape recorded before keeps its meaning: a
+# branch that wrote under the old names gets the same non-empty fingerprint as before (refetched
+# or replayed, never served the base recording), and a branch that never held them hashes nothing
+# for them (a name with no version leaves the fingerprint as it was).
+def legacy_host_resource(request: RequestParts) -> str:
+    return f"host:{request.normalised_host}"
+
+
+def legacy_path_resource(request: RequestParts) -> str:
     return f"path:{request.normalised_host}{request.path}"
 
 
@@ -133,13 +155,16 @@ def classify(
     `hinted_reads` is None when the world never named this key's reads, "" when it said "none".
     """
     is_write = request.method.upper() not in READ_METHODS
-    host = host_resource(request)
+    own_origin = origin_resource(request)
     closure = Classification(
-        is_write, frozenset({host}), frozenset({host}) if is_write else frozenset()
+        is_write,
+        frozenset({own_origin, legacy_host_resource(request)}),
+        frozenset({own_origin}) if is_write else frozenset(),
     )
     if model is DependencyModel.PATH:
-        own = frozenset({path_resource(request)})
-        return Classification(is_write, own, own if is_write else frozenset())
+        own = path_resource(request)
+        reads = frozenset({own, legacy_path_resource(request)})
+        return Classification(is_write, reads, frozenset({own}) if is_write else frozenset())
     if model is DependencyModel.RULES:
         matched = match_rule(request, rules)
         if matched is None:
@@ -149,7 +174,7 @@ def classify(
         writes = frozenset(_fill(t, values, request) for t in rule.get("writes") or [])
         rule_is_write = bool(writes)
         return Classification(
-            rule_is_write, reads, writes | {host} if rule_is_write else frozenset()
+            rule_is_write, reads, writes | {own_origin} if rule_is_write else frozenset()
         )
     if model is DependencyModel.HINTS:
         if hinted_reads is None:
@@ -159,7 +184,7 @@ def classify(
         return Classification(
             is_write,
             parse_resource_list(hinted_reads),
-            writes | {host} if is_write else frozenset(),
+            writes | {own_origin} if is_write else frozenset(),
         )
     return closure
 
@@ -176,7 +201,7 @@ def recorded_writes(
         for name, value in response_headers:
             if name.lower() == WRITES_HEADER:
                 named |= parse_resource_list(value)
-        return named | {host_resource(request)}
+        return named | {origin_resource(request)}
     return classification.writes
 
 

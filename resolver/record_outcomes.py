@@ -14,16 +14,17 @@ race could serve different bytes to it than to its siblings.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from sqlalchemy.orm import Session
 
 from groundhog.protocol.wire import WireResponse, wire_response
 from resolver import answers
 from resolver.asks import bump_branch
-from resolver.dependencies import Classification, host_resource, recorded_writes, response_hints
+from resolver.dependencies import Classification, origin_resource, recorded_writes, response_hints
 from resolver.echoes import Secrets
 from resolver.policy import Decision, DependencyModel
-from resolver.request import RequestParts
+from resolver.request import DEFAULT_PORTS, RequestParts
 from resolver.schemas import RecordRequest, encode_base64
 from resolver.stored_form import exchange_content
 from resolver.wakeups import Address
@@ -124,10 +125,14 @@ def finish_event(unit: Unit, pending: Pending, decision: str, exchange_id: int |
 
 def recorded_write(pending: Pending) -> tuple[RequestParts, Classification]:
     """The write a pending record was handed out for, as `recorded_writes` reads it: its
-    method and host, and the resources it writes (its host's, if none were kept)."""
+    method and origin, and the resources it writes (its origin's, if none were kept)."""
     request = pending.request
-    parts = RequestParts(method=request["method"], scheme="", host=request["host"], port=0, path="")
-    writes = frozenset(request.get("writes", [])) or frozenset({host_resource(parts)})
+    url = urlsplit(request["url"])
+    port = url.port or DEFAULT_PORTS.get(url.scheme, 0)
+    parts = RequestParts(
+        method=request["method"], scheme=url.scheme, host=request["host"], port=port, path=""
+    )
+    writes = frozenset(request.get("writes", [])) or frozenset({origin_resource(parts)})
     return parts, Classification(True, frozenset(), writes)
 
 

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
+
+from tests.support.held_ports import DEFAULT_PORTS, held_ports, port_taken
 
 POSTGRES_URL = os.environ.get(
     "GROUNDHOG_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -31,3 +34,25 @@ def postgres_url() -> str:
     if not postgres_available():
         pytest.skip(f"PostgreSQL not reachable at {POSTGRES_URL} (set GROUNDHOG_TEST_POSTGRES_URL)")
     return POSTGRES_URL
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _default_ports_held_in_ci() -> Iterator[None]:
+    """With GROUNDHOG_TEST_HOLD_DEFAULT_PORTS=1 (.ci/run sets it) the run holds 8070/8080/8090.
+
+    That is the suite beside a running `make up`: any test leaning on a default port fails.
+    Off by default so a developer's run does not take the ports from their own `make up`.
+    """
+    if os.environ.get("GROUNDHOG_TEST_HOLD_DEFAULT_PORTS") != "1":
+        yield
+        return
+    with held_ports():
+        yield
+
+
+@pytest.fixture
+def default_ports_taken() -> Iterator[list[int]]:
+    """8070/8080/8090 held (or already held by someone) for this test: `make up` is running."""
+    with held_ports() as held:
+        assert all(port_taken(port) for port in DEFAULT_PORTS)
+        yield held

@@ -19,7 +19,7 @@ from resolver.simulation import is_simulated
 from resolver.ui.assets import decision_class
 from resolver.ui.bodies import ShownBody, show_body
 from resolver.ui.layout import UI_ROOT, badge, hash_cell, legend, page
-from resolver.ui.markup import Markup, link, table, tag, url
+from resolver.ui.markup import Markup, join, link, table, tag, url
 from resolver.ui.miss_page import miss_href
 from resolver.ui.queries import events_serving
 from resolver.ui.tape_pages import tape_href, timeline_href
@@ -124,8 +124,12 @@ def timeline(
             " · children: ",
             [tag("span", link(timeline_href(tape, c), c), " ") for c in children],
         ]
-    written = (
-        f"{len(versions)} resource(s) written in this lineage"
+    written: object = (
+        [
+            "written in this lineage: ",
+            join([tag("code", name) for name in sorted(versions)], ", "),
+            " (reads that depend on them are fetched fresh)",
+        ]
         if versions
         else ("no writes in this lineage: every read shares the base recording")
     )

@@ -73,7 +73,11 @@ def _split_cell(tape_id: int, event: AddressEvent, *, session: Session) -> objec
     writes = writes_before(tape_id, event.branch, event.seq, session=session)
     if not writes:
         return tag("span", "written before the fork (inherited)", class_="muted")
-    return join([tag("div", f"#{w.seq} {w.method} {w.url}", class_="mono split") for w in writes])
+    # "event N": the write's place in its branch's timeline, never a bare "#N", which the
+    # exchange column uses for an exchange id.
+    return join(
+        [tag("div", f"event {w.seq}: {w.method} {w.url}", class_="mono split") for w in writes]
+    )
 
 
 def _cut(text: str) -> str:
@@ -182,7 +186,7 @@ def compare(
                     link(timeline_href(tape, path) + f"#event-{event.seq}", path),
                     badge(event.decision),
                     hash_cell(event.fingerprint),
-                    link(exchange_href(tape, event.exchange_id), f"#{event.exchange_id}")
+                    link(exchange_href(tape, event.exchange_id), f"exchange {event.exchange_id}")
                     if event.exchange_id is not None
                     else "",
                     "" if exchange is None else (exchange.response_status or "error"),

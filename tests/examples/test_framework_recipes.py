@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
+import os
+import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
@@ -146,3 +149,33 @@ def test_nemo_gym_sessions(stack: Stack, gh: Groundhog, groups: RolloutGroups) -
     )
     assert len(by_task["hydrogen"]) == 3 and len(set(by_task["hydrogen"])) == 1
     group_shares_one_recording(gh, groups.tape.name, [f"root/task-hydrogen/s{i}" for i in range(3)])
+
+
+def test_the_script_prints_a_json_summary_of_every_recipe(stack: Stack, tmp_path: Path) -> None:
+    """examples/README.md: each script prints a JSON summary; rollouts of a group agree."""
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    env = {k: v for k, v in env.items() if not k.startswith("GROUNDHOG_")}
+    env.update({"XDG_CACHE_HOME": str(tmp_path / "cache"), "PYTHONPATH": str(REPO_ROOT)})
+    command = [
+        sys.executable, str(RECIPES), "--resolver-url", stack.resolver.url,
+        "--proxy-url", stack.proxy.url, "--world-url", stack.world.url, "--rollouts", "2",
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout)
+    rewards = summary["rewards"]
+    assert summary["tape"].startswith("recipes-")
+    for recipe in ("skyrl", "verl", "art", "nemo_gym"):
+        assert len(rewards[recipe]) == 2 and len(set(rewards[recipe])) == 1, (recipe, rewards)
+    assert rewards["verifiers_sandbox_decisions"] == ["recorded", "shared"]
+
+
+def test_the_system_python_is_told_to_use_the_venv() -> None:
+    """Run by an interpreter without the project (no httpx, no groundhog): the fix, no traceback."""
+    done = subprocess.run(
+        [sys.executable, "-S", "-I", str(RECIPES), "--help"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "run it as .venv/bin/python examples/framework_recipes.py" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr

@@ -381,14 +381,19 @@ def test_open_takes_settings_from_a_config_file(cli, name: str, tmp_path: Path) 
 
 @pytest.mark.parametrize("command", ["resolver", "proxy"])
 def test_server_commands_take_data_from_groundhog_data_dir(
-    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, default_ports_taken: list[int]
 ) -> None:
     started: list[list[str]] = []
     monkeypatch.setattr(cli_servers, "_run_module", lambda _module, args: started.append(args))
-    from_env = runner.invoke(app, [command], env={"GROUNDHOG_DATA_DIR": str(tmp_path / "env")})
+    port = ["--port", str(free_port())]  # never the default: a `make up` may hold it
+    from_env = runner.invoke(
+        app, [command, *port], env={"GROUNDHOG_DATA_DIR": str(tmp_path / "env")}
+    )
     assert from_env.exit_code == 0, from_env.output
     flag = runner.invoke(
-        app, [command, "--data", str(tmp_path / "flag")], env={"GROUNDHOG_DATA_DIR": "ignored"}
+        app,
+        [command, *port, "--data", str(tmp_path / "flag")],
+        env={"GROUNDHOG_DATA_DIR": "ignored"},
     )
     assert flag.exit_code == 0, flag.output
     data = [args[args.index("--data") + 1] for args in started]

@@ -30,14 +30,14 @@ runner = CliRunner()
 
 
 def test_proxy_passes_egress_flags_to_the_proxy(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, default_ports_taken: list[int]
 ) -> None:
     started: list[list[str]] = []
     monkeypatch.setattr(cli_servers, "_run_module", lambda _module, args: started.append(args))
     result = runner.invoke(
         app,
         [
-            "proxy", "--data", str(tmp_path),
+            "proxy", "--port", str(free_port()), "--data", str(tmp_path),
             "--upstream-ca", "one.pem", "--upstream-ca", "two.pem", "--insecure-upstream",
             "--upstream-proxy", "http://egress:3128", "--tcp-passthrough-host", "db.internal",
         ],
@@ -52,11 +52,12 @@ def test_proxy_passes_egress_flags_to_the_proxy(
 
 
 def test_proxy_without_egress_flags_adds_none(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, default_ports_taken: list[int]
 ) -> None:
     started: list[list[str]] = []
     monkeypatch.setattr(cli_servers, "_run_module", lambda _module, args: started.append(args))
-    assert runner.invoke(app, ["proxy", "--data", str(tmp_path)]).exit_code == 0
+    proxy = ["proxy", "--port", str(free_port()), "--data", str(tmp_path)]
+    assert runner.invoke(app, proxy).exit_code == 0
     assert not any(arg.startswith(("--upstream", "--insecure", "--tcp")) for arg in started[0])
 
 

@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
+from groundhog import cli_tape
 from groundhog.cli_common import CliSettings
 from groundhog.cli_tape import tape_app
 from groundhog.errors import GroundhogError
@@ -245,6 +247,15 @@ def test_seal_unseal_digest(settings: FakeSettings) -> None:
     assert "unsealed t: misses are fetched live" in _run(settings, "unseal", "t").stdout
     assert _run(settings, "digest", "t").stdout.strip() == f"{'f' * 64}  t (9 exchanges)"
     assert json.loads(_run(settings, "digest", "t", "--json").stdout)["exchanges"] == 9
+
+
+def test_digest_is_one_line_on_a_narrow_terminal(
+    settings: FakeSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scripts cut the digest from the line: a 40-column terminal must not break it mid-phrase."""
+    monkeypatch.setattr(cli_tape, "console", Console(width=40, highlight=False))
+    shown = _run(settings, "digest", "t").stdout
+    assert shown.splitlines() == [f"{'f' * 64}  t (9 exchanges)"], shown
 
 
 def test_rm_asks_first_and_deletes_nothing_on_no(settings: FakeSettings) -> None:

@@ -11,6 +11,7 @@ hits go nowhere.
 from __future__ import annotations
 
 import contextlib
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -166,6 +167,8 @@ def test_default_trust_fails_closed_on_a_private_ca(resolver, private_world: Ups
         )
     assert recorded.status >= 500, recorded
     assert native.status >= 500, native
+    for reply in (recorded, native):  # the 502 names the fix
+        assert "--upstream-ca FILE" in json.loads(reply.body)["detail"], reply
     assert private_world.state.count() == 0  # no HTTP request reached the world
 
 

@@ -211,4 +211,6 @@ def test_failures_are_named_with_the_protocols_kinds(phase: str, message: str, k
     flow = make_flow()
     flow.error = mitm_flow.Error(message)
     flow.metadata[FAILURE_PHASE] = phase
-    assert failure_kind(flow, FlowState())[0] == kind
+    named, detail = failure_kind(flow, FlowState())
+    assert named == kind
+    assert ("--upstream-ca FILE" in detail) == ("Certificate" in message), detail

@@ -144,12 +144,26 @@ def test_a_write_changes_the_next_reads_fingerprint(store: Store) -> None:
     expected_version = hashlib.sha256(
         "\x1f".join(("", write.key.hash, write.body_sha)).encode()
     ).hexdigest()
-    expected = hashlib.sha256(f"host:api.example.com\x1f{expected_version}".encode()).hexdigest()
+    expected = hashlib.sha256(
+        f"origin:https://api.example.com\x1f{expected_version}".encode()
+    ).hexdigest()
     assert read.true_fingerprint == expected
     assert read.fingerprint == expected
     # A sibling that did not write still reads the base recording.
     sibling = _ask(store, _wire(branch="root"))
     assert sibling.fingerprint == ""
+
+
+def test_a_branch_that_wrote_under_per_host_names_keeps_its_fingerprint(store: Store) -> None:
+    """A tape recorded before resources were per origin: its writer is never served the base."""
+    _make_tape(store)
+    branch_id = _ask(store, _wire()).branch_id
+    with transaction(store.write) as session:
+        bump_branch(session, branch_id, frozenset({"host:api.example.com"}), "k", "b")
+        version = branch_versions(branch_id, session=session)["host:api.example.com"]
+    read = _ask(store, _wire())
+    before = hashlib.sha256(f"host:api.example.com\x1f{version}".encode()).hexdigest()
+    assert read.fingerprint == before, "the address it was recorded at, so a sealed tape replays"
 
 
 def test_bump_branch_chains_versions(store: Store) -> None:
@@ -174,7 +188,7 @@ def test_naive_mode_reads_at_a_private_address(store: Store) -> None:
 def test_hints_model_uses_a_recorded_hint(store: Store) -> None:
     _make_tape(store, dependency_model="hints")
     unhinted = _ask(store, _wire())
-    assert unhinted.classification.reads == frozenset({"host:api.example.com"})
+    assert "origin:https://api.example.com" in unhinted.classification.reads
     with transaction(store.write) as session:
         set_hint(unhinted.tape_id, unhinted.key.hash, "doc:1", "", session=session)
     hinted = _ask(store, _wire())
@@ -258,7 +272,9 @@ def test_an_ask_taken_as_guessed_is_the_ask_taken_plainly(any_store: Store) -> N
     wire = _wire(method="put", query=[["ts", "1"], ["a", "b"]])
     with transaction(any_store.write) as session:
         guess, branch = load_tape_and_branch(session, "t", "root/b0")
-        bump_branch(session, branch.id, frozenset({"path:api.example.com/docs/1"}), "k0", "b0")
+        bump_branch(
+            session, branch.id, frozenset({"path:https://api.example.com/docs/1"}), "k0", "b0"
+        )
     plain = _ask(any_store, wire)
     tape, guessed, read_ahead = _ask_as_guessed(any_store, guess, wire)
     assert tape == guess and guessed.true_fingerprint != ""

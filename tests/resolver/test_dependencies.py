@@ -13,17 +13,49 @@ def request(method: str = "GET", path: str = "/docs/1", **changes: object) -> Re
     return RequestParts(method, "https", "Api.Example.com", 443, path).with_changes(**changes)
 
 
-def test_closure_names_the_host() -> None:
+# What `closure` reads of api.example.com: its origin, and the per-host name tapes recorded
+# before resources were per origin wrote (read, never written: see legacy_host_resource).
+CLOSURE_READS = {"origin:https://api.example.com", "host:api.example.com"}
+
+
+def test_closure_names_the_origin() -> None:
     read = classify(request(), DependencyModel.CLOSURE)
-    assert not read.is_write and read.reads == {"host:api.example.com"} and not read.writes
+    assert not read.is_write and read.reads == CLOSURE_READS and not read.writes
     write = classify(request("DELETE"), DependencyModel.CLOSURE)
-    assert write.is_write and write.writes == {"host:api.example.com"}
+    assert write.is_write and write.writes == {"origin:https://api.example.com"}
 
 
-def test_path_names_host_and_path() -> None:
+def test_closure_is_per_origin_scheme_host_and_port() -> None:
+    """Two tool servers on one machine: one host, two origins; a write to one leaves the other."""
+    tool = request("POST", scheme="http", host="127.0.0.1", port=8101)
+    other_port = request(scheme="http", host="127.0.0.1", port=8102)
+    other_scheme = request(scheme="https", host="127.0.0.1", port=8101)
+    written = classify(tool, DependencyModel.CLOSURE).writes
+    assert written == {"origin:http://127.0.0.1:8101"}
+    for read in (other_port, other_scheme):
+        assert not written & classify(read, DependencyModel.CLOSURE).reads, read
+    same_origin = request(scheme="HTTP", host="127.0.0.1", port=8101, path="/other")
+    assert written < classify(same_origin, DependencyModel.CLOSURE).reads
+    default_port = request(scheme="http", host="h.test", port=80)
+    assert "origin:http://h.test" in classify(default_port, DependencyModel.CLOSURE).reads
+
+
+def test_reads_still_depend_on_the_per_host_names_older_tapes_wrote() -> None:
+    """A branch that wrote `host:…` before the upgrade must not be served the base recording."""
+    read = classify(request(port=8443), DependencyModel.CLOSURE)
+    assert "host:api.example.com" in read.reads
+    assert "host:api.example.com" not in classify(request("POST"), DependencyModel.CLOSURE).writes
+    path_read = classify(request(), DependencyModel.PATH)
+    assert "path:api.example.com/docs/1" in path_read.reads
+
+
+def test_path_names_origin_and_path() -> None:
     read = classify(request(), DependencyModel.PATH)
-    assert read.reads == {"path:api.example.com/docs/1"}
-    assert classify(request("PUT"), DependencyModel.PATH).writes == {"path:api.example.com/docs/1"}
+    assert read.reads == {"path:https://api.example.com/docs/1", "path:api.example.com/docs/1"}
+    written = classify(request("PUT"), DependencyModel.PATH).writes
+    assert written == {"path:https://api.example.com/docs/1"}
+    elsewhere = classify(request(scheme="http", port=8080), DependencyModel.PATH).reads
+    assert "path:http://api.example.com:8080/docs/1" in elsewhere
 
 
 RULES = [
@@ -43,7 +75,7 @@ def test_rules_fill_placeholders_from_path_query_and_body() -> None:
     body = json.dumps({"meta": {"topic": "solar"}}).encode()
     write = classify(request("POST", "/docs/42", body=body), DependencyModel.RULES, rules=RULES)
     assert write.is_write
-    assert write.writes == {"doc:42", "index:solar", "host:api.example.com"}
+    assert write.writes == {"doc:42", "index:solar", "origin:https://api.example.com"}
     search = classify(
         request(path="/search", query=(("topic", "wind"),)), DependencyModel.RULES, rules=RULES
     )
@@ -56,19 +88,19 @@ def test_rules_can_make_a_post_a_read_and_unmatched_fall_back_to_closure() -> No
     )
     assert not post_read.is_write and post_read.reads == {"index:t"}
     unmatched = classify(request(path="/docs/1"), DependencyModel.RULES, rules=RULES)
-    assert unmatched.reads == {"host:api.example.com"}  # host-specific rule is for other.com
+    assert unmatched.reads == CLOSURE_READS  # the host-specific rule is for other.com
     assert match_rule(request(host="other.com"), RULES) is not None
 
 
 def test_rules_tolerate_bad_bodies() -> None:
     write = classify(request("POST", "/docs/1", body=b"\xff"), DependencyModel.RULES, rules=RULES)
-    assert write.writes == {"doc:1", "index:", "host:api.example.com"}
+    assert write.writes == {"doc:1", "index:", "origin:https://api.example.com"}
 
 
 def test_hints_use_recorded_reads_and_fall_back_to_closure() -> None:
     hinted = classify(request(), DependencyModel.HINTS, hinted_reads="doc:1, doc:2")
     assert hinted.reads == {"doc:1", "doc:2"}
-    assert classify(request(), DependencyModel.HINTS).reads == {"host:api.example.com"}
+    assert classify(request(), DependencyModel.HINTS).reads == CLOSURE_READS
     # Hinted-empty ("reads no state") is not "never hinted": it reads nothing.
     assert classify(request(), DependencyModel.HINTS, hinted_reads="").reads == frozenset()
 
@@ -79,7 +111,7 @@ def test_write_resources_come_from_the_response_for_hints() -> None:
     assert recorded_writes(request("POST"), DependencyModel.HINTS, write, headers) == {
         "doc:1",
         "doc:9",
-        "host:api.example.com",
+        "origin:https://api.example.com",
     }
     closure = classify(request("POST"), DependencyModel.CLOSURE)
     assert (

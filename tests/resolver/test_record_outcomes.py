@@ -43,15 +43,22 @@ def test_a_recorded_write_writes_what_its_forward_kept() -> None:
 
 
 @pytest.mark.parametrize("writes", [[], None], ids=["none-kept", "older-record"])
-def test_a_recorded_write_with_no_resources_kept_writes_its_host(writes: list[str] | None) -> None:
-    request = {**PENDING.request, "method": "POST", "host": "api.example.com"}
+def test_a_recorded_write_with_no_resources_kept_writes_its_origin(
+    writes: list[str] | None,
+) -> None:
+    request = {
+        **PENDING.request,
+        "method": "POST",
+        "host": "api.example.com",
+        "url": "https://api.example.com:8443/x",
+    }
     if writes is None:
         del request["writes"]
     else:
         request["writes"] = writes
     parts, classification = recorded_write(replace(PENDING, request=request))
     assert (parts.method, parts.normalised_host) == ("POST", "api.example.com")
-    assert classification.writes == frozenset({"host:api.example.com"})
+    assert classification.writes == frozenset({"origin:https://api.example.com:8443"})
 
 
 @pytest.fixture

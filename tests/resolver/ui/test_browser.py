@@ -9,31 +9,15 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
-from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 
 from tests.resolver.proxy_double import ProxyDouble, World
 from tests.resolver.ui.workflow import Recorded, record_fork
-from tests.support.servers import LOOPBACK, ServerProcess, running_server
+from tests.support.chromium import loopback_page, needs_chromium
+from tests.support.servers import ServerProcess, running_server
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(),
-    reason="needs Debian's chromium at /usr/bin/chromium: apt-get install -y chromium",
-)
+pytestmark = needs_chromium
 
 
 @pytest.fixture(scope="module")
@@ -54,31 +38,8 @@ def tape(server: ServerProcess) -> Recorded:
 
 @pytest.fixture(scope="module")
 def browser_page(server: ServerProcess):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1200, "height": 900})
-            page.foreign_requests = []  # type: ignore[attr-defined]
-            page.console_errors = []  # type: ignore[attr-defined]
-
-            def only_loopback(route) -> None:
-                if urlsplit(route.request.url).hostname == LOOPBACK:
-                    route.continue_()
-                else:
-                    page.foreign_requests.append(route.request.url)
-                    route.abort()
-
-            page.route("**/*", only_loopback)
-            page.on(
-                "console",
-                lambda message: (
-                    message.type == "error" and page.console_errors.append(message.text)
-                ),
-            )
-            yield page
-        finally:
-            browser.close()
+    with loopback_page() as page:
+        yield page
 
 
 def _pixel_spread(png: bytes) -> tuple[float, int]:
@@ -110,7 +71,7 @@ def test_a_person_can_follow_a_fork_in_the_browser(server, tape: Recorded, brows
 
     page.locator("#timeline tr", has_text="refetched").get_by_role("link", name="siblings").click()
     assert page.locator("h1").inner_text() == "Address across siblings"
-    assert "#2 POST https://api.example.com/docs/1" in page.locator("#siblings").inner_text()
+    assert "event 2: POST https://api.example.com/docs/1" in page.locator("#siblings").inner_text()
     changed = page.locator("#diff tr.changed").all_inner_texts()
     assert any("b1 wrote this" in row for row in changed)
 

@@ -54,7 +54,9 @@ def test_timeline_colours_each_event_by_decision(ui_client: TestClient, recorded
     assert 'class="cell d-refetched"' in strip
     refetched = _row(page, "d-refetched")
     assert recorded.doc_b1.fingerprint[:12] in refetched
-    assert "forked from" in page and "1 resource(s) written" in page
+    assert "forked from" in page
+    written = page[page.index("written in this lineage") :].split("</p>")[0]
+    assert re.findall(r"<code>([^<]+)</code>", written) == ["origin:https://api.example.com"]
 
 
 def test_exchange_page_pretty_prints_and_keeps_redaction(ui_client: TestClient, recorded):
@@ -78,7 +80,10 @@ def test_compare_names_the_write_that_split_the_fingerprint(ui_client: TestClien
         params={"key": key, "occurrence": 0, "parent": "root"},
     ).text
     b1 = _row(page, "root/b1</a>")
-    assert "d-refetched" in b1 and "#2 POST https://api.example.com/docs/1" in b1
+    assert "d-refetched" in b1 and "event 2: POST https://api.example.com/docs/1" in b1
+    exchange = re.search(r'href="/ui/tapes/[^"]+/exchanges/(\d+)">([^<]+)</a>', b1)
+    assert exchange and exchange.group(2) == f"exchange {exchange.group(1)}"
+    assert not re.search(r">#\d", b1), "no bare #N: an exchange id and an event number differ"
     assert "no write in lineage" in _row(page, "root/b0</a>")
     changed = re.findall(r'<tr class="changed">(.*?)</tr>', page, flags=re.S)
     assert any("b1 wrote this" in html.unescape(row) for row in changed)

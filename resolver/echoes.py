@@ -8,22 +8,21 @@ record replaces each echo — raw, URL-encoded, base64 and JSON-escaped — by t
 placeholder. `Set-Cookie` is dropped by `resolver.redaction.redact_response_headers`.
 
 Memory only means a record that reaches another replica (or a restarted one) is stored without
-this pass; the request side is unaffected. A body whose encoding cannot be undone (brotli,
-zstd) is stored as received.
+this pass; the request side is unaffected. Bodies in gzip, deflate, brotli and zstd are
+scrubbed and encoded again (resolver/content_coding.py); any other encoding is stored as
+received, and `tape audit` reads what it can.
 """
 
 from __future__ import annotations
 
 import base64
-import gzip
 import json
 import threading
-import zlib
 from collections import OrderedDict
 from collections.abc import Sequence
 from urllib.parse import quote, quote_plus
 
-from resolver.keys import decode_content
+from resolver.content_coding import decode_content, encode_content
 
 Secrets = tuple[tuple[str, str], ...]
 MAX_PENDING = 4096
@@ -81,14 +80,6 @@ def _scrub_text(text: str, pairs: list[tuple[str, str]]) -> str:
     return text
 
 
-def _encode(data: bytes, encoding: str) -> bytes:
-    if encoding in ("gzip", "x-gzip"):
-        return gzip.compress(data, mtime=0)  # no timestamp: the tape stays deterministic
-    if encoding == "deflate":
-        return zlib.compress(data)
-    return data
-
-
 def scrub_response(
     headers: Sequence[Sequence[str]], body: bytes, secrets: Secrets
 ) -> tuple[list[list[str]], bytes, int]:
@@ -111,6 +102,6 @@ def scrub_response(
     scrubbed = _scrub_text(text, scrubbed_pairs)
     if scrubbed == text:
         return kept, body, hits
-    new_body = _encode(scrubbed.encode("latin-1"), encoding.strip().lower())
+    new_body = encode_content(scrubbed.encode("latin-1"), encoding)
     kept = [[k, str(len(new_body))] if k.lower() == "content-length" else [k, v] for k, v in kept]
     return kept, new_body, hits + 1

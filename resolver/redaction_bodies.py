@@ -16,7 +16,7 @@ import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, urlencode
 
-from resolver.keys import decode_content
+from resolver.content_coding import decode_content
 from resolver.redaction_rules import Placeholders, oauth_callback
 from resolver.secret_formats import MIN_TOKEN
 

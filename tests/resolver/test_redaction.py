@@ -298,3 +298,30 @@ def test_multipart_fields_are_redacted_by_name() -> None:
     assert b"Multi-Key-1" not in body and b"Multi-2" not in body
     assert b'name="title"\r\n\r\nreport\r\n' in body and body.endswith(b"--XyZ123--\r\n")
     assert {f.where for f in redacted.findings} == {"multipart"}
+
+
+def test_brotli_and_zstd_bodies_are_redacted_and_stored_decoded() -> None:
+    from resolver.content_coding import encode_content
+
+    for encoding in ("br", "zstd"):
+        request = _request(
+            method="POST",
+            headers=(("Content-Type", "application/json"), ("Content-Encoding", encoding)),
+            body=encode_content(json.dumps({"pwd": "hunter22", "q": "x"}).encode(), encoding),
+        )
+        redacted = redact_request(request, DEFAULT, KEY).request
+        assert redacted.header("content-encoding") is None
+        assert b"hunter22" not in redacted.body and json.loads(redacted.body)["q"] == "x"
+
+
+def test_pem_keys_and_webhook_secrets_leave_requests() -> None:
+    pem = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----"
+    hook = "T0A1B2C3D/B0E4F5G6H/Xy9zAbCdEfGhIjKlMnOpQrSt"
+    request = _json_request(
+        {"config": {"pem": pem, "notify": f"https://hooks.slack.com/services/{hook}"}}
+    )
+    redacted = redact_request(request.with_changes(path=f"/services/{hook}"), DEFAULT, KEY)
+    text = _flat(redacted.request)
+    assert "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC" not in text and "Xy9zAbCdEfGhIjKlMnOpQrSt" not in text
+    assert redacted.request.path.startswith("/services/T0A1B2C3D/B0E4F5G6H/[redacted:")
+    assert {"format-private-key", "format-slack-webhook"} <= {f.rule for f in redacted.findings}

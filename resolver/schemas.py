@@ -122,6 +122,8 @@ class TapeConfig(Strict):
     simulate_writes: bool = False
     # Record a failure before any HTTP answer (connect, TLS, timeout) as the world's answer.
     record_transport_failures: bool = False
+    # Let asks reach cloud metadata addresses (169.254.169.254, …): resolver/forbidden_targets.
+    allow_metadata_addresses: bool = False
 
     @field_validator("name")
     @classmethod

@@ -60,6 +60,7 @@ class TapeInfo(Extensible):
     simulator_url: str | None = None
     simulate_writes: bool = False
     record_transport_failures: bool = False
+    allow_metadata_addresses: bool = False
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,17 @@ def _scalar_text(value: Any) -> str | None:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+_MIN_LEAF_ECHO = 8
+_PLAIN_WORDS = re.compile(r"[A-Za-z_ ]+")
+
+
+def _string_leaves(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return [leaf for item in items for leaf in _string_leaves(item)]
+
+
 class _JsonWalker:
     def __init__(self, policy: Policy, marks: Placeholders) -> None:
         self.policy = policy
@@ -73,6 +84,12 @@ class _JsonWalker:
             return value
         replaced = self.marks.replace(text, "json", rule)
         self.changed = self.changed or replaced != text
+        if isinstance(value, dict | list):
+            # Replaced whole, yet a world may echo one string from inside it; plain words
+            # (`"type": "bearer"`) are left out, or every answer saying them would change.
+            for leaf in _string_leaves(value):
+                if len(leaf) >= _MIN_LEAF_ECHO and not _PLAIN_WORDS.fullmatch(leaf):
+                    self.marks.echoed_as(leaf, replaced)
         return replaced
 
     def _configured(self, path: tuple[str, ...]) -> bool:

@@ -175,9 +175,13 @@ class Placeholders:
         else:
             digest = hmac.new(self.key, value.encode("utf-8", "surrogatepass"), hashlib.sha256)
             placeholder = f"[redacted:{slug}:{digest.hexdigest()[:DIGEST_HEX]}]"
-        if len(value) >= MIN_ECHO:
-            self.secrets.append((value, placeholder))
+        self.echoed_as(value, placeholder)
         return placeholder
+
+    def echoed_as(self, value: str, placeholder: str) -> None:
+        """Scrub echoes of `value` by `placeholder` (a part of a value replaced whole, too)."""
+        if len(value) >= MIN_ECHO and not PLACEHOLDER.fullmatch(value):
+            self.secrets.append((value, placeholder))
 
 
 def without_identity(key_text: str) -> str:

@@ -173,6 +173,9 @@ _WHOLE_TEXT_LITERALS = {
     "private-key": ("PRIVATE KEY", "PuTTY"),
     "azure-storage-key": ("AccountKey=",),
 }
+# Whole-text formats whose match opens with the name of its value: only the value is the secret
+# (a world that echoes the bare key must find it scrubbed too).
+_NAME_BEFORE_VALUE = {"azure-storage-key": "AccountKey="}
 _ENTROPY_RUN = re.compile(r"[A-Za-z0-9_-]{32,}")
 _CAPTURING = re.compile(r"(?<!\\)\((?!\?)")
 # A named format's lazy tail (detect-secrets' JWT) is extended over the rest of its run.
@@ -245,7 +248,8 @@ class FormatScanner:
         for literals, regex, rule in self.whole:
             for literal in literals:
                 if literal in text:
-                    found += [(m.start(), m.end(), rule) for m in regex.finditer(text)]
+                    skip = len(_NAME_BEFORE_VALUE.get(rule, ""))
+                    found += [(m.start() + skip, m.end(), rule) for m in regex.finditer(text)]
                     break
         for literal, regex, rule in self.segments:
             if literal in text:

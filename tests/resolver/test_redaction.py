@@ -325,3 +325,14 @@ def test_pem_keys_and_webhook_secrets_leave_requests() -> None:
     assert "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC" not in text and "Xy9zAbCdEfGhIjKlMnOpQrSt" not in text
     assert redacted.request.path.startswith("/services/T0A1B2C3D/B0E4F5G6H/[redacted:")
     assert {"format-private-key", "format-slack-webhook"} <= {f.rule for f in redacted.findings}
+
+
+def test_strings_inside_an_object_replaced_whole_are_scrubbed_from_echoes_but_words_are_not() -> (
+    None
+):
+    document = {
+        "auth": {"type": "bearer", "value": "xoxb-1234-abcd-5678", "kind": "service_account"}
+    }
+    secrets = dict(redact_request(_json_request(document), DEFAULT, KEY).secrets)
+    assert "xoxb-1234-abcd-5678" in secrets
+    assert "bearer" not in secrets and "service_account" not in secrets

@@ -4,8 +4,9 @@ Echo services, error pages ("invalid key abc…") and debug endpoints send a req
 credentials back; recorded as they are, the credential would sit on the tape in the response
 blob. Between `/v1/resolve` (which knows the request's raw secrets) and `/v1/record` (which
 stores the response) the secrets wait here, in memory only, keyed by the forward's ticket; the
-record replaces each echo — raw, URL-encoded, base64 and JSON-escaped — by the request's own
-placeholder. `Set-Cookie` is dropped by `resolver.redaction.redact_response_headers`.
+record replaces each echo — raw, URL-encoded, base64, JSON-escaped once or twice, and each
+long line of a multi-line secret — by the request's own placeholder. `Set-Cookie` is dropped
+by `resolver.redaction.redact_response_headers`.
 
 Memory only means a record that reaches another replica (or a restarted one) is stored without
 this pass; the request side is unaffected. Bodies in gzip, deflate, brotli and zstd are
@@ -26,6 +27,7 @@ from resolver.content_coding import decode_content, encode_content
 
 Secrets = tuple[tuple[str, str], ...]
 MAX_PENDING = 4096
+MIN_ECHO_LINE = 16
 
 
 class EchoBook:
@@ -57,14 +59,19 @@ class EchoBook:
 def echo_forms(secret: str) -> list[str]:
     """The spellings in which a secret is echoed back."""
     raw = secret.encode("utf-8", "surrogatepass")
+    escaped = json.dumps(secret)[1:-1]
     forms = {
         secret,
         quote(secret, safe=""),
         quote_plus(secret),
         base64.b64encode(raw).decode("ascii"),
         base64.urlsafe_b64encode(raw).decode("ascii").rstrip("="),
-        json.dumps(secret)[1:-1],
+        escaped,
+        json.dumps(escaped)[1:-1],  # a world echoing the request's JSON text inside its own
     }
+    # A multi-line secret (a PEM key) may come back re-wrapped or re-escaped: each of its long
+    # lines is a secret of its own.
+    forms.update(line for line in secret.splitlines() if len(line) >= MIN_ECHO_LINE)
     return sorted(forms, key=len, reverse=True)
 
 

@@ -18,10 +18,8 @@ import brotli
 import httpx
 import pytest
 
-from tests.proxy.clients import proxy_url
-from tests.proxy.stack import Stack, running_stack
-from tests.proxy.test_secrets_end_to_end import spellings
-from tests.proxy.upstream_server import Upstream
+from tests.proxy.secret_scans import event_and_exchange_pages, recorded_then_replayed, spellings
+from tests.proxy.stack import Stack
 
 SLACK_SECRET = "Xy9zAbCdEfGhIjKlMnOpQr42"
 PEM_BODY = "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun"
@@ -100,19 +98,8 @@ def leaks(where: str, data: bytes) -> list[str]:
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Stack, str, list[str]]]:
     data = tmp_path_factory.mktemp("secrets-round2")
-    with Upstream(name="echo") as upstream, running_stack(data) as stack:
-        tape = stack.open_tape()
-        stack.fork(tape, ["a", "b"])
-        with httpx.Client(
-            proxy=proxy_url(stack.proxy.port, tape, "root/a"), timeout=30, trust_env=False
-        ) as client:
-            first = send_all(client, upstream.url)
+    with recorded_then_replayed(data, send_all) as (stack, tape, first, replay):
         assert first == ["recorded"] * 4 + ["write"] * 6
-        stack.seal(tape)
-        with httpx.Client(
-            proxy=proxy_url(stack.proxy.port, tape, "root/b"), timeout=30, trust_env=False
-        ) as client:
-            replay = send_all(client, upstream.url)
         yield stack, tape, replay
 
 
@@ -139,11 +126,9 @@ def test_none_reaches_the_export_events_or_exchanges_and_the_audit_is_clean(reco
     audit = stack.admin("GET", f"/v1/tapes/{tape}/audit").json()
     assert audit == {"tape": tape, "clean": True, "findings": []}
     found = leaks("export", stack.admin("GET", f"/v1/tapes/{tape}/export").content)
-    ids: set[int] = set()
-    for branch in ("root/a", "root/b"):
-        events = stack.admin("GET", f"/v1/tapes/{tape}/events", params={"branch": branch})
-        found += leaks(f"events of {branch}", events.content)
-        ids |= {e["exchange_id"] for e in events.json()["events"] if e["exchange_id"]}
+    events, ids = event_and_exchange_pages(stack, tape)
+    for branch, page in events.items():
+        found += leaks(f"events of {branch}", page)
     assert len(ids) == 10
     for exchange_id in sorted(ids):
         page = stack.admin("GET", f"/v1/tapes/{tape}/exchanges/{exchange_id}")

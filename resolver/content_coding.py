@@ -11,13 +11,14 @@ Encoding is deterministic (no timestamps), so a scrubbed tape records identicall
 from __future__ import annotations
 
 import gzip
+import importlib
 import sys
 import zlib
 
 import brotli
 
-if sys.version_info >= (3, 14):
-    from compression import zstd
+if sys.version_info >= (3, 14):  # the standard library's (mitmproxy picks the same)
+    zstd = importlib.import_module("compression.zstd")
 else:
     from backports import zstd
 

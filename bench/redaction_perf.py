@@ -48,13 +48,64 @@ DOCUMENT = {
     "filters": {"years": [2021, 2022, 2023], "lang": "en"},
     "items": [{"id": i, "title": f"result {i}", "score": i / 7} for i in range(12)],
 }
+LARGE_BODY_BYTES = 64 * 1024
+_WORDS = [
+    "wind",
+    "solar",
+    "capacity",
+    "factor",
+    "grid",
+    "storage",
+    "demand",
+    "turbine",
+    "offshore",
+    "model",
+    "agent",
+    "tool",
+    "result",
+    "search",
+    "query",
+    "page",
+    "report",
+    "northern",
+    "europe",
+    "battery",
+    "price",
+    "hour",
+    "season",
+    "forecast",
+]
+
+
+def large_document(size: int = LARGE_BODY_BYTES) -> dict:
+    """A 64 KiB model-API request (issue 31's speed row): long prose in messages, ids, counts
+    and digests beside it; deterministic, so before and after measure the same bytes."""
+    messages: list[dict] = []
+    index = 0
+    document: dict = {"model": "m-1", "max_tokens": 256, "messages": messages}
+    while len(json.dumps(document)) < size:
+        words = [_WORDS[(index * 7 + i * 3) % len(_WORDS)] for i in range(60)]
+        messages.append(
+            {
+                "role": "user" if index % 2 else "assistant",
+                "content": " ".join(words),
+                "id": f"msg_{index:06d}",
+                "digest": f"{index:064x}",
+                "usage": {"prompt_tokens": index, "completion_tokens": 2 * index},
+            }
+        )
+        index += 1
+    return document
+
+
 # Typical: the credentials ride in headers and the query. Worst: the body holds one too, so
-# it is parsed, walked and re-serialised.
+# it is parsed, walked and re-serialised. Large: 64 KiB of JSON with no secret in it.
 BODIES = {
     "typical": json.dumps(DOCUMENT).encode(),
     "secret in body": json.dumps(
         {**DOCUMENT, "session": {"user": "ann", "auth": {"password": "hunter2-correct-horse"}}}
     ).encode(),
+    "64 KiB JSON": json.dumps(large_document()).encode(),
 }
 
 

@@ -1,5 +1,5 @@
-"""`groundhog tape …`: open, list, show, fork, report, seal, unseal, digest, export, import
-(verify and publish: cli_dataset).
+"""`groundhog tape …`: open, list, show, fork, report, seal, unseal, digest, export, import,
+audit (verify and publish: cli_dataset).
 
 The admin API is JSON over HTTP; these commands make it usable from a shell with readable
 tables by default and `--json` for scripts.
@@ -17,6 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
+from groundhog.cli_audit import audit
 from groundhog.cli_common import (
     console,
     errors,
@@ -258,15 +259,21 @@ def export(
     ctx: typer.Context,
     name: TapeName,
     destination: Annotated[Path, typer.Argument(help="Where to write the SQLite file.")],
+    allow_unscrubbed: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unscrubbed", help="Export even when `tape audit` finds secrets in the tape."
+        ),
+    ] = False,
 ) -> None:
-    """Export a tape to one standalone SQLite file."""
+    """Export a tape to one standalone SQLite file (refused if `tape audit` finds secrets)."""
     with reporting(), settings_of(ctx).client() as client, transfer_progress() as progress:
         task = progress.add_task(f"export {name}", total=None)
 
         def advance(done: int, total: int | None) -> None:
             progress.update(task, completed=done, total=total)
 
-        client.export_tape(name, destination, progress=advance)
+        client.export_tape(name, destination, progress=advance, allow_unscrubbed=allow_unscrubbed)
     console.print(f"exported {name} to {destination}")
 
 
@@ -316,3 +323,6 @@ def remove(
     with reporting(), settings_of(ctx).client() as client:
         client.delete_tape(name)
     console.print(f"deleted {name}")
+
+
+tape_app.command("audit")(audit)

@@ -161,6 +161,11 @@ class Groundhog:
         path = f"/v1/tapes/{_segment(name)}/report"
         return TapeReport.from_json(self.transport.json("GET", path))
 
+    def audit(self, name: str) -> dict[str, Any]:
+        """`{"tape", "clean", "findings": [{"exchange", "where", "rule"}]}`: where the tape's
+        stored bytes still look like secrets (never the values)."""
+        return dict(self.transport.json("GET", f"/v1/tapes/{_segment(name)}/audit"))
+
     def digest(self, name: str) -> TapeDigest:
         document = self.transport.json("GET", f"/v1/tapes/{_segment(name)}/digest")
         return TapeDigest(document["tape"], document["digest"], int(document["exchanges"]))
@@ -246,14 +251,22 @@ class Groundhog:
         return document
 
     def export_tape(
-        self, name: str, destination: str | Path, *, progress: ProgressCallback | None = None
+        self,
+        name: str,
+        destination: str | Path,
+        *,
+        progress: ProgressCallback | None = None,
+        allow_unscrubbed: bool = False,
     ) -> Path:
-        """Download the tape as a standalone SQLite file; a failure leaves no partial file."""
+        """Download the tape as a standalone SQLite file; a failure leaves no partial file.
+        A tape whose audit finds secrets is refused (409) unless `allow_unscrubbed`."""
         target = Path(destination)
         partial = target.with_name(target.name + ".partial")
+        params = {"allow_unscrubbed": "true"} if allow_unscrubbed else {}
+        route = f"/v1/tapes/{_segment(name)}/export"
         try:
             with (
-                self.transport.stream("GET", f"/v1/tapes/{_segment(name)}/export") as response,
+                self.transport.stream("GET", route, params=params) as response,
                 partial.open("wb") as handle,
             ):
                 total = (

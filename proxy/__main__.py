@@ -14,6 +14,7 @@ from typing import Any
 
 from proxy.egress import EgressConfigError, parse_upstream_proxy
 from proxy.options import DEFAULT_MAX_BODY_BYTES
+from proxy.self_guard import AdminAddressError, parse_admin_address
 from proxy.server import CAUnavailable, run
 
 
@@ -91,6 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
         "online (repeatable); every other raw tunnel is closed",
     )
     parser.add_argument(
+        "--admin-address",
+        action="append",
+        default=[],
+        metavar="PORT|HOST:PORT",
+        help="another Groundhog admin endpoint the proxy must never forward to (repeatable); "
+        "the resolver's address and the proxy's own are refused always",
+    )
+    parser.add_argument(
         "--set",
         dest="settings",
         action="append",
@@ -119,8 +128,15 @@ def main(argv: Sequence[str] | None = None) -> None:
             parse_upstream_proxy(args.upstream_proxy)
         except EgressConfigError as error:
             parser.error(str(error))
+    for entry in args.admin_address:
+        try:
+            parse_admin_address(entry)
+        except AdminAddressError as error:
+            parser.error(f"--admin-address: {error}")
     branch = args.branch or ("root" if args.tape else None)
     extra_options: dict[str, Any] = {"termlog_verbosity": args.log_level.lower()}
+    if args.admin_address:
+        extra_options["groundhog_admin_addresses"] = list(args.admin_address)
     if args.upstream_timeout is not None:
         extra_options["groundhog_upstream_connect_timeout"] = args.upstream_timeout
         extra_options["groundhog_upstream_read_timeout"] = args.upstream_timeout

@@ -39,6 +39,7 @@ from proxy.resolver_client import (
     ResolverRejected,
     ResolverUnavailable,
 )
+from proxy.self_guard import SelfGuard
 from proxy.tunnels import Tunnels
 from proxy.wire import (
     add_upstream_headers,
@@ -58,6 +59,7 @@ class GroundhogAddon:
         self._tunnel_credentials: dict[str, Credentials] = {}
         self._connect_timers: dict[str, asyncio.TimerHandle] = {}
         self._retired: list[ResolverClient] = []
+        self.guard = SelfGuard()
 
     def _resolver(self) -> ResolverClient:
         assert self.resolver is not None
@@ -86,6 +88,35 @@ class GroundhogAddon:
                 wait_timeout=options.groundhog_wait_timeout,
                 wait_limit=options.groundhog_wait_limit,
             )
+        if updated & {"groundhog_resolver_url", "groundhog_admin_addresses", "listen_port"}:
+            self._build_guard(self._option_listen())
+
+    def running(self) -> None:
+        # The addresses the proxy really listens at (an ephemeral port is known only now).
+        server = ctx.master.addons.get("proxyserver")
+        bound = [(str(a[0]), int(a[1])) for a in server.listen_addrs()] if server else []
+        self._build_guard([*self._option_listen(), *bound])
+
+    def _option_listen(self) -> list[tuple[str, int]]:
+        port = ctx.options.listen_port
+        return [(ctx.options.listen_host or "0.0.0.0", port)] if port else []
+
+    def _build_guard(self, listen: list[tuple[str, int]]) -> None:
+        self.guard = SelfGuard.build(
+            resolver_url=ctx.options.groundhog_resolver_url,
+            listen=listen,
+            admin_addresses=ctx.options.groundhog_admin_addresses,
+        )
+
+    async def _refused_target(self, flow: http.HTTPFlow) -> bool:
+        """Answer a request for Groundhog's own endpoints with a problem; True if it was one."""
+        host, port = flow.request.host, flow.request.port
+        reason = await self.guard.refusal(host, port)
+        if reason is None:
+            return False
+        log.warning("refused a request for %s:%s: it is Groundhog's own endpoint", host, port)
+        flow.response = problems.forbidden_target(f"{host}:{port}", reason)
+        return True
 
     async def done(self) -> None:
         for client in [*self._retired, self.resolver]:
@@ -116,7 +147,9 @@ class GroundhogAddon:
 
     # -- identity carried by CONNECT ------------------------------------------------------
 
-    def http_connect(self, flow: http.HTTPFlow) -> None:
+    async def http_connect(self, flow: http.HTTPFlow) -> None:
+        if await self._refused_target(flow):
+            return
         try:
             credentials = credentials_from_request(flow.request)
         except CredentialsError as error:
@@ -151,6 +184,9 @@ class GroundhogAddon:
     async def _handle(self, flow: http.HTTPFlow, *, body_too_large: bool) -> None:
         state = FlowState()
         flow.metadata[META] = state
+        if await self._refused_target(flow):
+            strip_private_headers(flow.request)
+            return
         options = ctx.options
         try:
             identity, missing = identify(

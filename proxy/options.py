@@ -6,6 +6,7 @@ the same names, types and defaults; without them the addon would have no resolve
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import cast
 
 from mitmproxy.addonmanager import Loader
@@ -75,4 +76,11 @@ def declare_options(loader: Loader) -> None:
         120.0,
         "Seconds a recorded live call may take in all; past it the call is upstream-failed "
         "(timeout), or a stream already flowing continues unrecorded as passthrough.",
+    )
+    loader.add_option(
+        "groundhog_admin_addresses",
+        Sequence[str],
+        [],
+        "Groundhog's other admin endpoints (PORT for every local address, or HOST:PORT) that "
+        "the proxy refuses to forward to, as it refuses the resolver and its own address.",
     )

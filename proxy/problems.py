@@ -116,3 +116,8 @@ def not_recorded(url: str, reason: str) -> http.Response:
         f"the live call to {url} happened, but its answer could not be recorded ({reason}); "
         "nothing was served so that every branch gets the same bytes. A retry is safe.",
     )
+
+
+def forbidden_target(target: str, detail: str) -> http.Response:
+    """A request for Groundhog's own endpoints (proxy/self_guard.py): nothing was forwarded."""
+    return problem_response(403, "forbidden-target", "Target refused", detail, target=target)

@@ -25,6 +25,7 @@ from resolver.dependencies import Classification, classify
 from resolver.errors import NotFound
 from resolver.faults import FaultRule, rules_of
 from resolver.fingerprint import bump_versions, fingerprint
+from resolver.forbidden_targets import refuse_metadata
 from resolver.keys import RequestKey, request_key
 from resolver.policy import DependencyModel, Mode, lookup_fingerprint
 from resolver.redaction import policy_from_config, redact_request_cached
@@ -132,6 +133,7 @@ def draft_ask(
 ) -> Draft:
     """Redact and key the request (pure: nothing is read or written)."""
     config = tape.config
+    refuse_metadata(wire.host, wire.port, config)
     raw = RequestParts(
         method=wire.method.upper(),
         scheme=wire.scheme,

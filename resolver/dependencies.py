@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from groundhog.protocol import headers as protocol_headers
-from resolver.keys import decode_content
+from resolver.content_coding import decode_content
 from resolver.policy import READ_METHODS, DependencyModel
 from resolver.request import RequestParts
 

@@ -4,29 +4,30 @@ Echo services, error pages ("invalid key abc…") and debug endpoints send a req
 credentials back; recorded as they are, the credential would sit on the tape in the response
 blob. Between `/v1/resolve` (which knows the request's raw secrets) and `/v1/record` (which
 stores the response) the secrets wait here, in memory only, keyed by the forward's ticket; the
-record replaces each echo — raw, URL-encoded, base64 and JSON-escaped — by the request's own
-placeholder. `Set-Cookie` is dropped by `resolver.redaction.redact_response_headers`.
+record replaces each echo — raw, URL-encoded, base64, JSON-escaped once or twice, and each
+long line of a multi-line secret — by the request's own placeholder. `Set-Cookie` is dropped
+by `resolver.redaction.redact_response_headers`.
 
 Memory only means a record that reaches another replica (or a restarted one) is stored without
-this pass; the request side is unaffected. A body whose encoding cannot be undone (brotli,
-zstd) is stored as received.
+this pass; the request side is unaffected. Bodies in gzip, deflate, brotli and zstd are
+scrubbed and encoded again (resolver/content_coding.py); any other encoding is stored as
+received, and `tape audit` reads what it can.
 """
 
 from __future__ import annotations
 
 import base64
-import gzip
 import json
 import threading
-import zlib
 from collections import OrderedDict
 from collections.abc import Sequence
 from urllib.parse import quote, quote_plus
 
-from resolver.keys import decode_content
+from resolver.content_coding import decode_content, encode_content
 
 Secrets = tuple[tuple[str, str], ...]
 MAX_PENDING = 4096
+MIN_ECHO_LINE = 16
 
 
 class EchoBook:
@@ -58,14 +59,19 @@ class EchoBook:
 def echo_forms(secret: str) -> list[str]:
     """The spellings in which a secret is echoed back."""
     raw = secret.encode("utf-8", "surrogatepass")
+    escaped = json.dumps(secret)[1:-1]
     forms = {
         secret,
         quote(secret, safe=""),
         quote_plus(secret),
         base64.b64encode(raw).decode("ascii"),
         base64.urlsafe_b64encode(raw).decode("ascii").rstrip("="),
-        json.dumps(secret)[1:-1],
+        escaped,
+        json.dumps(escaped)[1:-1],  # a world echoing the request's JSON text inside its own
     }
+    # A multi-line secret (a PEM key) may come back re-wrapped or re-escaped: each of its long
+    # lines is a secret of its own.
+    forms.update(line for line in secret.splitlines() if len(line) >= MIN_ECHO_LINE)
     return sorted(forms, key=len, reverse=True)
 
 
@@ -79,14 +85,6 @@ def _scrub_text(text: str, pairs: list[tuple[str, str]]) -> str:
         if form in text:
             text = text.replace(form, placeholder)
     return text
-
-
-def _encode(data: bytes, encoding: str) -> bytes:
-    if encoding in ("gzip", "x-gzip"):
-        return gzip.compress(data, mtime=0)  # no timestamp: the tape stays deterministic
-    if encoding == "deflate":
-        return zlib.compress(data)
-    return data
 
 
 def scrub_response(
@@ -111,6 +109,6 @@ def scrub_response(
     scrubbed = _scrub_text(text, scrubbed_pairs)
     if scrubbed == text:
         return kept, body, hits
-    new_body = _encode(scrubbed.encode("latin-1"), encoding.strip().lower())
+    new_body = encode_content(scrubbed.encode("latin-1"), encoding)
     kept = [[k, str(len(new_body))] if k.lower() == "content-length" else [k, v] for k, v in kept]
     return kept, new_body, hits + 1

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, quote, urlencode
 
+from resolver.content_coding import decode_content
 from resolver.request import RequestParts
 
 # v2: repeated query names keep their relative order; negotiation headers and the placeholders
@@ -35,35 +35,12 @@ NEGOTIATION_HEADERS = frozenset(
     }
 )
 _PLACEHOLDER_MARK = "[redacted:"
-MAX_DECODED_BODY_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
 class RequestKey:
     readable: str
     hash: str
-
-
-def decode_content(
-    body: bytes, encoding: str | None, cap: int = MAX_DECODED_BODY_BYTES
-) -> bytes | None:
-    """The body without gzip/deflate encoding, or None if it cannot be decoded within `cap`."""
-    name = (encoding or "").strip().lower()
-    if name in ("", "identity"):
-        return body
-    if name not in ("gzip", "x-gzip", "deflate"):
-        return None
-    window = 16 + zlib.MAX_WBITS if name in ("gzip", "x-gzip") else zlib.MAX_WBITS
-    for wbits in (window, -zlib.MAX_WBITS) if name == "deflate" else (window,):
-        try:
-            decoder = zlib.decompressobj(wbits)
-            decoded = decoder.decompress(body, cap)
-            if decoder.unconsumed_tail:
-                return None
-            return decoded + decoder.flush()
-        except zlib.error:
-            continue
-    return None
 
 
 def _hashed(body: bytes) -> str:

@@ -22,7 +22,13 @@ from functools import lru_cache
 from typing import Any
 
 from resolver.redaction_bodies import redact_body
-from resolver.redaction_rules import Finding, Placeholders, credential_word
+from resolver.redaction_rules import (
+    OAUTH_CALLBACK_NAMES,
+    Finding,
+    Placeholders,
+    credential_word,
+    oauth_callback,
+)
 from resolver.request import RequestParts
 from resolver.secret_formats import (
     HIGH_ENTROPY,
@@ -84,8 +90,13 @@ class Policy:
         extra = tuple(Format(f"tape-pattern-{i}", p) for i, p in enumerate(patterns))
         self.scanner = FormatScanner(formats, entropy=HIGH_ENTROPY not in self.disable, extra=extra)
 
-    def name_rule(self, name: str, configured: frozenset[str], kind: str) -> str | None:
-        """The rule redacting a field called `name`, or None."""
+    def name_rule(
+        self, name: str, configured: frozenset[str], kind: str, *, oauth: bool = False
+    ) -> str | None:
+        """The rule redacting a field called `name`, or None; `oauth` says the request is
+        shaped like an OAuth callback, so its `code` and `state` are credentials too."""
+        if oauth and name.lower() in OAUTH_CALLBACK_NAMES and name.lower() not in self.keep:
+            return f"name-oauth-{name.lower()}"
         if not configured and not self.keep and "names" not in self.disable:
             word = credential_word(name)  # the common case: defaults only, cached
             return f"name-{word}" if word else None
@@ -162,14 +173,15 @@ def redact_request(request: RequestParts, policy: Policy, key: bytes) -> Redacte
         (name, _redact_header(name, value, policy, marks)) for name, value in request.headers
     ]
     query = []
+    oauth = oauth_callback(request.path, (name for name, _value in request.query))
     for name, value in request.query:
-        rule = policy.name_rule(name, policy.params, "param")
+        rule = policy.name_rule(name, policy.params, "param", oauth=oauth)
         if rule is not None:
             query.append((name, marks.replace(value, "query", rule)))
         else:
             query.append((name, policy.scan(value, "query", marks)))
     path = policy.scan(request.path, "path", marks)
-    body, headers = redact_body(request.body, headers, policy, marks)
+    body, headers = redact_body(request.body, headers, policy, marks, path=request.path)
     redacted = request.with_changes(
         headers=tuple(headers), query=tuple(query), path=path, body=body
     )

@@ -1,9 +1,12 @@
-"""Redaction inside request bodies: JSON at any depth, form fields, and text of any other kind.
+"""Redaction inside request bodies: JSON at any depth, form fields, multipart parts, and text
+of any other kind.
 
 Bodies are where agents put passwords and keys most often (a login form, a JSON `password`
-three levels down, a key pasted into a prompt), and they are stored as blobs that outlive the
-request. A changed body is stored decoded, so its `Content-Encoding` and `Content-Length` go;
-a body that cannot be decoded (an unknown encoding) is left as sent and keys by its hash.
+three levels down, a multipart `api_key` field, a key pasted into a prompt), and they are
+stored as blobs that outlive the request. A JSON object or array under a credential name is
+replaced whole: everything inside `"credentials": {...}` is the credential. A changed body is
+stored decoded, so its `Content-Encoding` and `Content-Length` go; a body that cannot be
+decoded (an unknown encoding) is left as sent and keys by its hash.
 """
 
 from __future__ import annotations
@@ -13,8 +16,8 @@ import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, urlencode
 
-from resolver.keys import decode_content
-from resolver.redaction_rules import Placeholders
+from resolver.content_coding import decode_content
+from resolver.redaction_rules import Placeholders, oauth_callback
 from resolver.secret_formats import MIN_TOKEN
 
 if TYPE_CHECKING:
@@ -31,6 +34,17 @@ def _scalar_text(value: Any) -> str | None:
     if isinstance(value, str | int | float):
         return str(value)
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+_MIN_LEAF_ECHO = 8
+_PLAIN_WORDS = re.compile(r"[A-Za-z_ ]+")
+
+
+def _string_leaves(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return [leaf for item in items for leaf in _string_leaves(item)]
 
 
 class _JsonWalker:
@@ -70,6 +84,12 @@ class _JsonWalker:
             return value
         replaced = self.marks.replace(text, "json", rule)
         self.changed = self.changed or replaced != text
+        if isinstance(value, dict | list):
+            # Replaced whole, yet a world may echo one string from inside it; plain words
+            # (`"type": "bearer"`) are left out, or every answer saying them would change.
+            for leaf in _string_leaves(value):
+                if len(leaf) >= _MIN_LEAF_ECHO and not _PLAIN_WORDS.fullmatch(leaf):
+                    self.marks.echoed_as(leaf, replaced)
         return replaced
 
     def _configured(self, path: tuple[str, ...]) -> bool:
@@ -115,12 +135,13 @@ def _redact_json(text: str, policy: Policy, marks: Placeholders) -> Any:
         return _NOT_JSON
 
 
-def _redact_form(text: str, policy: Policy, marks: Placeholders) -> bytes | None:
+def _redact_form(text: str, policy: Policy, marks: Placeholders, path: str) -> bytes | None:
     pairs = parse_qsl(text, keep_blank_values=True)
     changed = False
     kept = []
+    oauth = oauth_callback(path, (name for name, _value in pairs))
     for name, value in pairs:
-        rule = policy.name_rule(name, policy.params, "param")
+        rule = policy.name_rule(name, policy.params, "param", oauth=oauth)
         new = (
             marks.replace(value, "form", rule)
             if rule is not None
@@ -131,16 +152,62 @@ def _redact_form(text: str, policy: Policy, marks: Placeholders) -> bytes | None
     return urlencode(kept, quote_via=quote).encode() if changed else None
 
 
+_BOUNDARY = re.compile(r'boundary="?([^";]+)"?', re.I)
+_PART_NAME = re.compile(r'(?:^|;)\s*name="([^"]*)"', re.I)
+
+
+def _redact_multipart(
+    raw: str, content_type: str, policy: Policy, marks: Placeholders
+) -> str | None:
+    """A multipart body (as latin-1 text) with each part under a credential name replaced whole
+    and the other parts scanned by format; None if it is not multipart as declared."""
+    found = _BOUNDARY.search(content_type)
+    if found is None:
+        return None
+    delimiter = "--" + found.group(1)
+    pieces = raw.split(delimiter)
+    if len(pieces) < 3:
+        return None
+    out = [pieces[0]]
+    for piece in pieces[1:-1]:
+        head, separator, content = piece.partition("\r\n\r\n")
+        if not separator:
+            out.append(policy.scan(piece, "multipart", marks))
+            continue
+        trailer = "\r\n" if content.endswith("\r\n") else ""
+        value = content[: len(content) - len(trailer)]
+        disposition = next(
+            (line for line in head.split("\r\n") if line.lower().startswith("content-disposition")),
+            "",
+        )
+        named = _PART_NAME.search(disposition)
+        rule = policy.name_rule(named.group(1), policy.params, "param") if named else None
+        if rule is not None:
+            value = marks.replace(value, "multipart", rule)
+        else:
+            value = policy.scan(value, "multipart", marks)
+        out.append(f"{policy.scan(head, 'multipart', marks)}{separator}{value}{trailer}")
+    out.append(pieces[-1])
+    return delimiter.join(out)
+
+
 def redact_body(
-    body: bytes, headers: list[tuple[str, str]], policy: Policy, marks: Placeholders
+    body: bytes,
+    headers: list[tuple[str, str]],
+    policy: Policy,
+    marks: Placeholders,
+    *,
+    path: str = "",
 ) -> tuple[bytes, list[tuple[str, str]]]:
-    """The body with its secrets replaced, and the headers that still describe it."""
+    """The body with its secrets replaced, and the headers that still describe it (`path`
+    tells an OAuth token exchange's form)."""
     if not body:
         return body, headers
     decoded = decode_content(body, _header(headers, "content-encoding"))
     if decoded is None:
         return body, headers
-    media = (_header(headers, "content-type") or "").split(";")[0].strip().lower()
+    content_type = _header(headers, "content-type") or ""
+    media = content_type.split(";")[0].strip().lower()
     redacted: Any = _NOT_JSON
     try:
         text = decoded.decode("utf-8")
@@ -149,11 +216,16 @@ def redact_body(
     if text is not None and ("json" in media or (not media and text.lstrip()[:1] in ("{", "["))):
         redacted = _redact_json(text, policy, marks)
     elif text is not None and media == "application/x-www-form-urlencoded":
-        redacted = _redact_form(text, policy, marks)
+        redacted = _redact_form(text, policy, marks, path)
     if redacted is _NOT_JSON:
         # latin-1 maps bytes to characters one to one, so any body scans with ASCII patterns.
         raw = decoded.decode("latin-1")
-        scanned = policy.scan(raw, "body", marks)
+        multipart = (
+            _redact_multipart(raw, content_type, policy, marks)
+            if media.startswith("multipart/")
+            else None
+        )
+        scanned = multipart if multipart is not None else policy.scan(raw, "body", marks)
         redacted = scanned.encode("latin-1") if scanned != raw else None
     if redacted is None:
         return body, headers

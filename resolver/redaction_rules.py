@@ -1,10 +1,14 @@
 """What counts as a credential, and what replaces it (DESIGN §4, default-deny).
 
-Names: a header, query parameter, form field or JSON field is a credential when one of the
-words of its name (split at `-`, `_`, `.`, spaces and camelCase) is a credential word, or a word
-ends in a strong one (`authtoken`, `jsessionid`). Words, not substrings: `keywords`, `author`
-and `max_tokens` are ordinary fields, `api_key`, `X-Goog-Api-Key`, `accessToken` and
-`Ocp-Apim-Subscription-Key` are credentials.
+Names: a header, query parameter, form field, multipart part or JSON field is a credential when
+one of the words of its name (split at `-`, `_`, `.`, spaces and camelCase) belongs to a
+credential family (password: `pass`/`passwd`/`pwd`/`pw`/`passcode`/`passphrase`; secret; token(s);
+key; auth; cookie; credential(s); signature/`sig`; session), or a word ends in a strong one
+(`authtoken`, `jsessionid`, `userpassword`). Words, not substrings: `keywords`, `author`,
+`passenger`, `compass` are ordinary fields, and `token` next to a counting word (`max_tokens`,
+`token_count`) is a number; `api_key`, `X-Goog-Api-Key`, `accessToken`, `X-Api-Pass` and
+`Ocp-Apim-Subscription-Key` are credentials. OAuth's `code` and `state` are credentials on a
+callback-shaped request only (`oauth_callback`).
 
 Placeholders: `[redacted:RULE:HMAC]`, the HMAC-SHA256 of the value under the deployment's key,
 cut to 16 hex digits. The same secret always yields the same placeholder, so requests still key
@@ -19,30 +23,88 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import unquote
 
-CREDENTIAL_WORDS = frozenset(
+# Word families (DESIGN §4): each set holds the spellings of one family, so a rule fires on
+# `pwd` as it does on `password`, on `tokens` as on `token`, on `sig` as on `signature`.
+# Short spellings (`pw`, `pass`, `sig`, `key`) match as whole words only: `compass`,
+# `passenger`, `keyboard` and `signal` are words of their own.
+CREDENTIAL_FAMILIES: dict[str, frozenset[str]] = {
+    "password": frozenset(
+        {"password", "passwords", "passwd", "pwd", "pw", "pass", "passcode", "passphrase"}
+    ),
+    "secret": frozenset({"secret", "secrets"}),
+    "token": frozenset({"token", "tokens"}),
+    "key": frozenset({"key", "apikey", "privatekey", "accesskey", "secretkey"}),
+    "auth": frozenset({"auth", "authorization", "authentication", "oauth"}),
+    "cookie": frozenset({"cookie", "cookies"}),
+    "credential": frozenset({"credential", "credentials", "creds"}),
+    "signature": frozenset({"signature", "signatures", "sig"}),
+    "session": frozenset({"session", "sessid", "sessionid"}),
+}
+CREDENTIAL_WORDS = frozenset(word for family in CREDENTIAL_FAMILIES.values() for word in family)
+# A word ending in one of these is a credential too (`authtoken`, `phpsessid`, `xapikey`,
+# `userpassword`). `pass` and `key` are not suffixes: `compass` and `monkey` are not secrets.
+CREDENTIAL_SUFFIXES = (
+    "token",
+    "tokens",
+    "secret",
+    "password",
+    "passwd",
+    "passcode",
+    "passphrase",
+    "apikey",
+    "privatekey",
+    "accesskey",
+    "secretkey",
+    "sessid",
+    "sessionid",
+    "signature",
+)
+# `token` counts things in model APIs (`max_tokens`, `prompt_tokens`, `token_count`,
+# `tokens_per_second`, `token_ids`): next to one of these words it is a number, not a secret.
+TOKEN_COUNT_WORDS = frozenset(
     {
-        "authorization",
-        "auth",
-        "cookie",
-        "key",
-        "apikey",
-        "token",
-        "secret",
-        "password",
-        "passwd",
-        "passphrase",
-        "session",
-        "signature",
-        "credential",
-        "credentials",
+        "max",
+        "min",
+        "total",
+        "prompt",
+        "completion",
+        "input",
+        "output",
+        "cached",
+        "reasoning",
+        "audio",
+        "text",
+        "image",
+        "num",
+        "n",
+        "count",
+        "counts",
+        "usage",
+        "limit",
+        "limits",
+        "budget",
+        "used",
+        "remaining",
+        "per",
+        "ids",
+        "details",
+        "accepted",
+        "rejected",
+        "thinking",
+        "context",
     }
 )
-# A word ending in one of these is a credential too (`authtoken`, `phpsessid`, `xapikey`).
-CREDENTIAL_SUFFIXES = ("token", "secret", "password", "passwd", "apikey", "sessid", "sessionid")
+_COUNTED = frozenset({"token", "tokens"})
+# OAuth's authorization `code` and `state` are ordinary words elsewhere (`?code=python`,
+# `"state": "open"`): they are credentials on a callback-shaped request only, one whose path
+# says callback/oauth/redirect/authorize, or that carries both, or a token exchange's form.
+OAUTH_CALLBACK_NAMES = frozenset({"code", "state", "code_verifier"})
+_CALLBACK_PATH = re.compile(r"callback|oauth|redirect|authori[sz]e|/auth(?:/|$)|signin", re.I)
 _WORD_BREAK = re.compile(r"[-_.\s]+|(?<=[a-z0-9])(?=[A-Z])")
 
 PLACEHOLDER = re.compile(r"\[redacted:([A-Za-z0-9._-]+)(?::([0-9a-f]{16}))?\]")
@@ -60,13 +122,27 @@ def name_words(name: str) -> list[str]:
 @lru_cache(maxsize=8192)
 def credential_word(name: str) -> str | None:
     """The credential word in `name` (the rule that fires), or None (cached: names repeat)."""
-    for word in name_words(name):
+    words = name_words(name)
+    for index, word in enumerate(words):
+        if word in _COUNTED and TOKEN_COUNT_WORDS.intersection(words[:index] + words[index + 1 :]):
+            continue
         if word in CREDENTIAL_WORDS:
             return word
         for suffix in CREDENTIAL_SUFFIXES:
             if word.endswith(suffix):
                 return suffix
     return None
+
+
+def oauth_callback(path: str, names: Iterable[str]) -> bool:
+    """Whether a request is shaped like an OAuth callback or token exchange, so its `code`
+    and `state` are credentials (an authorization code is a bearer credential until used)."""
+    present = set(names)
+    if "code" not in present and "state" not in present and "code_verifier" not in present:
+        return False
+    if "code_verifier" in present or {"code", "state"} <= present:
+        return True
+    return "grant_type" in present or bool(_CALLBACK_PATH.search(path))
 
 
 @dataclass(frozen=True)
@@ -99,9 +175,13 @@ class Placeholders:
         else:
             digest = hmac.new(self.key, value.encode("utf-8", "surrogatepass"), hashlib.sha256)
             placeholder = f"[redacted:{slug}:{digest.hexdigest()[:DIGEST_HEX]}]"
-        if len(value) >= MIN_ECHO:
-            self.secrets.append((value, placeholder))
+        self.echoed_as(value, placeholder)
         return placeholder
+
+    def echoed_as(self, value: str, placeholder: str) -> None:
+        """Scrub echoes of `value` by `placeholder` (a part of a value replaced whole, too)."""
+        if len(value) >= MIN_ECHO and not PLACEHOLDER.fullmatch(value):
+            self.secrets.append((value, placeholder))
 
 
 def without_identity(key_text: str) -> str:

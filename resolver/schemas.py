@@ -129,6 +129,8 @@ class TapeConfig(Strict):
     record_transport_failures: bool = False
     # Price of one live call per host, in any currency: the cost report prices calls with it.
     prices: dict[str, float] = {}
+    # Let asks reach cloud metadata addresses (169.254.169.254, …): resolver/forbidden_targets.
+    allow_metadata_addresses: bool = False
 
     @field_validator("name")
     @classmethod

@@ -16,11 +16,10 @@ JSON strings and raw bodies (decoded as latin-1, which keeps byte offsets).
 
 from __future__ import annotations
 
-import math
 import re
-from collections import Counter
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 # detect-secrets plugin module -> (rule name, plugin class). Context-free plugins only.
 _DETECT_SECRETS_PLUGINS = (
@@ -50,9 +49,56 @@ SUPPLEMENT = (
     ("huggingface-token", r"hf_[A-Za-z0-9]{30,}"),
 )
 
+# PEM private keys whole, header to footer (detect-secrets' rule names only the header line, so
+# the key's body would stay): raw newlines, or `\n` escapes inside a JSON string. A block cut
+# short ends at the first character that cannot be in one.
+PEM_PRIVATE_KEY = (
+    r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[A-Za-z0-9+/=\s\\:,.()-]*?"
+    r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|(?=[^A-Za-z0-9+/=\s\\:,.()-])|\Z)"
+)
+# Webhook and bot URLs of chat and CI services carry their secret in a path segment; only that
+# segment (group `secret`) is replaced, so the host and the ids before it stay readable. Each
+# runs only on text holding its literal. Slack's is in detect-secrets with IGNORECASE, which
+# the context-free import above skips.
+WEBHOOK_SEGMENTS = (
+    (
+        "slack-webhook",
+        "/services/T",
+        r"/services/T[A-Z0-9_]{6,}/B[A-Z0-9_]{6,}/(?P<secret>[A-Za-z0-9_]{16,})",
+    ),
+    (
+        "slack-webhook",
+        "/workflows/T",
+        r"/workflows/T[A-Z0-9_]{6,}/A[A-Z0-9_]{6,}/\d+/(?P<secret>[A-Za-z0-9_]{16,})",
+    ),
+    (
+        "discord-webhook",
+        "/webhooks/",
+        r"/api/(?:v\d+/)?webhooks/\d{15,22}/(?P<secret>[A-Za-z0-9_-]{40,100})",
+    ),
+    ("telegram-bot-token", "/bot", r"/bot(?P<secret>\d{6,12}:[A-Za-z0-9_-]{30,50})"),
+    ("teams-webhook", "/IncomingWebhook/", r"/IncomingWebhook/(?P<secret>[0-9a-f]{32})"),
+    ("zapier-webhook", "/hooks/catch/", r"/hooks/catch/\d+/(?P<secret>[A-Za-z0-9]{5,})"),
+    ("ifttt-webhook", "/with/key/", r"/with/key/(?P<secret>[A-Za-z0-9_-]{16,})"),
+    ("mattermost-webhook", "/hooks/", r"/hooks/(?P<secret>[a-z0-9]{26})(?![A-Za-z0-9])"),
+    (
+        "gitlab-trigger",
+        "/trigger/pipeline",
+        r"/trigger/pipeline\?(?:[^#\s]*&)?token=(?P<secret>[A-Za-z0-9_-]{16,})",
+    ),
+)
+
 # A long run of token characters is a secret when it mixes cases and digits and carries
-# more than HIGH_ENTROPY_BITS bits per character: random keys do, words, slugs, hex digests
-# (at most 4 bits) and UUIDs do not. `/`, `+` and `=` split runs, so a path is never one token.
+# more than HIGH_ENTROPY_BITS bits per character, by detect-secrets' own Shannon entropy
+# (`Base64HighEntropyString.calculate_shannon_entropy`, whose default limit is 4.5 over any
+# quoted base64 string). Here the run must be 32 or more of [A-Za-z0-9_-], hold a part of 20
+# or more between `_`/`-`, and mix lower case, upper case and digits; over such runs 4.3 bits
+# catches random 32-character keys (about 4.6-4.9 bits) that 4.5 would miss one time in five.
+# Words, slugs, identifiers, hex digests (at most 4 bits, and never mixed case: detect-secrets'
+# hex plugin, limit 3.0, is not used, so SHA digests, ETags and trace ids stay readable) and
+# UUIDs do not qualify. `/`, `+` and `=` split runs, so a path is never one token. A value
+# that does qualify is still keyed (its placeholder is an HMAC of it), so two siblings that
+# send the same id share as before.
 HIGH_ENTROPY = "high-entropy"
 _LONG_TOKEN = r"[A-Za-z0-9_-]{32,}"
 HIGH_ENTROPY_BITS = 4.3
@@ -83,6 +129,8 @@ def builtin_formats() -> tuple[Format, ...]:
     """Every built-in format rule, detect-secrets' first."""
     formats = _detect_secrets_formats()
     formats += [Format(rule, pattern) for rule, pattern in SUPPLEMENT]
+    formats.append(Format("private-key", PEM_PRIVATE_KEY))
+    formats += [Format(rule, pattern) for rule, _literal, pattern in WEBHOOK_SEGMENTS]
     return tuple(formats)
 
 
@@ -90,10 +138,16 @@ def builtin_rule_names() -> list[str]:
     return sorted({fmt.rule for fmt in builtin_formats()})
 
 
+@cache
+def _entropy_plugin() -> Any:
+    from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
+
+    return Base64HighEntropyString()
+
+
 def shannon_bits(text: str) -> float:
-    counts = Counter(text)
-    size = len(text)
-    return -sum(n / size * math.log2(n / size) for n in counts.values())
+    """Bits per character, as detect-secrets computes it for its entropy plugins."""
+    return float(_entropy_plugin().calculate_shannon_entropy(text))
 
 
 def looks_random(token: str) -> bool:
@@ -119,6 +173,9 @@ _WHOLE_TEXT_LITERALS = {
     "private-key": ("PRIVATE KEY", "PuTTY"),
     "azure-storage-key": ("AccountKey=",),
 }
+# Whole-text formats whose match opens with the name of its value: only the value is the secret
+# (a world that echoes the bare key must find it scrubbed too).
+_NAME_BEFORE_VALUE = {"azure-storage-key": "AccountKey="}
 _ENTROPY_RUN = re.compile(r"[A-Za-z0-9_-]{32,}")
 _CAPTURING = re.compile(r"(?<!\\)\((?!\?)")
 # A named format's lazy tail (detect-secrets' JWT) is extended over the rest of its run.
@@ -149,14 +206,27 @@ class FormatScanner:
     def __init__(
         self, formats: tuple[Format, ...], *, entropy: bool = True, extra: tuple[Format, ...] = ()
     ) -> None:
+        segment_patterns = {pattern: literal for _rule, literal, pattern in WEBHOOK_SEGMENTS}
+        # (literal, regex, rule): formats whose secret is one group of a longer match.
+        self.segments = [
+            (segment_patterns[f.pattern], re.compile(f.pattern), f.rule)
+            for f in formats
+            if f.pattern in segment_patterns
+        ]
         token_formats = [
-            f for f in formats if f.rule not in _WHOLE_TEXT_LITERALS and f.rule not in _GATED
+            f
+            for f in formats
+            if f.rule not in _WHOLE_TEXT_LITERALS
+            and f.rule not in _GATED
+            and f.pattern not in segment_patterns
         ]
         self.gated = [
             (_GATED[f.rule], re.compile(f.pattern), f.rule) for f in formats if f.rule in _GATED
         ]
         whole = [f for f in formats if f.rule in _WHOLE_TEXT_LITERALS]
         self.token_regex, self.token_rules = _alternation(token_formats)
+        # The PEM block is listed last but must win over detect-secrets' header-only rules.
+        whole.sort(key=lambda f: f.pattern != PEM_PRIVATE_KEY)
         self.whole = [
             (literals, re.compile("|".join(f.pattern for f in whole if f.rule == rule)), rule)
             for rule, literals in _WHOLE_TEXT_LITERALS.items()
@@ -178,8 +248,12 @@ class FormatScanner:
         for literals, regex, rule in self.whole:
             for literal in literals:
                 if literal in text:
-                    found += [(m.start(), m.end(), rule) for m in regex.finditer(text)]
+                    skip = len(_NAME_BEFORE_VALUE.get(rule, ""))
+                    found += [(m.start() + skip, m.end(), rule) for m in regex.finditer(text)]
                     break
+        for literal, regex, rule in self.segments:
+            if literal in text:
+                found += [(m.start("secret"), m.end("secret"), rule) for m in regex.finditer(text)]
         for candidate in _CANDIDATE.finditer(text):
             found += self._in_token(candidate.group(), candidate.start())
         if len(found) > 1:

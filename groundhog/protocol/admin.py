@@ -61,6 +61,7 @@ class TapeInfo(Extensible):
     simulate_writes: bool = False
     record_transport_failures: bool = False
     prices: dict[str, float] = field(default_factory=dict)
+    allow_metadata_addresses: bool = False
 
 
 @dataclass(frozen=True)

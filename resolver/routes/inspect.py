@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Path, Query, Request
 
 from groundhog.protocol.admin import EventPage, TapeDigest
+from resolver.audit import audit_document, audit_tape
 from resolver.auth import require_admin
 from resolver.errors import NotFound
 from resolver.policy import Decision
@@ -120,3 +121,11 @@ def digest(tape: str, request: Request) -> dict[str, Any]:
         found = find_tape(tape, session=session)
         value, count = tape_digest(found.id, session=session)
         return {"tape": found.name, "digest": value, "exchanges": count}
+
+
+@router.get("/{tape}/audit")
+def audit(tape: str, request: Request) -> dict[str, Any]:
+    """Where the tape's stored bytes still look like secrets, by rule; never the values."""
+    with transaction(store_of(request).read) as session:
+        found = find_tape(tape, session=session)
+        return audit_document(found.name, audit_tape(found.id, found.config, session=session))

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
+from resolver.audit import audit_tape, refuse_unscrubbed
 from resolver.auth import require_admin
 from resolver.errors import BodyTooLarge, Conflict, InvalidInput
 from resolver.import_scrub import scrub_imported
@@ -45,11 +46,13 @@ def remove_tape_file(path: Path) -> None:
 
 
 @router.get("/{tape}/export")
-def export(tape: str, request: Request) -> FileResponse:
+def export(tape: str, request: Request, allow_unscrubbed: bool = False) -> FileResponse:
     path = temporary_tape_path()
     try:
         with transaction(store_of(request).read) as session:
             found = find_tape(tape, session=session)
+            if not allow_unscrubbed:  # an export carries the tape to others: audit it first
+                refuse_unscrubbed(found.name, audit_tape(found.id, found.config, session=session))
             # The file says which redaction rules applied (names and counts, no values).
             summary = redaction_summary(found.id, found.config, session=session)
             export_tape(found, path, session=session, config={**found.config, "redaction": summary})

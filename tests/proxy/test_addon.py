@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import pytest
 from mitmproxy import http
@@ -53,7 +53,7 @@ def run(
     flow: http.HTTPFlow,
     resolver_url: str,
     *,
-    before: Callable[[GroundhogAddon], None] | None = None,
+    before: Callable[[GroundhogAddon], Awaitable[None] | None] | None = None,
     **options,
 ) -> GroundhogAddon:
     """Cycle one flow through the addon as mitmproxy would (hooks in order)."""
@@ -63,7 +63,9 @@ def run(
         with taddons.context(addon) as context:
             context.configure(addon, groundhog_resolver_url=resolver_url, **options)
             if before:
-                before(addon)
+                started = before(addon)
+                if started is not None:
+                    await started  # an async hook, as mitmproxy awaits it
             await context.cycle(addon, flow)
             await addon.done()
 
@@ -122,12 +124,13 @@ def test_serve_is_byte_for_byte_and_opens_no_upstream_connection() -> None:
 def test_identity_sources_in_order(headers, connect_headers, options, expected) -> None:
     flow = make_flow("http://127.0.0.1:1/x", headers=headers)
 
-    def remember_connect(addon: GroundhogAddon) -> None:
-        if connect_headers:
-            connect = tflow.tflow(client_conn=flow.client_conn)
-            connect.request = http.Request.make("CONNECT", "http://127.0.0.1:1/")
-            connect.request.headers.update(connect_headers)
-            addon.http_connect(connect)
+    def remember_connect(addon: GroundhogAddon) -> Awaitable[None] | None:
+        if not connect_headers:
+            return None
+        connect = tflow.tflow(client_conn=flow.client_conn)
+        connect.request = http.Request.make("CONNECT", "http://127.0.0.1:1/")
+        connect.request.headers.update(connect_headers)
+        return addon.http_connect(connect)
 
     with StubResolver(lambda route, payload: (200, serve_answer())) as resolver:
         run(flow, resolver.url, before=remember_connect, **options)

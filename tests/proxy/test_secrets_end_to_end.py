@@ -8,18 +8,15 @@ replaying the same requests from the sealed tape is still served from tape.
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import quote, quote_plus
 
 import httpx
 import pytest
 
-from tests.proxy.clients import proxy_url
-from tests.proxy.stack import Stack, running_stack
-from tests.proxy.upstream_server import Upstream
+from tests.proxy.secret_scans import event_and_exchange_pages, recorded_then_replayed, spellings
+from tests.proxy.stack import Stack
 
 OPENAI = "sk-proj-Zq3xT9vLmN2pQ8rS4tU6wY1aB5cD7eF0"
 GITHUB = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
@@ -48,18 +45,6 @@ SECRETS = [
     SLACK,
     JWT,
 ]
-
-
-def spellings(secret: str) -> list[bytes]:
-    raw = secret.encode()
-    return [
-        raw,
-        quote(secret, safe="").encode(),
-        quote_plus(secret).encode(),
-        base64.b64encode(raw),
-        base64.b64encode(raw).rstrip(b"="),
-        base64.urlsafe_b64encode(raw).rstrip(b"="),
-    ]
 
 
 def leaks(where: str, data: bytes) -> list[str]:
@@ -93,18 +78,7 @@ def send_all(client: httpx.Client, base: str) -> list[str]:
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Stack, str, list[str]]]:
     data = tmp_path_factory.mktemp("secrets-data")
-    with Upstream(name="echo") as upstream, running_stack(data) as stack:
-        tape = stack.open_tape()
-        stack.fork(tape, ["a", "b"])
-        with httpx.Client(
-            proxy=proxy_url(stack.proxy.port, tape, "root/a"), timeout=30, trust_env=False
-        ) as client:
-            first = send_all(client, upstream.url)
-        stack.seal(tape)
-        with httpx.Client(
-            proxy=proxy_url(stack.proxy.port, tape, "root/b"), timeout=30, trust_env=False
-        ) as client:
-            replay = send_all(client, upstream.url)
+    with recorded_then_replayed(data, send_all) as (stack, tape, first, replay):
         assert first == ["recorded", "recorded", "write", "write", "write"]
         yield stack, tape, replay
 
@@ -135,11 +109,9 @@ def test_no_secret_in_the_export_admin_api_or_viewer(recorded) -> None:
     found = leaks("export", stack.admin("GET", f"/v1/tapes/{tape}/export").content)
     pages = [f"/v1/tapes/{tape}", f"/v1/tapes/{tape}/report", f"/v1/tapes/{tape}/digest"]
     pages += ["/ui", f"/ui/tapes/{tape}"]
-    exchange_ids: set[int] = set()
-    for branch in ("root/a", "root/b"):
-        events = stack.admin("GET", f"/v1/tapes/{tape}/events", params={"branch": branch})
-        found += leaks(f"events of {branch}", events.content)
-        exchange_ids |= {e["exchange_id"] for e in events.json()["events"] if e["exchange_id"]}
+    events, exchange_ids = event_and_exchange_pages(stack, tape)
+    for branch, page in events.items():
+        found += leaks(f"events of {branch}", page)
         timeline = stack.admin("GET", f"/ui/tapes/{tape}/timeline", params={"branch": branch})
         found += leaks(f"timeline of {branch}", timeline.content)
     assert len(exchange_ids) == 5

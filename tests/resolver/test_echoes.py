@@ -47,3 +47,26 @@ def test_the_book_is_bounded_and_hands_out_once() -> None:
     for ticket in ("t1", "t2", "t3"):
         book.remember(ticket, SECRETS)
     assert book.take("t1") == () and book.take("t3") == SECRETS and book.take("t3") == ()
+
+
+def test_brotli_and_zstd_answers_are_scrubbed_and_encoded_again() -> None:
+    from resolver.content_coding import decode_content, encode_content
+
+    body = json.dumps({"echo": SECRET, "other": "kept"}).encode()
+    for encoding in ("br", "zstd"):
+        headers = [["Content-Encoding", encoding], ["Content-Length", "1"]]
+        kept, scrubbed, hits = scrub_response(headers, encode_content(body, encoding), SECRETS)
+        decoded = decode_content(scrubbed, encoding)
+        assert decoded is not None and SECRET.encode() not in decoded and b"kept" in decoded
+        assert PLACEHOLDER.encode() in decoded and hits == 1
+        assert ["Content-Length", str(len(scrubbed))] in kept
+
+
+def test_a_multi_line_secret_echoed_re_escaped_or_line_by_line_is_scrubbed() -> None:
+    line = "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun"
+    pem = f"-----BEGIN RSA PRIVATE KEY-----\n{line}\n-----END RSA PRIVATE KEY-----"
+    secrets = ((pem, PLACEHOLDER),)
+    request_text = json.dumps({"pem": pem})  # the request's JSON, echoed inside the answer's
+    for body in (json.dumps({"body": request_text}), f"key line: {line}"):
+        _headers, scrubbed, hits = scrub_response([], body.encode(), secrets)
+        assert line.encode() not in scrubbed and hits == 1

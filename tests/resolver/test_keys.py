@@ -10,7 +10,8 @@ import zlib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from resolver.keys import canonical_body, decode_content, request_key
+from resolver.content_coding import decode_content
+from resolver.keys import canonical_body, request_key
 from resolver.request import RequestParts
 
 

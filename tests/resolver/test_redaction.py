@@ -197,3 +197,142 @@ def test_json_nested_past_the_recursion_limit_is_scanned_as_text() -> None:
     request = _request(method="POST", headers=(("Content-Type", "application/json"),), body=body)
     redacted = redact_request(request, Policy(), KEY).request
     assert OPENAI.encode() not in redacted.body
+
+
+def _json_request(document: object) -> RequestParts:
+    return _request(
+        method="POST",
+        headers=(("Content-Type", "application/json"),),
+        body=json.dumps(document).encode(),
+    )
+
+
+def test_every_family_is_redacted_in_json_at_depth() -> None:
+    document = {
+        "a": {"b": [{"pwd": "Pw-Value-1", "pw": "Pw-Value-2", "passcode": "Pw-Value-3"}]},
+        "tokens": ["Token-Value-1", "Token-Value-2"],
+        "credentials": {"pass": "Cred-Value-1", "user": "Cred-Value-2"},
+        "sig": "Sig-Value-1",
+        "session": {"id": "Session-Value-1"},
+    }
+    redacted = redact_request(_json_request(document), DEFAULT, KEY).request
+    stored = json.loads(redacted.body)
+    assert "Value" not in redacted.body.decode()
+    # an object or array under a credential name is one placeholder
+    assert PLACEHOLDER.fullmatch(stored["tokens"]) and PLACEHOLDER.fullmatch(stored["credentials"])
+    assert stored["credentials"].startswith("[redacted:name-credentials:")
+
+
+def test_ordinary_json_fields_stay_readable() -> None:
+    document = {
+        "keywords": ["solar wind"],
+        "author": "ann",
+        "max_tokens": 256,
+        "usage": {"prompt_tokens": 12, "completion_tokens": 30},
+        "passenger": "bob",
+        "compass": "north",
+        "keyboard": "dvorak",
+        "code": "print(1)",
+        "state": "open",
+    }
+    request = _json_request(document)
+    redacted = redact_request(request, DEFAULT, KEY)
+    assert redacted.request == request and not redacted.findings
+
+
+def test_form_pass_and_vendor_headers_are_redacted() -> None:
+    request = _request(
+        method="POST",
+        headers=(
+            ("X-Pass", "Header-Value-1"),
+            ("X-Api-Pass", "Header-Value-2"),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ),
+        body=b"user=ann&pass=Form-Value-1&passenger=bob",
+    )
+    redacted = redact_request(request, DEFAULT, KEY).request
+    text = _flat(redacted)
+    assert "Header-Value" not in text and "Form-Value" not in text
+    assert b"passenger=bob" in redacted.body and b"user=ann" in redacted.body
+
+
+def test_query_sig_and_pw_are_redacted() -> None:
+    request = _request(query=(("sv", "2022-11-02"), ("sig", "Sas-Sig-Value"), ("pw", "Pw-Value")))
+    redacted = redact_request(request, DEFAULT, KEY).request
+    assert "Value" not in _flat(redacted) and ("sv", "2022-11-02") in redacted.query
+
+
+def test_oauth_code_and_state_only_on_callbacks() -> None:
+    callback = _request(path="/oauth/callback", query=(("code", "Oauth-Code-1"), ("state", "xyz")))
+    redacted = redact_request(callback, DEFAULT, KEY)
+    assert "Oauth-Code-1" not in _flat(redacted.request) and "xyz" not in _flat(redacted.request)
+    assert {f.rule for f in redacted.findings} == {"name-oauth-code", "name-oauth-state"}
+    exchange = _request(
+        method="POST",
+        path="/oauth/token",
+        headers=(("Content-Type", "application/x-www-form-urlencoded"),),
+        body=b"grant_type=authorization_code&code=Oauth-Code-2&redirect_uri=https%3A%2F%2Fa.b%2Fcb",
+    )
+    assert b"Oauth-Code-2" not in redact_request(exchange, DEFAULT, KEY).request.body
+    for query in ((("code", "python"),), (("state", "open"), ("labels", "bug"))):
+        search = _request(path="/search", query=query)
+        assert redact_request(search, DEFAULT, KEY).request == search
+
+
+def _multipart(fields: list[tuple[str, str]], boundary: str = "XyZ123") -> bytes:
+    parts = [
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'
+        for name, value in fields
+    ]
+    return ("".join(parts) + f"--{boundary}--\r\n").encode()
+
+
+def test_multipart_fields_are_redacted_by_name() -> None:
+    request = _request(
+        method="POST",
+        headers=(("Content-Type", 'multipart/form-data; boundary="XyZ123"'),),
+        body=_multipart([("api_key", "Multi-Key-1"), ("title", "report"), ("pass", "Multi-2")]),
+    )
+    redacted = redact_request(request, DEFAULT, KEY)
+    body = redacted.request.body
+    assert b"Multi-Key-1" not in body and b"Multi-2" not in body
+    assert b'name="title"\r\n\r\nreport\r\n' in body and body.endswith(b"--XyZ123--\r\n")
+    assert {f.where for f in redacted.findings} == {"multipart"}
+
+
+def test_brotli_and_zstd_bodies_are_redacted_and_stored_decoded() -> None:
+    from resolver.content_coding import encode_content
+
+    for encoding in ("br", "zstd"):
+        request = _request(
+            method="POST",
+            headers=(("Content-Type", "application/json"), ("Content-Encoding", encoding)),
+            body=encode_content(json.dumps({"pwd": "hunter22", "q": "x"}).encode(), encoding),
+        )
+        redacted = redact_request(request, DEFAULT, KEY).request
+        assert redacted.header("content-encoding") is None
+        assert b"hunter22" not in redacted.body and json.loads(redacted.body)["q"] == "x"
+
+
+def test_pem_keys_and_webhook_secrets_leave_requests() -> None:
+    pem = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----"
+    hook = "T0A1B2C3D/B0E4F5G6H/Xy9zAbCdEfGhIjKlMnOpQrSt"
+    request = _json_request(
+        {"config": {"pem": pem, "notify": f"https://hooks.slack.com/services/{hook}"}}
+    )
+    redacted = redact_request(request.with_changes(path=f"/services/{hook}"), DEFAULT, KEY)
+    text = _flat(redacted.request)
+    assert "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC" not in text and "Xy9zAbCdEfGhIjKlMnOpQrSt" not in text
+    assert redacted.request.path.startswith("/services/T0A1B2C3D/B0E4F5G6H/[redacted:")
+    assert {"format-private-key", "format-slack-webhook"} <= {f.rule for f in redacted.findings}
+
+
+def test_strings_inside_an_object_replaced_whole_are_scrubbed_from_echoes_but_words_are_not() -> (
+    None
+):
+    document = {
+        "auth": {"type": "bearer", "value": "xoxb-1234-abcd-5678", "kind": "service_account"}
+    }
+    secrets = dict(redact_request(_json_request(document), DEFAULT, KEY).secrets)
+    assert "xoxb-1234-abcd-5678" in secrets
+    assert "bearer" not in secrets and "service_account" not in secrets

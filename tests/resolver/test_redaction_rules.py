@@ -10,6 +10,7 @@ from resolver.redaction_rules import (
     credential_word,
     fired_rules,
     name_words,
+    oauth_callback,
     without_identity,
 )
 
@@ -38,6 +39,98 @@ def test_names_split_at_separators_and_camel_case() -> None:
 )
 def test_credential_words_match_words_not_substrings(name: str, word: str | None) -> None:
     assert credential_word(name) == word
+
+
+@pytest.mark.parametrize(
+    ("name", "word"),
+    [
+        ("pass", "pass"),
+        ("passwd", "passwd"),
+        ("pwd", "pwd"),
+        ("pw", "pw"),
+        ("passcode", "passcode"),
+        ("passphrase", "passphrase"),
+        ("userPassword", "password"),
+        ("newpasscode", "passcode"),
+        ("client_secret", "secret"),
+        ("secrets", "secrets"),
+        ("tokens", "tokens"),
+        ("refresh_tokens", "tokens"),
+        ("id_token", "token"),
+        ("private_key", "key"),
+        ("privateKey", "key"),
+        ("privatekey", "privatekey"),
+        ("X-Auth-Email", "auth"),
+        ("oauth", "oauth"),
+        ("credentials", "credentials"),
+        ("creds", "creds"),
+        ("sig", "sig"),
+        ("X-Hub-Signature-256", "signature"),
+        ("session", "session"),
+        ("X-Pass", "pass"),
+        ("X-Api-Pass", "pass"),
+        ("X-Vault-Token", "token"),
+        ("PRIVATE-TOKEN", "token"),
+    ],
+)
+def test_credential_families_match_every_spelling(name: str, word: str) -> None:
+    assert credential_word(name) == word
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "keywords",
+        "keyboard",
+        "author",
+        "authority",
+        "max_tokens",
+        "prompt_tokens",
+        "completion_tokens",
+        "total_tokens",
+        "maxTokens",
+        "token_count",
+        "tokens_per_second",
+        "token_ids",
+        "passenger",
+        "compass",
+        "bypass",
+        "passage",
+        "signal",
+        "signup",
+        "design",
+        "monkey",
+        "turkey",
+        "hockey",
+        "sessional",
+        "pwm",
+        "code",
+        "state",
+        "statement",
+    ],
+)
+def test_ordinary_words_stay_readable(name: str) -> None:
+    assert credential_word(name) is None, name
+
+
+@pytest.mark.parametrize(
+    ("path", "names", "callback"),
+    [
+        ("/oauth/callback", ["code", "state"], True),
+        ("/auth/callback", ["code"], True),
+        ("/login", ["code", "state"], True),
+        ("/token", ["grant_type", "code", "redirect_uri"], True),
+        ("/token", ["code_verifier"], True),
+        ("/search", ["code"], False),
+        ("/repos", ["state"], False),
+        ("/issues", ["state", "labels"], False),
+        ("/callback", ["q"], False),
+    ],
+)
+def test_oauth_callbacks_are_told_by_their_shape(
+    path: str, names: list[str], callback: bool
+) -> None:
+    assert oauth_callback(path, names) is callback
 
 
 def test_a_placeholder_is_stable_per_secret_and_key_and_differs_otherwise() -> None:

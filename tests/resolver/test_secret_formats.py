@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import secrets
 import string
 
@@ -114,3 +115,88 @@ def test_shannon_bits_and_looks_random_agree_with_their_definitions() -> None:
     assert not looks_random("a" * 40)
     assert not looks_random("abcdefghijklmnopqrstuvwxyzabcdefgh")  # no digit, no upper
     assert looks_random(_random_key(40))
+
+
+PEM_BODY = "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw\nQ2bzA1N7bBqmeU"
+PEM = f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\n-----END RSA PRIVATE KEY-----"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"key:\n{PEM}\nthat was it",
+        json.dumps({"key": PEM})[1:-1],  # JSON-escaped: `\n` are two characters
+        PEM.replace("RSA ", "OPENSSH "),
+        PEM.replace("RSA ", "ENCRYPTED "),
+        PEM.replace("RSA ", ""),
+        f"cut short: {PEM[:80]}",
+    ],
+)
+def test_a_pem_private_key_is_found_whole_header_to_footer(
+    scanner: FormatScanner, text: str
+) -> None:
+    found = scanner.find(text)
+    assert [rule for _s, _e, rule in found] == ["private-key"]
+    start, end, _rule = found[0]
+    assert "MIIEow" in text[start:end] and "Q2bzA1N7" not in text[:start] + text[end:]
+    if "END" in text:
+        assert text[start:end].endswith("PRIVATE KEY-----")
+
+
+def test_a_certificate_is_not_a_private_key(scanner: FormatScanner) -> None:
+    assert scanner.find("-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n") == []
+
+
+@pytest.mark.parametrize(
+    ("url", "secret", "rule"),
+    [
+        (
+            "https://hooks.slack.com/services/T0A1B2C3D/B0E4F5G6H/Xy9zAbCdEfGhIjKlMnOpQrSt",
+            "Xy9zAbCdEfGhIjKlMnOpQrSt",
+            "slack-webhook",
+        ),
+        (
+            "https://discord.com/api/webhooks/112233445566778899/"
+            "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6kL9nP2rS5uV8xA1cD4fG7iJ0lM3o",
+            "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6kL9nP2rS5uV8xA1cD4fG7iJ0lM3o",
+            "discord-webhook",
+        ),
+        (
+            "https://api.telegram.org/bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/getMe",
+            "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw",
+            "telegram-bot-token",
+        ),
+        (
+            "https://acme.webhook.office.com/webhookb2/a@b/IncomingWebhook/"
+            "0123456789abcdef0123456789abcdef/c",
+            "0123456789abcdef0123456789abcdef",
+            "teams-webhook",
+        ),
+        ("https://hooks.zapier.com/hooks/catch/123456/abcde1/", "abcde1", "zapier-webhook"),
+        (
+            "https://maker.ifttt.com/trigger/ping/with/key/dQw4w9WgXcQ-abcdefgh12",
+            "dQw4w9WgXcQ-abcdefgh12",
+            "ifttt-webhook",
+        ),
+    ],
+)
+def test_webhook_and_bot_urls_lose_their_secret_segment_only(
+    scanner: FormatScanner, url: str, secret: str, rule: str
+) -> None:
+    for text in (url, "/" + url.split("/", 3)[3]):  # a whole URL, or a request's path
+        found = scanner.find(text)
+        assert [(text[s:e], r) for s, e, r in found if r != HIGH_ENTROPY] == [(secret, rule)]
+        assert all(secret not in text[:s] + text[e:] for s, e, _r in found)
+
+
+def test_ordinary_paths_are_no_webhooks(scanner: FormatScanner) -> None:
+    for path in ("/services/Team/Billing/overview", "/api/webhooks/list", "/hooks/new", "/bot"):
+        assert scanner.find(path) == [], path
+
+
+def test_entropy_is_detect_secrets_own() -> None:
+    from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
+
+    value = _random_key(40)
+    expected = Base64HighEntropyString().calculate_shannon_entropy(value)
+    assert shannon_bits(value) == pytest.approx(expected)

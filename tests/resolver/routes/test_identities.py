@@ -71,3 +71,33 @@ def test_repeated_query_names_keep_their_order(proxy: ProxyDouble, tape_name: st
     assert same.decision == "shared"
     swapped = proxy.ask(tape_name, c, "GET", "/s", query=[["k", "1"], ["k", "2"], ["a", "x"]])
     assert swapped.decision == "recorded"
+
+
+SLACK_PATH = "/services/T0A1B2C3D/B0E4F5G6H/{}"
+
+
+def _ask_with_shapes(proxy: ProxyDouble, tape: str, branch: str, secret: str) -> str:
+    """One credential in each of this round's shapes (issue 31): a JSON family, a webhook path,
+    a high-entropy query value; the decision."""
+    return proxy.ask(
+        tape,
+        branch,
+        "GET",  # a read (with a body), so siblings share it
+        SLACK_PATH.format(f"Hook{secret}Abcdefgh"),
+        query=[["sig", f"sas-{secret}"], ["cursor", f"Zq3xT9vLmN2pQ8rS4tU6wY1aB5cD7e{secret}"]],
+        headers=[["Content-Type", "application/json"]],
+        body=f'{{"creds": {{"pwd": "pw-{secret}"}}, "ids": [1]}}'.encode(),
+    ).decision
+
+
+def test_new_credential_shapes_keep_siblings_sharing(proxy: ProxyDouble, tape_name: str) -> None:
+    proxy.open(tape_name)
+    a, b, c = proxy.fork(tape_name, children=3)
+    assert _ask_with_shapes(proxy, tape_name, a, "Alice1") == "recorded"
+    assert _ask_with_shapes(proxy, tape_name, b, "Alice1") == "shared"
+    assert _ask_with_shapes(proxy, tape_name, c, "Bobby2") == "recorded"
+    report = proxy.http.get(f"/v1/tapes/{tape_name}/report").raise_for_status()
+    text = report.text
+    assert "Alice1" not in text and "Bobby2" not in text
+    fired = report.json()["redaction"]["fired"]
+    assert {"format-slack-webhook", "name-sig", "name-creds", "format-high-entropy"} <= set(fired)

@@ -1,0 +1,92 @@
+"""Undoing and redoing a body's `Content-Encoding`: gzip, deflate, brotli and zstd.
+
+Redaction, the echo scrubber and the audit must read a body as its bytes mean, not as they were
+compressed: a key echoed in a brotli answer is as much a leak as one in a gzip answer, and
+before this module brotli and zstd bodies were stored unscanned. Decoding is capped, so a small
+compressed body cannot expand without bound (a decompression bomb); a body over the cap, in an
+unknown encoding, or corrupt is "cannot decode" (None) and its caller keeps it as received.
+Encoding is deterministic (no timestamps), so a scrubbed tape records identically twice.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib
+import sys
+import zlib
+
+import brotli
+
+if sys.version_info >= (3, 14):  # the standard library's (mitmproxy picks the same)
+    zstd = importlib.import_module("compression.zstd")
+else:
+    from backports import zstd
+
+MAX_DECODED_BODY_BYTES = 8 * 1024 * 1024
+ENCODINGS = frozenset({"gzip", "x-gzip", "deflate", "br", "zstd"})
+
+
+def _zlib(body: bytes, name: str, cap: int) -> bytes | None:
+    window = 16 + zlib.MAX_WBITS if name in ("gzip", "x-gzip") else zlib.MAX_WBITS
+    for wbits in (window, -zlib.MAX_WBITS) if name == "deflate" else (window,):
+        try:
+            decoder = zlib.decompressobj(wbits)
+            decoded = decoder.decompress(body, cap)
+            if decoder.unconsumed_tail:
+                return None
+            return decoded + decoder.flush()
+        except zlib.error:
+            continue
+    return None
+
+
+def _brotli(body: bytes, cap: int) -> bytes | None:
+    decoder = brotli.Decompressor()
+    try:
+        decoded = decoder.process(body, output_buffer_limit=cap + 1)
+    except brotli.error:
+        return None
+    if len(decoded) > cap or not decoder.is_finished():
+        return None
+    return decoded
+
+
+def _zstd(body: bytes, cap: int) -> bytes | None:
+    decoder = zstd.ZstdDecompressor()
+    try:
+        decoded = decoder.decompress(body, max_length=cap + 1)
+    except zstd.ZstdError:
+        return None
+    if len(decoded) > cap or not decoder.eof:
+        return None
+    return decoded
+
+
+def decode_content(
+    body: bytes, encoding: str | None, cap: int = MAX_DECODED_BODY_BYTES
+) -> bytes | None:
+    """The body without its content encoding, or None if it cannot be decoded within `cap`."""
+    name = (encoding or "").strip().lower()
+    if name in ("", "identity"):
+        return body
+    if name == "br":
+        return _brotli(body, cap)
+    if name == "zstd":
+        return _zstd(body, cap)
+    if name in ENCODINGS:
+        return _zlib(body, name, cap)
+    return None
+
+
+def encode_content(data: bytes, encoding: str) -> bytes:
+    """`data` in `encoding` again (one `decode_content` undid); identity for any other."""
+    name = encoding.strip().lower()
+    if name in ("gzip", "x-gzip"):
+        return gzip.compress(data, mtime=0)  # no timestamp: the tape stays deterministic
+    if name == "deflate":
+        return zlib.compress(data)
+    if name == "br":
+        return brotli.compress(data)
+    if name == "zstd":
+        return zstd.compress(data)
+    return data

@@ -26,19 +26,23 @@ def cli(resolver: ServerProcess, *args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def test_publish_refuses_while_no_secrets_audit_can_vouch_for_the_tape(
-    gh_proxied: Groundhog, resolver: ServerProcess, tape_name: str, http_upstream: Upstream,
-    tmp_path: Path,
+def test_publish_refuses_a_tape_the_secrets_audit_flags(
+    gh_proxied: Groundhog, resolver: ServerProcess, data_dir: Path, tape_name: str,
+    http_upstream: Upstream, tmp_path: Path,
 ) -> None:  # fmt: skip
     record_a_group(gh_proxied, tape_name, http_upstream)
+    # A token in clear, as a tape recorded before redaction knew its shape would hold it.
+    token = "ghp_" + "Zq7" * 12
+    edit_recorded_urls(data_dir, tape_name, f"request_url || '&t={token}'", "%/own/%")
     folder = tmp_path / "dataset"
     code, output = cli(resolver, "tape", "publish", tape_name, str(folder))
-    assert code == 1 and "no secrets audit" in output and "--allow-unscrubbed" in output
+    assert code == 1 and "secrets audit found" in output and "--allow-unscrubbed" in output
+    assert token not in output
     assert not folder.exists() and not (tmp_path / "dataset.partial").exists()
     with pytest.raises(AuditRefused):
         audit_gate(gh_proxied, tape_name, allow_unscrubbed=False)
     allowed = audit_gate(gh_proxied, tape_name, allow_unscrubbed=True)
-    assert allowed.clean is None and "not run" in allowed.summary
+    assert allowed.clean is False and allowed.findings >= 1
 
 
 def test_a_published_folder_loads_with_pandas_and_datasets_and_imports_back(
@@ -48,7 +52,7 @@ def test_a_published_folder_loads_with_pandas_and_datasets_and_imports_back(
     record_a_group(gh_proxied, tape_name, http_upstream)
     digest = gh_proxied.digest(tape_name).digest
     folder = tmp_path / "dataset"
-    code, output = cli(resolver, "tape", "publish", tape_name, str(folder), "--allow-unscrubbed")
+    code, output = cli(resolver, "tape", "publish", tape_name, str(folder))
     assert code == 0, output
     assert digest in output
 
@@ -82,7 +86,7 @@ def test_a_published_folder_loads_with_pandas_and_datasets_and_imports_back(
 
     card = (folder / "README.md").read_text()
     assert digest in card and "world seed | `11`" in card and "`root/b1/b0`" in card
-    assert "secrets audit | not run" in card and "with the world closed, 0 live connections" in card
+    assert "secrets audit | clean" in card and "with the world closed, 0 live connections" in card
 
     code, output = cli(resolver, "tape", "import", str(folder), "--name", f"{tape_name}-back")
     assert code == 0, output

@@ -106,10 +106,18 @@ def assemble_cell(
         rows[name], contrasts[name] = analysis.analyze_condition(data, config, truth_sign)
         rewards[name] = data.matrix("reward")
         oracle = data.oracle
-        rows[name]["lies"] = intervals.rate(oracle.stale, oracle.reads)
+        # Groups are the trials: a group's stale reads share one cause (see OracleCounts).
+        rows[name]["lies"] = {
+            **intervals.rate(oracle.groups_stale, oracle.groups),
+            "unit": "groups",
+        }
+        rows[name]["stale_reads"] = intervals.rate(oracle.stale, oracle.reads)
         rows[name]["lie_rate"] = rows[name]["lies"]["value"]
         rows[name]["ungraded_reads"] = oracle.ungraded
-        blind = intervals.rate(oracle.rollouts_blind, oracle.rollouts_reading_after_write)
+        blind = {
+            **intervals.rate(oracle.groups_blind, oracle.groups_reading_after_write),
+            "unit": "groups",
+        }
         rows[name]["blind"] = blind
         rows[name]["blind_to_own_write"] = blind["value"]
         rows[name]["resolver_stale_decisions"] = data.totals.lies

@@ -92,8 +92,9 @@ def _pvalue(test: Mapping[str, Any] | None) -> str:
 def _rate(value: Mapping[str, Any] | None) -> str:
     if not value or not value.get("n"):
         return NOT_MEASURED
+    unit = f" {value['unit']}" if value.get("unit") else ""
     return (
-        f"{100 * value['value']:.1f}% ({value['k']}/{value['n']}; "
+        f"{100 * value['value']:.1f}% ({value['k']}/{value['n']}{unit}; "
         f"95% CI {100 * value['low']:.1f}-{100 * value['high']:.1f}%)"
     )
 

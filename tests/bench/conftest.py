@@ -37,11 +37,18 @@ def _condition(name: str, worlds: int, rng: np.random.Generator) -> ConditionDat
             saw = None if action != "verify" else name != "replay"
             data.rollouts.append(Rollout(world, f"b{world}", action, reward, attention, saw))
     data.totals.add({"reads": 100, "reads_shared": 70 if name != "naive" else 0, "lies": 0})
-    data.oracle = OracleCounts(reads=100, rollouts_reading_after_write=worlds)
+    data.oracle = OracleCounts(
+        reads=100,
+        rollouts_reading_after_write=worlds,
+        groups=worlds,
+        groups_reading_after_write=worlds,
+    )
     if name == "replay":
         data.totals.add({"reads": 0, "lies": 5})
         data.oracle.stale = 5
+        data.oracle.groups_stale = 5
         data.oracle.rollouts_blind = worlds
+        data.oracle.groups_blind = worlds
     return data
 
 

@@ -126,6 +126,7 @@ def test_claims_fail_when_the_data_do_not_back_them(small_config, constructed_ra
     cooperative["equivalence"]["groundhog"] = [EquivalenceCheck(1, "verify", 1.5, 1.4, True)]
     cooperative["reproducibility"] = [("a", "b")]
     cooperative["conditions"]["groundhog"].oracle.stale = 1
+    cooperative["conditions"]["groundhog"].oracle.groups_stale = 1
     bad = {
         c["id"]: c["verdict"]
         for c in assemble(small_config, constructed_raws, run_id="t", services=SERVICES)["claims"]

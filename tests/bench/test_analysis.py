@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from bench import analysis
+from bench import analysis, stats
 from bench.assemble import assemble
 from bench.harness import Services
 from bench.measurements import ConditionData, EquivalenceCheck, Rollout
@@ -132,3 +132,16 @@ def test_claims_fail_when_the_data_do_not_back_them(small_config, constructed_ra
         for c in assemble(small_config, constructed_raws, run_id="t", services=SERVICES)["claims"]
     }
     assert bad["C3"] == bad["C4"] == bad["C5"] == "NOT supported"
+
+
+def test_best_action_comes_from_the_live_reference_not_the_ranking_worlds(
+    small_config, constructed_raw
+) -> None:
+    reference = constructed_raw["reference"]
+    # The few ranking worlds happen to favour deep; the reference pairs favour verify.
+    reference.per_action["deep"] = [value + 1.0 for value in reference.per_action["deep"]]
+    result = analysis.analyze_reference(reference, small_config)
+    assert result["ranking_best_action"] == "deep"
+    assert result["best_action"] == "verify"
+    worse_wins = analysis.live_best_action(stats.Estimate(-0.2, 0.05), small_config)
+    assert worse_wins == small_config.worse_action

@@ -22,6 +22,13 @@ def _estimate(value: stats.Estimate | None) -> dict[str, float] | None:
     return None if value is None else {"value": value.value, "stderr": value.stderr}
 
 
+def coupled_contrasts(reference: ReferenceData) -> np.ndarray:
+    """Per world, both actions in one live world: the contrast no coupling may remove."""
+    better = np.array([rollout.reward for rollout in reference.better])
+    worse = np.array([rollout.reward for rollout in reference.worse_coupled])
+    return better[: worse.size] - worse
+
+
 def analyze_reference(reference: ReferenceData, config: BenchConfig) -> dict[str, Any]:
     """The live world's contrast (with the attention control variate) and its per-world spread."""
     better = np.array([rollout.reward for rollout in reference.better])
@@ -37,9 +44,7 @@ def analyze_reference(reference: ReferenceData, config: BenchConfig) -> dict[str
     sharpened = stats.control_variate_estimate(
         independent, attention, coefficient=reference.attention_coefficient
     )
-    coupled = better[: len(reference.worse_coupled)] - np.array(
-        [rollout.reward for rollout in reference.worse_coupled]
-    )
+    coupled = coupled_contrasts(reference)
     estimand_variance = stats.sample_variance(coupled)
     means = {action: float(np.mean(values)) for action, values in reference.per_action.items()}
     ranking_best = max(means, key=means.__getitem__) if means else None

@@ -111,7 +111,17 @@ def test_assembled_results_carry_the_known_directions(small_config, constructed_
     assert models["path"]["lies"]["k"] == 3
     uncooperative = results["cells"]["research/uncooperative"]
     assert uncooperative["grpo"]["groundhog_minus_replay"]["low"] > 0
-    assert "ceiling_interval" not in uncooperative["reference"]
+    # Each mode's ceiling: its own (A) over the fully coupled (cooperative) live variance.
+    coupled = analysis.coupled_contrasts(constructed_raws["research/cooperative"]["reference"])
+    naive = uncooperative["raw"]["contrasts"]["naive"]
+    assert uncooperative["reference"]["ceiling"] == pytest.approx(
+        np.var(naive, ddof=1) / np.var(coupled, ddof=1)
+    )
+    share = uncooperative["conditions"]["groundhog"]["estimand_share"]
+    assert share["value"] == pytest.approx(
+        np.var(uncooperative["raw"]["contrasts"]["groundhog"], ddof=1) / np.var(coupled, ddof=1)
+    )
+    assert uncooperative["conditions"]["naive"]["calibration"]["equivalent"]
     assert results["meta"]["config"]["worlds"] == small_config.worlds
 
 
@@ -121,7 +131,8 @@ def test_claims_fail_when_the_data_do_not_back_them(small_config, constructed_ra
         for c in assemble(small_config, constructed_raws, run_id="t", services=SERVICES)["claims"]
     }
     assert verdicts["C4"] == verdicts["C5"] == verdicts["U3"] == "supported"
-    assert verdicts["U4"] == verdicts["U5"] == verdicts["U7"] == "supported"
+    assert verdicts["U4"] == verdicts["U5"] == verdicts["UA"] == verdicts["UB"] == "supported"
+    assert verdicts["U2"] == verdicts["C2"] == "supported"  # and (B) fails both: a gate
     cooperative = constructed_raws["research/cooperative"]
     cooperative["equivalence"]["groundhog"] = [EquivalenceCheck(1, "verify", 1.5, 1.4, True)]
     cooperative["reproducibility"] = [("a", "b")]

@@ -68,6 +68,8 @@ def build_config(args: argparse.Namespace) -> bench_config.BenchConfig:
         if args.worlds < 8:
             raise SystemExit("--worlds must be at least 8 (Levene and the t-tests need data)")
         overrides["worlds"] = args.worlds
+        # Sizes not from the protocol: the run's verdicts are not published (bench/claims.py).
+        overrides["extra"] = {"sizes_overridden": True}
     if args.workers is not None:
         overrides["workers"] = max(1, args.workers)
     overrides["measure_speed"] = bool(args.speed) and not args.no_speed

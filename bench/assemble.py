@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from bench import analysis, claims, intervals, stats
-from bench.config import BenchConfig, for_world
+from bench.config import BenchConfig, for_cell, for_world
 from bench.harness import Services
 
 NOTES = [
@@ -224,6 +224,24 @@ def assemble_cell(
     return cell
 
 
+def measured_sizes(raw: Mapping[str, Any]) -> dict[str, int]:
+    """What a cell actually ran, read from its data (not from the config that asked for it)."""
+    groups = [data.groups for data in raw["conditions"].values()]
+    runs = raw.get("grpo") or {}
+    seeds = [len(condition_runs) for condition_runs in runs.values()]
+    steps = [
+        len(run["probabilities"]) - 1 for condition_runs in runs.values() for run in condition_runs
+    ]
+    sizes = {
+        "worlds": min(groups, default=0),
+        "reference_pairs": len(raw["reference"].better),
+    }
+    if runs:
+        sizes["grpo_seeds"] = min(seeds, default=0)
+        sizes["grpo_steps"] = min(steps, default=0)
+    return sizes
+
+
 def gate_metrics(cell: Mapping[str, Any]) -> dict[str, Any]:
     """The named metrics the protocol's gates read, for one cell."""
     rows = cell["conditions"]
@@ -255,16 +273,24 @@ def assemble(
     services: Services,
     speed: Any = None,
     faults: Any = None,
+    protocol: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The full results dictionary written to benchmark.json."""
-    protocol = claims.load()
+    """The full results dictionary written to benchmark.json (``protocol``: the file's)."""
+    protocol = claims.load() if protocol is None else protocol
     margin = float(protocol["constants"]["bias_margin"])
     cells = {}
+    withheld: dict[str, str] = {}
     for name, raw in raws.items():
         kind, mode = name.split("/")
         cooperative_raw = raws.get(f"{kind}/cooperative")
+        cell_config = for_cell(config, kind, mode, protocol.get("sizes", {}))
+        mismatches = claims.size_mismatches(protocol, name, measured_sizes(raw))
+        if config.quick:
+            withheld[name] = claims.SMOKE
+        elif mismatches:
+            withheld[name] = claims.UNPUBLISHED
         cells[name] = assemble_cell(
-            for_world(config, kind),
+            cell_config,
             raw,
             cooperative=mode == "cooperative",
             margin=margin,
@@ -273,6 +299,9 @@ def assemble(
             else analysis.coupled_contrasts(cooperative_raw["reference"]),
         )
         cells[name]["world"] = kind
+        cells[name]["sizes"] = measured_sizes(raw)
+        cells[name]["published"] = name not in withheld
+        cells[name]["size_mismatches"] = {k: list(v) for k, v in mismatches.items()}
         cells[name]["actions"] = list(for_world(config, kind).actions)
         cells[name]["contrast"] = [
             for_world(config, kind).better_action,
@@ -281,7 +310,7 @@ def assemble(
     metrics = {name: gate_metrics(cell) for name, cell in cells.items()}
     return {
         "meta": {
-            "version": 2,
+            "version": 3,
             "run_id": run_id,
             "quick": config.quick,
             "config": config.to_json(),
@@ -315,5 +344,5 @@ def assemble(
         "cells": cells,
         "speed": speed,
         "faults": faults,
-        "claims": claims.evaluate_all(protocol, metrics),
+        "claims": claims.withhold(claims.evaluate_all(protocol, metrics), withheld),
     }

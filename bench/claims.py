@@ -19,6 +19,8 @@ SUPPORTED = "supported"
 NOT_SUPPORTED = "NOT supported"
 NOT_MEASURED = "not measured"
 NOT_A_GATE = "not a gate ((B) passes it)"
+SMOKE = "smoke test: not a claim"
+UNPUBLISHED = "not published: sizes differ from the protocol"
 OPERATORS = {">": operator.gt, "<": operator.lt, ">=": operator.ge, "<=": operator.le}
 
 
@@ -113,7 +115,44 @@ def evaluate(claim: Mapping[str, Any], metrics: Mapping[str, Any]) -> dict[str, 
 def evaluate_all(
     protocol: Mapping[str, Any], metrics_by_cell: Mapping[str, Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
-    return [
-        evaluate(claim, metrics_by_cell.get(claim["cell"], {}))
-        for claim in protocol.get("claim", [])
-    ]
+    sizes = protocol.get("sizes", {})
+    verdicts = []
+    for claim in protocol.get("claim", []):
+        verdict = evaluate(claim, metrics_by_cell.get(claim["cell"], {}))
+        declared = sizes.get(claim["cell"], {})
+        verdict["size"] = {k: v for k, v in declared.items() if k != "power"} or None
+        verdict["power"] = declared.get("power", {}).get(claim["id"])
+        verdicts.append(verdict)
+    return verdicts
+
+
+def size_mismatches(
+    protocol: Mapping[str, Any], cell: str, sizes: Mapping[str, int]
+) -> dict[str, tuple[int | None, int]]:
+    """The declared sizes a cell ran at other values: {name: (declared, ran)}."""
+    declared = protocol.get("sizes", {}).get(cell)
+    if declared is None:
+        return {"cell": (None, 0)}
+    return {
+        name: (declared[name], sizes[name])
+        for name in ("worlds", "reference_pairs", "grpo_seeds", "grpo_steps")
+        if name in declared and declared[name] != sizes.get(name, 0)
+    }
+
+
+def withhold(verdicts: list[dict[str, Any]], cells: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Replace the verdicts of claims whose cell is not publishable by the reason.
+
+    ``cells`` maps a cell to SMOKE or UNPUBLISHED; the computed verdict is kept beside it, so a
+    smoke run still shows which way each gate went.
+    """
+    withheld = []
+    for verdict in verdicts:
+        reason = cells.get(verdict["cell"])
+        if reason is None:
+            withheld.append(verdict)
+        else:
+            withheld.append(
+                {**verdict, "verdict": reason, "supported": False, "direction": verdict["verdict"]}
+            )
+    return withheld

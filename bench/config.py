@@ -84,6 +84,36 @@ def for_world(config: BenchConfig, world: str) -> BenchConfig:
     return replace(config, **WORLDS[world])  # type: ignore[arg-type]
 
 
+def declared_sizes(config: BenchConfig) -> dict[str, int]:
+    """The sizes of ``config`` that bench/protocol.toml fixes per cell."""
+    return {
+        "worlds": config.worlds,
+        "reference_pairs": config.reference_pairs,
+        "grpo_seeds": len(config.grpo_seeds),
+        "grpo_steps": config.grpo_fresh_steps,
+    }
+
+
+def for_cell(config: BenchConfig, world: str, mode: str, sizes: dict[str, Any]) -> BenchConfig:
+    """``world``'s config for one cell: a full run takes the cell's sizes from the protocol.
+
+    ``sizes`` is the protocol's ``[sizes]`` table. A quick run, or one whose sizes were set on
+    the command line (``extra["sizes_overridden"]``), keeps its own: it is not published.
+    """
+    cell = for_world(config, world)
+    declared = sizes.get(f"{world}/{mode}")
+    if config.quick or config.extra.get("sizes_overridden") or not declared:
+        return cell
+    changes: dict[str, Any] = {
+        "worlds": declared["worlds"],
+        "reference_pairs": declared["reference_pairs"],
+    }
+    if "grpo_seeds" in declared:
+        changes["grpo_seeds"] = tuple(range(declared["grpo_seeds"]))
+        changes["grpo_fresh_steps"] = declared["grpo_steps"]
+    return replace(cell, **changes)
+
+
 def full_config() -> BenchConfig:
     """The committed run's sizes: both worlds in both modes, sized so each variance ratio's
     bootstrap interval and each rate's Clopper-Pearson interval are narrow enough to gate on

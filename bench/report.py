@@ -222,19 +222,37 @@ def condition_table(results: Mapping[str, Any], world: str) -> str:
     return "\n".join(lines)
 
 
+def _size(size: Mapping[str, Any] | None) -> str:
+    if not size:
+        return "—"
+    return ", ".join(f"{name} {value}" for name, value in size.items())
+
+
 def claims_section(results: Mapping[str, Any]) -> list[str]:
-    lines = [
-        "## Predeclared claims (bench/protocol.toml)",
-        "",
-        "| id | cell | claim | gate | verdict | evidence |",
-        "|---|---|---|---|---|---|",
-    ]
+    # Version 1 runs carry no declared sizes or power: their table keeps its columns.
+    sized = (results["meta"].get("protocol_version") or 1) >= 2
+    lines = ["## Predeclared claims (bench/protocol.toml)", ""]
+    if results["meta"].get("quick"):
+        lines += ["**Smoke test (`--quick`): the verdicts below are directions, not claims.**", ""]
+    if sized:
+        lines += [
+            "| id | cell | claim | gate | size | power | verdict | evidence |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+    else:
+        lines += ["| id | cell | claim | gate | verdict | evidence |", "|---|---|---|---|---|---|"]
     for claim in results.get("claims", []):
         verdict = claim["verdict"]
         shown = f"**{verdict}**" if verdict != "supported" else verdict
+        if claim.get("direction"):
+            shown += f" (gate went: {claim['direction']})"
+        extra = ""
+        if sized:
+            power = claim.get("power")
+            extra = f"| {_size(claim.get('size'))} | {'—' if power is None else f'{power:.2f}'} "
         lines.append(
             f"| {claim['id']} | {claim['cell']} | {claim['claim']} | `{claim['gate']}` "
-            f"| {shown} | {claim['evidence']} |"
+            f"{extra}| {shown} | {claim['evidence']} |"
         )
     return [*lines, ""]
 

@@ -23,9 +23,10 @@ import httpx
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from bench import claims as protocol_claims
 from bench import collect, credentials, faults, figures, grpo_fresh, report, speed
 from bench.assemble import assemble
-from bench.config import BenchConfig, for_world
+from bench.config import BenchConfig, for_cell
 from bench.groups import RunContext
 from bench.harness import Services
 from bench.world_client import WorldControl
@@ -140,7 +141,8 @@ def run_benchmark(
                     ),
                 )
                 cell_started = time.perf_counter()
-                raw = collect_all(context, for_world(config, kind), progress)
+                sizes = protocol_claims.load().get("sizes", {})
+                raw = collect_all(context, for_cell(config, kind, mode, sizes), progress)
                 raw["timings"]["total"] = time.perf_counter() - cell_started
                 return raw
 

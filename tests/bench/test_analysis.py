@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from bench import analysis, stats
+from bench import analysis, claims, stats
 from bench.assemble import assemble
 from bench.harness import Services
 from bench.measurements import ConditionData, EquivalenceCheck, Rollout
@@ -84,8 +85,12 @@ def test_equivalence_counts_only_identical_rewards_and_observations() -> None:
     assert analysis.analyze_equivalence([]) is None
 
 
-def test_assembled_results_carry_the_known_directions(small_config, constructed_raws) -> None:
-    results = assemble(small_config, constructed_raws, run_id="t", services=SERVICES)
+def test_assembled_results_carry_the_known_directions(
+    small_config, constructed_raws, published
+) -> None:
+    results = assemble(
+        small_config, constructed_raws, run_id="t", services=SERVICES, protocol=published
+    )
     cooperative = results["cells"]["research/cooperative"]
     rows = cooperative["conditions"]
     naive_variance = rows["naive"]["contrast_variance"]
@@ -125,10 +130,14 @@ def test_assembled_results_carry_the_known_directions(small_config, constructed_
     assert results["meta"]["config"]["worlds"] == small_config.worlds
 
 
-def test_claims_fail_when_the_data_do_not_back_them(small_config, constructed_raws) -> None:
+def test_claims_fail_when_the_data_do_not_back_them(
+    small_config, constructed_raws, published
+) -> None:
     verdicts = {
         c["id"]: c["verdict"]
-        for c in assemble(small_config, constructed_raws, run_id="t", services=SERVICES)["claims"]
+        for c in assemble(
+            small_config, constructed_raws, run_id="t", services=SERVICES, protocol=published
+        )["claims"]
     }
     assert verdicts["C4"] == verdicts["C5"] == verdicts["U3"] == "supported"
     assert verdicts["U4"] == verdicts["U5"] == verdicts["UA"] == verdicts["UB"] == "supported"
@@ -140,7 +149,9 @@ def test_claims_fail_when_the_data_do_not_back_them(small_config, constructed_ra
     cooperative["conditions"]["groundhog"].oracle.groups_stale = 1
     bad = {
         c["id"]: c["verdict"]
-        for c in assemble(small_config, constructed_raws, run_id="t", services=SERVICES)["claims"]
+        for c in assemble(
+            small_config, constructed_raws, run_id="t", services=SERVICES, protocol=published
+        )["claims"]
     }
     assert bad["C3"] == bad["C4"] == bad["C5"] == "NOT supported"
 
@@ -156,3 +167,27 @@ def test_best_action_comes_from_the_live_reference_not_the_ranking_worlds(
     assert result["best_action"] == "verify"
     worse_wins = analysis.live_best_action(stats.Estimate(-0.2, 0.05), small_config)
     assert worse_wins == small_config.worse_action
+
+
+def test_a_run_at_other_sizes_is_not_published(small_config, constructed_raws, published) -> None:
+    published["sizes"]["research/cooperative"]["worlds"] = 610
+    results = assemble(
+        small_config, constructed_raws, run_id="t", services=SERVICES, protocol=published
+    )
+    cooperative = results["cells"]["research/cooperative"]
+    assert not cooperative["published"]
+    assert cooperative["size_mismatches"] == {"worlds": [610, 80]}
+    verdicts = {c["id"]: c for c in results["claims"]}
+    assert verdicts["C5"]["verdict"] == claims.UNPUBLISHED and not verdicts["C5"]["supported"]
+    assert verdicts["C5"]["direction"] == claims.SUPPORTED
+    assert verdicts["U3"]["verdict"] == claims.SUPPORTED  # the other cell ran at its sizes
+
+
+def test_a_quick_run_is_a_smoke_test_whose_verdicts_are_not_claims(
+    small_config, constructed_raws, published
+) -> None:
+    quick = replace(small_config, quick=True)
+    results = assemble(quick, constructed_raws, run_id="t", services=SERVICES, protocol=published)
+    ran = [c for c in results["claims"] if c["cell"].startswith("research/")]
+    assert {c["verdict"] for c in ran} == {claims.SMOKE}
+    assert not any(c["supported"] for c in results["claims"])

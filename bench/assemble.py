@@ -73,24 +73,56 @@ def _dependency_rows(raw: Mapping[str, Any]) -> dict[str, Any]:
     return rows
 
 
+def _steps_to(probabilities: list[list[float]], best: int, threshold: float) -> int:
+    """Steps until P(best) reaches and keeps ``threshold``; censored at the horizon + 1."""
+    curve = np.asarray(probabilities, dtype=float)[:, best]
+    step = stats.sustained_attainment(curve, threshold)
+    return curve.size if step is None else step
+
+
+def _paired(
+    runs: Mapping[str, list[dict[str, Any]]], first: str, second: str, value: Any
+) -> dict[str, Any] | None:
+    """Per seed, ``value(first's run) - value(second's run)``, with a bootstrap interval."""
+    by_seed = {name: {run["seed"]: run for run in runs.get(name, [])} for name in (first, second)}
+    seeds = sorted(set(by_seed[first]) & set(by_seed[second]))
+    if len(seeds) < 2:
+        return None
+    differences = [value(by_seed[first][s]) - value(by_seed[second][s]) for s in seeds]
+    return {**intervals.mean(differences), "seeds": len(seeds), "differences": differences}
+
+
 def _grpo(runs: Mapping[str, list[dict[str, Any]]], best: int, threshold: float) -> dict[str, Any]:
+    """Final P(best) and steps to ``threshold`` per condition, and (C) vs (A) paired by seed.
+
+    ``best`` is the live reference's best action; the paired rows are the learning claim.
+    """
     summary: dict[str, Any] = {}
-    finals: dict[str, list[float]] = {}
     for condition, seeds in runs.items():
-        finals[condition] = [run["probabilities"][-1][best] for run in seeds]
-        reached = sum(1 for value in finals[condition] if value >= threshold)
+        finals = [run["probabilities"][-1][best] for run in seeds]
+        steps = [_steps_to(run["probabilities"], best, threshold) for run in seeds]
+        horizon = len(seeds[0]["probabilities"]) - 1 if seeds else 0
         summary[condition] = {
-            "final_best_probability": finals[condition],
-            "mean_final_best": intervals.mean_difference(finals[condition], [0.0])
-            if len(finals[condition]) > 1
-            else None,
-            "reached_threshold": intervals.rate(reached, len(finals[condition])),
-            "steps": len(seeds[0]["probabilities"]) - 1 if seeds else 0,
+            "final_best_probability": finals,
+            "mean_final_best": intervals.mean(finals) if len(finals) > 1 else None,
+            "reached_threshold": intervals.rate(sum(s <= horizon for s in steps), len(steps)),
+            "steps_to_threshold": steps,
+            "mean_steps_to_threshold": intervals.mean(steps) if len(steps) > 1 else None,
+            "steps": horizon,
         }
-    if len(finals.get("groundhog", [])) > 1 and len(finals.get("replay", [])) > 1:
-        summary["groundhog_minus_replay"] = intervals.mean_difference(
-            finals["groundhog"], finals["replay"]
-        )
+
+    def final(run: Mapping[str, Any]) -> float:
+        return float(run["probabilities"][-1][best])
+
+    def steps_to(run: Mapping[str, Any]) -> float:
+        return float(_steps_to(run["probabilities"], best, threshold))
+
+    for name, first, second in (
+        ("groundhog_minus_naive", "groundhog", "naive"),
+        ("groundhog_minus_replay", "groundhog", "replay"),
+    ):
+        summary[name] = _paired(runs, first, second, final)
+        summary[f"steps_{name}"] = _paired(runs, first, second, steps_to)
     return summary
 
 
@@ -110,8 +142,9 @@ def _calibration(
     attention = data.matrix("attention")
     better = config.actions.index(config.better_action)
     worse = config.actions.index(config.worse_action)
-    covariate = attention[:, better] - attention[:, worse]
-    if not np.all(np.isfinite(covariate)) or covariate.size < 3:
+    # A world without an attention draw (the shop) has none to sharpen by, as in the reference.
+    covariate = np.nan_to_num(attention[:, better] - attention[:, worse], nan=0.0)
+    if covariate.size < 3:
         return None
     sharpened = stats.control_variate_estimate(
         contrast, covariate, coefficient=reference.attention_coefficient
@@ -261,7 +294,9 @@ def gate_metrics(cell: Mapping[str, Any]) -> dict[str, Any]:
     if repro["total"]:
         metrics["reproducibility"] = intervals.rate(repro["identical"], repro["total"])
     if cell.get("grpo"):
-        metrics["grpo.groundhog_minus_replay"] = cell["grpo"].get("groundhog_minus_replay")
+        for name in ("groundhog_minus_naive", "groundhog_minus_replay"):
+            metrics[f"grpo.{name}"] = cell["grpo"].get(name)
+            metrics[f"grpo.steps_{name}"] = cell["grpo"].get(f"steps_{name}")
     return metrics
 
 

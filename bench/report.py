@@ -266,8 +266,11 @@ def _grpo_section(results: Mapping[str, Any]) -> list[str]:
         lines += [
             f"## GRPO on fresh rollouts through the proxy ({cell_name})",
             "",
-            "| condition | steps | final P(best) per seed | mean [95% CI] | seeds at >= 0.9 |",
-            "|---|---|---|---|---|",
+            f"Best action (from the live reference): `{cell['reference']['best_action']}`.",
+            "",
+            "| condition | steps | final P(best) per seed | mean [95% CI] | seeds at >= 0.9 "
+            "| steps to 0.9 (censored at steps + 1), mean [95% CI] |",
+            "|---|---|---|---|---|---|",
         ]
         for name in CONDITIONS:
             row = summary.get(name)
@@ -276,7 +279,17 @@ def _grpo_section(results: Mapping[str, Any]) -> list[str]:
             finals = ", ".join(f"{value:.2f}" for value in row["final_best_probability"])
             mean = _interval(row["mean_final_best"], 2, "")
             reached = _rate(row["reached_threshold"])
-            lines.append(f"| {LABELS[name]} | {row['steps']} | {finals} | {mean} | {reached} |")
+            steps = _interval(row.get("mean_steps_to_threshold"), 1, "")
+            lines.append(
+                f"| {LABELS[name]} | {row['steps']} | {finals} | {mean} | {reached} | {steps} |"
+            )
+        for key, label in (
+            ("groundhog_minus_naive", "(C) - (A) final P(best), paired seeds"),
+            ("steps_groundhog_minus_naive", "(C) - (A) steps to 0.9, paired seeds"),
+        ):
+            paired = summary.get(key)
+            if paired:
+                lines.append(f"- {label}: {_interval(paired, 3, '')} over {paired['seeds']} seeds")
         lines.append("")
     return lines
 

@@ -191,3 +191,44 @@ def test_a_quick_run_is_a_smoke_test_whose_verdicts_are_not_claims(
     ran = [c for c in results["claims"] if c["cell"].startswith("research/")]
     assert {c["verdict"] for c in ran} == {claims.SMOKE}
     assert not any(c["supported"] for c in results["claims"])
+
+
+def _curve(final: float, reach_at: int | None, steps: int = 10) -> list[list[float]]:
+    """A synthetic 4-action GRPO curve: P(verify) crosses 0.9 at ``reach_at`` (or never)."""
+    values = []
+    for step in range(steps + 1):
+        if reach_at is not None and step >= reach_at:
+            best = max(final, 0.9)
+        else:
+            best = min(0.25 + step * 0.05, 0.85)
+        rest = (1 - best) / 3
+        values.append([rest, rest, rest, best])
+    values[-1][3] = final
+    return values
+
+
+def test_grpo_compares_groundhog_with_naive_on_paired_seeds() -> None:
+    from bench.assemble import _grpo
+
+    runs = {
+        "naive": [
+            {"seed": 0, "probabilities": _curve(0.50, None)},
+            {"seed": 1, "probabilities": _curve(0.95, 8)},
+            {"seed": 2, "probabilities": _curve(0.60, None)},
+        ],
+        "groundhog": [
+            {"seed": 2, "probabilities": _curve(0.97, 3)},
+            {"seed": 0, "probabilities": _curve(0.95, 4)},
+            {"seed": 1, "probabilities": _curve(0.96, 5)},
+        ],
+    }
+    summary = _grpo(runs, best=3, threshold=0.9)
+    assert summary["naive"]["steps_to_threshold"] == [11, 8, 11]  # censored at steps + 1
+    assert summary["groundhog"]["steps_to_threshold"] == [3, 4, 5]
+    assert summary["naive"]["reached_threshold"]["k"] == 1
+    paired = summary["groundhog_minus_naive"]
+    # Paired by seed, not by position: seed 0 is 0.95 - 0.50, seed 2 is 0.97 - 0.60.
+    assert paired["differences"] == pytest.approx([0.45, 0.01, 0.37])
+    assert paired["low"] > 0 and paired["seeds"] == 3
+    steps = summary["steps_groundhog_minus_naive"]
+    assert steps["differences"] == [-7.0, -3.0, -8.0] and steps["high"] < 0

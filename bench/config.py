@@ -62,6 +62,10 @@ class BenchConfig:
     conditions: tuple[str, ...] = CONDITIONS
     rollouts_per_contrast: int = 2
     measure_speed: bool = False
+    # --noise-curve: the per-call attention weights to sweep (bench/noise_curve.py), and how
+    # many worlds each point runs for (A) and (C).
+    noise_curve: tuple[float, ...] = ()
+    noise_curve_worlds: int = 8
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -382,6 +382,33 @@ def _other_section(results: Mapping[str, Any]) -> list[str]:
     return [*lines, "", *tables]
 
 
+def _noise_section(results: Mapping[str, Any]) -> list[str]:
+    """The noise-share curve (bench/noise_curve.py): predicted beside measured."""
+    points = results.get("noise_curve")
+    if not points:
+        return []
+    lines = [
+        "## Variance reduction against the per-call exogenous noise (research, uncooperative)",
+        "",
+        "| call weight | sigma_exo | (sigma_exo / gap)^2 | predicted 1 + 2 sigma_exo^2 / var(C) "
+        "| measured var(A) / var(C) [95% CI] | worlds |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in points:
+        measured = row["measured"]
+        interval = (
+            f"{measured['value']:.1f}x"
+            if measured.get("low") is None
+            else f"{measured['value']:.1f}x [{measured['low']:.1f}, {measured['high']:.1f}]"
+        )
+        lines.append(
+            f"| {row['call_weight']:.2f} | {row['sigma_exo']:.2f} | "
+            f"{row['exo_over_gap_squared']:.1f} | {row['predicted']:.1f}x | {interval} "
+            f"| {row['worlds']} |"
+        )
+    return [*lines, ""]
+
+
 def summary_block(results: Mapping[str, Any]) -> str:
     """The table and the claims: the block the README carries (bench/readme.py)."""
     meta = results["meta"]
@@ -416,6 +443,7 @@ def render_markdown(results: Mapping[str, Any]) -> str:
             "",
             summary_block(results),
             *_grpo_section(results),
+            *_noise_section(results),
             *sections,
             *_other_section(results),
             "## Notes",

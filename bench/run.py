@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from bench import claims as protocol_claims
-from bench import collect, credentials, faults, figures, grpo_fresh, report, speed
+from bench import collect, credentials, faults, figures, grpo_fresh, noise_curve, report, speed
 from bench.assemble import assemble
 from bench.config import BenchConfig, for_cell
 from bench.groups import RunContext
@@ -163,6 +163,18 @@ def run_benchmark(
                 run_id=run_id,
             )
             advance(1)
+        noise_points = None
+        if config.noise_curve:
+            label = "noise-share curve"
+            with _phase(progress, label, len(config.noise_curve)) as advance:
+                noise_points = noise_curve.measure(
+                    config,
+                    resolver_url=services.resolver_url,
+                    proxy_url=services.proxy_url,
+                    run_id=run_id,
+                    advance=advance,
+                    weights=config.noise_curve,
+                )
         if config.measure_speed:
             with _phase(
                 progress, "speed (resolver, proxy, redaction)", len(speed.SCRIPTS)
@@ -173,6 +185,7 @@ def run_benchmark(
     results = assemble(
         config, raws, run_id=run_id, services=services, speed=speed_rows, faults=fault_row
     )
+    results["noise_curve"] = noise_points
     results["meta"]["timings_seconds"]["total"] = time.perf_counter() - started
     report.write_json(results, out_dir / "benchmark.json")
     report.write_markdown(results, out_dir / "benchmark.md")

@@ -23,11 +23,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from bench import collect, credentials, harness, intervals, stats
+from bench import collect, harness, intervals, stats
 from bench.config import BenchConfig, for_world
-from bench.groups import RunContext
+from bench.groups import cell_context
 from bench.world_client import WorldControl
 from groundhog.client import Groundhog
 
@@ -96,15 +94,15 @@ def _contrasts(
     """(A)'s and (C)'s per-world contrasts through the proxy, in one world process."""
     resolver_url, world_url, proxy_url = services
     with WorldControl(world_url) as world:
-        context = RunContext(
-            admin=admin,
-            world=world,
+        context = cell_context(
+            admin,
+            world,
             world_url=world_url,
+            resolver_url=resolver_url,
             proxy_url=proxy_url,
             run_id=run_id,
+            kind="research",
             cooperative=False,
-            world_kind="research",
-            credential_settings=credentials.detect(resolver_url, str(httpx.URL(world_url).host)),
         )
         contrasts = {}
         better = config.actions.index(config.better_action)

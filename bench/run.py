@@ -19,15 +19,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from bench import claims as protocol_claims
-from bench import collect, credentials, faults, figures, grpo_fresh, noise_curve, report, speed
+from bench import collect, faults, figures, grpo_fresh, noise_curve, report, speed
 from bench.assemble import assemble
 from bench.config import BenchConfig, for_cell
-from bench.groups import RunContext
+from bench.groups import RunContext, cell_context
 from bench.harness import Services
 from bench.world_client import WorldControl
 from groundhog.client import Groundhog
@@ -128,17 +127,15 @@ def run_benchmark(
         def run_cell(kind: str, mode: str) -> dict[str, Any]:
             world_url = services.world(mode, kind)
             with WorldControl(world_url) as world:
-                context = RunContext(
-                    admin=admin,
-                    world=world,
+                context = cell_context(
+                    admin,
+                    world,
                     world_url=world_url,
+                    resolver_url=services.resolver_url,
                     proxy_url=services.proxy_url,
                     run_id=f"{run_id}{kind[0]}{mode[0]}",
+                    kind=kind,
                     cooperative=mode == "cooperative",
-                    world_kind=kind,
-                    credential_settings=credentials.detect(
-                        services.resolver_url, str(httpx.URL(world_url).host)
-                    ),
                 )
                 cell_started = time.perf_counter()
                 sizes = protocol_claims.load().get("sizes", {})

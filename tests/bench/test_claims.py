@@ -55,32 +55,29 @@ def test_a_gate_the_positive_control_passes_is_not_a_gate() -> None:
     assert unrun["verdict"] == claims.NOT_MEASURED
 
 
-def _replay_shaped_metrics(rng: np.random.Generator) -> dict:
-    """(B) as the committed run saw it: biased by -0.23, a stale read in some groups, and an
-    over-shared contrast (75% of the fully coupled live variance), at the protocol's sizes."""
+def _shaped(rng: np.random.Generator, *, bias: float, stale_groups: int, share: float) -> dict:
+    """Gate metrics from synthetic data at the protocol's sizes: a true bias, stale groups, and
+    a contrast keeping ``share`` of the fully coupled live variance."""
     worlds, pairs = 600, 1200
     coupled = rng.normal(0.18, 0.40, size=pairs)
-    over_shared = rng.normal(-0.05, 0.40 * math.sqrt(0.75), size=worlds)
-    bias = stats.Estimate(-0.23, 0.03)
+    own = rng.normal(0.18 + bias, 0.40 * math.sqrt(share), size=worlds)
+    estimate = stats.Estimate(bias, 0.03)
     return {
-        "equivalence": intervals.equivalence(bias, 0.10),
-        "calibration": intervals.equivalence(bias, 0.10),
-        "lies": intervals.rate(12, worlds),
-        "estimand_share": intervals.variance_ratio(over_shared, coupled, paired=False),
+        "equivalence": intervals.equivalence(estimate, 0.10),
+        "calibration": intervals.equivalence(estimate, 0.10),
+        "lies": intervals.rate(stale_groups, worlds),
+        "estimand_share": intervals.variance_ratio(own, coupled, paired=False),
     }
+
+
+def _replay_shaped_metrics(rng: np.random.Generator) -> dict:
+    """(B) as the committed run saw it: biased by -0.23, a stale read in some groups, and an
+    over-shared contrast (75% of the fully coupled live variance)."""
+    return _shaped(rng, bias=-0.23, stale_groups=12, share=0.75)
 
 
 def _groundhog_shaped_metrics(rng: np.random.Generator) -> dict:
-    worlds, pairs = 600, 1200
-    coupled = rng.normal(0.18, 0.40, size=pairs)
-    own = rng.normal(0.18, 0.40, size=worlds)
-    bias = stats.Estimate(-0.01, 0.03)
-    return {
-        "equivalence": intervals.equivalence(bias, 0.10),
-        "calibration": intervals.equivalence(bias, 0.10),
-        "lies": intervals.rate(0, worlds),
-        "estimand_share": intervals.variance_ratio(own, coupled, paired=False),
-    }
+    return _shaped(rng, bias=-0.01, stale_groups=0, share=1.0)
 
 
 def test_every_gate_on_groundhog_rejects_data_shaped_like_replay() -> None:

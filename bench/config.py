@@ -119,10 +119,10 @@ def for_cell(config: BenchConfig, world: str, mode: str, sizes: dict[str, Any]) 
 
 
 def full_config() -> BenchConfig:
-    """The committed run's sizes: both worlds in both modes, sized so each variance ratio's
-    bootstrap interval and each rate's Clopper-Pearson interval are narrow enough to gate on
-    (96 worlds per condition, 200 live reference pairs, 20 GRPO seeds on fresh rollouts) and
-    the run still fits in about an hour on a shared, loaded 2-core machine."""
+    """A full run: both worlds in both modes. The sizes below are version 1's (the committed
+    run's); since protocol version 2 each cell's worlds, reference pairs and GRPO seeds and
+    steps come from bench/protocol.toml's [sizes] (see ``for_cell``), and these serve only
+    a cell the protocol does not size."""
     return BenchConfig(
         quick=False,
         worlds=96,

@@ -19,7 +19,7 @@ from pathlib import Path
 from rich.console import Console
 
 from bench import config as bench_config
-from bench import report
+from bench import noise_curve, report
 from bench.harness import ServiceError, connected_services, started_services
 from bench.run import run_benchmark
 
@@ -56,6 +56,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--speed", action="store_true", help="also run the speed rows (resolver_perf, proxy_perf)"
     )
     parser.add_argument("--no-speed", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--noise-curve",
+        action="store_true",
+        help="also sweep the research world's per-call noise weight (bench/noise_curve.py)",
+    )
+    parser.add_argument(
+        "--noise-curve-worlds", type=int, help="worlds per condition at each sweep point"
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--log-level", default="warning")
     return parser.parse_args(argv)
@@ -68,9 +76,17 @@ def build_config(args: argparse.Namespace) -> bench_config.BenchConfig:
         if args.worlds < 8:
             raise SystemExit("--worlds must be at least 8 (Levene and the t-tests need data)")
         overrides["worlds"] = args.worlds
+        # Sizes not from the protocol: the run's verdicts are not published (bench/claims.py).
+        overrides["extra"] = {"sizes_overridden": True}
     if args.workers is not None:
         overrides["workers"] = max(1, args.workers)
     overrides["measure_speed"] = bool(args.speed) and not args.no_speed
+    if args.noise_curve:
+        overrides["noise_curve"] = noise_curve.WEIGHTS
+    if args.noise_curve_worlds is not None:
+        if args.noise_curve_worlds < 3:
+            raise SystemExit("--noise-curve-worlds must be at least 3 (a variance needs data)")
+        overrides["noise_curve_worlds"] = args.noise_curve_worlds
     if args.worlds_run:
         chosen = tuple(name.strip() for name in args.worlds_run.split(",") if name.strip())
         unknown = sorted(set(chosen) - set(bench_config.WORLDS))

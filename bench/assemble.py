@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from bench import analysis, claims, intervals, stats
-from bench.config import BenchConfig, for_world
+from bench.config import BenchConfig, for_cell, for_world
 from bench.harness import Services
 
 NOTES = [
@@ -37,8 +37,10 @@ NOTES = [
     "verify-deep gap, slow/per-call split) are declared design inputs, chosen to make the "
     "effect visible as in the prototype, and declared in bench/protocol.toml before this "
     "protocol's first run; nothing was tuned on this run's results.",
-    "The uncooperative ceiling is the cooperative cell's: per-call noise makes no live contrast "
-    "coupled in the uncooperative world.",
+    "Each mode's ceiling is its own (A)'s contrast variance over the fully coupled live "
+    "variance (the cooperative world's, both actions in one world with every draw shared: per-"
+    "call noise couples no live contrast in the uncooperative world). Over-sharing is tested "
+    "directly: var(condition) / var(fully coupled live), non-inferior at the protocol's margin.",
     "The shop world (worldsim/shop.py) differs in structure: much of its exogenous noise is drawn "
     "by writes (the checkout's quote and shipping fee), which are always live, so no proxy can "
     "share it; its write-read dependency is the cart's offer. Its constants and claims were "
@@ -71,31 +73,100 @@ def _dependency_rows(raw: Mapping[str, Any]) -> dict[str, Any]:
     return rows
 
 
+def _steps_to(probabilities: list[list[float]], best: int, threshold: float) -> int:
+    """Steps until P(best) reaches and keeps ``threshold``; censored at the horizon + 1."""
+    curve = np.asarray(probabilities, dtype=float)[:, best]
+    step = stats.sustained_attainment(curve, threshold)
+    return curve.size if step is None else step
+
+
+def _paired(
+    runs: Mapping[str, list[dict[str, Any]]], first: str, second: str, value: Any
+) -> dict[str, Any] | None:
+    """Per seed, ``value(first's run) - value(second's run)``, with a bootstrap interval."""
+    by_seed = {name: {run["seed"]: run for run in runs.get(name, [])} for name in (first, second)}
+    seeds = sorted(set(by_seed[first]) & set(by_seed[second]))
+    if len(seeds) < 2:
+        return None
+    differences = [value(by_seed[first][s]) - value(by_seed[second][s]) for s in seeds]
+    return {**intervals.mean(differences), "seeds": len(seeds), "differences": differences}
+
+
 def _grpo(runs: Mapping[str, list[dict[str, Any]]], best: int, threshold: float) -> dict[str, Any]:
+    """Final P(best) and steps to ``threshold`` per condition, and (C) vs (A) paired by seed.
+
+    ``best`` is the live reference's best action; the paired rows are the learning claim.
+    """
     summary: dict[str, Any] = {}
-    finals: dict[str, list[float]] = {}
     for condition, seeds in runs.items():
-        finals[condition] = [run["probabilities"][-1][best] for run in seeds]
-        reached = sum(1 for value in finals[condition] if value >= threshold)
+        finals = [run["probabilities"][-1][best] for run in seeds]
+        steps = [_steps_to(run["probabilities"], best, threshold) for run in seeds]
+        horizon = len(seeds[0]["probabilities"]) - 1 if seeds else 0
         summary[condition] = {
-            "final_best_probability": finals[condition],
-            "mean_final_best": intervals.mean_difference(finals[condition], [0.0])
-            if len(finals[condition]) > 1
-            else None,
-            "reached_threshold": intervals.rate(reached, len(finals[condition])),
-            "steps": len(seeds[0]["probabilities"]) - 1 if seeds else 0,
+            "final_best_probability": finals,
+            "mean_final_best": intervals.mean(finals) if len(finals) > 1 else None,
+            "reached_threshold": intervals.rate(sum(s <= horizon for s in steps), len(steps)),
+            "steps_to_threshold": steps,
+            "mean_steps_to_threshold": intervals.mean(steps) if len(steps) > 1 else None,
+            "steps": horizon,
         }
-    if len(finals.get("groundhog", [])) > 1 and len(finals.get("replay", [])) > 1:
-        summary["groundhog_minus_replay"] = intervals.mean_difference(
-            finals["groundhog"], finals["replay"]
-        )
+
+    def final(run: Mapping[str, Any]) -> float:
+        return float(run["probabilities"][-1][best])
+
+    def steps_to(run: Mapping[str, Any]) -> float:
+        return float(_steps_to(run["probabilities"], best, threshold))
+
+    for name, first, second in (
+        ("groundhog_minus_naive", "groundhog", "naive"),
+        ("groundhog_minus_replay", "groundhog", "replay"),
+    ):
+        summary[name] = _paired(runs, first, second, final)
+        summary[f"steps_{name}"] = _paired(runs, first, second, steps_to)
     return summary
 
 
+def _calibration(
+    data: Any,
+    contrast: np.ndarray,
+    config: BenchConfig,
+    reference: Any,
+    truth: Mapping[str, float],
+    margin: float,
+) -> dict[str, object] | None:
+    """(A) against the live reference: both are the live world, so they must be equivalent.
+
+    (A)'s contrast is sharpened by the same attention control variate as the reference's (its
+    known mean is zero), without which (A)'s variance would need thousands of worlds to test.
+    """
+    attention = data.matrix("attention")
+    better = config.actions.index(config.better_action)
+    worse = config.actions.index(config.worse_action)
+    # A world without an attention draw (the shop) has none to sharpen by, as in the reference.
+    covariate = np.nan_to_num(attention[:, better] - attention[:, worse], nan=0.0)
+    if covariate.size < 3:
+        return None
+    sharpened = stats.control_variate_estimate(
+        contrast, covariate, coefficient=reference.attention_coefficient
+    )
+    bias = stats.difference(sharpened, stats.Estimate(**truth))
+    return intervals.equivalence(bias, margin, alpha=config.alpha)
+
+
 def assemble_cell(
-    config: BenchConfig, raw: Mapping[str, Any], *, cooperative: bool, margin: float
+    config: BenchConfig,
+    raw: Mapping[str, Any],
+    *,
+    cooperative: bool,
+    margin: float,
+    coupled_live: np.ndarray | None = None,
 ) -> dict[str, Any]:
-    """One cell's rows, intervals and gate metrics."""
+    """One cell's rows, intervals and gate metrics.
+
+    ``coupled_live`` is the fully coupled live contrast (the cooperative world's, where every
+    draw of both actions is shared); without it the cell's own coupled contrasts are used,
+    which only the cooperative world couples fully.
+    """
     reference = analysis.analyze_reference(raw["reference"], config)
     truth = reference["contrast"]
     truth_sign = int(np.sign(truth["value"])) if truth and truth["value"] else 1
@@ -106,10 +177,18 @@ def assemble_cell(
         rows[name], contrasts[name] = analysis.analyze_condition(data, config, truth_sign)
         rewards[name] = data.matrix("reward")
         oracle = data.oracle
-        rows[name]["lies"] = intervals.rate(oracle.stale, oracle.reads)
+        # Groups are the trials: a group's stale reads share one cause (see OracleCounts).
+        rows[name]["lies"] = {
+            **intervals.rate(oracle.groups_stale, oracle.groups),
+            "unit": "groups",
+        }
+        rows[name]["stale_reads"] = intervals.rate(oracle.stale, oracle.reads)
         rows[name]["lie_rate"] = rows[name]["lies"]["value"]
         rows[name]["ungraded_reads"] = oracle.ungraded
-        blind = intervals.rate(oracle.rollouts_blind, oracle.rollouts_reading_after_write)
+        blind = {
+            **intervals.rate(oracle.groups_blind, oracle.groups_reading_after_write),
+            "unit": "groups",
+        }
         rows[name]["blind"] = blind
         rows[name]["blind_to_own_write"] = blind["value"]
         rows[name]["resolver_stale_decisions"] = data.totals.lies
@@ -122,16 +201,27 @@ def assemble_cell(
         )
     analysis.add_comparisons(rows, contrasts, reference)
     coupled = reference.pop("coupled_contrasts")
+    estimand = coupled if coupled_live is None and cooperative else coupled_live
     if "naive" in contrasts:
         for name, values in contrasts.items():
             rows[name]["reduction"] = intervals.variance_ratio(
                 contrasts["naive"], values, paired=True
             )
-        if cooperative and len(coupled) > 1:
+        if estimand is not None and len(estimand) > 1:
+            # This mode's own (A) over the fully coupled live variance: the mode's ceiling.
             reference["ceiling_interval"] = intervals.variance_ratio(
-                contrasts["naive"], coupled, paired=False
+                contrasts["naive"], estimand, paired=False
             )
             reference["ceiling"] = reference["ceiling_interval"]["value"]
+    if estimand is not None and len(estimand) > 1:
+        for name, values in contrasts.items():
+            # var(condition) / var(fully coupled live): below 1 means it removed part of the
+            # estimand itself (over-sharing); the non-inferiority gate reads the lower bound.
+            rows[name]["estimand_share"] = intervals.variance_ratio(values, estimand, paired=False)
+    if "naive" in contrasts and truth:
+        rows["naive"]["calibration"] = _calibration(
+            raw["conditions"]["naive"], contrasts["naive"], config, raw["reference"], truth, margin
+        )
     for row in rows.values():
         if row.get("bias"):
             bias = stats.Estimate(**row["bias"])
@@ -167,24 +257,46 @@ def assemble_cell(
     return cell
 
 
-def gate_metrics(cell: Mapping[str, Any], ceiling: Mapping[str, Any] | None) -> dict[str, Any]:
+def measured_sizes(raw: Mapping[str, Any]) -> dict[str, int]:
+    """What a cell actually ran, read from its data (not from the config that asked for it)."""
+    groups = [data.groups for data in raw["conditions"].values()]
+    runs = raw.get("grpo") or {}
+    seeds = [len(condition_runs) for condition_runs in runs.values()]
+    steps = [
+        len(run["probabilities"]) - 1 for condition_runs in runs.values() for run in condition_runs
+    ]
+    sizes = {
+        "worlds": min(groups, default=0),
+        "reference_pairs": len(raw["reference"].better),
+    }
+    if runs:
+        sizes["grpo_seeds"] = min(seeds, default=0)
+        sizes["grpo_steps"] = min(steps, default=0)
+    return sizes
+
+
+def gate_metrics(cell: Mapping[str, Any]) -> dict[str, Any]:
     """The named metrics the protocol's gates read, for one cell."""
     rows = cell["conditions"]
     metrics: dict[str, Any] = {}
     for name, row in rows.items():
         metrics[f"{name}.reduction"] = row.get("reduction")
+        metrics[f"{name}.estimand_share"] = row.get("estimand_share")
+        metrics[f"{name}.calibration"] = row.get("calibration")
         metrics[f"{name}.equivalence"] = row.get("equivalence")
         metrics[f"{name}.lies"] = row.get("lies")
         metrics[f"{name}.bias"] = row.get("bias_interval")
         metrics[f"{name}.exact"] = row.get("exact")
     for model, row in cell["dependency_models"].items():
         metrics[f"models.{model}.lies"] = row["lies"]
-    metrics["ceiling"] = ceiling
+    metrics["ceiling"] = cell["reference"].get("ceiling_interval")
     repro = cell["reproducibility"]
     if repro["total"]:
         metrics["reproducibility"] = intervals.rate(repro["identical"], repro["total"])
     if cell.get("grpo"):
-        metrics["grpo.groundhog_minus_replay"] = cell["grpo"].get("groundhog_minus_replay")
+        for name in ("groundhog_minus_naive", "groundhog_minus_replay"):
+            metrics[f"grpo.{name}"] = cell["grpo"].get(name)
+            metrics[f"grpo.steps_{name}"] = cell["grpo"].get(f"steps_{name}")
     return metrics
 
 
@@ -196,30 +308,44 @@ def assemble(
     services: Services,
     speed: Any = None,
     faults: Any = None,
+    protocol: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The full results dictionary written to benchmark.json."""
-    protocol = claims.load()
+    """The full results dictionary written to benchmark.json (``protocol``: the file's)."""
+    protocol = claims.load() if protocol is None else protocol
     margin = float(protocol["constants"]["bias_margin"])
     cells = {}
+    withheld: dict[str, str] = {}
     for name, raw in raws.items():
         kind, mode = name.split("/")
+        cooperative_raw = raws.get(f"{kind}/cooperative")
+        cell_config = for_cell(config, kind, mode, protocol.get("sizes", {}))
+        mismatches = claims.size_mismatches(protocol, name, measured_sizes(raw))
+        if config.quick:
+            withheld[name] = claims.SMOKE
+        elif mismatches:
+            withheld[name] = claims.UNPUBLISHED
         cells[name] = assemble_cell(
-            for_world(config, kind), raw, cooperative=mode == "cooperative", margin=margin
+            cell_config,
+            raw,
+            cooperative=mode == "cooperative",
+            margin=margin,
+            coupled_live=None
+            if cooperative_raw is None
+            else analysis.coupled_contrasts(cooperative_raw["reference"]),
         )
         cells[name]["world"] = kind
+        cells[name]["sizes"] = measured_sizes(raw)
+        cells[name]["published"] = name not in withheld
+        cells[name]["size_mismatches"] = {k: list(v) for k, v in mismatches.items()}
         cells[name]["actions"] = list(for_world(config, kind).actions)
         cells[name]["contrast"] = [
             for_world(config, kind).better_action,
             for_world(config, kind).worse_action,
         ]
-    metrics = {}
-    for name, cell in cells.items():
-        ceiling_cell = cells.get(f"{cell['world']}/cooperative", {})
-        ceiling = ceiling_cell.get("reference", {}).get("ceiling_interval")
-        metrics[name] = gate_metrics(cell, ceiling)
+    metrics = {name: gate_metrics(cell) for name, cell in cells.items()}
     return {
         "meta": {
-            "version": 2,
+            "version": 3,
             "run_id": run_id,
             "quick": config.quick,
             "config": config.to_json(),
@@ -253,5 +379,5 @@ def assemble(
         "cells": cells,
         "speed": speed,
         "faults": faults,
-        "claims": claims.evaluate_all(protocol, metrics),
+        "claims": claims.withhold(claims.evaluate_all(protocol, metrics), withheld),
     }

@@ -104,8 +104,8 @@ def collect_condition(
     data.groups = len(groups)
     for group in groups:
         data.totals.add(group.report.get("totals", {}))
+        data.oracle.add_group([branch.grades for branch in group.branches])
         for branch in group.branches:
-            data.oracle.add(branch.grades)
             data.rollouts.append(
                 Rollout(
                     world_seed=group.world_seed,

@@ -62,6 +62,10 @@ class BenchConfig:
     conditions: tuple[str, ...] = CONDITIONS
     rollouts_per_contrast: int = 2
     measure_speed: bool = False
+    # --noise-curve: the per-call attention weights to sweep (bench/noise_curve.py), and how
+    # many worlds each point runs for (A) and (C).
+    noise_curve: tuple[float, ...] = ()
+    noise_curve_worlds: int = 8
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -84,11 +88,41 @@ def for_world(config: BenchConfig, world: str) -> BenchConfig:
     return replace(config, **WORLDS[world])  # type: ignore[arg-type]
 
 
+def declared_sizes(config: BenchConfig) -> dict[str, int]:
+    """The sizes of ``config`` that bench/protocol.toml fixes per cell."""
+    return {
+        "worlds": config.worlds,
+        "reference_pairs": config.reference_pairs,
+        "grpo_seeds": len(config.grpo_seeds),
+        "grpo_steps": config.grpo_fresh_steps,
+    }
+
+
+def for_cell(config: BenchConfig, world: str, mode: str, sizes: dict[str, Any]) -> BenchConfig:
+    """``world``'s config for one cell: a full run takes the cell's sizes from the protocol.
+
+    ``sizes`` is the protocol's ``[sizes]`` table. A quick run, or one whose sizes were set on
+    the command line (``extra["sizes_overridden"]``), keeps its own: it is not published.
+    """
+    cell = for_world(config, world)
+    declared = sizes.get(f"{world}/{mode}")
+    if config.quick or config.extra.get("sizes_overridden") or not declared:
+        return cell
+    changes: dict[str, Any] = {
+        "worlds": declared["worlds"],
+        "reference_pairs": declared["reference_pairs"],
+    }
+    if "grpo_seeds" in declared:
+        changes["grpo_seeds"] = tuple(range(declared["grpo_seeds"]))
+        changes["grpo_fresh_steps"] = declared["grpo_steps"]
+    return replace(cell, **changes)
+
+
 def full_config() -> BenchConfig:
-    """The committed run's sizes: both worlds in both modes, sized so each variance ratio's
-    bootstrap interval and each rate's Clopper-Pearson interval are narrow enough to gate on
-    (96 worlds per condition, 200 live reference pairs, 20 GRPO seeds on fresh rollouts) and
-    the run still fits in about an hour on a shared, loaded 2-core machine."""
+    """A full run: both worlds in both modes. The sizes below are version 1's (the committed
+    run's); since protocol version 2 each cell's worlds, reference pairs and GRPO seeds and
+    steps come from bench/protocol.toml's [sizes] (see ``for_cell``), and these serve only
+    a cell the protocol does not size."""
     return BenchConfig(
         quick=False,
         worlds=96,

@@ -99,7 +99,9 @@ def grpo_curves(results: Mapping[str, Any], path: Path) -> None:
     if not runs:
         return
     names = [n for n in CONDITIONS if n in runs]
-    best = results["meta"]["config"]["actions"].index(cell["reference"]["best_action"])
+    # The cell's own actions: the shop's are not the research world's (meta's config).
+    actions = cell.get("actions") or results["meta"]["config"]["actions"]
+    best = list(actions).index(cell["reference"]["best_action"])
     figure, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 3.5), sharey=True)
     for axis, name in zip(np.atleast_1d(axes), names, strict=True):
         for run in runs[name]:
@@ -162,6 +164,41 @@ def dependency_bars(results: Mapping[str, Any], path: Path) -> None:
     _save(figure, path)
 
 
+def noise_curve(results: Mapping[str, Any], path: Path) -> None:
+    """Measured reduction (95% CI) beside the predicted one, over the per-call noise weight."""
+    points = results.get("noise_curve")
+    if not points:
+        return
+    weights = [row["call_weight"] for row in points]
+    measured = [row["measured"] for row in points]
+    values = np.array([row["value"] for row in measured], dtype=float)
+    low = np.array([row["low"] if row["low"] is not None else np.nan for row in measured])
+    high = np.array([row["high"] if row["high"] is not None else np.nan for row in measured])
+    figure, axis = plt.subplots(figsize=(6, 4))
+    axis.errorbar(
+        weights,
+        values,
+        yerr=[values - low, high - values],
+        color=COLOURS["groundhog"],
+        marker="o",
+        capsize=4,
+        label="measured var(A)/var(C), 95% CI",
+    )
+    axis.plot(
+        weights,
+        [row["predicted"] for row in points],
+        color="black",
+        linestyle="--",
+        label="predicted 1 + 2 sigma_exo^2 / var(C)",
+    )
+    axis.axhline(1.0, color="grey", linewidth=0.8)
+    axis.set_yscale("log")
+    axis.set_xlabel("per-call attention weight (declared world: 0.6)")
+    axis.set_ylabel("variance reduction (log)")
+    axis.legend(fontsize=8)
+    _save(figure, path)
+
+
 def _save(figure: plt.Figure, path: Path) -> None:
     figure.tight_layout()
     figure.savefig(path, dpi=110)
@@ -176,6 +213,7 @@ def draw_all(results: Mapping[str, Any], out_dir: Path) -> list[Path]:
         "grpo.png": grpo_curves,
         "live_calls.png": live_calls_curve,
         "dependency_models.png": dependency_bars,
+        "noise_curve.png": noise_curve,
     }
     written = []
     for filename, drawer in drawers.items():

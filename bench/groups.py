@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from bench import agent_adapter, http_clients
+from bench import agent_adapter, credentials, http_clients
 from bench.world_client import WorldControl
 from groundhog.client import Groundhog
 from groundhog.protocol import headers as protocol_headers
@@ -88,6 +88,30 @@ class GroupResult:
     @property
     def judged(self) -> list[tuple[bool, bool]]:
         return [pair for branch in self.branches for pair in branch.grades.pairs]
+
+
+def cell_context(
+    admin: Groundhog,
+    world: WorldControl,
+    *,
+    world_url: str,
+    resolver_url: str,
+    proxy_url: str,
+    run_id: str,
+    kind: str,
+    cooperative: bool,
+) -> RunContext:
+    """The context of one cell's groups, with the tape settings its world's sessions need."""
+    return RunContext(
+        admin=admin,
+        world=world,
+        world_url=world_url,
+        proxy_url=proxy_url,
+        run_id=run_id,
+        cooperative=cooperative,
+        world_kind=kind,
+        credential_settings=credentials.detect(resolver_url, str(httpx.URL(world_url).host)),
+    )
 
 
 def agent_seed(base: int, world_seed: int, index: int) -> int:

@@ -107,6 +107,14 @@ def mean_difference(
     return _interval(float(a.mean() - b.mean()), samples, level)
 
 
+def mean(values: ArrayLike, level: float = 0.95, seed: int = 0) -> Interval:
+    """The mean of ``values`` with a percentile bootstrap interval (paired differences, say)."""
+    array = np.asarray(values, dtype=float)
+    rng = np.random.default_rng(seed)
+    samples = array[rng.integers(0, array.size, (RESAMPLES, array.size))].mean(axis=1)
+    return _interval(float(array.mean()), samples, level)
+
+
 def reshuffled_sequential(
     values: ArrayLike,
     *,

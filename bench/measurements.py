@@ -7,6 +7,7 @@ and lets benchmark.json carry the raw data next to the statistics computed from 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,13 +48,22 @@ class ReportTotals:
 
 @dataclass
 class OracleCounts:
-    """The world oracle's verdicts on every read a condition's rollouts were served."""
+    """The world oracle's verdicts on every read a condition's rollouts were served.
+
+    Reads are counted, but the rates are stated per *group*: a group's stale reads share one
+    cause (one recorded read served to siblings that wrote differently), so at most about one
+    per group is independent, and reads as trials would shrink the interval many-fold.
+    """
 
     reads: int = 0
     stale: int = 0
     ungraded: int = 0
     rollouts_reading_after_write: int = 0
     rollouts_blind: int = 0
+    groups: int = 0
+    groups_stale: int = 0
+    groups_reading_after_write: int = 0
+    groups_blind: int = 0
 
     def add(self, grades: Any) -> None:
         self.reads += grades.reads
@@ -62,6 +72,16 @@ class OracleCounts:
         if grades.reads_after_write:
             self.rollouts_reading_after_write += 1
             self.rollouts_blind += int(grades.stale_after_write > 0)
+
+    def add_group(self, branch_grades: Sequence[Any]) -> None:
+        """One group's branches: counted per read, per rollout and once per group."""
+        for grades in branch_grades:
+            self.add(grades)
+        self.groups += 1
+        self.groups_stale += int(any(grades.stale > 0 for grades in branch_grades))
+        if any(grades.reads_after_write for grades in branch_grades):
+            self.groups_reading_after_write += 1
+            self.groups_blind += int(any(g.stale_after_write > 0 for g in branch_grades))
 
 
 @dataclass

@@ -92,8 +92,9 @@ def _pvalue(test: Mapping[str, Any] | None) -> str:
 def _rate(value: Mapping[str, Any] | None) -> str:
     if not value or not value.get("n"):
         return NOT_MEASURED
+    unit = f" {value['unit']}" if value.get("unit") else ""
     return (
-        f"{100 * value['value']:.1f}% ({value['k']}/{value['n']}; "
+        f"{100 * value['value']:.1f}% ({value['k']}/{value['n']}{unit}; "
         f"95% CI {100 * value['low']:.1f}-{100 * value['high']:.1f}%)"
     )
 
@@ -221,19 +222,37 @@ def condition_table(results: Mapping[str, Any], world: str) -> str:
     return "\n".join(lines)
 
 
+def _size(size: Mapping[str, Any] | None) -> str:
+    if not size:
+        return "—"
+    return ", ".join(f"{name} {value}" for name, value in size.items())
+
+
 def claims_section(results: Mapping[str, Any]) -> list[str]:
-    lines = [
-        "## Predeclared claims (bench/protocol.toml)",
-        "",
-        "| id | cell | claim | gate | verdict | evidence |",
-        "|---|---|---|---|---|---|",
-    ]
+    # Version 1 runs carry no declared sizes or power: their table keeps its columns.
+    sized = (results["meta"].get("protocol_version") or 1) >= 2
+    lines = ["## Predeclared claims (bench/protocol.toml)", ""]
+    if results["meta"].get("quick"):
+        lines += ["**Smoke test (`--quick`): the verdicts below are directions, not claims.**", ""]
+    if sized:
+        lines += [
+            "| id | cell | claim | gate | size | power | verdict | evidence |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+    else:
+        lines += ["| id | cell | claim | gate | verdict | evidence |", "|---|---|---|---|---|---|"]
     for claim in results.get("claims", []):
         verdict = claim["verdict"]
         shown = f"**{verdict}**" if verdict != "supported" else verdict
+        if claim.get("direction"):
+            shown += f" (gate went: {claim['direction']})"
+        extra = ""
+        if sized:
+            power = claim.get("power")
+            extra = f"| {_size(claim.get('size'))} | {'—' if power is None else f'{power:.2f}'} "
         lines.append(
             f"| {claim['id']} | {claim['cell']} | {claim['claim']} | `{claim['gate']}` "
-            f"| {shown} | {claim['evidence']} |"
+            f"{extra}| {shown} | {claim['evidence']} |"
         )
     return [*lines, ""]
 
@@ -247,8 +266,11 @@ def _grpo_section(results: Mapping[str, Any]) -> list[str]:
         lines += [
             f"## GRPO on fresh rollouts through the proxy ({cell_name})",
             "",
-            "| condition | steps | final P(best) per seed | mean [95% CI] | seeds at >= 0.9 |",
-            "|---|---|---|---|---|",
+            f"Best action (from the live reference): `{cell['reference']['best_action']}`.",
+            "",
+            "| condition | steps | final P(best) per seed | mean [95% CI] | seeds at >= 0.9 "
+            "| steps to 0.9 (censored at steps + 1), mean [95% CI] |",
+            "|---|---|---|---|---|---|",
         ]
         for name in CONDITIONS:
             row = summary.get(name)
@@ -257,7 +279,17 @@ def _grpo_section(results: Mapping[str, Any]) -> list[str]:
             finals = ", ".join(f"{value:.2f}" for value in row["final_best_probability"])
             mean = _interval(row["mean_final_best"], 2, "")
             reached = _rate(row["reached_threshold"])
-            lines.append(f"| {LABELS[name]} | {row['steps']} | {finals} | {mean} | {reached} |")
+            steps = _interval(row.get("mean_steps_to_threshold"), 1, "")
+            lines.append(
+                f"| {LABELS[name]} | {row['steps']} | {finals} | {mean} | {reached} | {steps} |"
+            )
+        for key, label in (
+            ("groundhog_minus_naive", "(C) - (A) final P(best), paired seeds"),
+            ("steps_groundhog_minus_naive", "(C) - (A) steps to 0.9, paired seeds"),
+        ):
+            paired = summary.get(key)
+            if paired:
+                lines.append(f"- {label}: {_interval(paired, 3, '')} over {paired['seeds']} seeds")
         lines.append("")
     return lines
 
@@ -350,6 +382,33 @@ def _other_section(results: Mapping[str, Any]) -> list[str]:
     return [*lines, "", *tables]
 
 
+def _noise_section(results: Mapping[str, Any]) -> list[str]:
+    """The noise-share curve (bench/noise_curve.py): predicted beside measured."""
+    points = results.get("noise_curve")
+    if not points:
+        return []
+    lines = [
+        "## Variance reduction against the per-call exogenous noise (research, uncooperative)",
+        "",
+        "| call weight | sigma_exo | (sigma_exo / gap)^2 | predicted 1 + 2 sigma_exo^2 / var(C) "
+        "| measured var(A) / var(C) [95% CI] | worlds |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in points:
+        measured = row["measured"]
+        interval = (
+            f"{measured['value']:.1f}x"
+            if measured.get("low") is None
+            else f"{measured['value']:.1f}x [{measured['low']:.1f}, {measured['high']:.1f}]"
+        )
+        lines.append(
+            f"| {row['call_weight']:.2f} | {row['sigma_exo']:.2f} | "
+            f"{row['exo_over_gap_squared']:.1f} | {row['predicted']:.1f}x | {interval} "
+            f"| {row['worlds']} |"
+        )
+    return [*lines, ""]
+
+
 def summary_block(results: Mapping[str, Any]) -> str:
     """The table and the claims: the block the README carries (bench/readme.py)."""
     meta = results["meta"]
@@ -384,6 +443,7 @@ def render_markdown(results: Mapping[str, Any]) -> str:
             "",
             summary_block(results),
             *_grpo_section(results),
+            *_noise_section(results),
             *sections,
             *_other_section(results),
             "## Notes",

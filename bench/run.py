@@ -19,14 +19,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from bench import collect, credentials, faults, figures, grpo_fresh, report, speed
+from bench import claims as protocol_claims
+from bench import collect, faults, figures, grpo_fresh, noise_curve, report, speed
 from bench.assemble import assemble
-from bench.config import BenchConfig, for_world
-from bench.groups import RunContext
+from bench.config import BenchConfig, for_cell
+from bench.groups import RunContext, cell_context
 from bench.harness import Services
 from bench.world_client import WorldControl
 from groundhog.client import Groundhog
@@ -127,20 +127,19 @@ def run_benchmark(
         def run_cell(kind: str, mode: str) -> dict[str, Any]:
             world_url = services.world(mode, kind)
             with WorldControl(world_url) as world:
-                context = RunContext(
-                    admin=admin,
-                    world=world,
+                context = cell_context(
+                    admin,
+                    world,
                     world_url=world_url,
+                    resolver_url=services.resolver_url,
                     proxy_url=services.proxy_url,
                     run_id=f"{run_id}{kind[0]}{mode[0]}",
+                    kind=kind,
                     cooperative=mode == "cooperative",
-                    world_kind=kind,
-                    credential_settings=credentials.detect(
-                        services.resolver_url, str(httpx.URL(world_url).host)
-                    ),
                 )
                 cell_started = time.perf_counter()
-                raw = collect_all(context, for_world(config, kind), progress)
+                sizes = protocol_claims.load().get("sizes", {})
+                raw = collect_all(context, for_cell(config, kind, mode, sizes), progress)
                 raw["timings"]["total"] = time.perf_counter() - cell_started
                 return raw
 
@@ -161,6 +160,18 @@ def run_benchmark(
                 run_id=run_id,
             )
             advance(1)
+        noise_points = None
+        if config.noise_curve:
+            label = "noise-share curve"
+            with _phase(progress, label, len(config.noise_curve)) as advance:
+                noise_points = noise_curve.measure(
+                    config,
+                    resolver_url=services.resolver_url,
+                    proxy_url=services.proxy_url,
+                    run_id=run_id,
+                    advance=advance,
+                    weights=config.noise_curve,
+                )
         if config.measure_speed:
             with _phase(
                 progress, "speed (resolver, proxy, redaction)", len(speed.SCRIPTS)
@@ -171,6 +182,7 @@ def run_benchmark(
     results = assemble(
         config, raws, run_id=run_id, services=services, speed=speed_rows, faults=fault_row
     )
+    results["noise_curve"] = noise_points
     results["meta"]["timings_seconds"]["total"] = time.perf_counter() - started
     report.write_json(results, out_dir / "benchmark.json")
     report.write_markdown(results, out_dir / "benchmark.md")

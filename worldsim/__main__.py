@@ -45,6 +45,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="really wait the reported latency (off by default)",
     )
     parser.add_argument("--max-body-bytes", type=int, default=None)
+    parser.add_argument(
+        "--attention-call-weight",
+        type=float,
+        default=None,
+        help="per-call weight of the attention shock (default 0.6, the declared world's)",
+    )
     parser.add_argument("--log-level", default="warning")
     return parser.parse_args(argv)
 
@@ -63,6 +69,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             world=args.world,
             sleep_latency=args.sleep_latency,
             max_body_bytes=args.max_body_bytes,
+            attention_call_weight=args.attention_call_weight,
             log_level=args.log_level,
         )
     except pydantic.ValidationError as error:

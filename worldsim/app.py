@@ -91,6 +91,7 @@ def create_app(config: WorldConfig | None = None) -> FastAPI:
         cooperative=config.cooperative,
         kind=config.world,
         max_body_bytes=config.max_body_bytes,
+        attention_call_weight=config.attention_call_weight,
     )
     app.include_router(admin.health_router)
     app.include_router(routes.router)

@@ -26,6 +26,9 @@ class WorldConfig(BaseSettings):
     world: str = Field(default="research", pattern="^(research|shop)$")
     sleep_latency: bool = False
     max_body_bytes: int = Field(default=65_536, ge=1)
+    # The per-call weight of the research world's attention shock (render.ATTENTION_CALL_WEIGHT
+    # is the declared world's); bench --noise-curve sweeps it.
+    attention_call_weight: float = Field(default=0.6, ge=0.0, le=2.0)
 
 
 def load_config(**overrides: Any) -> WorldConfig:

@@ -114,6 +114,7 @@ def render_read(
     occurrence: int,
     *,
     epoch: int | None = None,
+    call_weight: float = render.ATTENTION_CALL_WEIGHT,
 ) -> render.Rendered:
     """Render any GET endpoint: the pure function the oracle re-runs against other states.
 
@@ -122,7 +123,7 @@ def render_read(
     label = endpoint_label("GET", path)
     key = render.request_key("GET", path, query, b"")
     if label == "GET /context":
-        return render.render_context(seed, key, occurrence, epoch=epoch)
+        return render.render_context(seed, key, occurrence, epoch=epoch, call_weight=call_weight)
     if label == "GET /trends":
         return render.render_trends(seed, key, occurrence, epoch=epoch)
     if label == "GET /search":

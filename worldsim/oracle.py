@@ -52,7 +52,12 @@ class OracleBatch(pydantic.BaseModel):
 def _side(world: World, branch: str | None, query: OracleQuery, seed: int) -> dict[str, object]:
     try:
         rendered = render_read(
-            world.view(branch), seed, query.path, query.pairs(), query.occurrence
+            world.view(branch),
+            seed,
+            query.path,
+            query.pairs(),
+            query.occurrence,
+            call_weight=world.attention_call_weight,
         )
     except WorldError as error:
         rendered = render.Rendered(error.status, error.problem())

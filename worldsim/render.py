@@ -77,12 +77,20 @@ def _round(value: float) -> float:
     return round(value, 6)
 
 
-def render_context(seed: int, key: str, occurrence: int, *, epoch: int | None = None) -> Rendered:
+def render_context(
+    seed: int,
+    key: str,
+    occurrence: int,
+    *,
+    epoch: int | None = None,
+    call_weight: float = ATTENTION_CALL_WEIGHT,
+) -> Rendered:
     """The world clock advances with each reading; attention has a day part and a call part.
 
     ``epoch`` is the slow state a live service shares across simultaneous calls (which day it
     is); ``seed``/``key``/``occurrence`` draw the per-call part. A cooperative world without a
-    session uses one seed for both.
+    session uses one seed for both. ``call_weight`` scales the per-call part (the benchmark's
+    noise-share curve sweeps it; the declared world uses ATTENTION_CALL_WEIGHT).
     """
     epoch = seed if epoch is None else epoch
     origin = CLOCK_ORIGIN + math.floor(noise.uniform(epoch, "clock-origin") * 365) * 86_400
@@ -92,7 +100,7 @@ def render_context(seed: int, key: str, occurrence: int, *, epoch: int | None = 
     hour = second_of_day // 3600
     shock = ATTENTION_DAY_WEIGHT * noise.normal(
         epoch, "attention-day", day
-    ) + ATTENTION_CALL_WEIGHT * noise.normal(seed, "attention-call", key, occurrence)
+    ) + call_weight * noise.normal(seed, "attention-call", key, occurrence)
     iso = dt.datetime.fromtimestamp(clock, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     payload: JsonObject = {
         "clock": clock,

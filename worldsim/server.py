@@ -30,6 +30,7 @@ def run(
     world: str | None = None,
     sleep_latency: bool | None = None,
     max_body_bytes: int | None = None,
+    attention_call_weight: float | None = None,
     log_level: str = "warning",
 ) -> None:
     """Serve a world until interrupted; unset options come from `GROUNDHOG_WORLDSIM_*`."""
@@ -41,6 +42,7 @@ def run(
         world=world,
         sleep_latency=sleep_latency,
         max_body_bytes=max_body_bytes,
+        attention_call_weight=attention_call_weight,
     )
     logger.info("worldsim seed %s on %s:%s", config.seed, host, port)
     uvicorn.run(

@@ -121,6 +121,7 @@ class World:
         max_body_bytes: int = 65_536,
         cooperative: bool = True,
         kind: str = "research",
+        attention_call_weight: float = render.ATTENTION_CALL_WEIGHT,
     ) -> None:
         if kind not in KINDS:
             raise ValueError(f"unknown world {kind!r}; choose one of {', '.join(KINDS)}")
@@ -132,6 +133,8 @@ class World:
         self.cooperative = cooperative
         self.hints = hints and cooperative
         self.max_body_bytes = max_body_bytes
+        # The per-call share of the attention shock (bench's noise-share curve varies it).
+        self.attention_call_weight = attention_call_weight
         self._sandboxes: dict[str, Sandbox] = {}
         self._calls: Counter[tuple[str, str]] = Counter()
         self._lock = threading.RLock()
@@ -321,7 +324,9 @@ class World:
             cart = sandbox.cart if sandbox is not None else shop.Cart()
             return shop.read(cart, seed, path, tuple(query), occurrence, epoch)
         view = sandbox.view() if sandbox is not None else corpus.BASE_VIEW
-        return render_read(view, seed, path, query, occurrence, epoch=epoch)
+        return render_read(
+            view, seed, path, query, occurrence, epoch=epoch, call_weight=self.attention_call_weight
+        )
 
     def sandbox(self, name: str) -> Sandbox | None:
         with self._lock:

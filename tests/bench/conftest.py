@@ -12,6 +12,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from bench import claims
 from bench.config import ACTIONS, BenchConfig, quick_config
 from bench.measurements import (
     ConditionData,
@@ -37,11 +38,18 @@ def _condition(name: str, worlds: int, rng: np.random.Generator) -> ConditionDat
             saw = None if action != "verify" else name != "replay"
             data.rollouts.append(Rollout(world, f"b{world}", action, reward, attention, saw))
     data.totals.add({"reads": 100, "reads_shared": 70 if name != "naive" else 0, "lies": 0})
-    data.oracle = OracleCounts(reads=100, rollouts_reading_after_write=worlds)
+    data.oracle = OracleCounts(
+        reads=100,
+        rollouts_reading_after_write=worlds,
+        groups=worlds,
+        groups_reading_after_write=worlds,
+    )
     if name == "replay":
         data.totals.add({"reads": 0, "lies": 5})
         data.oracle.stale = 5
+        data.oracle.groups_stale = 5
         data.oracle.rollouts_blind = worlds
+        data.oracle.groups_blind = worlds
     return data
 
 
@@ -65,7 +73,19 @@ def _reference(pairs: int, rng: np.random.Generator) -> ReferenceData:
 
 @pytest.fixture
 def small_config() -> BenchConfig:
-    return replace(quick_config(), worlds=80, grpo_steps=60, grpo_seeds=(0, 1))
+    """A full (not quick) run at small sizes: `published` declares the constructed data's."""
+    return replace(quick_config(), quick=False, worlds=80, grpo_steps=60, grpo_seeds=(0, 1))
+
+
+@pytest.fixture
+def published(small_config) -> dict:
+    """The protocol with its sizes set to small_config's, so the constructed run is published."""
+    protocol = claims.load()
+    # What the constructed cells hold: 80 groups, 300 reference pairs, 4 GRPO seeds of 1 step.
+    sizes = {"worlds": 80, "reference_pairs": 300}
+    protocol["sizes"] = {cell: dict(sizes) for cell in protocol["sizes"]}
+    protocol["sizes"]["research/uncooperative"].update(grpo_seeds=4, grpo_steps=1)
+    return protocol
 
 
 @pytest.fixture

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from bench import analysis
+from bench import analysis, claims, stats
 from bench.assemble import assemble
 from bench.harness import Services
 from bench.measurements import ConditionData, EquivalenceCheck, Rollout
@@ -84,8 +85,12 @@ def test_equivalence_counts_only_identical_rewards_and_observations() -> None:
     assert analysis.analyze_equivalence([]) is None
 
 
-def test_assembled_results_carry_the_known_directions(small_config, constructed_raws) -> None:
-    results = assemble(small_config, constructed_raws, run_id="t", services=SERVICES)
+def test_assembled_results_carry_the_known_directions(
+    small_config, constructed_raws, published
+) -> None:
+    results = assemble(
+        small_config, constructed_raws, run_id="t", services=SERVICES, protocol=published
+    )
     cooperative = results["cells"]["research/cooperative"]
     rows = cooperative["conditions"]
     naive_variance = rows["naive"]["contrast_variance"]
@@ -111,23 +116,119 @@ def test_assembled_results_carry_the_known_directions(small_config, constructed_
     assert models["path"]["lies"]["k"] == 3
     uncooperative = results["cells"]["research/uncooperative"]
     assert uncooperative["grpo"]["groundhog_minus_replay"]["low"] > 0
-    assert "ceiling_interval" not in uncooperative["reference"]
+    # Each mode's ceiling: its own (A) over the fully coupled (cooperative) live variance.
+    coupled = analysis.coupled_contrasts(constructed_raws["research/cooperative"]["reference"])
+    naive = uncooperative["raw"]["contrasts"]["naive"]
+    assert uncooperative["reference"]["ceiling"] == pytest.approx(
+        np.var(naive, ddof=1) / np.var(coupled, ddof=1)
+    )
+    share = uncooperative["conditions"]["groundhog"]["estimand_share"]
+    assert share["value"] == pytest.approx(
+        np.var(uncooperative["raw"]["contrasts"]["groundhog"], ddof=1) / np.var(coupled, ddof=1)
+    )
+    assert uncooperative["conditions"]["naive"]["calibration"]["equivalent"]
     assert results["meta"]["config"]["worlds"] == small_config.worlds
 
 
-def test_claims_fail_when_the_data_do_not_back_them(small_config, constructed_raws) -> None:
+def test_claims_fail_when_the_data_do_not_back_them(
+    small_config, constructed_raws, published
+) -> None:
     verdicts = {
         c["id"]: c["verdict"]
-        for c in assemble(small_config, constructed_raws, run_id="t", services=SERVICES)["claims"]
+        for c in assemble(
+            small_config, constructed_raws, run_id="t", services=SERVICES, protocol=published
+        )["claims"]
     }
     assert verdicts["C4"] == verdicts["C5"] == verdicts["U3"] == "supported"
-    assert verdicts["U4"] == verdicts["U5"] == verdicts["U7"] == "supported"
+    assert verdicts["U4"] == verdicts["U5"] == verdicts["UA"] == verdicts["UB"] == "supported"
+    assert verdicts["U2"] == verdicts["C2"] == "supported"  # and (B) fails both: a gate
     cooperative = constructed_raws["research/cooperative"]
     cooperative["equivalence"]["groundhog"] = [EquivalenceCheck(1, "verify", 1.5, 1.4, True)]
     cooperative["reproducibility"] = [("a", "b")]
     cooperative["conditions"]["groundhog"].oracle.stale = 1
+    cooperative["conditions"]["groundhog"].oracle.groups_stale = 1
     bad = {
         c["id"]: c["verdict"]
-        for c in assemble(small_config, constructed_raws, run_id="t", services=SERVICES)["claims"]
+        for c in assemble(
+            small_config, constructed_raws, run_id="t", services=SERVICES, protocol=published
+        )["claims"]
     }
     assert bad["C3"] == bad["C4"] == bad["C5"] == "NOT supported"
+
+
+def test_best_action_comes_from_the_live_reference_not_the_ranking_worlds(
+    small_config, constructed_raw
+) -> None:
+    reference = constructed_raw["reference"]
+    # The few ranking worlds happen to favour deep; the reference pairs favour verify.
+    reference.per_action["deep"] = [value + 1.0 for value in reference.per_action["deep"]]
+    result = analysis.analyze_reference(reference, small_config)
+    assert result["ranking_best_action"] == "deep"
+    assert result["best_action"] == "verify"
+    worse_wins = analysis.live_best_action(stats.Estimate(-0.2, 0.05), small_config)
+    assert worse_wins == small_config.worse_action
+
+
+def test_a_run_at_other_sizes_is_not_published(small_config, constructed_raws, published) -> None:
+    published["sizes"]["research/cooperative"]["worlds"] = 610
+    results = assemble(
+        small_config, constructed_raws, run_id="t", services=SERVICES, protocol=published
+    )
+    cooperative = results["cells"]["research/cooperative"]
+    assert not cooperative["published"]
+    assert cooperative["size_mismatches"] == {"worlds": [610, 80]}
+    verdicts = {c["id"]: c for c in results["claims"]}
+    assert verdicts["C5"]["verdict"] == claims.UNPUBLISHED and not verdicts["C5"]["supported"]
+    assert verdicts["C5"]["direction"] == claims.SUPPORTED
+    assert verdicts["U3"]["verdict"] == claims.SUPPORTED  # the other cell ran at its sizes
+
+
+def test_a_quick_run_is_a_smoke_test_whose_verdicts_are_not_claims(
+    small_config, constructed_raws, published
+) -> None:
+    quick = replace(small_config, quick=True)
+    results = assemble(quick, constructed_raws, run_id="t", services=SERVICES, protocol=published)
+    ran = [c for c in results["claims"] if c["cell"].startswith("research/")]
+    assert {c["verdict"] for c in ran} == {claims.SMOKE}
+    assert not any(c["supported"] for c in results["claims"])
+
+
+def _curve(final: float, reach_at: int | None, steps: int = 10) -> list[list[float]]:
+    """A synthetic 4-action GRPO curve: P(verify) crosses 0.9 at ``reach_at`` (or never)."""
+    values = []
+    for step in range(steps + 1):
+        if reach_at is not None and step >= reach_at:
+            best = max(final, 0.9)
+        else:
+            best = min(0.25 + step * 0.05, 0.85)
+        rest = (1 - best) / 3
+        values.append([rest, rest, rest, best])
+    values[-1][3] = final
+    return values
+
+
+def test_grpo_compares_groundhog_with_naive_on_paired_seeds() -> None:
+    from bench.assemble import _grpo
+
+    runs = {
+        "naive": [
+            {"seed": 0, "probabilities": _curve(0.50, None)},
+            {"seed": 1, "probabilities": _curve(0.95, 8)},
+            {"seed": 2, "probabilities": _curve(0.60, None)},
+        ],
+        "groundhog": [
+            {"seed": 2, "probabilities": _curve(0.97, 3)},
+            {"seed": 0, "probabilities": _curve(0.95, 4)},
+            {"seed": 1, "probabilities": _curve(0.96, 5)},
+        ],
+    }
+    summary = _grpo(runs, best=3, threshold=0.9)
+    assert summary["naive"]["steps_to_threshold"] == [11, 8, 11]  # censored at steps + 1
+    assert summary["groundhog"]["steps_to_threshold"] == [3, 4, 5]
+    assert summary["naive"]["reached_threshold"]["k"] == 1
+    paired = summary["groundhog_minus_naive"]
+    # Paired by seed, not by position: seed 0 is 0.95 - 0.50, seed 2 is 0.97 - 0.60.
+    assert paired["differences"] == pytest.approx([0.45, 0.01, 0.37])
+    assert paired["low"] > 0 and paired["seeds"] == 3
+    steps = summary["steps_groundhog_minus_naive"]
+    assert steps["differences"] == [-7.0, -3.0, -8.0] and steps["high"] < 0

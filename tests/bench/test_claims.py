@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from bench import claims
+import math
+
+import numpy as np
+
+from bench import claims, intervals, stats
 
 INTERVAL = {"value": 5.0, "low": 3.0, "high": 8.0}
 
@@ -16,6 +20,7 @@ def test_the_protocol_loads_and_every_gate_is_a_single_comparison() -> None:
     assert protocol["version"] >= 1 and protocol["constants"]["bias_margin"] > 0
     for claim in protocol["claim"]:
         assert set(claim["gate"]) <= {"bound", "op", "value", "ref", "ref_bound"}
+        assert claim.get("control") in {None, "replay"}
         assert claim["gate"]["op"] in {"==", *claims.OPERATORS}
         assert " or " not in claim["text"]
 
@@ -36,3 +41,67 @@ def test_a_gate_against_another_metric() -> None:
 def test_a_missing_metric_is_not_measured_and_not_support() -> None:
     verdict = claims.evaluate(_claim(bound="k", op="==", value=0), {})
     assert verdict["verdict"] == claims.NOT_MEASURED and not verdict["supported"]
+
+
+def test_a_gate_the_positive_control_passes_is_not_a_gate() -> None:
+    claim = {**_claim(bound="low", op=">", value=2.0), "metric": "groundhog.m"}
+    claim["control"] = "replay"
+    metrics = {"groundhog.m": INTERVAL, "replay.m": {"low": 1.0}}
+    result = claims.evaluate(claim, metrics)
+    assert result["supported"] and result["control"]["rejected"]
+    passing_control = claims.evaluate(claim, {**metrics, "replay.m": {"low": 2.5}})
+    assert passing_control["verdict"] == claims.NOT_A_GATE and not passing_control["supported"]
+    unrun = claims.evaluate(claim, {"groundhog.m": INTERVAL})
+    assert unrun["verdict"] == claims.NOT_MEASURED
+
+
+def _shaped(rng: np.random.Generator, *, bias: float, stale_groups: int, share: float) -> dict:
+    """Gate metrics from synthetic data at the protocol's sizes: a true bias, stale groups, and
+    a contrast keeping ``share`` of the fully coupled live variance."""
+    worlds, pairs = 600, 1200
+    coupled = rng.normal(0.18, 0.40, size=pairs)
+    own = rng.normal(0.18 + bias, 0.40 * math.sqrt(share), size=worlds)
+    estimate = stats.Estimate(bias, 0.03)
+    return {
+        "equivalence": intervals.equivalence(estimate, 0.10),
+        "calibration": intervals.equivalence(estimate, 0.10),
+        "lies": intervals.rate(stale_groups, worlds),
+        "estimand_share": intervals.variance_ratio(own, coupled, paired=False),
+    }
+
+
+def _replay_shaped_metrics(rng: np.random.Generator) -> dict:
+    """(B) as the committed run saw it: biased by -0.23, a stale read in some groups, and an
+    over-shared contrast (75% of the fully coupled live variance)."""
+    return _shaped(rng, bias=-0.23, stale_groups=12, share=0.75)
+
+
+def _groundhog_shaped_metrics(rng: np.random.Generator) -> dict:
+    return _shaped(rng, bias=-0.01, stale_groups=0, share=1.0)
+
+
+def test_every_gate_on_groundhog_rejects_data_shaped_like_replay() -> None:
+    """The gate functions themselves, on synthetic (B): a gate (B) would pass is not a gate."""
+    rng = np.random.default_rng(33)
+    controlled = [
+        c for c in claims.load()["claim"] if c.get("control") or ".calibration" in c["metric"]
+    ]
+    assert {c["metric"].split(".", 1)[1] for c in controlled} >= {
+        "equivalence",
+        "lies",
+        "estimand_share",
+        "calibration",
+    }
+    for claim in controlled:
+        field = claim["metric"].split(".", 1)[1]
+        as_replay = {claim["metric"]: _replay_shaped_metrics(rng)[field]}
+        assert claims.evaluate(claim, as_replay)["verdict"] != claims.SUPPORTED, claim["id"]
+        honest = {
+            claim["metric"]: _groundhog_shaped_metrics(rng)[field],
+            **(
+                {claims.control_metric(claim): _replay_shaped_metrics(rng)[field]}
+                if claim.get("control")
+                else {}
+            ),
+        }
+        assert claims.evaluate(claim, honest)["verdict"] == claims.SUPPORTED, claim["id"]

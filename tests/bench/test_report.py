@@ -12,9 +12,11 @@ from bench.harness import Services
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def _results(small_config, constructed_raws) -> dict:
+def _results(small_config, constructed_raws, published) -> dict:
     services = Services("w", "r", "p", "u")
-    return assemble(small_config, constructed_raws, run_id="t", services=services)
+    return assemble(
+        small_config, constructed_raws, run_id="t", services=services, protocol=published
+    )
 
 
 def test_json_is_valid_even_with_nan_and_infinity(tmp_path) -> None:
@@ -24,9 +26,9 @@ def test_json_is_valid_even_with_nan_and_infinity(tmp_path) -> None:
 
 
 def test_markdown_table_renders_both_modes_and_every_row(
-    small_config, constructed_raws, tmp_path
+    small_config, constructed_raws, published, tmp_path
 ) -> None:
-    results = _results(small_config, constructed_raws)
+    results = _results(small_config, constructed_raws, published)
     path = tmp_path / "benchmark.md"
     report.write_markdown(results, path)
     text = path.read_text()
@@ -43,15 +45,15 @@ def test_markdown_table_renders_both_modes_and_every_row(
         assert f"| {claim['id']} |" in text
 
 
-def test_unsupported_claims_are_printed_as_such(small_config, constructed_raws) -> None:
+def test_unsupported_claims_are_printed_as_such(small_config, constructed_raws, published) -> None:
     constructed_raws["research/cooperative"]["reproducibility"] = [("a", "b")]
-    text = report.render_markdown(report.clean(_results(small_config, constructed_raws)))
+    text = report.render_markdown(report.clean(_results(small_config, constructed_raws, published)))
     line = next(line for line in text.splitlines() if line.startswith("| C5 |"))
     assert "**NOT supported**" in line
 
 
-def test_missing_measurements_print_not_measured(small_config, constructed_raws) -> None:
-    results = report.clean(_results(small_config, constructed_raws))
+def test_missing_measurements_print_not_measured(small_config, constructed_raws, published) -> None:
+    results = report.clean(_results(small_config, constructed_raws, published))
     for cell in results["cells"].values():
         cell["conditions"]["groundhog"]["lies"] = None
     text = report.render_markdown(results)
@@ -59,14 +61,16 @@ def test_missing_measurements_print_not_measured(small_config, constructed_raws)
     assert lie_row.endswith("| not measured |")
 
 
-def test_a_claim_without_its_metric_is_not_measured(small_config, constructed_raws) -> None:
-    del constructed_raws["research/uncooperative"]["grpo"]
-    claims = _results(small_config, constructed_raws)["claims"]
-    assert next(c for c in claims if c["id"] == "U7")["verdict"] == "not measured"
+def test_a_claim_without_its_metric_is_not_measured(
+    small_config, constructed_raws, published
+) -> None:
+    del constructed_raws["research/uncooperative"]["dependency_models"]
+    claims = _results(small_config, constructed_raws, published)["claims"]
+    assert next(c for c in claims if c["id"] == "U5")["verdict"] == "not measured"
 
 
-def test_figures_are_png_files(small_config, constructed_raws, tmp_path) -> None:
-    written = figures.draw_all(_results(small_config, constructed_raws), tmp_path)
+def test_figures_are_png_files(small_config, constructed_raws, published, tmp_path) -> None:
+    written = figures.draw_all(_results(small_config, constructed_raws, published), tmp_path)
     names = {path.name for path in written}
     assert names == {
         "variance.png",
@@ -77,3 +81,13 @@ def test_figures_are_png_files(small_config, constructed_raws, tmp_path) -> None
     }
     for path in written:
         assert path.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_every_claim_prints_its_size_and_power(small_config, constructed_raws, published) -> None:
+    published["sizes"]["research/cooperative"]["power"] = {"C2": 0.91}
+    results = report.clean(_results(small_config, constructed_raws, published))
+    text = report.render_markdown(results)
+    line = next(line for line in text.splitlines() if line.startswith("| C2 |"))
+    assert "| worlds 80, reference_pairs 300 | 0.91 |" in line
+    quick = report.render_markdown({**results, "meta": {**results["meta"], "quick": True}})
+    assert "Smoke test (`--quick`)" in quick

@@ -119,3 +119,15 @@ def test_a_revised_brief_has_no_uplift_left() -> None:
     assert rendered.payload["revision"] == 2
     assert rendered.payload["uplift"] == 0.0
     assert rendered.payload["notes"] == ["revision addresses the earlier notes"]
+
+
+def test_the_call_weight_scales_only_the_per_call_part_of_attention() -> None:
+    """bench --noise-curve sweeps it: at zero, two calls of one day see one attention."""
+    first = render.render_context(9, "GET /context", 0, epoch=5, call_weight=0.0)
+    other_call = render.render_context(10, "GET /context", 0, epoch=5, call_weight=0.0)
+    assert first.payload["attention"] == other_call.payload["attention"]
+    noisy = render.render_context(10, "GET /context", 0, epoch=5)
+    assert noisy.payload["attention"] != other_call.payload["attention"]
+    assert noisy == render.render_context(
+        10, "GET /context", 0, epoch=5, call_weight=render.ATTENTION_CALL_WEIGHT
+    )

@@ -5,18 +5,19 @@ from __future__ import annotations
 import base64
 import json
 import zlib
-from dataclasses import replace
+from dataclasses import MISSING, fields, replace
 
 import pytest
 
 from resolver.asks import Ask
 from resolver.dependencies import Classification
 from resolver.errors import InvalidInput
+from resolver.faults import FaultKind, FaultRule
 from resolver.keys import RequestKey
 from resolver.policy import DependencyModel, Mode
 from resolver.redaction_rules import Finding
 from resolver.request import RequestParts
-from resolver.wait_tokens import WaitToken, decode, decode_wait, encode
+from resolver.wait_tokens import MEMORY_ONLY, WaitToken, decode, decode_wait, encode
 from resolver.wakeups import Mark
 
 
@@ -48,12 +49,29 @@ def _ask() -> Ask:
         true_fingerprint="fp",
         fingerprint="fp",
         findings=(Finding("header:authorization", "name"),),
+        fault_rules=(FaultRule(FaultKind.TIMEOUT, 0.5, host="h", methods=("GET",), hold_ms=7),),
+        simulator_url="http://127.0.0.1:9/simulate",
+        simulate_writes=True,
     )
 
 
 def test_an_ask_survives_the_round_trip_exactly() -> None:
     ask = _ask()
     assert decode(encode(ask)) == ask
+
+
+def test_every_field_of_ask_survives_the_round_trip() -> None:
+    # A field added to Ask must travel in the token (or be declared memory-only): a waiter
+    # that lost one decides differently from the ask it continues (issue 29, defect 4).
+    ask = replace(_ask(), secrets=(("sk-raw", "<redacted:1>"),))
+    decoded = decode(encode(ask))
+    for spec in fields(Ask):
+        default = spec.default if spec.default is not MISSING else None
+        if spec.name in MEMORY_ONLY:
+            assert getattr(decoded, spec.name) == spec.default, spec.name
+            continue
+        assert getattr(ask, spec.name) != default, f"give Ask.{spec.name} a non-default in _ask()"
+        assert getattr(decoded, spec.name) == getattr(ask, spec.name), spec.name
 
 
 def test_the_holders_lease_and_the_settle_mark_travel_with_the_ask() -> None:

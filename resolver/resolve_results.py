@@ -40,6 +40,8 @@ class Waiting:
     ask: Ask
     # When the holder's lease lapses (wall time), if known: the next look worth taking.
     lease_expires: float | None = None
+    # Which attempt it waits on (`facts.holder_of`): if that one fails, so does this ask.
+    holder: str | None = None
 
 
 def wants_simulator(result: Resolution | Waiting) -> bool:

@@ -46,19 +46,28 @@ class _Token(BaseModel):
     ask: Ask
     lease_expires: float | None = None
     mark: tuple[str, int] | None = None
+    holder: str | None = None
 
 
 class WaitToken(NamedTuple):
-    """What a token carries: the ask, when its holder's lease lapses, and the settle mark."""
+    """What a token carries: the ask, when its holder's lease lapses, the settle mark, and
+    which attempt it waits on (resolver/facts.py `holder_of`)."""
 
     ask: Ask
     lease_expires: float | None
     mark: Mark | None
+    holder: str | None = None
 
 
-def encode(ask: Ask, *, lease_expires: float | None = None, mark: Mark | None = None) -> str:
+def encode(
+    ask: Ask,
+    *,
+    lease_expires: float | None = None,
+    mark: Mark | None = None,
+    holder: str | None = None,
+) -> str:
     kept = replace(ask, secrets=())  # MEMORY_ONLY
-    document = _Token(v=VERSION, ask=kept, lease_expires=lease_expires, mark=mark)
+    document = _Token(v=VERSION, ask=kept, lease_expires=lease_expires, mark=mark, holder=holder)
     packed = zlib.compress(document.model_dump_json().encode(), 1)
     return base64.urlsafe_b64encode(packed).decode("ascii")
 
@@ -87,4 +96,5 @@ def decode_wait(token: str) -> WaitToken:
         raise InvalidInput(f"wait token is malformed: {error}", field="wait") from error
     if doc.v != VERSION:
         raise InvalidInput(f"wait token version {doc.v} is not {VERSION}", field="wait")
-    return WaitToken(doc.ask, doc.lease_expires, None if doc.mark is None else Mark(*doc.mark))
+    mark = None if doc.mark is None else Mark(*doc.mark)
+    return WaitToken(doc.ask, doc.lease_expires, mark, doc.holder)

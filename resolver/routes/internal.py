@@ -107,7 +107,9 @@ def waiting_json(waiting: Waiting, mark: Mark | None = None) -> ResolveAnswer:
         "occurrence": ask.occurrence,
         "fingerprint": ask.fingerprint,
         "request_key": ask.key.hash,
-        "wait": wait_tokens.encode(ask, lease_expires=waiting.lease_expires, mark=mark),
+        "wait": wait_tokens.encode(
+            ask, lease_expires=waiting.lease_expires, mark=mark, holder=waiting.holder
+        ),
         "ticket": None,
         "upstream_headers": [],
         "response": None,
@@ -214,7 +216,7 @@ async def wait_reply(state: Any, raw: bytes) -> bytes:
     """`/v1/wait`'s answer to a body, as bytes (every lane's one implementation)."""
     body = parse_body(WaitRequest, raw)
     token = wait_tokens.decode_wait(body.wait)
-    waiting, mark = Waiting(token.ask, token.lease_expires), token.mark
+    waiting, mark = Waiting(token.ask, token.lease_expires, token.holder), token.mark
     ask = waiting.ask
     address = (ask.tape_id, ask.key.hash, ask.occurrence, ask.fingerprint)
     wakeups: Wakeups = state.wakeups

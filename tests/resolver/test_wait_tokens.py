@@ -52,6 +52,7 @@ def _ask() -> Ask:
         fault_rules=(FaultRule(FaultKind.TIMEOUT, 0.5, host="h", methods=("GET",), hold_ms=7),),
         simulator_url="http://127.0.0.1:9/simulate",
         simulate_writes=True,
+        versions=(("doc:1", "ab" * 32),),
     )
 
 

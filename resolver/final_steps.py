@@ -83,7 +83,7 @@ class FinalSteps:
             )
         if plan.step is Step.WAIT:
             assert claim is not None
-            return Waiting(ask, claim.lease_expires, holder_of(claim))
+            return Waiting(ask, plan.decision, claim.lease_expires, holder_of(claim))
         if plan.step is Step.FAIL:  # the attempt it waited on failed: the same problem
             assert claim is not None and claim.failure is not None
             write_event_later(unit, ask, Decision.UPSTREAM_FAILED, None)

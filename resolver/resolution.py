@@ -179,9 +179,10 @@ class Resolver:
             now = time.time()
             state = claim_state(claim, now, waited_on=waiting.holder)
             looked = start.updated(**recorded_facts(found), claim=state)
-            if decide_step(looked).step is Step.WAIT:
-                assert claim is not None
-                return Waiting(ask, claim.lease_expires, holder_of(claim))
+            plan = decide_step(looked)
+            if plan.step is Step.WAIT:
+                assert claim is not None and plan.decision is not None
+                return Waiting(ask, plan.decision, claim.lease_expires, holder_of(claim))
             relax_commit_durability(unit.connection)
             # One transaction: what was looked up above still holds, so it is not looked up again.
             result = self._settle(unit, ask, looked, claim=claim, found=found, taken=False)

@@ -1,16 +1,20 @@
 """The opaque `wait` token of the internal protocol: an ask, carried by the proxy between calls.
 
 `/v1/resolve` answers `wait` at once when another asker is fetching the address, and the proxy
-then long-polls `/v1/wait` with this token. The ask already took its occurrence, so it must not
-be rebuilt from the request (that would take another); and any resolver replica must be able to
-continue it, so it travels in the token rather than in one process's memory. The raw secrets an
+then long-polls `/v1/wait` with this token. The ask's occurrence, key and fingerprints were
+fixed when it was taken (its occurrence is counted once it is answered), so it is not rebuilt
+from the request; and any resolver replica must be able to continue it, so it travels in the
+token rather than in one process's memory. The ask is encoded from its dataclass by one codec,
+so no field is left behind (a waiter that lost the tape's simulator refused where its ask
+would have simulated). The raw secrets an
 ask holds for echo scrubbing stay out of it (they are never to leave the resolver's memory): a
 waiter that takes a claim over records without that pass, as a record on another replica does.
 The token is as trusted as a record from the same proxy (both routes need the proxy token); a
 malformed one is a 422 naming the `wait` field, never a 500. Beside the ask it carries when the
 holder's lease lapses and the settle log's mark taken before the look that answered `wait`
 (resolver/wakeups.py): together they let the first `/v1/wait` skip a look that would find the
-same claim. Both are optional, so a token from an older replica is still read (it always looks).
+same claim (both optional: without them it always looks), the decision it will have if it
+ends up fetching, and which attempt it waits on, so that attempt's failure is its failure.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from resolver.asks import Ask
 from resolver.errors import InvalidInput
+from resolver.policy import Decision
 from resolver.wakeups import Mark
 
 # 2: the ask is encoded from the `Ask` dataclass itself (1 copied its fields by hand, and lost
@@ -44,6 +49,7 @@ class _Token(BaseModel):
 
     v: int
     ask: Ask
+    decision: Decision
     lease_expires: float | None = None
     mark: tuple[str, int] | None = None
     holder: str | None = None
@@ -54,6 +60,7 @@ class WaitToken(NamedTuple):
     which attempt it waits on (resolver/facts.py `holder_of`)."""
 
     ask: Ask
+    decision: Decision
     lease_expires: float | None
     mark: Mark | None
     holder: str | None = None
@@ -61,13 +68,21 @@ class WaitToken(NamedTuple):
 
 def encode(
     ask: Ask,
+    decision: Decision,
     *,
     lease_expires: float | None = None,
     mark: Mark | None = None,
     holder: str | None = None,
 ) -> str:
     kept = replace(ask, secrets=())  # MEMORY_ONLY
-    document = _Token(v=VERSION, ask=kept, lease_expires=lease_expires, mark=mark, holder=holder)
+    document = _Token(
+        v=VERSION,
+        ask=kept,
+        decision=decision,
+        lease_expires=lease_expires,
+        mark=mark,
+        holder=holder,
+    )
     packed = zlib.compress(document.model_dump_json().encode(), 1)
     return base64.urlsafe_b64encode(packed).decode("ascii")
 
@@ -97,4 +112,4 @@ def decode_wait(token: str) -> WaitToken:
     if doc.v != VERSION:
         raise InvalidInput(f"wait token version {doc.v} is not {VERSION}", field="wait")
     mark = None if doc.mark is None else Mark(*doc.mark)
-    return WaitToken(doc.ask, doc.lease_expires, mark, doc.holder)
+    return WaitToken(doc.ask, doc.decision, doc.lease_expires, mark, doc.holder)

@@ -132,7 +132,7 @@ def test_a_wait_writes_nothing_and_carries_the_holders_lease(store: Store) -> No
         result = steps_of().carry_out(
             unit, ask, wait, facts_of(ask), None, None, holder, taken=False
         )
-    assert result == Waiting(ask, 12.5, holder_of(holder))
+    assert result == Waiting(ask, Decision.RECORDED, 12.5, holder_of(holder))
     with transaction(store.read) as session:
         assert session.scalars(select(Event)).all() == []
         assert session.scalars(select(Claim)).all() == []

@@ -16,7 +16,7 @@ from pathlib import Path
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
-from resolver import notify, ui
+from resolver import failpoints, notify, ui
 from resolver.api_docs import install_api_docs
 from resolver.auth import check_proxy
 from resolver.ca import ensure_ca
@@ -65,6 +65,7 @@ async def _create_ca(settings: Settings) -> None:
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or load_settings()
     make_private_dir(Path(settings.data_dir))
+    failpoints.arm(settings.failpoints)  # crash-injection tests only; "" arms nothing
     redaction_key = (
         parse_key(settings.redaction_key.get_secret_value(), "GROUNDHOG_REDACTION_KEY")
         if settings.redaction_key

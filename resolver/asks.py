@@ -21,10 +21,10 @@ from typing import NamedTuple
 from sqlalchemy.orm import Session
 
 from groundhog.protocol import headers as protocol_headers
-from resolver.dependencies import Classification, classify
+from resolver.dependencies import Classification, classify, origin_resource
 from resolver.errors import NotFound
 from resolver.faults import FaultRule, rules_of
-from resolver.fingerprint import bump_versions, fingerprint
+from resolver.fingerprint import UNKNOWN_PREFIX, bump_versions, fingerprint
 from resolver.forbidden_targets import refuse_metadata
 from resolver.keys import RequestKey, request_key
 from resolver.policy import DependencyModel, Mode, lookup_fingerprint
@@ -70,6 +70,9 @@ class Ask:
     fault_rules: tuple[FaultRule, ...] = ()
     simulator_url: str | None = None
     simulate_writes: bool = False
+    # A write: the branch's versions of its own resources when it was taken. Its record chains
+    # the new versions from these, not from the unknown ones its intent left meanwhile.
+    versions: tuple[tuple[str, str], ...] = ()
 
 
 def cooperative_headers(ask: Ask) -> list[list[str]]:
@@ -179,13 +182,31 @@ def fingerprinted_resources(classification: Classification) -> frozenset[str]:
     return classification.own_resources if classification.is_write else classification.reads
 
 
+def looked_up_resources(draft: Draft, classification: Classification) -> frozenset[str]:
+    """The resources whose versions the ask reads: its fingerprinted ones and, for a read of
+    the `hints` model, its origin's too. A write under `hints` can only mark its origin unknown
+    before it goes live (what it writes is named in its answer), so a hinted read counts that
+    resource while, and only while, it is unknown (`true_fingerprint_of`)."""
+    own = fingerprinted_resources(classification)
+    if draft.model is DependencyModel.HINTS and not classification.is_write:
+        return own | {origin_resource(draft.request)}
+    return own
+
+
+def true_fingerprint_of(classification: Classification, versions: dict[str, str]) -> str:
+    """The fingerprint over the ask's resources, and over any it read that a write in flight
+    (or one whose record never landed) left unknown: such a read is never served the base."""
+    unknown = {r for r, version in versions.items() if version.startswith(UNKNOWN_PREFIX)}
+    return fingerprint(fingerprinted_resources(classification) | unknown, versions)
+
+
 def finish_ask(
     draft: Draft, classification: Classification, *, occurrence: int, versions: dict[str, str]
 ) -> Ask:
     """The ask at its occurrence, with its fingerprints (pure)."""
     tape, branch, request = draft.tape, draft.branch, draft.request
     config = tape.config
-    true_fingerprint = fingerprint(fingerprinted_resources(classification), versions)
+    true_fingerprint = true_fingerprint_of(classification, versions)
     mode = Mode(tape.mode)
     address = lookup_fingerprint(
         mode=mode,
@@ -218,6 +239,7 @@ def finish_ask(
         fault_rules=tuple(rules_of(config)),
         simulator_url=config.get("simulator_url"),
         simulate_writes=bool(config.get("simulate_writes", False)),
+        versions=tuple(sorted(versions.items())) if classification.is_write else (),
     )
 
 
@@ -241,7 +263,7 @@ def take_ask(
         hint = find_hint(tape.id, draft.key.hash, session=session)
     classification = classify_draft(draft, hint)
     occurrence, versions = take_occurrence_and_versions(
-        branch.id, draft.key.hash, fingerprinted_resources(classification), session=session
+        branch.id, draft.key.hash, looked_up_resources(draft, classification), session=session
     )
     return finish_ask(draft, classification, occurrence=occurrence, versions=versions)
 
@@ -295,7 +317,7 @@ def take_ask_as_guessed(
         wire.branch,
         guess,
         draft.key.hash,
-        fingerprinted_resources(classification),
+        looked_up_resources(draft, classification),
         fingerprint_guess=unwritten,
         session=session,
     )

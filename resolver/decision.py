@@ -27,6 +27,7 @@ class ClaimState(StrEnum):
     HELD = "held"  # another asker holds a live lease
     EXPIRED = "expired"  # another asker's lease lapsed: it may be taken over
     OURS = "ours"  # this ask holds it
+    FAILED = "failed"  # the attempt this ask waited on failed before the world answered
 
 
 class Step(StrEnum):
@@ -42,6 +43,7 @@ class Step(StrEnum):
     PASS = "pass"  # a live call, never recorded (passthrough)
     FORWARD = "forward"  # a live call to record (holding the claim if single flight)
     WAIT = "wait"  # another asker is fetching the address
+    FAIL = "fail"  # the attempt this ask waited on failed: serve its `upstream-failed`
 
 
 LOOKUPS = frozenset({Step.LOOK_UP, Step.CONFIRM_ONLINE, Step.CLAIM, Step.TAKE_OVER})
@@ -159,6 +161,8 @@ def _live_plan(decision: Decision, facts: Facts) -> Plan:
         return Plan(Step.FORWARD, Action.FORWARD, decision)
     if facts.claim is ClaimState.HELD:
         return Plan(Step.WAIT, Action.WAIT, decision)
+    if facts.claim is ClaimState.FAILED:  # failures fly single: no live call of its own
+        return Plan(Step.FAIL, Action.SERVE, Decision.UPSTREAM_FAILED)
     if facts.claim is ClaimState.EXPIRED:
         return Plan(Step.TAKE_OVER, None, decision)
     return Plan(Step.CLAIM, None, decision)

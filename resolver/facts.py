@@ -9,6 +9,8 @@ would spell the translation out again, and a poll could decide differently from 
 
 from __future__ import annotations
 
+import hashlib
+
 from resolver import injection
 from resolver.asks import Ask
 from resolver.cache import Recorded
@@ -33,11 +35,23 @@ def facts_of(ask: Ask, *, passthrough: bool = False) -> Facts:
     )
 
 
-def claim_state(claim: HeldClaim | None, now: float) -> ClaimState:
-    """A claim row's state at wall time `now`: a lease that lapses exactly now still holds."""
+def claim_state(claim: HeldClaim | None, now: float, *, waited_on: str | None = None) -> ClaimState:
+    """A claim row's state at wall time `now`: a lease that lapses exactly now still holds.
+
+    A failed claim is `FAILED` only to an ask that waited on that very attempt (`waited_on`,
+    the `holder_of` its wait token names); to anyone else it is an expired claim to take over,
+    so the next ask tries again, once for the group."""
     if claim is None:
         return ClaimState.FREE
+    if claim.failure is not None and waited_on is not None and waited_on == holder_of(claim):
+        return ClaimState.FAILED
     return ClaimState.HELD if claim.lease_expires >= now else ClaimState.EXPIRED
+
+
+def holder_of(claim: HeldClaim) -> str:
+    """Which attempt holds the claim, as a waiter may know it: a digest of its ticket (the
+    ticket itself would let the waiter's proxy record in the holder's name)."""
+    return hashlib.sha256(claim.ticket.encode()).hexdigest()[:32]
 
 
 def recorded_facts(found: Recorded | None) -> dict[str, bool]:

@@ -14,20 +14,24 @@ differently depending on which path (resolve or poll) reached it.
 from __future__ import annotations
 
 import itertools
+import json
 import time
 
 from sqlalchemy.orm import Session
 
-from resolver import injection, misses
+from groundhog.protocol.wire import WireResponse
+from resolver import answers, injection, misses
 from resolver.asks import Ask, bump_branch, cooperative_headers
 from resolver.cache import Recorded
 from resolver.decision import ClaimState, Facts, Plan, Step
 from resolver.dependencies import recorded_writes
 from resolver.disk import DiskReserve
 from resolver.echoes import EchoBook
+from resolver.facts import holder_of
+from resolver.fingerprint import unknown_version
 from resolver.policy import Action, Decision
 from resolver.resolve_results import Resolution, Waiting
-from store import claims, exchanges
+from store import claims, counters, exchanges, versions
 from store.unit import Unit
 
 # Forwards whose proxy never called /v1/record are forgotten after this long (or 10 leases).
@@ -54,12 +58,37 @@ class FinalSteps:
         facts: Facts,
         found: Recorded | None,
         ticket: str | None,
-        lease_expires: float | None,
+        claim: claims.HeldClaim | None,
+        *,
+        taken: bool,
     ) -> Resolution | Waiting:
-        """The one place a final step writes: its event, and its claim or pending record."""
+        """The one place a final step writes: its event, and its claim or pending record.
+
+        `taken`: this transaction has counted the ask's occurrence (a resolve's opening
+        statement; a poll's has not). It stands only if the ask is answered now; an ask that
+        leaves without its answer (told to wait, or a read sent live, answered at its record)
+        gives it back (store/counters.py)."""
         assert plan.decision is not None
+        # Answered by its record or its wait (a read sent live, told to wait), or not answered
+        # by the world at all (a failure): the occurrence is not this ask's to keep.
+        keeps = not (
+            plan.step in (Step.WAIT, Step.FAIL)
+            or (plan.step is Step.FORWARD and not ask.classification.is_write)
+        )
+        if taken and not keeps:
+            counters.give_back_occurrence_later(ask.branch_id, ask.key.hash, unit=unit)
+        elif keeps and not taken:
+            counters.advance_occurrence_later(
+                ask.branch_id, ask.key.hash, ask.occurrence, unit=unit
+            )
         if plan.step is Step.WAIT:
-            return Waiting(ask, lease_expires)
+            assert claim is not None
+            return Waiting(ask, plan.decision, claim.lease_expires, holder_of(claim))
+        if plan.step is Step.FAIL:  # the attempt it waited on failed: the same problem
+            assert claim is not None and claim.failure is not None
+            write_event_later(unit, ask, Decision.UPSTREAM_FAILED, None)
+            response = shared_failure(ask, claim.failure)
+            return Resolution(Action.SERVE, Decision.UPSTREAM_FAILED, ask, response=response)
         if plan.step is Step.SERVE:
             assert found is not None
             if facts.claim is ClaimState.OURS and ticket is not None:
@@ -100,6 +129,8 @@ class FinalSteps:
             claims.delete_stale_pending(time.time() - horizon, session=unit.session)
         self.echoes.remember(ticket, ask.secrets)
         # Nothing reads any of them back in this transaction: they ride with the commit.
+        if ask.classification.is_write:
+            write_intent_later(unit, ask)
         exchanges.put_blob_later(ask.request.body, unit=unit)
         claims.add_pending_with_event_later(
             unit=unit,
@@ -118,6 +149,33 @@ class FinalSteps:
         return Resolution(Action.FORWARD, decision, ask, ticket, None, cooperative_headers(ask))
 
 
+def write_intent_later(unit: Unit, ask: Ask) -> None:
+    """Write-ahead: before a write goes live, what it may touch (its classification's writes,
+    per the tape's dependency model) is unknown in its branch, durably, in the transaction
+    that hands it out. Until its record lands every read of those resources is refetched at a
+    fingerprint nobody else shares, never served the base: a write whose record never lands
+    (a resolver killed while it was in flight) cannot leave its branch reading the world as it
+    was before the write. One statement, with the commit."""
+    intent = {
+        resource: unknown_version(ask.branch_id, ask.key.hash, ask.occurrence, resource)
+        for resource in ask.classification.writes
+    }
+    versions.set_versions_later(ask.branch_id, intent, unit=unit)
+
+
+def shared_failure(ask: Ask, failure: str) -> WireResponse:
+    """The `upstream-failed` problem the failed holder was served, for one of its waiters."""
+    kind_and_message = json.loads(failure)
+    return answers.upstream_failed(
+        tape_name=ask.tape_name,
+        key_readable=ask.key.readable,
+        occurrence=ask.occurrence,
+        fingerprint=ask.fingerprint,
+        kind=kind_and_message["kind"],
+        message=kind_and_message["message"],
+    )
+
+
 def pending_request(ask: Ask) -> dict[str, object]:
     """What a forward's pending record keeps of its request, for the exchange its record makes
     (resolver/stored_form.py reads it back) and for a recorded write's version bumps."""
@@ -129,6 +187,8 @@ def pending_request(ask: Ask) -> dict[str, object]:
         "headers": [list(pair) for pair in ask.request.headers],
         "body_sha": ask.body_sha,
         "writes": sorted(ask.classification.writes),
+        # A write's versions before its intent: its record chains from these.
+        "before": dict(ask.versions),
     }
 
 

@@ -13,12 +13,23 @@ import hashlib
 from collections.abc import Iterable, Mapping
 
 BASE_VERSION = ""
+# A version that starts so is *unknown*: a write went live (or may have) and its record has not
+# landed, so nothing recorded can be known to answer a read of it (write-ahead, DESIGN §4).
+UNKNOWN_PREFIX = "?"
 
 
 def next_version(version: str, write_key_hash: str, body_hash: str) -> str:
     """v' = sha256(v, write key, body hash), fields separated so they cannot run together."""
     material = "\x1f".join((version, write_key_hash, body_hash)).encode()
     return hashlib.sha256(material).hexdigest()
+
+
+def unknown_version(branch_id: int, write_key_hash: str, occurrence: int, resource: str) -> str:
+    """The intent a write leaves on `resource` before it goes live: unique to that write of
+    that branch (its occurrence is its own), so a read after it is refetched at an address
+    nobody else shares until the write's record replaces it with the real version."""
+    material = "\x1f".join((str(branch_id), write_key_hash, str(occurrence), resource)).encode()
+    return UNKNOWN_PREFIX + hashlib.sha256(material).hexdigest()[:63]
 
 
 def bump_versions(

@@ -20,20 +20,21 @@ from sqlalchemy.orm import Session
 
 from groundhog.protocol.wire import WireResponse, wire_response
 from resolver import answers
-from resolver.asks import bump_branch
 from resolver.dependencies import Classification, origin_resource, recorded_writes, response_hints
 from resolver.echoes import Secrets
+from resolver.fingerprint import BASE_VERSION, bump_versions, unknown_version
 from resolver.policy import Decision, DependencyModel
 from resolver.request import DEFAULT_PORTS, RequestParts
 from resolver.schemas import RecordRequest, encode_base64
 from resolver.stored_form import exchange_content
 from resolver.wakeups import Address
-from store import exchanges
+from store import counters, exchanges
 from store.claims import Pending
 from store.hints import set_hint
 from store.models import PendingRecord
 from store.refs import TapeRef
 from store.unit import Unit
+from store.versions import set_versions, versions_of
 
 
 @dataclass(frozen=True)
@@ -117,10 +118,16 @@ def upstream_failed(
 
 def finish_event(unit: Unit, pending: Pending, decision: str, exchange_id: int | None) -> None:
     """The forward's event takes its final decision and, when one was kept, its exchange (with
-    the record's commit: nothing reads it back)."""
+    the record's commit: nothing reads it back). A read's answer takes its occurrence now (its
+    resolve gave it back): unless it failed before the world answered, when the next ask of
+    the lineage asks the same occurrence again (store/counters.py)."""
     exchanges.finish_event_later(
         pending.event_id, decision=str(decision), exchange_id=exchange_id, unit=unit
     )
+    if not pending.is_write and decision != Decision.UPSTREAM_FAILED:
+        counters.advance_occurrence_later(
+            pending.branch_id, pending.key_hash, pending.occurrence, unit=unit
+        )
 
 
 def recorded_write(pending: Pending) -> tuple[RequestParts, Classification]:
@@ -139,7 +146,28 @@ def recorded_write(pending: Pending) -> tuple[RequestParts, Classification]:
 def bump_write_versions(
     session: Session, pending: Pending, model: DependencyModel, headers: list[list[str]]
 ) -> None:
-    """A recorded write moves its branch's versions on by what it wrote."""
+    """A recorded write moves its branch's versions on by what it wrote, replacing the unknown
+    versions its intent left (resolver/final_steps.py `write_intent_later`).
+
+    A resource still holding this write's intent chains from its version before the write
+    (so a write recorded after its intent gets exactly the version it would have had without
+    one); one the intent marked but the write turned out not to touch (the `hints` model names
+    them in the answer) gets that version back. A resource another write changed since keeps
+    moving on from where it is, as before."""
     parts, classification = recorded_write(pending)
     written = recorded_writes(parts, model, classification, headers)
-    bump_branch(session, pending.branch_id, written, pending.key_hash, pending.request["body_sha"])
+    marked = classification.writes
+    before: dict[str, str] = pending.request.get("before", {})
+    current = versions_of(pending.branch_id, written | marked, session=session)
+
+    def intended(resource: str) -> bool:
+        intent = unknown_version(pending.branch_id, pending.key_hash, pending.occurrence, resource)
+        return current.get(resource) == intent
+
+    chained = {
+        resource: before.get(resource, BASE_VERSION) if intended(resource) else version
+        for resource, version in current.items()
+    }
+    moved = bump_versions(chained, written, pending.key_hash, pending.request["body_sha"])
+    restored = {r: before.get(r, BASE_VERSION) for r in marked - written if intended(r)}
+    set_versions(pending.branch_id, {**restored, **moved}, session=session)

@@ -27,7 +27,7 @@ from typing import NoReturn
 
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
-from resolver import notify
+from resolver import failpoints, notify
 from resolver.echoes import EchoBook
 from resolver.errors import BodyTooLarge, Conflict, ResolverError, StoreUnavailable
 from resolver.policy import Decision
@@ -42,10 +42,12 @@ from resolver.schemas import RecordRequest, decode_base64
 from resolver.stored_form import check_latin1_headers, stored_form
 from resolver.wakeups import Address
 from store import claims
+from store.claims import Pending
 from store.db import Store, transaction
 from store.fused import pop_pending_and_tape
 from store.loop_writes import LoopWriter, WouldWait
 from store.models import PendingRecord, Tape
+from store.refs import TapeRef
 from store.unit import Unit, unit_of_work
 
 logger = logging.getLogger(__name__)
@@ -175,6 +177,23 @@ class Recorder:
         except Exception:  # the store may still be failing; the lease is the fallback
             logger.warning("could not release the claim of ticket %s after a failed record", ticket)
 
+    @staticmethod
+    def _settle_claim(
+        unit: Unit, wire: RecordRequest, kind: str, pending: Pending, tape: TapeRef | None
+    ) -> None:
+        """Release the ticket's claim; or, when a read's live call failed before the world
+        answered and nothing is recorded, leave it failed for the waiters of this attempt
+        (they are served the same failure, not a live call each: store/claims.py)."""
+        records_failures = tape is not None and tape.config.get("record_transport_failures")
+        failed = kind == "error" and wire.error is not None and not pending.is_write
+        if failed and not records_failures:
+            assert wire.error is not None
+            claims.fail_claim_later(
+                wire.ticket, kind=wire.error.kind, message=wire.error.message, unit=unit
+            )
+            return
+        claims.release_claim_later(wire.ticket, unit=unit)
+
     def _commit(
         self,
         wire: RecordRequest,
@@ -194,7 +213,7 @@ class Recorder:
                 )
             pending, tape = taken
             # Neither result is read: both ride with the commit (PostgreSQL: its round trip).
-            claims.release_claim_later(wire.ticket, unit=unit)
+            self._settle_claim(unit, wire, kind, pending, tape)
             address = pending_address(pending)
             notify.announce_later(address, unit=unit)  # other replicas' waiters, on commit
             if tape is None:
@@ -210,5 +229,9 @@ class Recorder:
                 logger.error("ticket %s went live unrecorded: %s", wire.ticket, wire.unrecorded)
                 return RecordResult(pending.decision, None, None, False), address
             if kind == "error" and not tape.config.get("record_transport_failures", False):
-                return upstream_failed(unit, pending, tape, wire), address
-            return store_answer(unit, pending, tape, wire, body, echoed), address
+                result = upstream_failed(unit, pending, tape, wire)
+            else:
+                result = store_answer(unit, pending, tape, wire, body, echoed)
+            failpoints.reach("record.before_commit")
+        failpoints.reach("record.committed")
+        return result, address

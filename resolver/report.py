@@ -10,7 +10,7 @@ pure function.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from resolver.policy import LIVE_DECISIONS, RECORDING_DECISIONS, Decision
@@ -61,7 +61,11 @@ def _finish(counts: dict[str, Any]) -> dict[str, Any]:
     return counts
 
 
-def unrecorded_json(rows: Iterable[EventRow]) -> list[dict[str, Any]]:
+def unrecorded_json(
+    rows: Iterable[EventRow], invalidated: Mapping[int, list[str]] | None = None
+) -> list[dict[str, Any]]:
+    """The unrecorded live calls; a write's with the resources its intent left unknown in its
+    branch (`invalidated`: every read of them there is refetched, never served the base)."""
     return [
         {
             "id": r.id,
@@ -70,6 +74,7 @@ def unrecorded_json(rows: Iterable[EventRow]) -> list[dict[str, Any]]:
             "method": r.method,
             "url": r.url,
             "decision": r.decision,
+            "invalidated": (invalidated or {}).get(r.id, []),
         }
         for r in rows
     ]
@@ -81,6 +86,7 @@ def build_report(
     branches: Iterable[str],
     tallies: Iterable[Tally],
     unrecorded: Iterable[EventRow] = (),
+    invalidated: Mapping[int, list[str]] | None = None,
 ) -> dict[str, Any]:
     totals = empty_counts()
     per_branch = {path: empty_counts() for path in branches}
@@ -92,5 +98,5 @@ def build_report(
         "mode": mode,
         "totals": _finish(totals),
         "branches": {path: _finish(counts) for path, counts in sorted(per_branch.items())},
-        "unrecorded": unrecorded_json(unrecorded),
+        "unrecorded": unrecorded_json(unrecorded, invalidated),
     }

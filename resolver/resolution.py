@@ -27,14 +27,14 @@ from dataclasses import replace
 
 from sqlalchemy.orm import Session
 
-from resolver import answers, injection
+from resolver import answers, failpoints, injection
 from resolver.asks import Ask, load_tape_and_branch, take_ask, take_ask_as_guessed
 from resolver.cache import AnswerCache, Recorded
 from resolver.decision import ClaimState, Facts, Step, decide_step
 from resolver.disk import DiskReserve
 from resolver.echoes import EchoBook
 from resolver.errors import BodyTooLarge
-from resolver.facts import address_of, claim_state, facts_of, recorded_facts
+from resolver.facts import address_of, claim_state, facts_of, holder_of, recorded_facts
 from resolver.final_steps import FinalSteps
 from resolver.policy import Action
 from resolver.resolve_results import Resolution, Waiting, wants_simulator
@@ -161,7 +161,10 @@ class Resolver:
             passthrough_hosts = {host.lower() for host in tape.config.get("passthrough_hosts", [])}
             passthrough = wire.body_too_large or ask.request.normalised_host in passthrough_hosts
             facts = facts_of(ask, passthrough=passthrough)
-            return self._settle(unit, ask, facts, read_ahead=read_ahead)
+            result = self._settle(unit, ask, facts, read_ahead=read_ahead, taken=True)
+            failpoints.reach("resolve.before_commit")
+        failpoints.reach("resolve.committed")
+        return result
 
     def _poll(
         self, waiting: Waiting, transaction: AbstractContextManager[Unit]
@@ -174,13 +177,18 @@ class Resolver:
             found = self._find(unit, ask)
             claim = None if found else claims.get_claim(*address_of(ask), session=unit.connection)
             now = time.time()
-            looked = start.updated(**recorded_facts(found), claim=claim_state(claim, now))
-            if decide_step(looked).step is Step.WAIT:
-                assert claim is not None
-                return Waiting(ask, claim.lease_expires)
+            state = claim_state(claim, now, waited_on=waiting.holder)
+            looked = start.updated(**recorded_facts(found), claim=state)
+            plan = decide_step(looked)
+            if plan.step is Step.WAIT:
+                assert claim is not None and plan.decision is not None
+                return Waiting(ask, plan.decision, claim.lease_expires, holder_of(claim))
             relax_commit_durability(unit.connection)
             # One transaction: what was looked up above still holds, so it is not looked up again.
-            return self._settle(unit, ask, looked, claim=claim, found=found)
+            result = self._settle(unit, ask, looked, claim=claim, found=found, taken=False)
+            failpoints.reach("wait.before_commit")
+        failpoints.reach("wait.committed")
+        return result
 
     def _simulate(self, result: Resolution | Waiting) -> Resolution | Waiting:
         """A claimed `simulated` ask: ask the tape's simulator, record and serve its answer."""
@@ -199,6 +207,7 @@ class Resolver:
         claim: claims.HeldClaim | None = None,
         found: Recorded | None = None,
         read_ahead: ReadAhead | None = None,
+        taken: bool,
     ) -> Resolution | Waiting:
         """Decide, look up what the decision asks for, decide again; then carry it out.
 
@@ -233,8 +242,9 @@ class Resolver:
                 else:
                     facts = facts.updated(claim=ClaimState.HELD)
             else:
-                lease = claim.lease_expires if claim is not None else None
-                return self._final_steps.carry_out(unit, ask, plan, facts, found, ticket, lease)
+                return self._final_steps.carry_out(
+                    unit, ask, plan, facts, found, ticket, claim, taken=taken
+                )
 
     def _still(self, facts: Facts) -> bool | None:
         """What a lookup earlier in this transaction found, as it stands once a claim is won:

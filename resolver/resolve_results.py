@@ -38,8 +38,13 @@ class Waiting:
     """Another asker holds the claim on this address; poll until it is recorded."""
 
     ask: Ask
+    # The decision it will have if this asker ends up fetching (`recorded`, `refetched`,
+    # `simulated`), as the decision path named it: the routes never re-derive it.
+    decision: Decision
     # When the holder's lease lapses (wall time), if known: the next look worth taking.
     lease_expires: float | None = None
+    # Which attempt it waits on (`facts.holder_of`): if that one fails, so does this ask.
+    holder: str | None = None
 
 
 def wants_simulator(result: Resolution | Waiting) -> bool:

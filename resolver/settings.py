@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     hot_protocol: bool = True
     # False: refuse a store whose schema is not current instead of migrating it (store/migrate.py).
     migrate_on_start: bool = True
+    # Crash injection for tests (resolver/failpoints.py): `name[@N],…`; empty, as in production,
+    # arms nothing.
+    failpoints: str = ""
 
     @model_validator(mode="after")
     def _derive_paths(self) -> Settings:

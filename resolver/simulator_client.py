@@ -24,7 +24,7 @@ from resolver.policy import Decision
 from resolver.recording import Recorder
 from resolver.schemas import RecordRequest, ResponseIn, encode_base64
 from resolver.simulation import marked_response, simulator_request
-from store import claims, exchanges
+from store import claims, counters, exchanges
 from store.db import Store, transaction
 
 logger = logging.getLogger(__name__)
@@ -100,5 +100,9 @@ class SimulatorClient:
                     decision=str(Decision.REFUSED),
                     exchange_id=None,
                     session=session,
+                )
+                # A refusal is an answer: it takes the occurrence the claimed ask gave back.
+                counters.advance_occurrence(
+                    record.branch_id, record.key_hash, record.occurrence, session=session
                 )
             return Decision.REFUSED, misses.sealed_miss(session, ask, simulator_error=reason)

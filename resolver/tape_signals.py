@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from groundhog.protocol.report_notes import NOTES
 from resolver.contamination import contamination_view, suspects
 from resolver.costs import cost_report
+from resolver.fingerprint import UNKNOWN_PREFIX, unknown_version
 from resolver.policy import RECORDING_DECISIONS, Decision
 from resolver.report import build_report
 from resolver.signals import EMPTY_DIGEST, branch_signals, exogenous_digests, fork_signals
@@ -35,7 +36,18 @@ def signed_report(tape: Tape, *, session: Session, around: str | None = None) ->
     unrecorded = inspect.unrecorded_events(
         tape.id, sorted(RECORDING_DECISIONS), limit=UNRECORDED_LISTED, session=session
     )
-    report = build_report(tape.name, tape.mode, [b.path for b in branches], tallies, unrecorded)
+    unknown = inspect.unknown_versions(tape.id, UNKNOWN_PREFIX, session=session)
+    ids = {b.path: b.id for b in branches}
+    invalidated = {
+        row.id: sorted(
+            resource
+            for resource, version in unknown.get(row.branch, {}).items()
+            if version == unknown_version(ids[row.branch], row.key_hash, row.occurrence, resource)
+        )
+        for row in unrecorded
+    }
+    paths = [b.path for b in branches]
+    report = build_report(tape.name, tape.mode, paths, tallies, unrecorded, invalidated)
     wanted = None
     if around is not None:
         wanted = {around} | {b.path for b in branches if b.parent_path == around}

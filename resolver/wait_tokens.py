@@ -1,122 +1,89 @@
 """The opaque `wait` token of the internal protocol: an ask, carried by the proxy between calls.
 
 `/v1/resolve` answers `wait` at once when another asker is fetching the address, and the proxy
-then long-polls `/v1/wait` with this token. The ask already took its occurrence, so it must not
-be rebuilt from the request (that would take another); and any resolver replica must be able to
-continue it, so it travels in the token rather than in one process's memory. The raw secrets an
+then long-polls `/v1/wait` with this token. The ask's occurrence, key and fingerprints were
+fixed when it was taken (its occurrence is counted once it is answered), so it is not rebuilt
+from the request; and any resolver replica must be able to continue it, so it travels in the
+token rather than in one process's memory. The ask is encoded from its dataclass by one codec,
+so no field is left behind (a waiter that lost the tape's simulator refused where its ask
+would have simulated). The raw secrets an
 ask holds for echo scrubbing stay out of it (they are never to leave the resolver's memory): a
 waiter that takes a claim over records without that pass, as a record on another replica does.
 The token is as trusted as a record from the same proxy (both routes need the proxy token); a
 malformed one is a 422 naming the `wait` field, never a 500. Beside the ask it carries when the
 holder's lease lapses and the settle log's mark taken before the look that answered `wait`
 (resolver/wakeups.py): together they let the first `/v1/wait` skip a look that would find the
-same claim. Both are optional, so a token from an older replica is still read (it always looks).
+same claim (both optional: without them it always looks), the decision it will have if it
+ends up fetching, and which attempt it waits on, so that attempt's failure is its failure.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import json
 import zlib
+from dataclasses import replace
 from typing import NamedTuple
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from resolver.asks import Ask
-from resolver.dependencies import Classification
 from resolver.errors import InvalidInput
-from resolver.keys import RequestKey
-from resolver.policy import DependencyModel, Mode
-from resolver.redaction_rules import Finding
-from resolver.request import RequestParts
+from resolver.policy import Decision
 from resolver.wakeups import Mark
 
-VERSION = 1
+# 2: the ask is encoded from the `Ask` dataclass itself (1 copied its fields by hand, and lost
+# the tape's simulator and faults on the way).
+VERSION = 2
 # A token decompresses to at most this many bytes (a resolve body is bounded the same way).
 MAX_TOKEN_JSON_BYTES = 64 * 1024 * 1024
-
-
-class _Request(BaseModel):
-    method: str
-    scheme: str
-    host: str
-    port: int
-    path: str
-    query: list[tuple[str, str]]
-    headers: list[tuple[str, str]]
-    body: str
+# Fields of `Ask` that never leave the resolver's memory: a decoded ask has their defaults.
+MEMORY_ONLY = frozenset({"secrets"})
 
 
 class _Token(BaseModel):
+    """The token's document: the ask as its dataclass declares it (bytes as base64), so a
+    field added to `Ask` travels without anyone editing this module."""
+
+    model_config = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64")
+
     v: int
-    tape_id: int
-    tape_name: str
-    mode: Mode
-    online: bool
-    model: DependencyModel
-    world_seed: int
-    cooperative: bool
-    branch_id: int
-    branch: str
-    request: _Request
-    key: tuple[str, str]
-    body_sha: str
-    is_write: bool
-    reads: list[str]
-    writes: list[str]
-    occurrence: int
-    true_fingerprint: str
-    fingerprint: str
-    findings: list[tuple[str, str]] = []
+    ask: Ask
+    decision: Decision
     lease_expires: float | None = None
     mark: tuple[str, int] | None = None
+    holder: str | None = None
 
 
 class WaitToken(NamedTuple):
-    """What a token carries: the ask, when its holder's lease lapses, and the settle mark."""
+    """What a token carries: the ask, when its holder's lease lapses, the settle mark, and
+    which attempt it waits on (resolver/facts.py `holder_of`)."""
 
     ask: Ask
+    decision: Decision
     lease_expires: float | None
     mark: Mark | None
+    holder: str | None = None
 
 
-def encode(ask: Ask, *, lease_expires: float | None = None, mark: Mark | None = None) -> str:
-    request = ask.request
-    document = {
-        "v": VERSION,
-        "tape_id": ask.tape_id,
-        "tape_name": ask.tape_name,
-        "mode": str(ask.mode),
-        "online": ask.online,
-        "model": str(ask.model),
-        "world_seed": ask.world_seed,
-        "cooperative": ask.cooperative,
-        "branch_id": ask.branch_id,
-        "branch": ask.branch,
-        "request": {
-            "method": request.method,
-            "scheme": request.scheme,
-            "host": request.host,
-            "port": request.port,
-            "path": request.path,
-            "query": [list(pair) for pair in request.query],
-            "headers": [list(pair) for pair in request.headers],
-            "body": base64.b64encode(request.body).decode("ascii"),
-        },
-        "key": [ask.key.readable, ask.key.hash],
-        "body_sha": ask.body_sha,
-        "is_write": ask.classification.is_write,
-        "reads": sorted(ask.classification.reads),
-        "writes": sorted(ask.classification.writes),
-        "occurrence": ask.occurrence,
-        "true_fingerprint": ask.true_fingerprint,
-        "fingerprint": ask.fingerprint,
-        "findings": [[finding.where, finding.rule] for finding in ask.findings],
-        "lease_expires": lease_expires,
-        "mark": None if mark is None else list(mark),
-    }
-    packed = zlib.compress(json.dumps(document, separators=(",", ":")).encode(), 1)
+def encode(
+    ask: Ask,
+    decision: Decision,
+    *,
+    lease_expires: float | None = None,
+    mark: Mark | None = None,
+    holder: str | None = None,
+) -> str:
+    kept = replace(ask, secrets=())  # MEMORY_ONLY
+    document = _Token(
+        v=VERSION,
+        ask=kept,
+        decision=decision,
+        lease_expires=lease_expires,
+        mark=mark,
+        holder=holder,
+    )
+    packed = zlib.compress(document.model_dump_json().encode(), 1)
     return base64.urlsafe_b64encode(packed).decode("ascii")
 
 
@@ -144,38 +111,5 @@ def decode_wait(token: str) -> WaitToken:
         raise InvalidInput(f"wait token is malformed: {error}", field="wait") from error
     if doc.v != VERSION:
         raise InvalidInput(f"wait token version {doc.v} is not {VERSION}", field="wait")
-    wire = doc.request
-    try:
-        body = base64.b64decode(wire.body, validate=True)
-    except (binascii.Error, ValueError) as error:
-        raise InvalidInput("wait token is malformed: request body", field="wait") from error
-    request = RequestParts(
-        method=wire.method,
-        scheme=wire.scheme,
-        host=wire.host,
-        port=wire.port,
-        path=wire.path,
-        query=tuple(wire.query),
-        headers=tuple(wire.headers),
-        body=body,
-    )
-    ask = Ask(
-        tape_id=doc.tape_id,
-        tape_name=doc.tape_name,
-        mode=doc.mode,
-        online=doc.online,
-        model=doc.model,
-        world_seed=doc.world_seed,
-        cooperative=doc.cooperative,
-        branch_id=doc.branch_id,
-        branch=doc.branch,
-        request=request,
-        key=RequestKey(*doc.key),
-        body_sha=doc.body_sha,
-        classification=Classification(doc.is_write, frozenset(doc.reads), frozenset(doc.writes)),
-        occurrence=doc.occurrence,
-        true_fingerprint=doc.true_fingerprint,
-        fingerprint=doc.fingerprint,
-        findings=tuple(Finding(where, rule) for where, rule in doc.findings),
-    )
-    return WaitToken(ask, doc.lease_expires, None if doc.mark is None else Mark(*doc.mark))
+    mark = None if doc.mark is None else Mark(*doc.mark)
+    return WaitToken(doc.ask, doc.decision, doc.lease_expires, mark, doc.holder)

@@ -2,12 +2,16 @@
 
 Concurrent misses on one address must make exactly one upstream call, across processes. The
 first asker inserts a claim row (unique per address) with a lease; others see it and wait. A
-holder that died leaves an expired lease which a waiter may take over. Pending records hold
-what a ticket needs at `/v1/record` time. Neither is tape content: both may use wall time.
+holder that died leaves an expired lease which a waiter may take over. A holder whose live call
+failed before the world answered leaves its claim failed (`fail_claim_later`): the waiters of
+that attempt are served the failure, and the next fresh ask takes the row over like an expired
+one. Pending records hold what a ticket needs at `/v1/record` time. Neither is tape content:
+both may use wall time.
 """
 
 from __future__ import annotations
 
+import json
 import secrets
 from dataclasses import dataclass
 from typing import Any, cast
@@ -48,6 +52,15 @@ _TAPE_ONLINE_LOCKED = Prepared(
 )
 _RELEASE_CLAIM = Prepared(
     lambda _dialect: delete(_claims).where(_claims.c.ticket == bindparam("ticket"))
+)
+# A failed attempt's lease is lapsed at once (0.0 is before any `now`): a fresh ask takes the
+# row over as it would an expired one, without waiting.
+_FAIL_CLAIM = Prepared(
+    lambda _dialect: (
+        update(_claims)
+        .where(_claims.c.ticket == bindparam("ticket"))
+        .values(failure=bindparam("failure"), lease_expires=0.0)
+    )
 )
 _ADD_PENDING = Prepared(
     lambda _dialect: insert(_pending).values({name: bindparam(name) for name in _PENDING_FIELDS})
@@ -102,10 +115,14 @@ class HeldClaim:
     id: int
     ticket: str
     lease_expires: float
+    # The holder's live call failed before the world answered: {"kind", "message"} as JSON.
+    failure: str | None = None
 
 
 _GET_CLAIM = Prepared(
-    lambda _dialect: select(_claims.c.id, _claims.c.ticket, _claims.c.lease_expires).where(
+    lambda _dialect: select(
+        _claims.c.id, _claims.c.ticket, _claims.c.lease_expires, _claims.c.failure
+    ).where(
         _claims.c.tape_id == bindparam("tape_id"),
         _claims.c.key_hash == bindparam("key_hash"),
         _claims.c.occurrence == bindparam("occurrence"),
@@ -125,7 +142,9 @@ def get_claim(
         "fingerprint": fingerprint,
     }
     row = _GET_CLAIM.first(parameters, session=session)
-    return None if row is None else HeldClaim(int(row[0]), str(row[1]), float(row[2]))
+    if row is None:
+        return None
+    return HeldClaim(int(row[0]), str(row[1]), float(row[2]), row[3])
 
 
 def take_over_expired(
@@ -137,18 +156,24 @@ def take_over_expired(
     lease_expires: float,
     session: Session,
 ) -> bool:
-    """Move an expired claim to `ticket`; only one waiter can win the conditional update."""
+    """Move an expired (or failed) claim to `ticket`; only one asker can win the conditional
+    update. A failed attempt's failure goes with it: the new attempt has not failed."""
     statement = (
         update(Claim)
         .where(Claim.id == claim_id, Claim.ticket == old_ticket, Claim.lease_expires < now)
-        .values(ticket=ticket, lease_expires=lease_expires)
+        .values(ticket=ticket, lease_expires=lease_expires, failure=None)
     )
     return _rows_matched(session.execute(statement)) == 1
 
 
 def renew_claim(ticket: str, *, lease_expires: float, session: Session) -> bool:
     """Extend the lease `ticket` holds; False when it holds no claim any more."""
-    statement = update(Claim).where(Claim.ticket == ticket).values(lease_expires=lease_expires)
+    # A failed claim stays lapsed: a renewal racing its holder's failed record must not revive it.
+    statement = (
+        update(Claim)
+        .where(Claim.ticket == ticket, Claim.failure.is_(None))
+        .values(lease_expires=lease_expires)
+    )
     return _rows_matched(session.execute(statement)) == 1
 
 
@@ -170,6 +195,13 @@ def release_claim(ticket: str, *, session: Executor) -> None:
 def release_claim_later(ticket: str, *, unit: Unit) -> None:
     """`release_claim` with the unit's commit (PostgreSQL: in its round trip)."""
     unit.write_later(_RELEASE_CLAIM, {"ticket": ticket})
+
+
+def fail_claim_later(ticket: str, *, kind: str, message: str, unit: Unit) -> None:
+    """The claim `ticket` holds (if it still does) stays, failed: its live call failed before
+    the world answered. With the unit's commit (PostgreSQL: in its round trip)."""
+    failure = json.dumps({"kind": kind, "message": message}, sort_keys=True)
+    unit.write_later(_FAIL_CLAIM, {"ticket": ticket, "failure": failure})
 
 
 def add_pending(*, session: Executor, **fields: Any) -> None:

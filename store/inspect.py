@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Row, Select, and_, exists, func, select
+from sqlalchemy import Row, Select, and_, exists, func, or_, select
 from sqlalchemy.orm import Session
 
-from store.models import Branch, Event, Exchange, PendingRecord
+from store.models import Branch, Event, Exchange, PendingRecord, ResourceVersion
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,8 @@ class Tally:
     is_read: bool
     errored: bool
     count: int
-    # No exchange, and no pending record either: the live call's answer never reached the tape.
+    # No exchange, and no pending record either (a write: pending or not): the live call's answer
+    # never reached the tape.
     unfinished: bool = False
 
 
@@ -135,8 +136,7 @@ def _event_row(row: Row[*tuple[Any, ...]], status: int | None) -> EventRow:
 
 def decision_tallies(tape_id: int, *, session: Session) -> list[Tally]:
     errored = Exchange.error_kind.is_not(None)
-    in_flight = exists().where(PendingRecord.event_id == Event.id)
-    unfinished = and_(Event.exchange_id.is_(None), ~in_flight)
+    unfinished = _never_recorded()
     query = (
         select(Branch.path, Event.decision, Event.is_read, errored, unfinished, func.count())
         .select_from(Event)
@@ -151,20 +151,35 @@ def decision_tallies(tape_id: int, *, session: Session) -> list[Tally]:
     ]
 
 
+def _never_recorded() -> Any:
+    """An event whose live call left no exchange: a read with no pending record either (one
+    with a pending record is still being fetched); a write whether pending or not, since the
+    world has (or may have) seen it while its record has not landed (write-ahead)."""
+    in_flight = exists().where(PendingRecord.event_id == Event.id)
+    return and_(Event.exchange_id.is_(None), or_(Event.is_read.is_(False), ~in_flight))
+
+
+def unknown_versions(tape_id: int, prefix: str, *, session: Session) -> dict[str, dict[str, str]]:
+    """Branch path -> the resources whose version starts with `prefix` (a write's intent)."""
+    query = (
+        select(Branch.path, ResourceVersion.resource, ResourceVersion.version)
+        .join(Branch, Branch.id == ResourceVersion.branch_id)
+        .where(Branch.tape_id == tape_id, ResourceVersion.version.startswith(prefix))
+    )
+    found: dict[str, dict[str, str]] = {}
+    for path, resource, version in session.execute(query):
+        found.setdefault(path, {})[resource] = version
+    return found
+
+
 def unrecorded_events(
     tape_id: int, decisions: list[str], *, limit: int, session: Session
 ) -> list[EventRow]:
-    """Live calls of `decisions` whose answer never reached the tape (no exchange, no pending)."""
-    in_flight = exists().where(PendingRecord.event_id == Event.id)
+    """Live calls of `decisions` whose answer never reached the tape (`_never_recorded`)."""
     query = (
         select(*_EVENT_COLUMNS)
         .join(Branch, Branch.id == Event.branch_id)
-        .where(
-            Branch.tape_id == tape_id,
-            Event.decision.in_(decisions),
-            Event.exchange_id.is_(None),
-            ~in_flight,
-        )
+        .where(Branch.tape_id == tape_id, Event.decision.in_(decisions), _never_recorded())
         .order_by(Event.id)
         .limit(limit)
     )

@@ -176,6 +176,9 @@ class Claim(Base):
     fingerprint: Mapped[str] = mapped_column(String(100))
     ticket: Mapped[str] = mapped_column(String(64), index=True)
     lease_expires: Mapped[float] = mapped_column(Float)
+    # The holder's live call failed before the world answered: `{"kind", "message"}` as JSON,
+    # served to that attempt's waiters; the lease is lapsed, so the next ask takes it over.
+    failure: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class PendingRecord(Base):

@@ -100,14 +100,19 @@ def waiting_json(waiting: Waiting, mark: Mark | None = None) -> ResolveAnswer:
 
     `mark`: the settle log's mark taken before the look that found the holder."""
     ask = waiting.ask
-    decision = Decision.RECORDED if ask.fingerprint == "" else Decision.REFETCHED
     return {
         "action": str(Action.WAIT),
-        "decision": str(decision),
+        "decision": str(waiting.decision),
         "occurrence": ask.occurrence,
         "fingerprint": ask.fingerprint,
         "request_key": ask.key.hash,
-        "wait": wait_tokens.encode(ask, lease_expires=waiting.lease_expires, mark=mark),
+        "wait": wait_tokens.encode(
+            ask,
+            waiting.decision,
+            lease_expires=waiting.lease_expires,
+            mark=mark,
+            holder=waiting.holder,
+        ),
         "ticket": None,
         "upstream_headers": [],
         "response": None,
@@ -214,7 +219,8 @@ async def wait_reply(state: Any, raw: bytes) -> bytes:
     """`/v1/wait`'s answer to a body, as bytes (every lane's one implementation)."""
     body = parse_body(WaitRequest, raw)
     token = wait_tokens.decode_wait(body.wait)
-    waiting, mark = Waiting(token.ask, token.lease_expires), token.mark
+    waiting = Waiting(token.ask, token.decision, token.lease_expires, token.holder)
+    mark = token.mark
     ask = waiting.ask
     address = (ask.tape_id, ask.key.hash, ask.occurrence, ask.fingerprint)
     wakeups: Wakeups = state.wakeups

@@ -149,6 +149,27 @@ def _forks(tape: str, report: Mapping[str, Any]) -> Markup:
     return table([*headings, "distinct worlds"], rows, id="forks")
 
 
+def _unrecorded(tape: str, report: Mapping[str, Any]) -> Markup:
+    """The live calls whose answer never reached the tape; a write with what it invalidated
+    (its branch refetches every read of those, never serving the base)."""
+    listed = report.get("unrecorded", [])
+    if not listed:
+        return tag("p", "Every live call's answer reached the tape.", class_="muted")
+    rows = [
+        [
+            link(timeline_href(tape, call["branch"]), call["branch"]),
+            call["seq"],
+            call["method"],
+            call["url"],
+            badge(call["decision"]),
+            ", ".join(call.get("invalidated", [])) or "—",
+        ]
+        for call in listed
+    ]
+    headings = ["branch", "event", "method", "url", "decision", "invalidated"]
+    return table(headings, rows, id="unrecorded")
+
+
 def show_tape(tape: str, request: Request) -> HTMLResponse:
     # Imported here: the sections link to timelines and exchanges, whose pages import this one.
     from resolver.ui import report_sections
@@ -191,5 +212,7 @@ def show_tape(tape: str, request: Request) -> HTMLResponse:
         report_sections.knowledge(found.name, report),
         tag("h2", "Live calls and their cost"),
         report_sections.costs(found.name, spent),
+        tag("h2", "Went live, unrecorded"),
+        _unrecorded(found.name, report),
         crumbs=[(UI_ROOT, "tapes"), (tape_href(found.name), found.name)],
     )

@@ -56,16 +56,32 @@ class Stack:
     def branch(self, tape: str, branch: str) -> dict:
         return self.admin("GET", f"/v1/tapes/{tape}/branches/{quote(branch, safe='')}").json()
 
+    def crash_resolver(self) -> None:
+        """SIGKILL the resolver's process group: no shutdown hook, no last commit."""
+        self.resolver.kill_group_hard()
+
+    def restart_resolver(self) -> None:
+        """A new resolver on the same port and store, as a supervisor would start it."""
+        self.resolver = start_resolver(self.data_dir, self.resolver.env, port=self.resolver.port)
+
     def stop(self) -> None:
         self.proxy.stop()
         self.resolver.stop()
+
+
+def start_resolver(
+    data_dir: Path, env: dict[str, str] | None = None, *, port: int | None = None
+) -> ServerProcess:
+    """`python -m resolver` on `data_dir`, leading a process group of its own (a crash test
+    kills all of it)."""
+    return start_server(["resolver", "--data", str(data_dir)], env=env, port=port, own_group=True)
 
 
 @contextlib.contextmanager
 def running_stack(
     data_dir: Path, *proxy_args: str, resolver_env: dict[str, str] | None = None
 ) -> Iterator[Stack]:
-    resolver = start_server(["resolver", "--data", str(data_dir)], env=resolver_env)
+    resolver = start_resolver(data_dir, resolver_env)
     try:
         proxy = start_server(
             [

@@ -32,12 +32,24 @@ class Seen:
     body: bytes
 
 
+# How long `/gated` and `/hang` hold at most: far above any test's own deadline.
+HOLD_BOUND_SECONDS = 120.0
+
+
+def _opened(event: threading.Event) -> threading.Event:
+    event.set()
+    return event
+
+
 @dataclass
 class UpstreamState:
     requests: list[Seen] = field(default_factory=list)
     accepts: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     per_path: Counter = field(default_factory=Counter)
+    # `/gated` answers once this is set (open by default); `/hang` never answers, until stop.
+    gate: threading.Event = field(default_factory=lambda: _opened(threading.Event()))
+    hung_up: threading.Event = field(default_factory=threading.Event)
 
     def count(self, path: str | None = None, method: str | None = None) -> int:
         with self.lock:
@@ -66,6 +78,12 @@ class _Handler(BaseHTTPRequestHandler):
             number = state.per_path[self.path.split("?")[0]]
         url = urlsplit(self.path)
         query = parse_qs(url.query)
+        if url.path == "/gated":
+            state.gate.wait(HOLD_BOUND_SECONDS)
+        if url.path == "/hang":
+            state.hung_up.wait(HOLD_BOUND_SECONDS)
+            self.close_connection = True
+            return
         if url.path == "/reset":
             self.connection.setsockopt(
                 socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
@@ -152,6 +170,11 @@ class Upstream(ThreadedServer):
     @property
     def url(self) -> str:
         return f"{self.scheme}://{self.host}:{self.port}"
+
+    def stop(self) -> None:
+        self.state.gate.set()  # held answers end before the server does
+        self.state.hung_up.set()
+        super().stop()
 
 
 class AcceptCounter:

@@ -22,8 +22,11 @@ from resolver.asks import (
     load_tape_and_branch,
     take_ask,
     take_ask_as_guessed,
+    true_fingerprint_of,
 )
+from resolver.dependencies import Classification
 from resolver.errors import InvalidInput, NotFound
+from resolver.fingerprint import unknown_version
 from resolver.policy import DependencyModel, Mode
 from resolver.schemas import ResolveRequest
 from store.branches import fork_branch, get_branch
@@ -314,3 +317,15 @@ def test_an_ask_guessed_on_a_missing_tape_or_branch_names_it(any_store: Store) -
     with pytest.raises(InvalidInput):
         _ask_as_guessed(any_store, guess, _wire(branch="trunk"))
     assert _ask(any_store, _wire()).occurrence == 0
+
+
+def test_a_read_counts_a_resource_a_write_left_unknown_and_only_while_unknown() -> None:
+    # Write-ahead: an unknown version (a write in flight, or one whose record never landed)
+    # makes the read's fingerprint non-empty, so it is refetched and never served the base.
+    hinted = Classification(False, frozenset({"doc:1"}), frozenset())
+    host = "host:api.example.com"
+    assert true_fingerprint_of(hinted, {host: "ab" * 32}) == ""  # recorded: hints stay precise
+    unknown = {host: unknown_version(3, "k" * 64, 0, host)}
+    assert true_fingerprint_of(hinted, unknown) != ""
+    other_write = {host: unknown_version(3, "k" * 64, 1, host)}
+    assert true_fingerprint_of(hinted, unknown) != true_fingerprint_of(hinted, other_write)

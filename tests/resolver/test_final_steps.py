@@ -16,14 +16,17 @@ from resolver.dependencies import Classification
 from resolver.disk import DiskReserve
 from resolver.echoes import EchoBook
 from resolver.errors import StoreFull
-from resolver.facts import facts_of
+from resolver.facts import facts_of, holder_of
 from resolver.final_steps import FinalSteps, pending_request
+from resolver.fingerprint import UNKNOWN_PREFIX
 from resolver.policy import Action, Decision
 from resolver.request import RequestParts
 from resolver.resolve_results import Resolution, Waiting
+from store.claims import HeldClaim
 from store.db import Store, transaction
 from store.models import Claim, Event, OccurrenceCounter, PendingRecord
 from store.unit import unit_of_work
+from store.versions import branch_versions
 from tests.resolver.test_facts import make_ask
 from tests.resolver.test_hit_path import ask as resolve_request
 from tests.resolver.test_hit_path import open_with_tape
@@ -46,6 +49,7 @@ def test_a_pending_request_keeps_what_the_record_needs_of_the_request() -> None:
         "headers": [["X-A", "1"]],
         "body_sha": "sha",
         "writes": ["host:a", "host:b"],  # sorted: the same record for the same request
+        "before": {},
     }
 
 
@@ -63,7 +67,7 @@ def forward(store: Store, steps: FinalSteps, path: str) -> tuple[Ask, Resolution
         wire = resolve_request(path, "root/a")
         ask = take_ask(unit.connection, tape, branch, wire, b"", redaction_key=b"k" * 32)
         ask = replace(ask, secrets=SECRET)
-        result = steps.carry_out(unit, ask, FORWARD, facts_of(ask), None, None, None)
+        result = steps.carry_out(unit, ask, FORWARD, facts_of(ask), None, None, None, taken=True)
     return ask, result
 
 
@@ -123,9 +127,42 @@ def test_every_so_many_forwards_sweep_the_stale_pending_records(
 def test_a_wait_writes_nothing_and_carries_the_holders_lease(store: Store) -> None:
     ask = make_ask()
     wait = Plan(Step.WAIT, Action.WAIT, Decision.RECORDED)
+    holder = HeldClaim(1, "ticket-of-the-holder", 12.5)
     with unit_of_work(store) as unit:
-        result = steps_of().carry_out(unit, ask, wait, facts_of(ask), None, None, 12.5)
-    assert result == Waiting(ask, 12.5)
+        result = steps_of().carry_out(
+            unit, ask, wait, facts_of(ask), None, None, holder, taken=False
+        )
+    assert result == Waiting(ask, Decision.RECORDED, 12.5, holder_of(holder))
     with transaction(store.read) as session:
         assert session.scalars(select(Event)).all() == []
         assert session.scalars(select(Claim)).all() == []
+        assert session.scalars(select(OccurrenceCounter)).all() == []
+
+
+def test_a_read_sent_live_gives_its_occurrence_back_until_its_answer_takes_it(
+    store: Store,
+) -> None:
+    """Occurrences are taken by answers: the forward's transaction counts the ask and gives
+    it back, so a retry after a lost answer asks the same occurrence."""
+    _ask, result = forward(store, steps_of(), "/f")
+    assert isinstance(result, Resolution) and result.action is Action.FORWARD
+    with transaction(store.read) as session:
+        assert [c.count for c in session.scalars(select(OccurrenceCounter))] == [0]
+    _again, retried = forward(store, steps_of(), "/f")
+    assert isinstance(retried, Resolution) and retried.ask.occurrence == 0
+
+
+def test_a_write_sent_live_keeps_its_occurrence_and_leaves_its_intent(store: Store) -> None:
+    """A write's answer comes from its own live call: its occurrence stands, and before it
+    goes live what it may touch is unknown in its branch (write-ahead)."""
+    with unit_of_work(store) as unit:
+        tape, branch = load_tape_and_branch(unit.connection, "t", "root/a")
+        wire = resolve_request("/w", "root/a").model_copy(update={"method": "POST"})
+        ask = take_ask(unit.connection, tape, branch, wire, b"", redaction_key=b"k" * 32)
+        write = Plan(Step.FORWARD, Action.FORWARD, Decision.WRITE)
+        steps_of().carry_out(unit, ask, write, facts_of(ask), None, None, None, taken=True)
+    with transaction(store.read) as session:
+        assert [c.count for c in session.scalars(select(OccurrenceCounter))] == [1]
+        marked = branch_versions(ask.branch_id, session=session)
+    assert set(marked) == set(ask.classification.writes) and ask.classification.writes
+    assert all(version.startswith(UNKNOWN_PREFIX) for version in marked.values())

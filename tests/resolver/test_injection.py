@@ -20,7 +20,7 @@ def test_a_latency_fault_delays_a_final_answer_and_replaces_nothing() -> None:
 
 
 def test_a_waiting_answer_and_an_ask_without_faults_are_not_delayed() -> None:
-    waiting = Waiting(make_ask(fault_rules=(LATENCY,)), 1.0)
+    waiting = Waiting(make_ask(fault_rules=(LATENCY,)), Decision.RECORDED, 1.0)
     assert with_delay(waiting) is waiting  # delayed once, when it resolves
     plain = Resolution(Action.SERVE, Decision.SHARED, make_ask())
     assert with_delay(plain) is plain

@@ -107,3 +107,27 @@ def test_single_flight_across_two_resolvers_sharing_a_store(database_args: list[
         decisions = sorted(r["decision"] for r in results)
         assert decisions == ["recorded"] + ["shared"] * (ASKERS - 1)
         assert len({r["response"]["body"] for r in results if r["response"]}) == 1
+
+
+def test_a_waiter_taking_over_on_a_sealed_tape_with_a_simulator_decides_as_its_ask(
+    short_lease_server: ServerProcess,
+) -> None:
+    """The wait token carries the whole ask: the tape's simulator survives the round trip, so
+    a waiter that takes over a lapsed claim after a seal is simulated, as a fresh ask would be
+    (issue 29, defect 4: it was refused)."""
+    with running_server(["examples.simulator"]) as simulator:
+        proxy = ProxyDouble(short_lease_server.url)
+        proxy.open("sim-wait", simulator_url=f"{simulator.url}/simulate")
+        holder_branch, waiter_branch, fresh_branch = proxy.fork("sim-wait", children=3)
+        holder = proxy.resolve("sim-wait", holder_branch, path="/x").json()
+        assert holder["action"] == "forward"  # online: it holds the claim, then "dies"
+        assert proxy.http.post("/v1/tapes/sim-wait/seal").status_code == 200
+        waiting = proxy.resolve("sim-wait", waiter_branch, path="/x", follow=False).json()
+        assert waiting["action"] == "wait"
+        taken_over = proxy.wait(waiting["wait"]).json()
+        while taken_over["action"] == "wait":
+            taken_over = proxy.wait(taken_over["wait"]).json()
+        fresh = proxy.resolve("sim-wait", fresh_branch, path="/x").json()
+    assert (taken_over["action"], taken_over["decision"]) == ("serve", "simulated")
+    assert (fresh["action"], fresh["decision"]) == ("serve", "simulated")
+    assert taken_over["response"]["body"] == fresh["response"]["body"]

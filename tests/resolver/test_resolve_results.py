@@ -14,7 +14,7 @@ def test_only_a_claimed_simulated_forward_wants_the_simulator() -> None:
     assert not wants_simulator(Resolution(Action.FORWARD, Decision.SIMULATED, ask))  # no ticket
     assert not wants_simulator(Resolution(Action.SERVE, Decision.SIMULATED, ask, ticket="t"))
     assert not wants_simulator(Resolution(Action.FORWARD, Decision.RECORDED, ask, ticket="t"))
-    assert not wants_simulator(Waiting(ask, 1.0))
+    assert not wants_simulator(Waiting(ask, Decision.RECORDED, 1.0))
 
 
 def test_a_resolution_defaults_to_no_response_no_headers_no_delay() -> None:

@@ -5,18 +5,19 @@ from __future__ import annotations
 import base64
 import json
 import zlib
-from dataclasses import replace
+from dataclasses import MISSING, fields, replace
 
 import pytest
 
 from resolver.asks import Ask
 from resolver.dependencies import Classification
 from resolver.errors import InvalidInput
+from resolver.faults import FaultKind, FaultRule
 from resolver.keys import RequestKey
-from resolver.policy import DependencyModel, Mode
+from resolver.policy import Decision, DependencyModel, Mode
 from resolver.redaction_rules import Finding
 from resolver.request import RequestParts
-from resolver.wait_tokens import WaitToken, decode, decode_wait, encode
+from resolver.wait_tokens import MEMORY_ONLY, WaitToken, decode, decode_wait, encode
 from resolver.wakeups import Mark
 
 
@@ -48,31 +49,51 @@ def _ask() -> Ask:
         true_fingerprint="fp",
         fingerprint="fp",
         findings=(Finding("header:authorization", "name"),),
+        fault_rules=(FaultRule(FaultKind.TIMEOUT, 0.5, host="h", methods=("GET",), hold_ms=7),),
+        simulator_url="http://127.0.0.1:9/simulate",
+        simulate_writes=True,
+        versions=(("doc:1", "ab" * 32),),
     )
 
 
 def test_an_ask_survives_the_round_trip_exactly() -> None:
     ask = _ask()
-    assert decode(encode(ask)) == ask
+    assert decode(encode(ask, Decision.RECORDED)) == ask
+
+
+def test_every_field_of_ask_survives_the_round_trip() -> None:
+    # A field added to Ask must travel in the token (or be declared memory-only): a waiter
+    # that lost one decides differently from the ask it continues (issue 29, defect 4).
+    ask = replace(_ask(), secrets=(("sk-raw", "<redacted:1>"),))
+    decoded = decode(encode(ask, Decision.RECORDED))
+    for spec in fields(Ask):
+        default = spec.default if spec.default is not MISSING else None
+        if spec.name in MEMORY_ONLY:
+            assert getattr(decoded, spec.name) == spec.default, spec.name
+            continue
+        assert getattr(ask, spec.name) != default, f"give Ask.{spec.name} a non-default in _ask()"
+        assert getattr(decoded, spec.name) == getattr(ask, spec.name), spec.name
 
 
 def test_the_holders_lease_and_the_settle_mark_travel_with_the_ask() -> None:
     ask, mark = _ask(), Mark("0f1e2d3c4b5a6978", 41)
-    token = encode(ask, lease_expires=1_800_000_000.25, mark=mark)
-    assert decode_wait(token) == WaitToken(ask, 1_800_000_000.25, mark)
+    token = encode(ask, Decision.REFETCHED, lease_expires=1_800_000_000.25, mark=mark)
+    assert decode_wait(token) == WaitToken(ask, Decision.REFETCHED, 1_800_000_000.25, mark)
 
 
 def test_a_token_without_lease_or_mark_is_read_as_unknown() -> None:
     # What an older replica wrote: the wait then looks at the store first, as it always did.
-    document = json.loads(zlib.decompress(base64.urlsafe_b64decode(encode(_ask()))))
+    document = json.loads(
+        zlib.decompress(base64.urlsafe_b64decode(encode(_ask(), Decision.RECORDED)))
+    )
     del document["lease_expires"], document["mark"]
     older = base64.urlsafe_b64encode(zlib.compress(json.dumps(document).encode())).decode()
-    assert decode_wait(older) == WaitToken(_ask(), None, None)
+    assert decode_wait(older) == WaitToken(_ask(), Decision.RECORDED, None, None)
 
 
 def test_raw_secrets_never_travel_in_a_token() -> None:
     ask = replace(_ask(), secrets=(("sk-live-very-secret", "<redacted:1>"),))
-    token = encode(ask)
+    token = encode(ask, Decision.RECORDED)
     assert decode(token).secrets == ()
     assert b"sk-live-very-secret" not in zlib.decompress(base64.urlsafe_b64decode(token))
 
@@ -84,7 +105,7 @@ def test_raw_secrets_never_travel_in_a_token() -> None:
         base64.urlsafe_b64encode(b"not zlib").decode(),
         base64.urlsafe_b64encode(zlib.compress(b"[1, 2]")).decode(),
         base64.urlsafe_b64encode(zlib.compress(b'{"v": 1}')).decode(),
-        encode(_ask())[:-8],
+        encode(_ask(), Decision.RECORDED)[:-8],
         "é",
     ],
 )

@@ -57,6 +57,13 @@ class ServerProcess:
             self.process.kill()
             self.process.wait(timeout=10)
 
+    def kill_group_hard(self) -> None:
+        """SIGKILL to the server's whole process group (started with `own_group`), as a
+        crash of the host process and everything it spawned would be."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
@@ -104,11 +111,13 @@ def start_server(
     env: dict[str, str] | None = None,
     timeout: float = 60.0,
     cwd: Path | None = None,
+    own_group: bool = False,
 ) -> ServerProcess:
     """Run `python -m <args…> --port PORT` and wait until it answers.
 
     `args` is everything after `python -m`; `--host 127.0.0.1 --port PORT` are appended. With
-    `health_path=None` readiness means the port accepts connections (the proxy).
+    `health_path=None` readiness means the port accepts connections (the proxy). `own_group`:
+    the server leads a process group of its own (`kill_group_hard` ends all of it).
     """
     port = port or free_port()
     command = [sys.executable, "-m", *args, "--host", LOOPBACK, "--port", str(port)]
@@ -125,6 +134,7 @@ def start_server(
             stderr=subprocess.STDOUT,
             cwd=cwd or REPO_ROOT,
             env=child_env,
+            start_new_session=own_group,
         )
     server = ServerProcess(command, port, process, Path(log_file.name), env or {})
 

@@ -17,7 +17,7 @@ from resolver import wait_tokens
 from resolver.asks import Ask
 from resolver.dependencies import Classification
 from resolver.keys import RequestKey
-from resolver.policy import DependencyModel, Mode
+from resolver.policy import Decision, DependencyModel, Mode
 from resolver.request import RequestParts
 
 SERVED = b'{"items": [1, 2, 3]}'
@@ -91,7 +91,7 @@ def wait_token(tape: str, branch: str) -> str:
         true_fingerprint="",
         fingerprint="",
     )
-    return wait_tokens.encode(ask)
+    return wait_tokens.encode(ask, Decision.RECORDED)
 
 
 def test_a_forward_granted_by_wait_is_a_resolve_line_of_the_waited_tape() -> None:

@@ -195,7 +195,10 @@ def test_an_unrecorded_write_is_listed_in_the_report(proxy: ProxyDouble, tape_na
     proxy.open(tape_name)
     write = proxy.resolve(tape_name, "root", "POST", "/docs/1", body=b"w").json()
     in_flight = proxy.http.get(f"/v1/tapes/{tape_name}/report").json()
-    assert in_flight["totals"]["unrecorded"] == 0  # still pending: not yet unrecorded
+    # Its record has not landed: listed already, with what its intent left unknown (a
+    # resolver killed now would never hear of it again; write-ahead).
+    assert in_flight["totals"]["unrecorded"] == 1
+    assert in_flight["unrecorded"][0]["invalidated"] == ["host:api.example.com"]
     note = {"ticket": write["ticket"], "unrecorded": "resolver answered 503 store-full"}
     reply = proxy.http.post("/v1/record", json=note)
     assert reply.status_code == 200 and reply.json()["recorded"] is False
@@ -204,3 +207,4 @@ def test_an_unrecorded_write_is_listed_in_the_report(proxy: ProxyDouble, tape_na
     (listed,) = report["unrecorded"]
     assert listed["branch"] == "root" and listed["decision"] == "write"
     assert listed["url"] == "https://api.example.com/docs/1"
+    assert listed["invalidated"] == ["host:api.example.com"]

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from resolver import wait_tokens
+from resolver.policy import Decision
 from resolver.wakeups import Mark
 from tests.resolver.proxy_double import ProxyDouble
 from tests.support.servers import ServerProcess, running_server, wait_until
@@ -119,7 +120,9 @@ def test_a_token_another_resolver_issued_is_looked_at_first(
     ask = wait_tokens.decode(waiter["wait"])
     lease = wait_tokens.decode_wait(waiter["wait"]).lease_expires
     # The same ask as a replica with its own settle log (or this one before a restart) wrote it.
-    foreign = wait_tokens.encode(ask, lease_expires=lease, mark=Mark("another-process", 0))
+    foreign = wait_tokens.encode(
+        ask, Decision.RECORDED, lease_expires=lease, mark=Mark("another-process", 0)
+    )
     _record(proxy, holder["ticket"])
     before = _counts(patient_server.url)
     answer = proxy.wait(foreign).json()

@@ -162,3 +162,18 @@ def test_tape_page_draws_the_branch_tree_with_counts(ui_client: TestClient, reco
     cells = re.findall(r"<td>([^<]*)</td>", forks[: forks.index("</table>")])
     # children, reads, share rate, refetch rate, live calls, distinct worlds
     assert cells[:6] == ["2", "5", "0.200", "0.200", "5", "2"]
+
+
+def test_tape_page_lists_an_unrecorded_write_with_what_it_invalidated(
+    ui_client: TestClient, ui_proxy
+) -> None:
+    tape = "viewer-unrecorded"
+    ui_proxy.open(tape)
+    (b0,) = ui_proxy.fork(tape, children=1)
+    # A write handed out to go live whose record never comes (its resolver died, say).
+    assert ui_proxy.resolve(tape, b0, "POST", "/docs/9", body=b"w").json()["action"] == "forward"
+    page = _main(ui_client.get(f"/ui/tapes/{tape}").text)
+    listed = page[page.index('id="unrecorded"') :]
+    listed = listed[: listed.index("</table>")]
+    assert "https://api.example.com/docs/9" in listed and "POST" in listed
+    assert "host:api.example.com" in listed

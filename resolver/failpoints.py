@@ -1,0 +1,77 @@
+"""Failpoints: named places in the resolve lifecycle where a test can make the resolver die.
+
+Crash consistency is a claim about every transition of the lifecycle (docs/internals.md, "The
+resolve lifecycle"): what is durable when the process dies *there*. A test cannot time a
+`kill -9` to land between a commit and its answer, so the resolver offers the places itself.
+`GROUNDHOG_FAILPOINTS` arms them: a comma-separated list of `name` or `name@N` (die on the
+N-th time the name is reached, counting from 1). Reaching an armed failpoint SIGKILLs the
+process (its whole group when it leads one): no shutdown hook, no last commit. Unset, as in
+production, `reach` is one call and one empty-dict test; nothing else changes.
+Without this module the crash-injection test could only kill the resolver at random times,
+which rarely land between a commit and its answer, where the interesting states are.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+
+from resolver.errors import InvalidInput
+
+logger = logging.getLogger(__name__)
+
+# Every failpoint, in lifecycle order: before and after each transition's commit.
+NAMES = (
+    "resolve.before_commit",  # the ask decided, nothing durable yet
+    "resolve.committed",  # hit served / claim taken / write's intent durable; no answer sent
+    "wait.before_commit",  # a waiter settled (served, failed, took over), not committed
+    "wait.committed",  # a waiter's settle is durable; no answer sent
+    "record.before_commit",  # the world answered; the record not durable
+    "record.committed",  # the record durable; the proxy not told
+)
+
+# name -> hits left before the process dies (absent: not armed).
+_armed: dict[str, int] = {}
+
+
+def parse(spec: str) -> dict[str, int]:
+    """`name[@N],…` as {name: N}; an unknown name or a bad count is refused, naming them all."""
+    armed: dict[str, int] = {}
+    for item in (part.strip() for part in spec.split(",")):
+        if not item:
+            continue
+        name, _, count = item.partition("@")
+        if name not in NAMES:
+            raise InvalidInput(
+                f"unknown failpoint {name!r} in GROUNDHOG_FAILPOINTS; known: {', '.join(NAMES)}",
+                field="failpoints",
+            )
+        if count and (not count.isdigit() or int(count) < 1):
+            raise InvalidInput(
+                f"failpoint {item!r}: the count after @ must be a whole number from 1",
+                field="failpoints",
+            )
+        armed[name] = int(count) if count else 1
+    return armed
+
+
+def arm(spec: str) -> None:
+    """Arm the failpoints `spec` names (replacing any armed before); "" disarms all."""
+    _armed.clear()
+    _armed.update(parse(spec))
+    if _armed:
+        logger.warning("failpoints armed: the resolver will SIGKILL itself at %s", spec)
+
+
+def reach(name: str) -> None:
+    """The lifecycle is at `name`: die here if it is armed and its count is used up."""
+    if not _armed or name not in _armed:
+        return
+    _armed[name] -= 1
+    if _armed[name] > 0:
+        return
+    logger.warning("failpoint %s reached: killing the resolver", name)
+    if os.getpgrp() == os.getpid():
+        os.killpg(os.getpid(), signal.SIGKILL)
+    os.kill(os.getpid(), signal.SIGKILL)

@@ -1,0 +1,56 @@
+"""Unit tests of resolver/failpoints.py: parsing, counting, and dying at the armed place."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from resolver import failpoints
+from resolver.errors import InvalidInput
+
+
+def test_a_spec_names_failpoints_and_their_counts() -> None:
+    assert failpoints.parse("") == {}
+    assert failpoints.parse("resolve.committed, record.before_commit@3") == {
+        "resolve.committed": 1,
+        "record.before_commit": 3,
+    }
+
+
+@pytest.mark.parametrize("spec", ["resolve.commited", "record.committed@0", "wait.committed@x"])
+def test_a_bad_spec_is_refused_naming_the_failpoints(spec: str) -> None:
+    with pytest.raises(InvalidInput) as raised:
+        failpoints.parse(spec)
+    assert raised.value.extras["field"] == "failpoints"
+
+
+def test_unarmed_failpoints_do_nothing() -> None:
+    failpoints.arm("")
+    for name in failpoints.NAMES:
+        failpoints.reach(name)  # the test process is still here
+
+
+def test_an_armed_failpoint_kills_the_process_on_its_nth_reach() -> None:
+    script = (
+        "from resolver import failpoints\n"
+        "failpoints.arm('record.committed@2')\n"
+        "failpoints.reach('resolve.committed')\n"
+        "failpoints.reach('record.committed')\n"
+        "print('survived the first', flush=True)\n"
+        "failpoints.reach('record.committed')\n"
+        "print('survived the second', flush=True)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        start_new_session=True,  # it kills its own group: not the test run's
+        env={**os.environ},
+    )
+    assert done.returncode == -signal.SIGKILL
+    assert done.stdout.splitlines() == ["survived the first"]

@@ -39,6 +39,7 @@ from proxy.resolver_client import (
     ResolverRejected,
     ResolverUnavailable,
 )
+from proxy.sandbox_answers import make_own
 from proxy.tunnels import Tunnels
 from proxy.wire import (
     add_upstream_headers,
@@ -184,6 +185,7 @@ class GroundhogAddon:
             state.ticket = answer.get("ticket")
             state.lease_seconds = answer.get("lease_seconds")
             state.is_write = state.decision == Decision.WRITE
+            state.tape, state.branch = identity.tape, identity.branch
             if action == Action.SERVE:
                 self._serve(flow, state, answer["response"])
                 faults.enact(flow)  # an injected reset closes the connection
@@ -210,6 +212,7 @@ class GroundhogAddon:
         if recorded is None:
             raise TypeError("serve answer without a response")
         response = response_from_payload(recorded)
+        make_own(flow.request, response, state.tape, state.branch)
         state.mark(response)
         state.mode = "served"
         flow.response = response

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, quote, urlencode
 
+from resolver.operations import Operation
 from resolver.request import RequestParts
 
 # v2: repeated query names keep their relative order; negotiation headers and the placeholders
@@ -105,13 +106,16 @@ def request_key(
     ignore_params: Iterable[str] = (),
     match_headers: Iterable[str] = (),
     ignore_headers: Iterable[str] = (),
+    operation: Operation | None = None,
 ) -> RequestKey:
     """The key of an (already redacted) request: readable form and its SHA-256.
 
     Headers in the key: the negotiation headers (less `ignore_headers`), the tape's
     `match_headers`, and every header holding a redaction placeholder (a credential: two
-    identities must not share an answer). Query pairs sort by name only (stable), so a repeated
-    name keeps its values' order; headers sort by name and value.
+    identities must not share an answer). An `operation` (resolver/protocol_profiles.py) is
+    named in the key, and its body without the JSON-RPC ids replaces the body. Query pairs
+    sort by name only (stable), so a repeated name keeps its values' order; headers sort by
+    name and value.
     """
     ignored = set(ignore_params)
     query = sorted(
@@ -132,11 +136,16 @@ def request_key(
         request.method.upper(),
         f"{request.scheme.lower()}://{request.authority}{request.path}{query_text}",
     ]
+    if operation is not None:
+        parts.append("op:" + operation.label)
     if headers:
         parts.append("headers:" + json.dumps(headers, separators=(",", ":"), ensure_ascii=False))
-    body = canonical_body(
-        request.body, request.header("content-type"), request.header("content-encoding")
-    )
+    if operation is not None and operation.keyed_body is not None:
+        body = operation.keyed_body
+    else:
+        body = canonical_body(
+            request.body, request.header("content-type"), request.header("content-encoding")
+        )
     if body:
         parts.append("body:" + body)
     readable = " ".join(parts)

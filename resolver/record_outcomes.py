@@ -22,6 +22,7 @@ from resolver import answers
 from resolver.asks import bump_branch
 from resolver.dependencies import Classification, host_resource, recorded_writes, response_hints
 from resolver.echoes import Secrets
+from resolver.mcp_tools import learn_read_only_tools
 from resolver.policy import Decision, DependencyModel
 from resolver.request import RequestParts
 from resolver.schemas import RecordRequest, encode_base64
@@ -73,6 +74,8 @@ def store_answer(
     hints = response_hints(response_headers)
     if created and model is DependencyModel.HINTS and hints is not None:
         set_hint(tape.id, pending.key_hash, *hints, session=unit.session)
+    if created:
+        learn_read_only_tools(unit.session, tape.id, pending.request, content, stored_body)
     if pending.is_write:
         bump_write_versions(unit.session, pending, model, response_headers)
     if created and wire.response is not None:

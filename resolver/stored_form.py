@@ -16,6 +16,7 @@ from typing import Any
 from resolver.echoes import Secrets, scrub_response
 from resolver.errors import InvalidInput
 from resolver.redaction import redact_response_headers
+from resolver.sandbox_identity import stored_response_headers
 from resolver.schemas import RecordRequest
 from store import exchanges
 from store.claims import Pending
@@ -42,8 +43,10 @@ def check_latin1_headers(headers: list[tuple[str, str]], field: str) -> None:
 def stored_form(
     tape: Tape | TapeRef, headers: list[tuple[str, str]], body: bytes, echoed: Secrets
 ) -> tuple[list[list[str]], bytes]:
-    """Headers redacted by the tape's rules, then headers and body scrubbed of echoes."""
+    """Headers redacted by the tape's rules, sandbox identity marked (never kept in clear),
+    then headers and body scrubbed of echoes."""
     kept = redact_response_headers(headers, tape.config.get("redact_headers", []))
+    kept = stored_response_headers(kept, tape.config)
     stored_headers, stored_body, _echoes = scrub_response(kept, body, echoed)
     return stored_headers, stored_body
 

@@ -60,6 +60,10 @@ class TapeInfo(Extensible):
     simulator_url: str | None = None
     simulate_writes: bool = False
     record_transport_failures: bool = False
+    protocols: dict[str, str] = field(default_factory=dict)
+    mcp_tools: dict[str, str] = field(default_factory=dict)
+    sandbox_headers: list[str] = field(default_factory=list)
+    sandbox_cookies: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from resolver.keys import canonical_body, decode_content, request_key
+from resolver.protocol_profiles import detect_operation
 from resolver.request import RequestParts
 
 
@@ -137,3 +138,22 @@ def test_key_ignores_order_and_never_crashes(query, document, seed, body) -> Non
     assert request_key(base) == request_key(other)
     raw = request_key(base.with_changes(body=body))  # arbitrary bytes: keyed, not a crash
     assert raw.readable.startswith("v2 POST ")
+
+
+def test_the_jsonrpc_id_leaves_the_key_and_the_operation_is_named() -> None:
+    def key_of(call_id: object) -> str:
+        body = {"jsonrpc": "2.0", "id": call_id, "method": "tools/list"}
+        parts = RequestParts(
+            "POST",
+            "http",
+            "t.example",
+            80,
+            "/mcp",
+            headers=(("content-type", "application/json"),),
+            body=json.dumps(body).encode(),
+        )
+        return request_key(parts, operation=detect_operation(parts)).readable
+
+    assert key_of(1) == key_of("abc")
+    assert " op:mcp tools/list " in key_of(1)
+    assert '"id"' not in key_of(1)

@@ -43,7 +43,12 @@ from proxy.resolver_client import (
     ResolverRejected,
     ResolverUnavailable,
 )
-from proxy.sandbox_answers import make_own, names_foreign_session, restore_sandbox_headers
+from proxy.sandbox_answers import (
+    answers_every_call,
+    make_own,
+    names_foreign_session,
+    restore_sandbox_headers,
+)
 from proxy.wire import (
     fields_from_pairs,
     mark_response,
@@ -311,8 +316,12 @@ class LiveRecorder:
             return  # the addon ended this flow itself and chose the answer
         kind, message = failure_kind(flow, state)
         if state.streaming:
-            if state.tee is not None and state.tee.recording:
-                state.tee.drop()
+            tee, live = state.tee, flow.response
+            if tee is not None and tee.recording and live is not None:
+                if answers_every_call(flow.request, live, tee.body()):
+                    await self._finish_stream(flow, state)  # the client hung up once answered
+                    return
+                tee.drop()
                 await self._post_error(state, kind, message)
             return
         ack = await self._post_error(state, kind, message)

@@ -139,6 +139,28 @@ def make_own(request: http.Request, response: http.Response, tape: str, branch: 
     restore_jsonrpc_ids(request, response)
 
 
+def answers_every_call(request: http.Request, response: http.Response, body: bytes) -> bool:
+    """Whether an SSE answer so far holds, in complete events, a response to each of the
+    request's JSON-RPC calls: all the server owed. The MCP client hangs up right then, often
+    before the server ends the stream; without this the answer would count as a failure and
+    every waiting sibling would call the world itself."""
+    ids = request_ids(request)
+    if not ids or "event-stream" not in response.headers.get("content-type", "").lower():
+        return False
+    text = body.decode("utf-8", "replace").replace("\r\n", "\n")
+    complete, _, _rest = text.rpartition("\n\n")
+    answered = []
+    for line in complete.split("\n"):
+        if line.startswith("data:"):
+            try:
+                message = json.loads(line[5:])
+            except ValueError:
+                continue
+            messages = message if isinstance(message, list) else [message]
+            answered += [m.get("id") for m in messages if isinstance(m, dict) and "id" in m]
+    return all(call_id in answered for call_id in ids)
+
+
 def names_foreign_session(request: http.Request, response: http.Response) -> bool:
     """Whether a live answer belongs to the asker's session alone (never to be shared)."""
     own = request.headers.get(SESSION_HEADER)

@@ -53,6 +53,7 @@ from bench.proxy_load import (
     NEGOTIATION_HEADERS,
     interleaved,
     load,
+    post_tool_call,
     proxy_with_identity,
     urls_for,
 )
@@ -147,7 +148,8 @@ def measure(quick: bool = False, database_url: str | None = None) -> list[dict[s
                 ]
         finally:
             if database_url:  # a database outlives the run: leave it as it was
-                delete_tapes(resolver.url, [*tapes.values(), siblings_tape])
+                mcp_tapes = [f"{tape}-mcp" for tape in tapes.values()]
+                delete_tapes(resolver.url, [*tapes.values(), *mcp_tapes, siblings_tape])
     store = store_label(database_url)
     return [{**row, "store": store} for row in rows]
 
@@ -208,6 +210,7 @@ def _groundhog_conditions(
         ("groundhog hit path", as_branches(hitters)),
     ]
     measured = asyncio.run(interleaved(conditions, urls))
+    measured |= _mcp_conditions(resolver_url, proxy_port, plain_url, urls, warm, f"{tape}-mcp")
     # Where the hit path's time goes: the resolver's own answer asked directly, with the
     # proxy's client (proxy/resolver_http.py), and with aiohttp and httpx.AsyncClient, the
     # general clients it replaced.
@@ -217,6 +220,34 @@ def _groundhog_conditions(
             _resolve_directly(resolver_url, tape, group, urls, library)
         )
     return measured
+
+
+MCP_RECORD = "groundhog MCP tools/call record path"
+MCP_HIT = "groundhog MCP tools/call hit path"
+MCP_NO_ADDON = "mitmproxy (no addon), MCP tools/call"
+
+
+def _mcp_conditions(
+    resolver_url: str,
+    proxy_port: int,
+    plain_url: str,
+    urls: list[list[str]],
+    warm: list[list[str]],
+    tape: str,
+) -> dict[str, dict[str, float]]:
+    """The record and hit paths of an MCP `tools/call` of a read-only tool (the operation
+    read from the body, its id dropped from the key), beside a plain forward of the same."""
+    clients = len(urls)
+    branches = open_tape(resolver_url, tape, 2 * clients + 1, {"mcp_tools": {"search": "read"}})
+    recorders, hitters = branches[:clients], branches[clients : 2 * clients]
+    warmer = [proxy_with_identity(proxy_port, tape, branches[-1])] * clients
+    asyncio.run(interleaved([("warm", warmer)], warm, asks=post_tool_call))
+    conditions: list[tuple[str, Sequence[str | None]]] = [
+        (MCP_NO_ADDON, [plain_url] * clients),
+        (MCP_RECORD, [proxy_with_identity(proxy_port, tape, name) for name in recorders]),
+        (MCP_HIT, [proxy_with_identity(proxy_port, tape, name) for name in hitters]),
+    ]
+    return asyncio.run(interleaved(conditions, urls, asks=post_tool_call))
 
 
 async def _resolve_directly(

@@ -10,6 +10,7 @@ from groundhog.protocol.admin import EventPage, TapeDigest
 from resolver.auth import require_admin
 from resolver.errors import NotFound
 from resolver.policy import Decision
+from resolver.protocol_report import protocol_summary
 from resolver.redaction_report import redaction_summary
 from resolver.routes.tapes import find_tape, store_of
 from resolver.schemas import check_branch_path, encode_base64
@@ -110,6 +111,7 @@ def report(tape: str, request: Request) -> dict[str, Any]:
         found = find_tape(tape, session=session)
         result = signed_report(found, session=session)
         result["redaction"] = redaction_summary(found.id, found.config, session=session)
+        result["protocols"] = protocol_summary(found.id, found.config, session=session)
         return result
 
 

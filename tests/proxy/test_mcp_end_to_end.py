@@ -110,6 +110,9 @@ def test_four_mcp_siblings_share_reads_keep_their_sessions_and_see_only_their_ow
     # search: once for the group, once more for the readers' second ask (occurrence 1);
     # read_notes: the writer's own, the readers' first and their second.
     assert ran == {"search": 2, "write_note": 1, "read_notes": 3}
+    protocols = stack.admin("GET", f"/v1/tapes/{tape}/report").json()["protocols"]
+    assert protocols["hosts"]["127.0.0.1"]["fired"]["mcp"] > 0
+    assert protocols["hosts"]["127.0.0.1"]["failed"] == {}
 
     stack.seal(tape)
     (replayer,) = stack.fork(tape, ["replay"])

@@ -76,6 +76,9 @@ from proxy.resolver_client import ResolverClient
 logger = logging.getLogger("bench.proxy_perf")
 
 CONCURRENCY = (1, 8)
+MCP_RECORD = "groundhog MCP tools/call record path"
+MCP_HIT = "groundhog MCP tools/call hit path"
+MCP_NO_ADDON = "mitmproxy (no addon), MCP tools/call"
 PROXY_CLIENT = "proxy's client"
 
 
@@ -210,7 +213,21 @@ def _groundhog_conditions(
         ("groundhog hit path", as_branches(hitters)),
     ]
     measured = asyncio.run(interleaved(conditions, urls))
-    measured |= _mcp_conditions(resolver_url, proxy_port, plain_url, urls, warm, f"{tape}-mcp")
+    # An MCP tools/call of a read-only tool (the operation read from the body, its id left
+    # out of the key), recorded and hit, beside a plain forward of the same POST.
+    mcp_tape = f"{tape}-mcp"
+    tool_config = {"mcp_tools": {"search": "read"}}
+    mcp = [
+        proxy_with_identity(proxy_port, mcp_tape, name)
+        for name in open_tape(resolver_url, mcp_tape, 2 * clients + 1, tool_config)
+    ]
+    asyncio.run(interleaved([("warm", mcp[-1:] * clients)], warm, asks=post_tool_call))
+    tool_calls: list[tuple[str, Sequence[str | None]]] = [
+        (MCP_NO_ADDON, [plain_url] * clients),
+        (MCP_RECORD, mcp[:clients]),
+        (MCP_HIT, mcp[clients : 2 * clients]),
+    ]
+    measured |= asyncio.run(interleaved(tool_calls, urls, asks=post_tool_call))
     # Where the hit path's time goes: the resolver's own answer asked directly, with the
     # proxy's client (proxy/resolver_http.py), and with aiohttp and httpx.AsyncClient, the
     # general clients it replaced.
@@ -220,34 +237,6 @@ def _groundhog_conditions(
             _resolve_directly(resolver_url, tape, group, urls, library)
         )
     return measured
-
-
-MCP_RECORD = "groundhog MCP tools/call record path"
-MCP_HIT = "groundhog MCP tools/call hit path"
-MCP_NO_ADDON = "mitmproxy (no addon), MCP tools/call"
-
-
-def _mcp_conditions(
-    resolver_url: str,
-    proxy_port: int,
-    plain_url: str,
-    urls: list[list[str]],
-    warm: list[list[str]],
-    tape: str,
-) -> dict[str, dict[str, float]]:
-    """The record and hit paths of an MCP `tools/call` of a read-only tool (the operation
-    read from the body, its id dropped from the key), beside a plain forward of the same."""
-    clients = len(urls)
-    branches = open_tape(resolver_url, tape, 2 * clients + 1, {"mcp_tools": {"search": "read"}})
-    recorders, hitters = branches[:clients], branches[clients : 2 * clients]
-    warmer = [proxy_with_identity(proxy_port, tape, branches[-1])] * clients
-    asyncio.run(interleaved([("warm", warmer)], warm, asks=post_tool_call))
-    conditions: list[tuple[str, Sequence[str | None]]] = [
-        (MCP_NO_ADDON, [plain_url] * clients),
-        (MCP_RECORD, [proxy_with_identity(proxy_port, tape, name) for name in recorders]),
-        (MCP_HIT, [proxy_with_identity(proxy_port, tape, name) for name in hitters]),
-    ]
-    return asyncio.run(interleaved(conditions, urls, asks=post_tool_call))
 
 
 async def _resolve_directly(

@@ -250,7 +250,9 @@ class LiveRecorder:
         body = live.raw_content or b""
         record = {
             "ticket": state.ticket,
-            "response": response_payload(live.status_code, live.headers.fields, body),
+            "response": response_payload(
+                live.status_code, live.headers.fields, body, live.trailers
+            ),
         }
         try:
             ack = await self.resolver.record(record)
@@ -282,7 +284,7 @@ class LiveRecorder:
         body = tee.body()
         record = {
             "ticket": state.ticket,
-            "response": response_payload(live.status_code, state.live_fields, body),
+            "response": response_payload(live.status_code, state.live_fields, body, live.trailers),
             "streamed": True,
         }
         try:

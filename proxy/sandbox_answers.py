@@ -54,7 +54,11 @@ def request_ids(request: http.Request) -> list[Any] | None:
     """The ids of the asker's JSON-RPC calls in order (notifications skipped), or None when the
     request is not JSON-RPC (the common case, decided without parsing)."""
     body = request.raw_content or b""
-    if request.method != "POST" or _JSONRPC not in body or body.lstrip()[:1] not in (b"{", b"["):
+    if (
+        request.method != "POST"
+        or _JSONRPC not in body
+        or body[:64].lstrip()[:1] not in (b"{", b"[")
+    ):
         return None
     try:
         document = json.loads(request.get_content(strict=False) or b"")

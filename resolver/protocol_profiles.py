@@ -60,8 +60,8 @@ def detect_operation(
             # The session's own GET stream or its closing DELETE (streamable HTTP transport).
             return Operation(Profile.MCP, f"{request.method} session")
         return None
-    body = request.body.lstrip()[:1]
-    if pin is None and body not in (b"{", b"["):
+    first = request.body[:64].lstrip()[:1]  # no copy of a large body
+    if pin is None and first not in (b"{", b"["):
         return None
     if pin in (Profile.JSONRPC, Profile.MCP) or (pin is None and b'"jsonrpc"' in request.body):
         return _jsonrpc(request, Profile(pin) if pin else None)
@@ -128,7 +128,10 @@ def _graphql(request: RequestParts, *, pinned: bool) -> Operation | None:
     wanted = document.get("operationName")
     kind, name = graphql_operation(document["query"], wanted if isinstance(wanted, str) else None)
     if kind is None:
-        return Operation(Profile.GRAPHQL, "", failed="no operation in the query")
+        # Unpinned, a `query` that names no operation is some other API's search field.
+        return (
+            Operation(Profile.GRAPHQL, "", failed="no operation in the query") if pinned else None
+        )
     return Operation(Profile.GRAPHQL, f"{kind} {name}".strip(), graphql_type=kind)
 
 

@@ -19,13 +19,22 @@ from tests.proxy.websocket_server import EchoWebSocketServer
 from tests.support.servers import free_port
 
 
-def ask(stack: Stack, tape: str, branch: str, url: str, method: str = "GET", body: bytes = b""):
+def ask(
+    stack: Stack,
+    tape: str,
+    branch: str,
+    url: str,
+    method: str = "GET",
+    body: bytes = b"",
+    headers: dict[str, str] | None = None,
+):
     with requests.Session() as session:
         session.trust_env = False
         answer = session.request(
             method,
             url,
             data=body or None,
+            headers=headers,
             proxies={
                 scheme: proxy_url(stack.proxy.port, tape, branch) for scheme in ("http", "https")
             },

@@ -13,7 +13,6 @@ from functools import partial
 
 import httpx
 import openai
-import requests
 from openai.types.chat import ChatCompletionMessageParam
 
 from tests.proxy.stack import Stack
@@ -22,20 +21,10 @@ from tests.proxy.upstream_server import Upstream
 
 
 def rpc(stack: Stack, tape: str, branch: str, url: str, message: object, session: str = ""):
-
     headers = {"Content-Type": "application/json"}
     if session:
         headers["Mcp-Session-Id"] = session
-    with requests.Session() as client:
-        client.trust_env = False
-        answer = client.post(
-            url,
-            data=json.dumps(message),
-            headers={**headers, "X-Groundhog-Tape": tape, "X-Groundhog-Branch": branch},
-            proxies={"http": f"http://127.0.0.1:{stack.proxy.port}"},
-            timeout=60,
-        )
-    return answer
+    return ask(stack, tape, branch, url, "POST", json.dumps(message).encode(), headers)
 
 
 def test_each_sibling_that_logs_in_gets_its_own_session_cookie(
@@ -70,7 +59,7 @@ def test_a_shared_jsonrpc_answer_carries_the_askers_own_ids_and_session(
     mine_batch = rpc(stack, tape, first, url, [{**batch[0], "id": 5}, {**batch[1], "id": 6}])
     theirs_batch = rpc(stack, tape, second, url, [{**batch[0], "id": 8}, {**batch[1], "id": 9}])
 
-    assert [mine.headers["x-groundhog-decision"], theirs.headers["x-groundhog-decision"]] == [
+    assert [mine.decision, theirs.decision] == [
         "recorded",
         "shared",
     ]
@@ -81,7 +70,7 @@ def test_a_shared_jsonrpc_answer_carries_the_askers_own_ids_and_session(
     assert theirs.headers["mcp-session-id"] == "session-b"
     assert [m["id"] for m in mine_batch.json()] == [5, 6]
     assert [m["id"] for m in theirs_batch.json()] == [8, 9]
-    assert theirs_batch.headers["x-groundhog-decision"] == "shared"
+    assert theirs_batch.decision == "shared"
     # The session never reached the tape in clear.
     exchanges = stack.admin("GET", f"/v1/tapes/{tape}/events").json()
     assert "session-a" not in json.dumps(exchanges)
@@ -98,9 +87,9 @@ def test_an_answer_for_a_session_the_asker_does_not_hold_is_not_shared(
     gone = rpc(stack, tape, ended, url, ping, session="gone")
     fine = rpc(stack, tape, alive, url, ping, session="session-b")
 
-    assert gone.status_code == 404
-    assert gone.headers["x-groundhog-decision"] == "passthrough"
-    assert fine.status_code == 200 and fine.headers["x-groundhog-decision"] == "recorded"
+    assert gone.status == 404
+    assert gone.decision == "passthrough"
+    assert fine.status == 200 and fine.decision == "recorded"
     assert upstream.state.count("/rpc") == 2
 
 

@@ -75,6 +75,8 @@ def test_an_unreadable_jsonrpc_body_is_a_failed_operation(body: bytes, failed: s
 
 def test_plain_http_is_not_parsed() -> None:
     assert detect_operation(post({"query_text": "x"})) is None
+    # A REST search's `query` field is no GraphQL operation.
+    assert detect_operation(post({"query": "solar panels"})) is None
     assert detect_operation(post(b"not json at all")) is None
     get = RequestParts("GET", "https", "tools.example", 443, "/mcp")
     assert detect_operation(get) is None

@@ -142,3 +142,21 @@ def test_a_session_operation_is_live_but_writes_no_shared_resource() -> None:
     found = classify(request, DependencyModel.CLOSURE, operation=initialize)
     assert found.is_write and found.reads == frozenset()
     assert found.writes == {session_resource(request)} != {"host:tools.example"}
+
+
+def test_an_unreadable_jsonrpc_body_is_an_opaque_write_whatever_the_rules_say() -> None:
+    broken = RequestParts(
+        "POST",
+        "http",
+        "tools.example",
+        80,
+        "/mcp",
+        headers=(("content-type", "application/json"),),
+        body=b'{"jsonrpc": "2.0", "method": "tools/list"',
+    )
+    operation = detect_operation(broken)
+    assert operation is not None and operation.failed
+    rules = [{"operation": "*", "reads": ["everything"]}]
+    found = classify(broken, DependencyModel.RULES, rules=rules, operation=operation)
+    assert found.is_write
+    assert classify(broken, DependencyModel.CLOSURE, operation=operation).is_write

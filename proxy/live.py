@@ -332,6 +332,7 @@ class LiveRecorder:
         if ack is not None and isinstance(stored, dict):
             try:
                 response = response_from_payload(stored)
+                make_own(flow.request, response, state.tape, state.branch)
                 state.decision = ack.get("decision") or state.decision
                 state.mark(response)
             except (KeyError, TypeError, ValueError) as error:

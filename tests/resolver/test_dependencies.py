@@ -100,6 +100,11 @@ def test_write_resources_come_from_the_response_for_hints() -> None:
     assert response_hints([["X-Groundhog-Writes", "doc:1"]]) == (None, "doc:1")
 
 
+def _mcp_post(body: bytes) -> RequestParts:
+    json_type = (("content-type", "application/json"),)
+    return RequestParts("POST", "http", "tools.example", 80, "/mcp", headers=json_type, body=body)
+
+
 def _mcp_call(tool: str, note: str = "") -> RequestParts:
     body = {
         "jsonrpc": "2.0",
@@ -107,15 +112,7 @@ def _mcp_call(tool: str, note: str = "") -> RequestParts:
         "method": "tools/call",
         "params": {"name": tool, "arguments": {"note": note}},
     }
-    return RequestParts(
-        "POST",
-        "http",
-        "tools.example",
-        80,
-        "/mcp",
-        headers=(("content-type", "application/json"),),
-        body=json.dumps(body).encode(),
-    )
+    return _mcp_post(json.dumps(body).encode())
 
 
 def test_operations_decide_read_or_write_and_rules_match_them() -> None:
@@ -145,15 +142,7 @@ def test_a_session_operation_is_live_but_writes_no_shared_resource() -> None:
 
 
 def test_an_unreadable_jsonrpc_body_is_an_opaque_write_whatever_the_rules_say() -> None:
-    broken = RequestParts(
-        "POST",
-        "http",
-        "tools.example",
-        80,
-        "/mcp",
-        headers=(("content-type", "application/json"),),
-        body=b'{"jsonrpc": "2.0", "method": "tools/list"',
-    )
+    broken = _mcp_post(b'{"jsonrpc": "2.0", "method": "tools/list"')
     operation = detect_operation(broken)
     assert operation is not None and operation.failed
     rules = [{"operation": "*", "reads": ["everything"]}]

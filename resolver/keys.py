@@ -22,7 +22,9 @@ from resolver.request import RequestParts
 
 # v2: repeated query names keep their relative order; negotiation headers and the placeholders
 # of redacted headers join the key.
-KEY_VERSION = "v2"
+# v3: a request a protocol profile reads names its operation (`op:`), and a JSON-RPC body is
+# keyed without its ids; sandbox identity (Mcp-Session-Id, tape-named cookies) leaves the key.
+KEY_VERSION = "v3"
 # Headers that change the answer (a 304, a 206, another language or media type) by default.
 NEGOTIATION_HEADERS = frozenset(
     {

@@ -30,5 +30,5 @@ def test_read_only_tools_from_a_json_or_an_sse_answer() -> None:
 def test_the_endpoint_key_ignores_the_query_and_the_list_is_named_in_its_key() -> None:
     assert tools_key_hash("http://t.example/mcp?x=1") == tools_key_hash("http://t.example/mcp")
     assert tools_key_hash("http://t.example/mcp") != tools_key_hash("http://u.example/mcp")
-    assert is_tools_list('v2 POST http://t.example/mcp op:mcp tools/list body:{"method":"x"}')
-    assert not is_tools_list("v2 POST http://t.example/mcp op:mcp tools/call search")
+    assert is_tools_list('v3 POST http://t.example/mcp op:mcp tools/list body:{"method":"x"}')
+    assert not is_tools_list("v3 POST http://t.example/mcp op:mcp tools/call search")

@@ -6,7 +6,8 @@ store keeps as a marker (resolver/sandbox_identity.py). Served as stored, a sibl
 response whose `id` matches none of its pending calls and a session header naming another
 branch's sandbox: the MCP client drops the answer or switches sessions. So every answer served
 from the tape gets the asker's own values back: a marked header takes the value the asker sent
-(or, when it sent none — a sealed replay of `initialize` — one minted for its branch), and
+(or, when it sent none — a sealed replay of `initialize` — one minted for its branch), a
+stored `Set-Cookie` (a placeholder of another branch's cookie) is not handed on, and
 each JSON-RPC response (a JSON body, a batch, every SSE event) takes the id of the asker's
 call. The live answer of a read the recorder asked for gets the same treatment from its stored
 form. Cheap unless the request is a JSON-RPC candidate; nothing here parses other bodies.
@@ -25,6 +26,9 @@ from typing import Any
 from mitmproxy import http
 
 MARKER = b"[sandbox]"
+# How resolver/redaction.py stores a Set-Cookie value.
+COOKIE_PLACEHOLDER = b"=[redacted:set-cookie:"
+_SET_COOKIE = frozenset({b"set-cookie", b"set-cookie2"})
 SESSION_HEADER = "mcp-session-id"
 _JSONRPC = b'"jsonrpc"'
 
@@ -34,15 +38,23 @@ def minted_session(tape: str, branch: str) -> str:
     return "groundhog-" + hashlib.sha256(f"{tape}\0{branch}".encode()).hexdigest()[:32]
 
 
+def _is_stored_cookie(name: bytes, value: bytes) -> bool:
+    return name.lower() in _SET_COOKIE and COOKIE_PLACEHOLDER in value
+
+
 def restore_sandbox_headers(
     request: http.Request, response: http.Response, tape: str, branch: str
 ) -> None:
-    """Each header the tape stored as the marker takes the asker's own value, in place."""
+    """Each header the tape stored as the marker takes the asker's own value, in place, and a
+    stored `Set-Cookie` (its value a placeholder of the recording branch's cookie) is left out:
+    handed on, it would overwrite the asker's own cookie with one that names no sandbox."""
     fields = response.headers.fields
-    if not any(value == MARKER for _name, value in fields):
+    if not any(value == MARKER or _is_stored_cookie(name, value) for name, value in fields):
         return
     restored = []
     for name, value in fields:
+        if _is_stored_cookie(name, value):
+            continue
         if value == MARKER:
             own = request.headers.get(name.decode("latin-1"))
             value = (own or minted_session(tape, branch)).encode("latin-1")

@@ -5,7 +5,8 @@ credentials back; recorded as they are, the credential would sit on the tape in 
 blob. Between `/v1/resolve` (which knows the request's raw secrets) and `/v1/record` (which
 stores the response) the secrets wait here, in memory only, keyed by the forward's ticket; the
 record replaces each echo — raw, URL-encoded, base64 and JSON-escaped — by the request's own
-placeholder. `Set-Cookie` is dropped by `resolver.redaction.redact_response_headers`.
+placeholder. A `Set-Cookie` value becomes a keyed placeholder in
+`resolver.redaction.redact_response_headers`.
 
 Memory only means a record that reaches another replica (or a restarted one) is stored without
 this pass; the request side is unaffected. A body whose encoding cannot be undone (brotli,

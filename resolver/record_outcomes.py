@@ -57,10 +57,14 @@ def store_answer(
     wire: RecordRequest,
     body: bytes,
     echoed: Secrets,
+    *,
+    redaction_key: bytes,
 ) -> RecordResult:
     """The answer stored as the address's exchange (unless another recorded it first)."""
     connection = unit.connection
-    content, stored_body = exchange_content(unit, pending, tape, wire, body, echoed)
+    content, stored_body = exchange_content(
+        unit, pending, tape, wire, body, echoed, redaction_key=redaction_key
+    )
     address = pending_address(pending)
     new_id = exchanges.insert_new_exchange(*address, content, session=connection)
     winner = None if new_id is not None else exchanges.find_winner(*address, session=unit.session)

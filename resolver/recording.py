@@ -20,6 +20,7 @@ out the lease.
 from __future__ import annotations
 
 import logging
+import secrets
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -67,8 +68,11 @@ class Recorder:
         echoes: EchoBook | None = None,
         on_settled: Callable[[Address], object] | None = None,
         loop_writer: LoopWriter | None = None,
+        redaction_key: bytes | None = None,
     ) -> None:
         self.store = store
+        # Keys the placeholders of stored Set-Cookie values (the resolver's deployment key).
+        self.redaction_key = redaction_key or secrets.token_bytes(32)
         self.loop_writer = loop_writer
         self.max_body_bytes = max_body_bytes
         self.lease_seconds = lease_seconds
@@ -154,7 +158,9 @@ class Recorder:
                 wire.ticket, lease_expires=time.time() + self.lease_seconds, session=session
             )
             echoed = self.echoes.peek(wire.ticket)
-            headers, _body = stored_form(tape, wire.head.headers, b"", echoed)
+            headers, _body = stored_form(
+                tape, wire.head.headers, b"", echoed, redaction_key=self.redaction_key
+            )
             return headers
 
     def _release_after_failure(self, ticket: str) -> None:
@@ -211,4 +217,7 @@ class Recorder:
                 return RecordResult(pending.decision, None, None, False), address
             if kind == "error" and not tape.config.get("record_transport_failures", False):
                 return upstream_failed(unit, pending, tape, wire), address
-            return store_answer(unit, pending, tape, wire, body, echoed), address
+            answer = store_answer(
+                unit, pending, tape, wire, body, echoed, redaction_key=self.redaction_key
+            )
+            return answer, address

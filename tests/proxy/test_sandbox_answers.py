@@ -80,3 +80,13 @@ def test_completion_and_foreign_sessions() -> None:
     assert names_foreign_session(asker, response(b"", "application/json", mcp_session_id="s-x"))
     assert names_foreign_session(asker, tutils.tresp(status_code=404))
     assert not names_foreign_session(asker, response(b"", "application/json", mcp_session_id="s-a"))
+
+
+def test_a_stored_set_cookie_is_not_handed_on_and_a_real_one_is_kept() -> None:
+    request = tutils.treq(method=b"GET", content=b"")
+    answer = response(b"{}", "application/json")
+    answer.headers.add("Set-Cookie", "visit=[redacted:set-cookie:0123456789abcdef]; Path=/")
+    answer.headers.add("Set-Cookie", "theme=dark")
+    make_own(request, answer, "t", "root/b0")
+    assert answer.headers.get_all("set-cookie") == ["theme=dark"]
+    assert answer.headers["content-type"] == "application/json"

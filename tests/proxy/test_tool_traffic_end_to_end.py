@@ -43,6 +43,49 @@ def test_each_sibling_that_logs_in_gets_its_own_session_cookie(
     assert len(sids) == 4
     for reply in replies:
         assert reply.headers["set-cookie"] == f"sid={reply.json()['sid']}"
+    for branch in branches:  # the tape keeps a keyed placeholder, never a branch's cookie
+        (cookie,) = [
+            value
+            for name, value in stored_headers(stack, tape, branch)[0]
+            if name.lower() == "set-cookie"
+        ]
+        assert cookie.startswith("sid=[redacted:set-cookie:")
+        assert not any(sid in cookie for sid in sids)
+
+
+def stored_headers(stack: Stack, tape: str, branch: str) -> list[list[list[str]]]:
+    """The stored response headers of each exchange the branch was served, in order."""
+    events = stack.admin("GET", f"/v1/tapes/{tape}/events", params={"branch": branch}).json()
+    return [
+        stack.admin("GET", f"/v1/tapes/{tape}/exchanges/{event['exchange_id']}").json()["response"][
+            "headers"
+        ]
+        for event in events["events"]
+    ]
+
+
+def test_a_shared_read_hands_no_branch_the_recorders_cookie(
+    stack: Stack, upstream: Upstream
+) -> None:
+    tape = stack.open_tape()
+    recorder, sibling = stack.fork(tape, 2)
+    url = f"{upstream.url}/visit"
+
+    first = ask(stack, tape, recorder, url)
+    second = ask(stack, tape, sibling, url)
+    stack.seal(tape)
+    (replayer,) = stack.fork(tape, ["replay"])
+    replayed = ask(stack, tape, replayer, url)
+
+    assert upstream.state.count("/visit") == 1
+    assert [first.decision, second.decision, replayed.decision] == ["recorded", "shared", "shared"]
+    assert first.body == second.body == replayed.body == b'{"visit": 1}'
+    # Same address, same bytes for every reader, the recorder included: none gets a cookie.
+    assert all("set-cookie" not in reply.headers for reply in (first, second, replayed))
+    (headers,) = stored_headers(stack, tape, recorder)
+    (cookie,) = [value for name, value in headers if name.lower() == "set-cookie"]
+    assert cookie.startswith("visit=[redacted:set-cookie:") and "v-1" not in cookie
+    assert cookie.endswith("; Path=/; HttpOnly")
 
 
 def test_a_shared_jsonrpc_answer_carries_the_askers_own_ids_and_session(

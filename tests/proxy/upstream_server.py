@@ -87,6 +87,11 @@ class _Handler(BaseHTTPRequestHandler):
             sid = f"sid-{number}"
             self._send(200, json.dumps({"sid": sid}).encode(), [("Set-Cookie", f"sid={sid}")])
             return
+        if url.path == "/visit":
+            # A read that sets a cookie: the recording branch's cookie must reach no sibling.
+            headers = [("Set-Cookie", f"visit=v-{number}; Path=/; HttpOnly")]
+            self._send(200, json.dumps({"visit": number}).encode(), headers)
+            return
         if url.path == "/v1/chat/completions":
             self._send_completion(body, number)
             return

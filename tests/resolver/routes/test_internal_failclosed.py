@@ -7,8 +7,8 @@ never a `forward` that a seal or a full disk forbids, and always the stored byte
 from __future__ import annotations
 
 import base64
-import json
 import contextlib
+import json
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path

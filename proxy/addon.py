@@ -22,6 +22,7 @@ from mitmproxy.proxy import layer, server_hooks
 from groundhog.protocol.decisions import Action, Decision
 from groundhog.protocol.wire import ResolveAnswer, ResolveAsk, WireResponse
 from proxy import faults, native, problems
+from proxy.h2c import PriorKnowledgeH2
 from proxy.identity import (
     HEADER_BRANCH,
     HEADER_TAPE,
@@ -287,4 +288,4 @@ class GroundhogAddon:
         return ctx.options.groundhog_max_body_bytes
 
 
-addons = [GroundhogAddon(), Tunnels()]
+addons = [GroundhogAddon(), Tunnels(), PriorKnowledgeH2()]

@@ -35,6 +35,8 @@ NEGOTIATION_HEADERS = frozenset(
         "accept",
         "accept-encoding",
         "accept-language",
+        # A WebSocket upgrade is a conversation (proxy/websocket_tape.py), not the plain GET.
+        "upgrade",
     }
 )
 _PLACEHOLDER_MARK = "[redacted:"

@@ -145,7 +145,14 @@ def _policy(frozen: tuple[Any, ...]) -> Policy:
     )
 
 
+# Per-connection nonces a protocol requires, not credentials: redacted, their placeholder would
+# join the key and make every WebSocket upgrade an address of its own.
+PROTOCOL_NONCES = frozenset({"sec-websocket-key"})
+
+
 def _redact_header(name: str, value: str, policy: Policy, marks: Placeholders) -> str:
+    if name.lower() in PROTOCOL_NONCES:
+        return value
     rule = policy.name_rule(name, policy.headers, "header")
     if rule is None:
         return policy.scan(value, "header", marks)

@@ -13,10 +13,14 @@ import threading
 from collections.abc import Iterator
 
 import pytest
+from mitmproxy.http import Headers
+from mitmproxy.test import tutils
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 from websockets.sync.server import Server, ServerConnection, serve
+from wsproto.utilities import generate_accept_token
 
+from proxy.websocket_tape import ConversationPlayer, ConversationRecorder, served_upgrade
 from tests.proxy.clients import proxy_url
 from tests.proxy.stack import Stack
 
@@ -113,3 +117,32 @@ def test_a_sibling_whose_message_differs_is_closed_naming_it_and_reaches_no_worl
     assert received is not None and received.code == 1011
     assert received.reason == "groundhog: client message 1 differs from the recording"
     assert "has crashed" not in stack.proxy.log()
+
+
+def test_the_recorder_keeps_order_and_kinds_and_gives_up_past_the_limit() -> None:
+    recorder = ConversationRecorder("t-1", limit=10)
+    recorder.add(False, True, b"hi")
+    recorder.add(True, False, b"\x00\xff")
+    player = ConversationPlayer.from_body(recorder.body(1000, True))
+    assert player.server_messages() == [(True, b"hi")]
+    assert not player.matches(True, b"\x00\xff")  # a text frame is not the binary one
+    assert player.matches(False, b"\x00\xff") and player.server_messages() == []
+    assert not player.matches(True, b"more")  # past the recording
+    recorder.add(True, True, b"x" * 20)
+    assert recorder.over_limit and recorder.messages == []
+
+
+def test_a_served_upgrade_carries_the_askers_own_accept_token() -> None:
+    body = ConversationRecorder("t", limit=100).body(1000, True)
+    recorded = tutils.tresp(status_code=101, content=body)
+    recorded.headers["Upgrade"] = "websocket"
+    request = tutils.treq(
+        headers=Headers(upgrade="websocket", sec_websocket_key="dGhlIHNhbXBsZSBub25jZQ==")
+    )
+    player = served_upgrade(request, recorded)
+    assert player is not None and recorded.content == b""
+    assert (
+        recorded.headers["Sec-WebSocket-Accept"]
+        == generate_accept_token(request.headers["sec-websocket-key"].encode()).decode()
+    )
+    assert served_upgrade(tutils.treq(), recorded) is None  # not an upgrade: not a conversation

@@ -10,7 +10,9 @@ paths take turns with their baseline (`interleaved`, on `bench.load.take_turns`)
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+import itertools
+import json
+from collections.abc import Awaitable, Callable, Sequence
 
 import aiohttp
 
@@ -41,6 +43,30 @@ async def get_ok(session: aiohttp.ClientSession, proxy: str | None, url: str) ->
             raise RuntimeError(f"{url} via {proxy} answered {response.status}")
 
 
+_call_ids = itertools.count()
+
+
+async def post_tool_call(session: aiohttp.ClientSession, proxy: str | None, url: str) -> None:
+    """An MCP `tools/call` of `search` naming `url`, POSTed to it (the fixed upstream answers
+    any request); raise unless a 200. Each call has its own JSON-RPC id, as a client's would:
+    the id leaves the request key, so siblings' calls still meet at one address."""
+    call = {
+        "jsonrpc": "2.0",
+        "id": next(_call_ids),
+        "method": "tools/call",
+        "params": {"name": "search", "arguments": {"url": url}},
+    }
+    body = json.dumps(call).encode()
+    headers = {"Content-Type": "application/json"}
+    async with session.post(url, data=body, headers=headers, proxy=proxy) as response:
+        await response.read()
+        if response.status != 200:
+            raise RuntimeError(f"tools/call {url} via {proxy} answered {response.status}")
+
+
+Asker = Callable[[aiohttp.ClientSession, str | None, str], Awaitable[None]]
+
+
 async def load(proxies: Sequence[str | None], urls: list[list[str]]) -> dict[str, float]:
     """Client i asks its urls in order, one at a time, through proxies[i]; all clients at once."""
     async with load_session() as session:
@@ -55,9 +81,11 @@ async def interleaved(
     conditions: Sequence[tuple[str, Sequence[str | None]]],
     urls: list[list[str]],
     slices: int = SLICES,
+    asks: Asker = get_ok,
 ) -> dict[str, dict[str, float]]:
     """Each condition (name, one proxy per client) asks `urls`, the conditions taking turns
-    slice by slice (`bench.load.take_turns`): client i asks its slice of urls[i]."""
+    slice by slice (`bench.load.take_turns`): client i asks its slice of urls[i]; `asks`: how
+    (a GET, or an MCP `tools/call`)."""
     async with contextlib.AsyncExitStack() as stack:
         sessions = {name: await stack.enter_async_context(load_session()) for name, _ in conditions}
 
@@ -65,7 +93,7 @@ async def interleaved(
             session = sessions[name]
 
             async def ask(proxy: str | None, url: str) -> None:
-                await get_ok(session, proxy, url)
+                await asks(session, proxy, url)
 
             async def run(index: int) -> tuple[list[float], float]:
                 part = [slice_of(sequence, index, slices) for sequence in urls]

@@ -53,6 +53,7 @@ from bench.proxy_load import (
     NEGOTIATION_HEADERS,
     interleaved,
     load,
+    post_tool_call,
     proxy_with_identity,
     urls_for,
 )
@@ -75,6 +76,9 @@ from proxy.resolver_client import ResolverClient
 logger = logging.getLogger("bench.proxy_perf")
 
 CONCURRENCY = (1, 8)
+MCP_RECORD = "groundhog MCP tools/call record path"
+MCP_HIT = "groundhog MCP tools/call hit path"
+MCP_NO_ADDON = "mitmproxy (no addon), MCP tools/call"
 PROXY_CLIENT = "proxy's client"
 
 
@@ -147,7 +151,8 @@ def measure(quick: bool = False, database_url: str | None = None) -> list[dict[s
                 ]
         finally:
             if database_url:  # a database outlives the run: leave it as it was
-                delete_tapes(resolver.url, [*tapes.values(), siblings_tape])
+                mcp_tapes = [f"{tape}-mcp" for tape in tapes.values()]
+                delete_tapes(resolver.url, [*tapes.values(), *mcp_tapes, siblings_tape])
     store = store_label(database_url)
     return [{**row, "store": store} for row in rows]
 
@@ -208,6 +213,21 @@ def _groundhog_conditions(
         ("groundhog hit path", as_branches(hitters)),
     ]
     measured = asyncio.run(interleaved(conditions, urls))
+    # An MCP tools/call of a read-only tool (the operation read from the body, its id left
+    # out of the key), recorded and hit, beside a plain forward of the same POST.
+    mcp_tape = f"{tape}-mcp"
+    tool_config = {"mcp_tools": {"search": "read"}}
+    mcp = [
+        proxy_with_identity(proxy_port, mcp_tape, name)
+        for name in open_tape(resolver_url, mcp_tape, 2 * clients + 1, tool_config)
+    ]
+    asyncio.run(interleaved([("warm", mcp[-1:] * clients)], warm, asks=post_tool_call))
+    tool_calls: list[tuple[str, Sequence[str | None]]] = [
+        (MCP_NO_ADDON, [plain_url] * clients),
+        (MCP_RECORD, mcp[:clients]),
+        (MCP_HIT, mcp[clients : 2 * clients]),
+    ]
+    measured |= asyncio.run(interleaved(tool_calls, urls, asks=post_tool_call))
     # Where the hit path's time goes: the resolver's own answer asked directly, with the
     # proxy's client (proxy/resolver_http.py), and with aiohttp and httpx.AsyncClient, the
     # general clients it replaced.

@@ -19,6 +19,7 @@ import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -132,10 +133,15 @@ def proxy_arguments(resolver_url: str, work: Path) -> list[str]:
     return ["proxy", "--resolver-url", resolver_url, "--data", str(work), "--log-level", "warn"]
 
 
-def open_tape(resolver_url: str, tape: str, children: int) -> list[str]:
-    """Create `tape` and fork `children` branches off its root; their names."""
+def open_tape(
+    resolver_url: str, tape: str, children: int, config: dict[str, Any] | None = None
+) -> list[str]:
+    """Create `tape` (with `config`) and fork `children` branches off its root; their names."""
     created = httpx.post(
-        f"{resolver_url}/v1/tapes", json={"name": tape}, trust_env=False, timeout=30
+        f"{resolver_url}/v1/tapes",
+        json={"name": tape, **(config or {})},
+        trust_env=False,
+        timeout=30,
     )
     if created.status_code != 201:  # an earlier run's tape would mix its recordings into ours
         raise RuntimeError(f"tape {tape} not created: {created.status_code} {created.text:.300}")

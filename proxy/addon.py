@@ -22,6 +22,7 @@ from mitmproxy.proxy import layer, server_hooks
 from groundhog.protocol.decisions import Action, Decision
 from groundhog.protocol.wire import ResolveAnswer, ResolveAsk, WireResponse
 from proxy import faults, native, problems
+from proxy.h2c import PriorKnowledgeH2
 from proxy.identity import (
     HEADER_BRANCH,
     HEADER_TAPE,
@@ -32,15 +33,23 @@ from proxy.identity import (
 )
 from proxy.live import META, RESOLVER_ERRORS, FlowState, LiveRecorder, failure_kind
 from proxy.options import declare_options
-from proxy.passthrough import native_passthrough_kind
+from proxy.passthrough import Kind, native_passthrough_kind
 from proxy.resolver_client import (
     ResolverClient,
     ResolverProtocolError,
     ResolverRejected,
     ResolverUnavailable,
 )
+from proxy.sandbox_answers import make_own
 from proxy.self_guard import SelfGuard
 from proxy.tunnels import Tunnels
+from proxy.websocket_played import PLAYING
+from proxy.websocket_tape import (
+    RECORDING,
+    ConversationRecorder,
+    WebSocketTape,
+    served_upgrade,
+)
 from proxy.wire import (
     add_upstream_headers,
     relayed_response,
@@ -56,6 +65,7 @@ class GroundhogAddon:
     def __init__(self) -> None:
         self.resolver: ResolverClient | None = None
         self.live = LiveRecorder(self._resolver)
+        self.addons = [WebSocketTape(self._resolver)]  # mitmproxy calls nested addons' hooks
         self._tunnel_credentials: dict[str, Credentials] = {}
         self._connect_timers: dict[str, asyncio.TimerHandle] = {}
         self._retired: list[ResolverClient] = []
@@ -220,6 +230,7 @@ class GroundhogAddon:
             state.ticket = answer.get("ticket")
             state.lease_seconds = answer.get("lease_seconds")
             state.is_write = state.decision == Decision.WRITE
+            state.tape, state.branch = identity.tape, identity.branch
             if action == Action.SERVE:
                 self._serve(flow, state, answer["response"])
                 faults.enact(flow)  # an injected reset closes the connection
@@ -234,6 +245,11 @@ class GroundhogAddon:
 
         add_upstream_headers(flow.request, answer.get("upstream_headers") or [])
         kind = native_passthrough_kind(flow.request, body_too_large)
+        if kind is Kind.WEBSOCKET and state.ticket is not None:
+            # Recorded as a conversation when it ends (proxy/websocket_tape.py).
+            flow.metadata[RECORDING] = ConversationRecorder(state.ticket, self._max_body_bytes())
+            state.mode = "native"
+            return
         if kind is not None or state.ticket is None:
             state.mode, state.passthrough = "native", kind
             if body_too_large and not flow.request.raw_content:
@@ -246,6 +262,10 @@ class GroundhogAddon:
         if recorded is None:
             raise TypeError("serve answer without a response")
         response = response_from_payload(recorded)
+        player = served_upgrade(flow.request, response)
+        if player is not None:
+            flow.metadata[PLAYING] = player
+        make_own(flow.request, response, state.tape, state.branch)
         state.mark(response)
         state.mode = "served"
         flow.response = response
@@ -278,6 +298,7 @@ class GroundhogAddon:
         if state.mode == "live":
             await self.live.responseheaders(flow, state)
         elif state.mode == "native":
+            self._upgrade_refused(flow, state)
             # Passthrough is never recorded, so stream it: it flows as it comes.
             flow.response.stream = True
             state.mark(flow.response, Decision.PASSTHROUGH if state.passthrough else None)
@@ -289,6 +310,7 @@ class GroundhogAddon:
         if state.mode == "live":
             await self.live.response(flow, state)
         elif state.mode == "native":
+            self._upgrade_refused(flow, state)
             await self._report_passthrough(flow, state)
 
     async def error(self, flow: http.HTTPFlow) -> None:
@@ -299,11 +321,21 @@ class GroundhogAddon:
             await self.live.error(flow, state)
             return
         if state.mode == "native":
+            self._upgrade_refused(flow, state)
             await self._report_passthrough(flow, state)
             if flow.response is None and flow.error is not None:
                 kind, message = failure_kind(flow, state)
                 failure = problems.upstream_failed(flow.request.pretty_url, kind, message)
                 flow.metadata[native.FAILURE_RESPONSE] = failure
+
+    @staticmethod
+    def _upgrade_refused(flow: http.HTTPFlow, state: FlowState) -> None:
+        """A WebSocket upgrade the world did not accept (or a failed one) has no conversation
+        to record: it is reported as passthrough, as before."""
+        upgraded = flow.response is not None and flow.response.status_code == 101
+        failed = flow.error is not None or not upgraded
+        if failed and flow.metadata.pop(RECORDING, None) is not None:
+            state.passthrough = Kind.WEBSOCKET
 
     async def _report_passthrough(self, flow: http.HTTPFlow, state: FlowState) -> None:
         if state.reported or state.ticket is None or state.passthrough is None:
@@ -320,4 +352,4 @@ class GroundhogAddon:
         return ctx.options.groundhog_max_body_bytes
 
 
-addons = [GroundhogAddon(), Tunnels()]
+addons = [GroundhogAddon(), Tunnels(), PriorKnowledgeH2()]

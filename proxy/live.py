@@ -43,6 +43,12 @@ from proxy.resolver_client import (
     ResolverRejected,
     ResolverUnavailable,
 )
+from proxy.sandbox_answers import (
+    answers_every_call,
+    make_own,
+    names_foreign_session,
+    restore_sandbox_headers,
+)
 from proxy.wire import (
     fields_from_pairs,
     mark_response,
@@ -68,6 +74,8 @@ class FlowState:
     ticket: str | None = None
     lease_seconds: float | None = None
     is_write: bool = False
+    tape: str = ""
+    branch: str = ""
     passthrough: str | None = None  # the passthrough kind, once known
     reported: bool = False
     plan: Plan | None = None
@@ -173,14 +181,16 @@ class LiveRecorder:
         if state.keeper is not None:
             state.keeper.answered()
         limit = ctx.options.groundhog_max_body_bytes
-        state.plan = plan_response(flow, limit)
+        private = not state.is_write and names_foreign_session(flow.request, flow.response)
+        state.plan = Plan.TOO_LARGE if private else plan_response(flow, limit)
         if state.plan is Plan.BUFFER:
             return  # mitmproxy reads the bounded body; `response` records it
         if state.plan is Plan.TOO_LARGE:
+            # Over the limit, or an answer only the asker's own session may see.
             flow.response.stream = True
             state.streaming = True
             state.mark(flow.response, Decision.PASSTHROUGH)
-            await self.pass_through(flow, state, Kind.TOO_LARGE)
+            await self.pass_through(flow, state, Kind.SANDBOX if private else Kind.TOO_LARGE)
             return
         await self._start_recorded_stream(flow, state, limit)
 
@@ -205,7 +215,11 @@ class LiveRecorder:
                 return
             # A write's live answer is the truth its branch must see; say it is not on tape.
             stored, record_error = state.live_fields, str(error)
-        flow.response.headers.fields = stored
+        # A write is answered by the branch's own sandbox: its live head (Set-Cookie, its
+        # session), not the stored form, reaches it; a read gets the stored head, made its own.
+        flow.response.headers.fields = state.live_fields if state.is_write else stored
+        if not state.is_write:
+            restore_sandbox_headers(flow.request, flow.response, state.tape, state.branch)
         if record_error is not None:
             flow.response.headers[RECORD_ERROR_HEADER] = record_error[:300]
         if needs_chunked_framing(flow):
@@ -245,12 +259,19 @@ class LiveRecorder:
         body = live.raw_content or b""
         record = {
             "ticket": state.ticket,
-            "response": response_payload(live.status_code, live.headers.fields, body),
+            "response": response_payload(
+                live.status_code, live.headers.fields, body, live.trailers
+            ),
         }
         try:
             ack = await self.resolver.record(record)
             stored = ack.get("response")
-            served = response_from_payload(stored, sent_body=body) if stored else live
+            # A write is answered by the branch's own sandbox: its live response (Set-Cookie
+            # included; the tape keeps the stored form). A read gets what the tape holds.
+            served = live
+            if stored and not state.is_write:
+                served = response_from_payload(stored, sent_body=body)
+                make_own(flow.request, served, state.tape, state.branch)
             state.decision = ack.get("decision") or state.decision
         except (*RESOLVER_ERRORS, KeyError, TypeError, ValueError) as error:
             log.error("could not record %s: %s", flow.request.pretty_url, error)
@@ -272,7 +293,7 @@ class LiveRecorder:
         body = tee.body()
         record = {
             "ticket": state.ticket,
-            "response": response_payload(live.status_code, state.live_fields, body),
+            "response": response_payload(live.status_code, state.live_fields, body, live.trailers),
             "streamed": True,
         }
         try:
@@ -306,8 +327,12 @@ class LiveRecorder:
             return  # the addon ended this flow itself and chose the answer
         kind, message = failure_kind(flow, state)
         if state.streaming:
-            if state.tee is not None and state.tee.recording:
-                state.tee.drop()
+            tee, live = state.tee, flow.response
+            if tee is not None and tee.recording and live is not None:
+                if answers_every_call(flow.request, live, tee.body()):
+                    await self._finish_stream(flow, state)  # the client hung up once answered
+                    return
+                tee.drop()
                 await self._post_error(state, kind, message)
             return
         ack = await self._post_error(state, kind, message)
@@ -316,6 +341,7 @@ class LiveRecorder:
         if ack is not None and isinstance(stored, dict):
             try:
                 response = response_from_payload(stored)
+                make_own(flow.request, response, state.tape, state.branch)
                 state.decision = ack.get("decision") or state.decision
                 state.mark(response)
             except (KeyError, TypeError, ValueError) as error:

@@ -44,6 +44,8 @@ from mitmproxy.proxy.layers.http import (
     SendHttp,
 )
 
+from proxy.websocket_played import PLAYING, PlayedWebsocketLayer
+
 # flow.metadata keys shared with the addon.
 FAILURE_RESPONSE = "groundhog.failure_response"  # the response that replaces mitmproxy's 502
 FAILURE_PHASE = "groundhog.failure_phase"  # "connect" (no connection) or "exchange"
@@ -62,6 +64,18 @@ class GroundhogHttpStream(HttpStream):
             yield from self._deadline(event)
         else:
             yield from super()._handle_event(event)
+
+    def flow_done(self) -> layer.CommandGenerator[None]:
+        played = self.flow.websocket is not None and PLAYING in self.flow.metadata
+        if not played or self.flow.response is None or self.flow.response.status_code != 101:
+            yield from super().flow_done()
+            return
+        # A conversation served from the tape: mitmproxy's own upgrade, with a layer that
+        # never writes to the server connection there is none of (proxy/websocket_played.py).
+        self.child_layer = PlayedWebsocketLayer(self.context, self.flow)
+        self._handle_event = self.passthrough  # type: ignore[method-assign]
+        yield from self.child_layer.handle_event(events.Start())
+        yield SendHttp(ResponseEndOfMessage(self.stream_id), self.context.client)
 
     def make_server_connection(self) -> layer.CommandGenerator[bool]:
         opened = yield from super().make_server_connection()

@@ -20,6 +20,8 @@ class Kind(StrEnum):
     STREAMED = "streamed"
     TOO_LARGE = "too-large"
     WEBSOCKET = "websocket"
+    # A live read whose answer names a session the asker does not hold (proxy/sandbox_answers.py).
+    SANDBOX = "sandbox"
 
 
 def native_passthrough_kind(request: http.Request, body_too_large: bool) -> Kind | None:

@@ -36,6 +36,7 @@ from mitmproxy.addons import (
 
 from proxy.addon import GroundhogAddon
 from proxy.egress import INSECURE_WARNING, EgressAuth, parse_upstream_proxy, trust_bundle
+from proxy.h2c import PriorKnowledgeH2
 from proxy.options import DEFAULT_MAX_BODY_BYTES
 from proxy.startup_checks import warn_if_resolver_dead
 from proxy.tunnels import Tunnels
@@ -156,6 +157,7 @@ def build_master() -> mitm_master.Master:
         GroundhogAddon(),
         EgressAuth(),  # after Groundhog: it must not overwrite the worker's credentials
         Tunnels(),  # after NextLayer: it vets the layer NextLayer chose
+        PriorKnowledgeH2(),  # after NextLayer: h2c with prior knowledge speaks HTTP/2
     )
     return master
 

@@ -21,7 +21,13 @@ from mitmproxy.net.http import status_codes
 from groundhog.protocol import headers
 from groundhog.protocol.decisions import Decision
 from groundhog.protocol.problems import MEDIA_TYPE as PROBLEM_MEDIA_TYPE
-from groundhog.protocol.wire import HeaderPairs, ResolveAsk, WireResponse, wire_response
+from groundhog.protocol.wire import (
+    TRAILER_PREFIX,
+    HeaderPairs,
+    ResolveAsk,
+    WireResponse,
+    wire_response,
+)
 
 PROXY_AUTHORIZATION = b"proxy-authorization"
 
@@ -90,30 +96,46 @@ def resolve_payload(
 
 
 def response_from_payload(payload: WireResponse, *, sent_body: bytes = b"") -> http.Response:
-    """A mitmproxy response carrying exactly the recorded status, headers and body bytes.
+    """A mitmproxy response carrying exactly the recorded status, headers, body bytes and
+    trailers (the pairs named with `TRAILER_PREFIX`).
 
     A `/v1/record` answer may give `"body": null`, meaning "the body you sent" (`sent_body`).
     """
     status = int(payload["status"])
     body = payload.get("body")
+    pairs = payload.get("headers") or []
+    head = [pair for pair in pairs if not pair[0].startswith(TRAILER_PREFIX)]
+    trailers = [
+        (name.removeprefix(TRAILER_PREFIX), value)
+        for name, value in pairs
+        if name.startswith(TRAILER_PREFIX)
+    ]
     now = time.time()
     return http.Response(
         http_version=b"HTTP/1.1",
         status_code=status,
         reason=status_codes.RESPONSES.get(status, "").encode("ascii", "replace"),
-        headers=fields_from_pairs(payload.get("headers") or []),
+        headers=fields_from_pairs(head),
         content=sent_body if body is None else decode_body(body),
-        trailers=None,
+        trailers=http.Headers(fields_from_pairs(trailers)) if trailers else None,
         timestamp_start=now,
         timestamp_end=now,
     )
 
 
 def response_payload(
-    status: int, fields: Iterable[tuple[bytes, bytes]], body: bytes
+    status: int,
+    fields: Iterable[tuple[bytes, bytes]],
+    body: bytes,
+    trailers: http.Headers | None = None,
 ) -> WireResponse:
-    """The `response` object of a `POST /v1/record` body."""
-    return wire_response(status, pairs_from_fields(fields), encode_body(body))
+    """The `response` object of a `POST /v1/record` body, its trailers after its headers."""
+    pairs = pairs_from_fields(fields)
+    if trailers:
+        pairs += [
+            [TRAILER_PREFIX + name, value] for name, value in pairs_from_fields(trailers.fields)
+        ]
+    return wire_response(status, pairs, encode_body(body))
 
 
 def mark_response(

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from groundhog.protocol.wire import HeaderPairs, WireResponse, wire_response
 from resolver.asks import Ask
 from resolver.errors import PROBLEM_MEDIA_TYPE, problem_body
+from resolver.keys import KEY_VERSION
 from resolver.near_miss import NearMiss
 from resolver.redaction_rules import without_identity
 from resolver.schemas import encode_base64
@@ -30,9 +31,12 @@ def credential_only_difference(key: str, nearest: list[str]) -> bool:
     return any(other != key and without_identity(other) == anonymous for other in nearest)
 
 
-def refused(ask: Ask, near: list[NearMiss], **extras: Any) -> WireResponse:
+def refused(
+    ask: Ask, near: list[NearMiss], *, other_key_versions: list[str] | None = None, **extras: Any
+) -> WireResponse:
     """The sealed-miss 502: the address asked, and what differs in the nearest recordings."""
     credential_only = credential_only_difference(ask.key.readable, [miss.key for miss in near])
+    versions = other_key_versions or []
     because = (
         "; the tape holds this request recorded with another credential (only the redacted "
         "credentials differ): list the host in the tape's interchangeable_credentials "
@@ -40,6 +44,12 @@ def refused(ask: Ask, near: list[NearMiss], **extras: Any) -> WireResponse:
         if credential_only
         else ""
     )
+    if versions:
+        because += (
+            f"; the tape holds recordings under key version {', '.join(versions)} and this "
+            f"resolver keys requests under {KEY_VERSION}: they miss until the tape is "
+            "re-recorded (unseal it and run the workflow again online)"
+        )
     hint = f"; nearest recording: {near[0].summary}" if near else "; the tape has nothing like it"
     body = problem_body(
         502,
@@ -49,6 +59,8 @@ def refused(ask: Ask, near: list[NearMiss], **extras: Any) -> WireResponse:
         f"{ask.branch!r} (occurrence {ask.occurrence}, fingerprint {ask.fingerprint!r}); "
         f"nothing was sent upstream{because}{hint}",
         credential_only_difference=credential_only,
+        key_version=KEY_VERSION,
+        recorded_key_versions=versions,
         tape=ask.tape_name,
         branch=ask.branch,
         request_key=ask.key.readable,

@@ -127,6 +127,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         echoes=echoes,
         on_settled=app.state.wakeups.notify,
         loop_writer=loop_writer,
+        redaction_key=app.state.resolver.redaction_key,
     )
     install_error_handlers(app)
     # Added first, so it runs inside the body limit (middleware added later wraps it).

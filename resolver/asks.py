@@ -27,10 +27,14 @@ from resolver.faults import FaultRule, rules_of
 from resolver.fingerprint import UNKNOWN_PREFIX, bump_versions, fingerprint
 from resolver.forbidden_targets import refuse_metadata
 from resolver.keys import RequestKey, request_key
+from resolver.mcp_tools import names_of, tools_key_hash
+from resolver.operations import TOOLS_CALL, Operation
 from resolver.policy import DependencyModel, Mode, lookup_fingerprint
+from resolver.protocol_profiles import SESSION_HEADER, detect_operation, pinned_profile
 from resolver.redaction import policy_from_config, redact_request_cached
 from resolver.redaction_rules import Finding
 from resolver.request import RequestParts
+from resolver.sandbox_identity import without_sandbox_identity
 from resolver.schemas import ResolveRequest, check_branch_path, check_tape_name
 from store import exchanges, refs
 from store.fused import ReadAhead, take_occurrence_and_versions, take_occurrence_as_guessed
@@ -129,12 +133,17 @@ class Draft:
     model: DependencyModel
     findings: tuple[Finding, ...]
     secrets: tuple[tuple[str, str], ...] = field(repr=False)
+    operation: Operation | None = None
 
 
 def draft_ask(
     tape: TapeRef, branch: BranchRef, wire: ResolveRequest, body: bytes, *, redaction_key: bytes
 ) -> Draft:
-    """Redact and key the request (pure: nothing is read or written)."""
+    """Redact and key the request (pure: nothing is read or written).
+
+    Sandbox identity leaves it first (resolver/sandbox_identity.py); the protocol profile reads
+    the redacted body, so an operation's keyed body never holds a secret.
+    """
     config = tape.config
     refuse_metadata(wire.host, wire.port, config)
     raw = RequestParts(
@@ -147,13 +156,20 @@ def draft_ask(
         headers=tuple((name, value) for name, value in wire.headers),
         body=body,
     )
-    redacted = redact_request_cached(raw, policy_from_config(config), redaction_key)
+    sandboxed = without_sandbox_identity(raw, config)
+    redacted = redact_request_cached(sandboxed, policy_from_config(config), redaction_key)
     request = redacted.request
+    operation = detect_operation(
+        request,
+        pinned_profile(config, request.normalised_host),
+        in_session=raw.header(SESSION_HEADER) is not None,
+    )
     key = request_key(
         request,
         ignore_params=config.get("ignore_params", []),
         match_headers=config.get("match_headers", []),
         ignore_headers=config.get("ignore_headers", []),
+        operation=operation,
     )
     return Draft(
         tape=tape,
@@ -163,18 +179,38 @@ def draft_ask(
         model=DependencyModel(tape.dependency_model),
         findings=redacted.findings,
         secrets=redacted.secrets,
+        operation=operation,
     )
 
 
-def classify_draft(draft: Draft, hint: Hint | KeyHint | None) -> Classification:
-    """What the request reads or writes (pure; `hint`: the key's recorded hint, `hints` model)."""
+def classify_draft(
+    draft: Draft, hint: Hint | KeyHint | None, tools_hint: Hint | None = None
+) -> Classification:
+    """What the request reads or writes (pure; `hint`: the key's recorded hint, `hints` model;
+    `tools_hint`: the read-only tools its MCP endpoint declared, resolver/mcp_tools.py)."""
+    config = draft.tape.config
     return classify(
         draft.request,
         draft.model,
-        rules=draft.tape.config.get("rules", []),
+        rules=config.get("rules", []),
         hinted_reads=hint.reads if hint else None,
         hinted_writes=hint.writes if hint else None,
+        operation=draft.operation,
+        tool_kinds=config.get("mcp_tools") or {},
+        read_only_tools=names_of(tools_hint.reads) if tools_hint else frozenset(),
     )
+
+
+def find_tools_hint(session: Executor, tape_id: int, draft: Draft) -> Hint | None:
+    """The read-only tools of the draft's MCP endpoint, looked up only for a `tools/call` the
+    tape does not classify itself (one lookup; every other ask reads nothing)."""
+    operation = draft.operation
+    if operation is None or operation.failed:
+        return None
+    pinned = draft.tape.config.get("mcp_tools") or {}
+    if not any(c.method == TOOLS_CALL and c.tool not in pinned for c in operation.calls):
+        return None
+    return find_hint(tape_id, tools_key_hash(draft.request.url()), session=session)
 
 
 def fingerprinted_resources(classification: Classification) -> frozenset[str]:
@@ -261,7 +297,7 @@ def take_ask(
     hint = None
     if draft.model is DependencyModel.HINTS:
         hint = find_hint(tape.id, draft.key.hash, session=session)
-    classification = classify_draft(draft, hint)
+    classification = classify_draft(draft, hint, find_tools_hint(session, tape.id, draft))
     occurrence, versions = take_occurrence_and_versions(
         branch.id, draft.key.hash, looked_up_resources(draft, classification), session=session
     )
@@ -303,7 +339,7 @@ def take_ask_as_guessed(
     hint = None
     if draft.model is DependencyModel.HINTS:
         hint = find_hint(guess.id, draft.key.hash, session=session)
-    classification = classify_draft(draft, hint)
+    classification = classify_draft(draft, hint, find_tools_hint(session, guess.id, draft))
     # The address's fingerprint if the branch has written none of the resources (a read of a
     # lineage that wrote nothing it reads: most reads), whose answer the statement reads too.
     unwritten = lookup_fingerprint(

@@ -5,7 +5,9 @@ scheme, host and port — (recall 1, the safe default); `path` the request's own
 origin; `rules` follows declarative route rules from the tape config; `hints` trusts a
 cooperative world's `X-Groundhog-Reads/-Writes` headers. Under `rules` and `hints` every write
 also bumps `origin:<origin>`, so reads that fall back to `closure` (unmatched by a rule, or never
-hinted) are still invalidated by any write to the origin.
+hinted) are still invalidated by any write to the origin. Read or write comes from the request's
+operation (resolver/operations.py) when a protocol profile found one, and rules may match it
+(`"operation": "tools/call write_note"`).
 
 Per origin, not per host: on one machine every local tool server is `127.0.0.1`, and a write to
 one of them must not make every other's reads `refetched`.
@@ -17,10 +19,12 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from typing import Any
 
 from groundhog.protocol import headers as protocol_headers
 from resolver.content_coding import decode_content
+from resolver.operations import Kind, Operation, operation_kind
 from resolver.policy import READ_METHODS, DependencyModel
 from resolver.request import RequestParts
 
@@ -126,19 +130,57 @@ def _fill(template: str, path_values: Mapping[str, str], request: RequestParts) 
 
 
 def match_rule(
-    request: RequestParts, rules: Sequence[Mapping[str, Any]]
+    request: RequestParts,
+    rules: Sequence[Mapping[str, Any]],
+    operation: Operation | None = None,
 ) -> tuple[Mapping[str, Any], dict[str, str]] | None:
-    """The first rule matching method, host and path template, with its path values."""
+    """The first rule matching method, host, path template and operation, with its path values.
+
+    A rule naming an `operation` (a glob over the operation's name, `tools/call write_*`)
+    matches only requests whose profile found that operation; its method and path default to
+    any.
+    """
     for rule in rules:
-        if str(rule.get("method", "")).upper() not in (request.method.upper(), "*"):
+        wanted = rule.get("operation")
+        if wanted is not None and (
+            operation is None or operation.failed or not fnmatchcase(operation.name, str(wanted))
+        ):
+            continue
+        default_method = "*" if wanted is not None else ""
+        if str(rule.get("method", default_method)).upper() not in (request.method.upper(), "*"):
             continue
         host = rule.get("host")
         if host and host.lower() != request.normalised_host:
             continue
-        found = _template_regex(str(rule.get("path", ""))).match(request.path)
+        path = rule.get("path")
+        if path is None and wanted is not None:
+            return rule, {}
+        found = _template_regex(str(path or "")).match(request.path)
         if found:
             return rule, found.groupdict()
     return None
+
+
+def request_kind(
+    request: RequestParts,
+    operation: Operation | None,
+    *,
+    tool_kinds: Mapping[str, Any] = {},
+    read_only_tools: frozenset[str] = frozenset(),
+) -> Kind:
+    """Read, write or session: by the operation, or (plain HTTP) GET/HEAD/OPTIONS read."""
+    kind = Kind.BY_METHOD
+    if operation is not None:
+        kind = operation_kind(operation, tool_kinds=tool_kinds, read_only_tools=read_only_tools)
+    if kind is Kind.BY_METHOD:
+        return Kind.READ if request.method.upper() in READ_METHODS else Kind.WRITE
+    return kind
+
+
+def session_resource(request: RequestParts) -> str:
+    """What a session operation writes: a resource no read depends on, so setting up or ending
+    a branch's own session never invalidates what it reads."""
+    return f"session:{origin(request)}"
 
 
 def classify(
@@ -148,13 +190,22 @@ def classify(
     rules: Sequence[Mapping[str, Any]] = (),
     hinted_reads: str | None = None,
     hinted_writes: str | None = None,
+    operation: Operation | None = None,
+    tool_kinds: Mapping[str, Any] = {},
+    read_only_tools: frozenset[str] = frozenset(),
 ) -> Classification:
     """Read or write, and the resources it reads and (as far as known before the answer) writes.
 
     `hinted_*` are the `X-Groundhog-Reads/-Writes` recorded for this key earlier (hints model);
     `hinted_reads` is None when the world never named this key's reads, "" when it said "none".
+    `operation`: what a protocol profile found in the request; `tool_kinds` (the tape's
+    `mcp_tools`) and `read_only_tools` (the server's `readOnlyHint`s) classify MCP tool calls.
     """
-    is_write = request.method.upper() not in READ_METHODS
+    kind = request_kind(request, operation, tool_kinds=tool_kinds, read_only_tools=read_only_tools)
+    if kind is Kind.SESSION:
+        # Live for the asker's own sandbox, like a write, but it changes no shared resource.
+        return Classification(True, frozenset(), frozenset({session_resource(request)}))
+    is_write = kind is Kind.WRITE
     own_origin = origin_resource(request)
     closure = Classification(
         is_write,
@@ -166,7 +217,7 @@ def classify(
         reads = frozenset({own, legacy_path_resource(request)})
         return Classification(is_write, reads, frozenset({own}) if is_write else frozenset())
     if model is DependencyModel.RULES:
-        matched = match_rule(request, rules)
+        matched = match_rule(request, rules, operation)
         if matched is None:
             return closure
         rule, values = matched

@@ -5,8 +5,8 @@ credentials back; recorded as they are, the credential would sit on the tape in 
 blob. Between `/v1/resolve` (which knows the request's raw secrets) and `/v1/record` (which
 stores the response) the secrets wait here, in memory only, keyed by the forward's ticket; the
 record replaces each echo — raw, URL-encoded, base64, JSON-escaped once or twice, and each
-long line of a multi-line secret — by the request's own placeholder. `Set-Cookie` is dropped
-by `resolver.redaction.redact_response_headers`.
+long line of a multi-line secret — by the request's own placeholder. A `Set-Cookie` value
+becomes a keyed placeholder in `resolver.redaction.redact_response_headers`.
 
 Memory only means a record that reaches another replica (or a restarted one) is stored without
 this pass; the request side is unaffected. Bodies in gzip, deflate, brotli and zstd are

@@ -17,11 +17,14 @@ from dataclasses import dataclass
 from urllib.parse import parse_qsl, quote, urlencode
 
 from resolver.content_coding import decode_content
+from resolver.operations import Operation
 from resolver.request import RequestParts
 
 # v2: repeated query names keep their relative order; negotiation headers and the placeholders
 # of redacted headers join the key.
-KEY_VERSION = "v2"
+# v3: a request a protocol profile reads names its operation (`op:`), and a JSON-RPC body is
+# keyed without its ids; sandbox identity (Mcp-Session-Id, tape-named cookies) leaves the key.
+KEY_VERSION = "v3"
 # Headers that change the answer (a 304, a 206, another language or media type) by default.
 NEGOTIATION_HEADERS = frozenset(
     {
@@ -32,6 +35,8 @@ NEGOTIATION_HEADERS = frozenset(
         "accept",
         "accept-encoding",
         "accept-language",
+        # A WebSocket upgrade is a conversation (proxy/websocket_tape.py), not the plain GET.
+        "upgrade",
     }
 )
 _PLACEHOLDER_MARK = "[redacted:"
@@ -82,13 +87,16 @@ def request_key(
     ignore_params: Iterable[str] = (),
     match_headers: Iterable[str] = (),
     ignore_headers: Iterable[str] = (),
+    operation: Operation | None = None,
 ) -> RequestKey:
     """The key of an (already redacted) request: readable form and its SHA-256.
 
     Headers in the key: the negotiation headers (less `ignore_headers`), the tape's
     `match_headers`, and every header holding a redaction placeholder (a credential: two
-    identities must not share an answer). Query pairs sort by name only (stable), so a repeated
-    name keeps its values' order; headers sort by name and value.
+    identities must not share an answer). An `operation` (resolver/protocol_profiles.py) is
+    named in the key, and its body without the JSON-RPC ids replaces the body. Query pairs
+    sort by name only (stable), so a repeated name keeps its values' order; headers sort by
+    name and value.
     """
     ignored = set(ignore_params)
     query = sorted(
@@ -109,11 +117,16 @@ def request_key(
         request.method.upper(),
         f"{request.scheme.lower()}://{request.authority}{request.path}{query_text}",
     ]
+    if operation is not None:
+        parts.append("op:" + operation.label)
     if headers:
         parts.append("headers:" + json.dumps(headers, separators=(",", ":"), ensure_ascii=False))
-    body = canonical_body(
-        request.body, request.header("content-type"), request.header("content-encoding")
-    )
+    if operation is not None and operation.keyed_body is not None:
+        body = operation.keyed_body
+    else:
+        body = canonical_body(
+            request.body, request.header("content-type"), request.header("content-encoding")
+        )
     if body:
         parts.append("body:" + body)
     readable = " ".join(parts)

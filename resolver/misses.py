@@ -14,23 +14,33 @@ from sqlalchemy.orm import Session
 from groundhog.protocol.wire import WireResponse
 from resolver import answers
 from resolver.asks import Ask
-from resolver.near_miss import NearMiss, Recording, explain
+from resolver.near_miss import NearMiss, Recording, explain, other_key_versions
 from store import nearby
 
 
-def near_misses(session: Session, ask: Ask) -> list[NearMiss]:
+def _recorded(session: Session, ask: Ask) -> dict[str, list[Recording]]:
     candidates = nearby.recorded_addresses(
         ask.tape_id, ask.request.method, ask.request.normalised_host, session=session
     )
-    recorded = {
+    return {
         key: [Recording(occurrence, fingerprint) for occurrence, fingerprint in addresses]
         for key, addresses in candidates.items()
     }
+
+
+def _explained(ask: Ask, recorded: dict[str, list[Recording]]) -> list[NearMiss]:
     return explain(
         ask.key.readable, recorded, occurrence=ask.occurrence, fingerprint=ask.fingerprint
     )
 
 
+def near_misses(session: Session, ask: Ask) -> list[NearMiss]:
+    return _explained(ask, _recorded(session, ask))
+
+
 def sealed_miss(session: Session, ask: Ask, **extras: Any) -> WireResponse:
-    """The wire response of a sealed miss: a 502 problem naming the nearest recordings."""
-    return answers.refused(ask, near_misses(session, ask), **extras)
+    """The wire response of a sealed miss: a 502 problem naming the nearest recordings, and
+    the older key versions the tape holds recordings under (they miss until re-recorded)."""
+    recorded = _recorded(session, ask)
+    versions = other_key_versions(ask.key.readable, recorded)
+    return answers.refused(ask, _explained(ask, recorded), other_key_versions=versions, **extras)

@@ -12,13 +12,26 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 NEAREST = 3
 # Weights of a difference when ranking: a different method or host is further than a parameter.
-_WEIGHTS = {"method": 4, "scheme": 4, "host": 4, "path": 2, "query": 1, "header": 1, "body": 1}
+# A key of another version is the same request keyed by older rules: it ranks close, because
+# "re-record the tape" is the answer the user needs.
+_WEIGHTS = {
+    "version": 1,
+    "method": 4,
+    "scheme": 4,
+    "host": 4,
+    "path": 2,
+    "operation": 2,
+    "query": 1,
+    "header": 1,
+    "body": 1,
+}
 _MISSING = None
 
 
@@ -26,6 +39,7 @@ _MISSING = None
 class KeyParts:
     """A readable request key taken apart (see `resolver.keys.request_key`)."""
 
+    version: str
     method: str
     scheme: str
     authority: str
@@ -33,17 +47,25 @@ class KeyParts:
     query: tuple[tuple[str, str], ...]
     headers: tuple[tuple[str, str], ...]
     body: str
+    operation: str = ""
 
 
 @dataclass(frozen=True)
 class Difference:
-    part: str  # method | scheme | host | path | query | header | body
+    part: str  # version | method | scheme | host | path | operation | query | header | body
     name: str  # the segment index, parameter, header or field; "" for method/scheme/host/body
     asked: str | None  # None: the asked request has no such part
     recorded: str | None  # None: the recording has no such part
 
     def describe(self) -> str:
+        if self.part == "version":
+            return (
+                f"recorded under key version {self.recorded}, asked under {self.asked}: "
+                "the request key changed since this tape was recorded; re-record it "
+                "(open the tape online and run the workflow again)"
+            )
         what = {
+            "operation": "operation",
             "method": "method",
             "scheme": "scheme",
             "host": "host",
@@ -102,9 +124,15 @@ def parse_key(readable: str) -> KeyParts:
     """Take a readable key apart; anything unparseable ends up compared as a whole body."""
     fields = readable.split(" ", 3)
     if len(fields) < 3:
-        return KeyParts("", "", "", (), (), (), readable)
-    method, url = fields[1], fields[2]
+        return KeyParts("", "", "", "", (), (), (), readable)
+    version, method, url = fields[0], fields[1], fields[2]
     rest = fields[3] if len(fields) > 3 else ""
+    operation = ""
+    if rest.startswith("op:"):
+        # The label holds spaces (`mcp tools/call search`); it ends where the next part begins.
+        ends = [at for at in (rest.find(" headers:["), rest.find(" body:")) if at >= 0]
+        end = min(ends, default=len(rest))
+        operation, rest = rest[len("op:") : end], rest[end:].lstrip(" ")
     headers: tuple[tuple[str, str], ...] = ()
     if rest.startswith("headers:"):
         try:
@@ -117,7 +145,9 @@ def parse_key(readable: str) -> KeyParts:
     split = urlsplit(url)
     segments = tuple(split.path.split("/")[1:]) if split.path else ()
     query = tuple(parse_qsl(split.query, keep_blank_values=True))
-    return KeyParts(method, split.scheme, split.netloc, segments, query, headers, body)
+    return KeyParts(
+        version, method, split.scheme, split.netloc, segments, query, headers, body, operation
+    )
 
 
 def _pairs_diff(part: str, asked: tuple, recorded: tuple) -> list[Difference]:
@@ -182,6 +212,7 @@ def differences(asked: KeyParts, recorded: KeyParts) -> list[Difference]:
     """Everything that tells two keys apart, in the order a request is read."""
     found: list[Difference] = []
     for part, a, b in (
+        ("version", asked.version, recorded.version),
         ("method", asked.method, recorded.method),
         ("scheme", asked.scheme, recorded.scheme),
         ("host", asked.authority, recorded.authority),
@@ -193,10 +224,24 @@ def differences(asked: KeyParts, recorded: KeyParts) -> list[Difference]:
         theirs = recorded.segments[index] if index < len(recorded.segments) else _MISSING
         if mine != theirs:
             found.append(Difference("path", str(index + 1), mine, theirs))
+    if asked.operation != recorded.operation:
+        found.append(
+            Difference("operation", "", asked.operation or _MISSING, recorded.operation or _MISSING)
+        )
     found += _pairs_diff("query", asked.query, recorded.query)
     found += _pairs_diff("header", asked.headers, recorded.headers)
     found += _body_diff(asked.body, recorded.body)
     return found
+
+
+def other_key_versions(asked_key: str, recorded_keys: Iterable[str]) -> list[str]:
+    """The key versions of `recorded_keys` that differ from `asked_key`'s, sorted.
+
+    A tape recorded under an older key version misses on every ask until re-recorded; the
+    sealed miss says so even when the nearest recordings happen to be of the current version.
+    """
+    asked = asked_key.split(" ", 1)[0]
+    return sorted({key.split(" ", 1)[0] for key in recorded_keys} - {asked})
 
 
 def _distance(found: list[Difference]) -> int:

@@ -23,6 +23,7 @@ from resolver import answers
 from resolver.dependencies import Classification, origin_resource, recorded_writes, response_hints
 from resolver.echoes import Secrets
 from resolver.fingerprint import BASE_VERSION, bump_versions, unknown_version
+from resolver.mcp_tools import learn_read_only_tools
 from resolver.policy import Decision, DependencyModel
 from resolver.request import DEFAULT_PORTS, RequestParts
 from resolver.schemas import RecordRequest, encode_base64
@@ -58,10 +59,14 @@ def store_answer(
     wire: RecordRequest,
     body: bytes,
     echoed: Secrets,
+    *,
+    redaction_key: bytes,
 ) -> RecordResult:
     """The answer stored as the address's exchange (unless another recorded it first)."""
     connection = unit.connection
-    content, stored_body = exchange_content(unit, pending, tape, wire, body, echoed)
+    content, stored_body = exchange_content(
+        unit, pending, tape, wire, body, echoed, redaction_key=redaction_key
+    )
     address = pending_address(pending)
     new_id = exchanges.insert_new_exchange(*address, content, session=connection)
     winner = None if new_id is not None else exchanges.find_winner(*address, session=unit.session)
@@ -75,6 +80,8 @@ def store_answer(
     hints = response_hints(response_headers)
     if created and model is DependencyModel.HINTS and hints is not None:
         set_hint(tape.id, pending.key_hash, *hints, session=unit.session)
+    if created:
+        learn_read_only_tools(unit.session, tape.id, pending.request, content, stored_body)
     if pending.is_write:
         bump_write_versions(unit.session, pending, model, response_headers)
     if created and wire.response is not None:

@@ -20,6 +20,7 @@ out the lease.
 from __future__ import annotations
 
 import logging
+import secrets
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -69,8 +70,11 @@ class Recorder:
         echoes: EchoBook | None = None,
         on_settled: Callable[[Address], object] | None = None,
         loop_writer: LoopWriter | None = None,
+        redaction_key: bytes | None = None,
     ) -> None:
         self.store = store
+        # Keys the placeholders of stored Set-Cookie values (the resolver's deployment key).
+        self.redaction_key = redaction_key or secrets.token_bytes(32)
         self.loop_writer = loop_writer
         self.max_body_bytes = max_body_bytes
         self.lease_seconds = lease_seconds
@@ -156,7 +160,9 @@ class Recorder:
                 wire.ticket, lease_expires=time.time() + self.lease_seconds, session=session
             )
             echoed = self.echoes.peek(wire.ticket)
-            headers, _body = stored_form(tape, wire.head.headers, b"", echoed)
+            headers, _body = stored_form(
+                tape, wire.head.headers, b"", echoed, redaction_key=self.redaction_key
+            )
             return headers
 
     def _release_after_failure(self, ticket: str) -> None:
@@ -231,7 +237,9 @@ class Recorder:
             if kind == "error" and not tape.config.get("record_transport_failures", False):
                 result = upstream_failed(unit, pending, tape, wire)
             else:
-                result = store_answer(unit, pending, tape, wire, body, echoed)
+                result = store_answer(
+                    unit, pending, tape, wire, body, echoed, redaction_key=self.redaction_key
+                )
             failpoints.reach("record.before_commit")
         failpoints.reach("record.committed")
         return result, address

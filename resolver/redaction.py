@@ -156,7 +156,14 @@ def _policy(frozen: tuple[Any, ...]) -> Policy:
     )
 
 
+# Per-connection nonces a protocol requires, not credentials: redacted, their placeholder would
+# join the key and make every WebSocket upgrade an address of its own.
+PROTOCOL_NONCES = frozenset({"sec-websocket-key"})
+
+
 def _redact_header(name: str, value: str, policy: Policy, marks: Placeholders) -> str:
+    if name.lower() in PROTOCOL_NONCES:
+        return value
     rule = policy.name_rule(name, policy.headers, "header")
     if rule is None:
         return policy.scan(value, "header", marks)
@@ -210,8 +217,33 @@ def redact_request_cached(request: RequestParts, policy: Policy, key: bytes) -> 
     return _redact_cached(request, policy, key)
 
 
+SET_COOKIE_RULE = "set-cookie"
+
+
+def _cookie_placeholder(value: str, marks: Placeholders) -> str:
+    """`name=value; attributes` with the value a keyed placeholder, the rest readable."""
+    pair, semicolon, attributes = value.partition(";")
+    name, equals, cookie = pair.partition("=")
+    if not equals:
+        return marks.replace(value, "response", SET_COOKIE_RULE)
+    cookie = cookie.strip()
+    return f"{name}={marks.replace(cookie, 'response', SET_COOKIE_RULE)}{semicolon}{attributes}"
+
+
 def redact_response_headers(
-    headers: Iterable[Sequence[str]], extra: Iterable[str] = ()
+    headers: Iterable[Sequence[str]], extra: Iterable[str] = (), *, key: bytes
 ) -> list[tuple[str, str]]:
-    dropped = DEFAULT_RESPONSE_HEADERS | {name.lower() for name in extra}
-    return [(name, value) for name, value in headers if name.lower() not in dropped]
+    """Response headers as a tape may keep them: a `Set-Cookie` value becomes a keyed
+    placeholder (a branch's own live write still gets its real cookie: proxy/live.py; answers
+    served from the tape drop the placeholder: proxy/sandbox_answers.py), and the tape's extra
+    `redact_headers` are dropped."""
+    dropped = {name.lower() for name in extra} - DEFAULT_RESPONSE_HEADERS
+    marks = Placeholders(key, False)
+    kept = []
+    for name, value in headers:
+        lowered = name.lower()
+        if lowered in DEFAULT_RESPONSE_HEADERS:
+            kept.append((name, _cookie_placeholder(value, marks)))
+        elif lowered not in dropped:
+            kept.append((name, value))
+    return kept

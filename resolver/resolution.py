@@ -74,7 +74,9 @@ class Resolver:
         self.max_body_bytes = max_body_bytes
         self.lease_seconds = lease_seconds
         self.cache = cache if cache is not None else AnswerCache()
-        self.simulator = SimulatorClient(store, max_body_bytes=max_body_bytes)
+        self.simulator = SimulatorClient(
+            store, max_body_bytes=max_body_bytes, redaction_key=self.redaction_key
+        )
         self._final_steps = FinalSteps(
             lease_seconds=lease_seconds,
             echoes=echoes if echoes is not None else EchoBook(),

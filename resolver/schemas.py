@@ -13,7 +13,7 @@ import math
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from resolver.errors import BodyTooLarge, InvalidInput
 from resolver.faults import FaultKind
@@ -77,11 +77,20 @@ class Strict(BaseModel):
 
 
 class Rule(Strict):
-    method: str = Field(min_length=1, max_length=20)
+    method: str = Field(default="*", min_length=1, max_length=20)
     host: str | None = None
-    path: str = Field(min_length=1)
+    path: str | None = Field(default=None, min_length=1)
+    # A glob over the operation a protocol profile found (`tools/call write_note`,
+    # `query GetUser`, `/pkg.Service/Method`): resolver/operations.py.
+    operation: str | None = Field(default=None, min_length=1, max_length=500)
     reads: list[str] = []
     writes: list[str] = []
+
+    @model_validator(mode="after")
+    def _target(self) -> Rule:
+        if self.path is None and self.operation is None:
+            raise ValueError("a rule needs a path, an operation, or both")
+        return self
 
 
 class FaultRuleConfig(Strict):
@@ -131,6 +140,14 @@ class TapeConfig(Strict):
     prices: dict[str, float] = {}
     # Let asks reach cloud metadata addresses (169.254.169.254, …): resolver/forbidden_targets.
     allow_metadata_addresses: bool = False
+    # Protocol profiles pinned or switched off per host (or "*"): resolver/protocol_profiles.py.
+    protocols: dict[str, Literal["jsonrpc", "mcp", "graphql", "grpc", "off"]] = {}
+    # MCP tools classified by the tape, overriding the server's readOnlyHint either way.
+    mcp_tools: dict[str, Literal["read", "write"]] = {}
+    # Sandbox identity beyond Mcp-Session-Id (resolver/sandbox_identity.py): request headers
+    # and cookies that select a branch's sandbox, never keyed, never stored in clear.
+    sandbox_headers: list[str] = []
+    sandbox_cookies: list[str] = []
 
     @field_validator("name")
     @classmethod
@@ -251,7 +268,7 @@ class RecordRequest(BaseModel):
     ticket: str = Field(min_length=1, max_length=64)
     response: ResponseIn | None = None
     error: UpstreamError | None = None
-    passthrough: Literal["streamed", "too-large", "websocket"] | None = None
+    passthrough: Literal["streamed", "too-large", "websocket", "sandbox"] | None = None
     # The head of a stream being recorded while it flows: answers the stored header form.
     head: ResponseHead | None = None
     # The live call happened but its answer cannot be recorded (the reason, for the report).

@@ -34,9 +34,9 @@ NEAREST_SENT = 3
 
 
 class SimulatorClient:
-    def __init__(self, store: Store, *, max_body_bytes: int) -> None:
+    def __init__(self, store: Store, *, max_body_bytes: int, redaction_key: bytes) -> None:
         self.store = store
-        self.recorder = Recorder(store, max_body_bytes=max_body_bytes)
+        self.recorder = Recorder(store, max_body_bytes=max_body_bytes, redaction_key=redaction_key)
         self.max_body_bytes = max_body_bytes
 
     def answer(self, ask: Ask, ticket: str) -> tuple[Decision, WireResponse]:

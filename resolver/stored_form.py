@@ -16,6 +16,7 @@ from typing import Any
 from resolver.echoes import Secrets, scrub_response
 from resolver.errors import InvalidInput
 from resolver.redaction import redact_response_headers
+from resolver.sandbox_identity import stored_response_headers
 from resolver.schemas import RecordRequest
 from store import exchanges
 from store.claims import Pending
@@ -40,10 +41,19 @@ def check_latin1_headers(headers: list[tuple[str, str]], field: str) -> None:
 
 
 def stored_form(
-    tape: Tape | TapeRef, headers: list[tuple[str, str]], body: bytes, echoed: Secrets
+    tape: Tape | TapeRef,
+    headers: list[tuple[str, str]],
+    body: bytes,
+    echoed: Secrets,
+    *,
+    redaction_key: bytes,
 ) -> tuple[list[list[str]], bytes]:
-    """Headers redacted by the tape's rules, then headers and body scrubbed of echoes."""
-    kept = redact_response_headers(headers, tape.config.get("redact_headers", []))
+    """Headers redacted by the tape's rules (a `Set-Cookie` value a keyed placeholder), sandbox
+    identity marked (never kept in clear), then headers and body scrubbed of echoes."""
+    kept = redact_response_headers(
+        headers, tape.config.get("redact_headers", []), key=redaction_key
+    )
+    kept = stored_response_headers(kept, tape.config)
     stored_headers, stored_body, _echoes = scrub_response(kept, body, echoed)
     return stored_headers, stored_body
 
@@ -55,6 +65,8 @@ def exchange_content(
     wire: RecordRequest,
     body: bytes,
     echoed: Secrets,
+    *,
+    redaction_key: bytes,
 ) -> tuple[exchanges.ExchangeContent, bytes]:
     """What the exchange will hold (redacted, echoes scrubbed), and its stored body.
 
@@ -72,7 +84,9 @@ def exchange_content(
     }
     stored = b""
     if wire.response is not None:
-        headers, stored = stored_form(tape, wire.response.headers, body, echoed)
+        headers, stored = stored_form(
+            tape, wire.response.headers, body, echoed, redaction_key=redaction_key
+        )
         content.update(
             response_status=wire.response.status,
             response_headers=headers,

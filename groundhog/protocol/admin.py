@@ -62,6 +62,10 @@ class TapeInfo(Extensible):
     record_transport_failures: bool = False
     prices: dict[str, float] = field(default_factory=dict)
     allow_metadata_addresses: bool = False
+    protocols: dict[str, str] = field(default_factory=dict)
+    mcp_tools: dict[str, str] = field(default_factory=dict)
+    sandbox_headers: list[str] = field(default_factory=list)
+    sandbox_cookies: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

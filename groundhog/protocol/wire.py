@@ -16,6 +16,11 @@ from typing import NotRequired, TypedDict
 HeaderPairs = list[list[str]]
 
 
+# HTTP/2 trailers (gRPC's `grpc-status`) travel and are stored as header pairs named with this
+# prefix after the head's, so a shared answer can end with the trailers the world sent.
+TRAILER_PREFIX = "groundhog-trailer:"
+
+
 class WireResponse(TypedDict):
     """Status, ordered header pairs and base64 body; in a `/v1/record` answer a `None` body
     means "the body you sent"."""

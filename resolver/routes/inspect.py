@@ -11,6 +11,7 @@ from resolver.audit import audit_document, audit_tape
 from resolver.auth import require_admin
 from resolver.errors import NotFound
 from resolver.policy import Decision
+from resolver.protocol_report import protocol_summary
 from resolver.redaction_report import redaction_summary
 from resolver.routes.tapes import find_tape, store_of
 from resolver.schemas import check_branch_path, encode_base64
@@ -112,6 +113,7 @@ def report(tape: str, request: Request) -> dict[str, Any]:
         result = signed_report(found, session=session)
         result["redaction"] = redaction_summary(found.id, found.config, session=session)
         result["costs"] = cost_section(found, session=session)
+        result["protocols"] = protocol_summary(found.id, found.config, session=session)
         return result
 
 

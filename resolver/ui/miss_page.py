@@ -14,6 +14,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
 from resolver.errors import NotFound
+from resolver.keys import KEY_VERSION
 from resolver.near_miss import Recording, explain
 from resolver.routes.tapes import find_tape
 from resolver.schemas import check_branch_path
@@ -51,7 +52,7 @@ def show_miss(
             raise NotFound(f"branch {branch!r} of tape {tape!r} has no event {seq}")
         event = rows[0]
         same = nearby.readable_key(found.id, event.key_hash, session=session)
-        asked = same or f"v1 {event.method} {event.url}"
+        asked = same or f"{KEY_VERSION} {event.method} {event.url}"
         host = (urlsplit(event.url).hostname or "").lower()
         candidates = nearby.recorded_addresses(found.id, event.method, host, session=session)
     recorded = {

@@ -8,7 +8,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from bench.proxy_load import interleaved, load, proxy_with_identity, urls_for
+from bench.proxy_load import interleaved, load, post_tool_call, proxy_with_identity, urls_for
 from bench.proxy_stack import BODY
 from tests.bench.proxy_support import with_fixed_server
 
@@ -57,3 +57,26 @@ def test_interleaved_conditions_take_turns_over_slices_of_every_clients_urls() -
     measured = asyncio.run(with_fixed_server(BODY, exercise))
     assert set(measured) == {"first", "second"}
     assert all(numbers["requests"] == 12 for numbers in measured.values())
+
+
+def test_tool_calls_post_a_jsonrpc_call_naming_the_url_with_a_fresh_id_each() -> None:
+    seen: list[dict] = []
+
+    async def handle(request: web.Request) -> web.Response:
+        seen.append(await request.json())
+        return web.Response(text="{}")
+
+    async def run() -> dict[str, dict[str, float]]:
+        app = web.Application()
+        app.router.add_post("/{tail:.*}", handle)
+        async with TestServer(app, host="127.0.0.1") as server:
+            base = str(server.make_url("")).rstrip("/")
+            return await interleaved(
+                [("mcp", [None])], [[f"{base}/a", f"{base}/b"]], 2, post_tool_call
+            )
+
+    measured = asyncio.run(run())
+    assert measured["mcp"]["requests"] == 2
+    assert [call["params"]["arguments"]["url"].rsplit("/", 1)[1] for call in seen] == ["a", "b"]
+    assert {call["method"] for call in seen} == {"tools/call"}
+    assert seen[0]["id"] != seen[1]["id"]

@@ -13,6 +13,7 @@ from mitmproxy.proxy import server_hooks
 from mitmproxy.test import taddons, tflow
 
 from proxy.addon import GroundhogAddon
+from proxy.websocket_tape import RECORDING
 from tests.proxy.live_script import b64, recording_script
 from tests.proxy.stub_resolver import StubResolver
 from tests.proxy.upstream_server import AcceptCounter
@@ -221,7 +222,10 @@ def test_declared_large_request_body_streams_natively_and_is_reported() -> None:
     assert flow.response.stream is True
 
 
-def test_websocket_upgrade_is_native_passthrough_and_reported() -> None:
+@pytest.mark.parametrize("status", [101, 403])
+def test_a_websocket_is_recorded_when_it_ends_and_a_refused_upgrade_is_passthrough(
+    status: int,
+) -> None:
     flow = make_flow(
         "http://127.0.0.1:1/ws",
         headers={"X-Groundhog-Tape": "t", "X-Groundhog-Branch": "root", "Upgrade": "websocket"},
@@ -234,7 +238,7 @@ def test_websocket_upgrade_is_native_passthrough_and_reported() -> None:
                 context.configure(addon, groundhog_resolver_url=resolver.url)
                 await addon.request(flow)
                 assert flow.response is None  # mitmproxy forwards it itself
-                flow.response = http.Response.make(101, b"", {"Upgrade": "websocket"})
+                flow.response = http.Response.make(status, b"", {"Upgrade": "websocket"})
                 await addon.responseheaders(flow)
                 await addon.response(flow)
                 await addon.error(flow)  # a later close must not report twice
@@ -242,8 +246,12 @@ def test_websocket_upgrade_is_native_passthrough_and_reported() -> None:
 
         asyncio.run(go())
         records = [payload for route, payload, _ in resolver.received if route == "/v1/record"]
-    assert records == [{"ticket": "t-1", "passthrough": "websocket"}]
-    assert flow.response.headers["X-Groundhog-Decision"] == "passthrough"
+    if status == 101:  # the conversation is recorded by proxy/websocket_tape.py when it ends
+        assert records == [] and RECORDING in flow.metadata
+        assert flow.response.headers["X-Groundhog-Decision"] == "recorded"
+    else:
+        assert records == [{"ticket": "t-1", "passthrough": "websocket"}]
+        assert flow.response.headers["X-Groundhog-Decision"] == "passthrough"
 
 
 def test_proxy_token_is_sent_as_bearer() -> None:

@@ -16,16 +16,25 @@ from tests.proxy.clients import Reply, proxy_url, with_requests
 from tests.proxy.stack import Stack, running_stack
 from tests.proxy.upstream_server import AcceptCounter, Upstream
 from tests.proxy.websocket_server import EchoWebSocketServer
-from tests.support.servers import free_port
+from tests.support.servers import free_port, wait_until
 
 
-def ask(stack: Stack, tape: str, branch: str, url: str, method: str = "GET", body: bytes = b""):
+def ask(
+    stack: Stack,
+    tape: str,
+    branch: str,
+    url: str,
+    method: str = "GET",
+    body: bytes = b"",
+    headers: dict[str, str] | None = None,
+):
     with requests.Session() as session:
         session.trust_env = False
         answer = session.request(
             method,
             url,
             data=body or None,
+            headers=headers,
             proxies={
                 scheme: proxy_url(stack.proxy.port, tape, branch) for scheme in ("http", "https")
             },
@@ -238,8 +247,9 @@ def test_proxy_token_is_required_and_sent(tmp_path: Path, upstream: Upstream) ->
     assert upstream.state.count("/ok") == 1
 
 
-def test_websocket_passes_through_and_is_counted(stack: Stack, upstream_cert) -> None:
-    # wss through a CONNECT tunnel, as real clients do (mitmproxy refuses absolute ws:// URLs).
+def test_a_websocket_is_recorded_as_a_conversation(stack: Stack, upstream_cert) -> None:
+    # wss through a CONNECT tunnel, as real clients do (mitmproxy refuses absolute ws:// URLs);
+    # sharing and replay: tests/proxy/test_websocket_tape.py.
     tape = stack.open_tape()
     server = EchoWebSocketServer(upstream_cert)
     trust_proxy = ssl.create_default_context(cafile=str(stack.ca))
@@ -262,10 +272,20 @@ def test_websocket_passes_through_and_is_counted(stack: Stack, upstream_cert) ->
     finally:
         server.stop()
     assert echoed == "echo:hi"
-    assert decision == "passthrough"
+    assert decision == "recorded"
     assert server.upgrades == 1
-    report = stack.admin("GET", f"/v1/tapes/{tape}/report").json()
-    assert report["totals"]["passthrough"] == 1
+
+    def recorded_events() -> list:
+        route = f"/v1/tapes/{tape}/events"
+        found = stack.admin("GET", route, params={"branch": "root"}).json()["events"]
+        return [event for event in found if event["exchange_id"] is not None]
+
+    # The conversation is recorded when it ends, after the client has closed it.
+    wait_until(recorded_events, what="the conversation recorded")
+    (event,) = recorded_events()
+    assert event["status"] == 101
+    stored = stack.admin("GET", f"/v1/tapes/{tape}/exchanges/{event['exchange_id']}").json()
+    assert stored["response"]["status"] == 101
 
 
 def test_cooperative_headers_reach_only_cooperative_hosts(stack: Stack, upstream: Upstream) -> None:

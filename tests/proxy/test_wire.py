@@ -6,12 +6,14 @@ import base64
 
 from mitmproxy import http
 
+from groundhog.protocol.wire import TRAILER_PREFIX
 from proxy.wire import (
     add_upstream_headers,
     fields_from_pairs,
     pairs_from_fields,
     resolve_payload,
     response_from_payload,
+    response_payload,
     strip_private_headers,
 )
 
@@ -65,3 +67,16 @@ def test_served_response_is_exactly_the_recorded_one() -> None:
         (b"Set", b"1"),
         (b"Set", b"2"),
     )
+
+
+def test_trailers_travel_after_the_head_and_come_back_as_trailers() -> None:
+    trailers = http.Headers([(b"grpc-status", b"0"), (b"grpc-message", b"")])
+    payload = response_payload(200, [(b"content-type", b"application/grpc")], b"\x00", trailers)
+    assert payload["headers"][1:] == [
+        [TRAILER_PREFIX + "grpc-status", "0"],
+        [TRAILER_PREFIX + "grpc-message", ""],
+    ]
+    served = response_from_payload(payload)
+    assert served.headers.fields == ((b"content-type", b"application/grpc"),)
+    assert served.trailers is not None and served.trailers["grpc-status"] == "0"
+    assert response_from_payload(response_payload(200, [], b"")).trailers is None

@@ -100,6 +100,22 @@ class _Handler(BaseHTTPRequestHandler):
             size = int(query.get("size", ["1024"])[0])
             self._send(200, b"x" * size, [("Content-Type", "application/octet-stream")])
             return
+        if url.path == "/login":
+            # A fresh session per call, as a world that keeps each sandbox behind a cookie.
+            sid = f"sid-{number}"
+            self._send(200, json.dumps({"sid": sid}).encode(), [("Set-Cookie", f"sid={sid}")])
+            return
+        if url.path == "/visit":
+            # A read that sets a cookie: the recording branch's cookie must reach no sibling.
+            headers = [("Set-Cookie", f"visit=v-{number}; Path=/; HttpOnly")]
+            self._send(200, json.dumps({"visit": number}).encode(), headers)
+            return
+        if url.path == "/v1/chat/completions":
+            self._send_completion(body, number)
+            return
+        if url.path == "/rpc":
+            self._send_jsonrpc(body, number)
+            return
         if url.path == "/sse":
             payload = b"data: one\n\ndata: two\n\n"
             self._send(200, payload, [("Content-Type", "text/event-stream")])
@@ -117,6 +133,45 @@ class _Handler(BaseHTTPRequestHandler):
             json.dumps(answer).encode(),
             [("Content-Type", "application/json"), ("X-Dup", "a"), ("X-Dup", "b")],
         )
+
+    def _send_completion(self, body: bytes, number: int) -> None:
+        """An OpenAI-style chat completion naming the call's number (streamed when asked)."""
+        asked = json.loads(body)
+        text = f"answer {number} from {self.server.name}"
+        base = {"id": f"chatcmpl-{number}", "created": 0, "model": asked["model"]}
+        if not asked.get("stream"):
+            message = {"role": "assistant", "content": text}
+            completion = {
+                **base,
+                "object": "chat.completion",
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            }
+            self._send(200, json.dumps(completion).encode(), [("Content-Type", "application/json")])
+            return
+        events = b""
+        for word, finish in ((text, None), ("", "stop")):
+            delta = {"content": word} if word else {}
+            choice = {"index": 0, "delta": delta, "finish_reason": finish}
+            chunk = {**base, "object": "chat.completion.chunk", "choices": [choice]}
+            events += b"data: " + json.dumps(chunk).encode() + b"\n\n"
+        self._send(200, events + b"data: [DONE]\n\n", [("Content-Type", "text/event-stream")])
+
+    def _send_jsonrpc(self, body: bytes, number: int) -> None:
+        """JSON-RPC answers (a batch: one per call) naming the calls' ids; `404` for the
+        session `gone`, as an MCP server answers for a session it ended."""
+        if self.headers.get("Mcp-Session-Id") == "gone":
+            self._send(404, b'{"error": "Session not found"}', [])
+            return
+        calls = json.loads(body)
+        answers = [
+            {"jsonrpc": "2.0", "id": call["id"], "result": {"number": number}}
+            for call in (calls if isinstance(calls, list) else [calls])
+        ]
+        payload = answers if isinstance(calls, list) else answers[0]
+        headers = [("Content-Type", "application/json")]
+        if self.headers.get("Mcp-Session-Id"):
+            headers.append(("Mcp-Session-Id", self.headers["Mcp-Session-Id"]))
+        self._send(200, json.dumps(payload).encode(), headers)
 
     def _send(self, status: int, body: bytes, headers: list[tuple[str, str]]) -> None:
         self.send_response(status)

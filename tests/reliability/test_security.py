@@ -34,7 +34,7 @@ def test_secrets_never_reach_the_store_or_logs(secrets_and_ca: dict[str, Any]) -
     figures = secrets_and_ca["secrets"]
     assert figures["world_received_them"], "the secrets must really pass through"
     assert figures["world_sets_cookie"], "the world must really send a cookie"
-    # Recorder and sibling alike are served the stored form, which has no Set-Cookie.
+    # Recorder and sibling alike get the stored form, whose Set-Cookie placeholder is not served.
     assert not figures["recorder_received_set_cookie"], figures
     assert not figures["sibling_received_set_cookie"], figures
     assert figures["store_bytes_searched"] > 0

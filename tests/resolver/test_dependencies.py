@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import json
 
-from resolver.dependencies import classify, match_rule, recorded_writes, response_hints
+from resolver.dependencies import (
+    classify,
+    match_rule,
+    recorded_writes,
+    response_hints,
+    session_resource,
+)
+from resolver.operations import Call, Operation, Profile
 from resolver.policy import DependencyModel
+from resolver.protocol_profiles import detect_operation
 from resolver.request import RequestParts
 
 
@@ -122,3 +130,54 @@ def test_write_resources_come_from_the_response_for_hints() -> None:
     assert response_hints([["Content-Type", "x"]]) is None
     assert response_hints([["X-Groundhog-Reads", ""]]) == ("", "")
     assert response_hints([["X-Groundhog-Writes", "doc:1"]]) == (None, "doc:1")
+
+
+def _mcp_post(body: bytes) -> RequestParts:
+    json_type = (("content-type", "application/json"),)
+    return RequestParts("POST", "http", "tools.example", 80, "/mcp", headers=json_type, body=body)
+
+
+def _mcp_call(tool: str, note: str = "") -> RequestParts:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": {"note": note}},
+    }
+    return _mcp_post(json.dumps(body).encode())
+
+
+def test_operations_decide_read_or_write_and_rules_match_them() -> None:
+    search, write = _mcp_call("search"), _mcp_call("write_note", "n1")
+    op_search, op_write = detect_operation(search), detect_operation(write)
+    closure = DependencyModel.CLOSURE
+    assert classify(search, closure, operation=op_search).is_write
+    read = classify(search, closure, operation=op_search, read_only_tools=frozenset({"search"}))
+    assert not read.is_write and read.reads == {"host:tools.example"}
+    rules = [
+        {"operation": "tools/call write_*", "writes": ["notes:{body.params.arguments.note}"]},
+        {"operation": "tools/call read_notes", "reads": ["notes:n1"]},
+    ]
+    written = classify(write, DependencyModel.RULES, rules=rules, operation=op_write)
+    assert written.is_write and written.writes == {"notes:n1", "host:tools.example"}
+    # A rule naming an operation never matches a request no profile read.
+    plain = RequestParts("POST", "http", "tools.example", 80, "/mcp")
+    assert classify(plain, DependencyModel.RULES, rules=rules).writes == {"host:tools.example"}
+
+
+def test_a_session_operation_is_live_but_writes_no_shared_resource() -> None:
+    initialize = Operation(Profile.MCP, "initialize", calls=(Call("initialize"),))
+    request = _mcp_call("x")
+    found = classify(request, DependencyModel.CLOSURE, operation=initialize)
+    assert found.is_write and found.reads == frozenset()
+    assert found.writes == {session_resource(request)} != {"host:tools.example"}
+
+
+def test_an_unreadable_jsonrpc_body_is_an_opaque_write_whatever_the_rules_say() -> None:
+    broken = _mcp_post(b'{"jsonrpc": "2.0", "method": "tools/list"')
+    operation = detect_operation(broken)
+    assert operation is not None and operation.failed
+    rules = [{"operation": "*", "reads": ["everything"]}]
+    found = classify(broken, DependencyModel.RULES, rules=rules, operation=operation)
+    assert found.is_write
+    assert classify(broken, DependencyModel.CLOSURE, operation=operation).is_write

@@ -51,7 +51,7 @@ def test_credentials_in_headers_url_and_key_are_replaced_and_cookies_dropped(
     url = f"https://api.example/v1/search?q=cats&api_key={SECRET}"
     tape_id = _import_one(
         store,
-        key_readable=f"v2 GET {url}",
+        key_readable=f"v3 GET {url}",
         request_url=url,
         request_headers=[["Authorization", f"Bearer {SECRET}"], ["Accept", "*/*"]],
         response_headers=[["Set-Cookie", "sid=abc"], ["Content-Type", "text/plain"]],

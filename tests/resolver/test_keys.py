@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from resolver.content_coding import decode_content
 from resolver.keys import canonical_body, request_key
+from resolver.protocol_profiles import detect_operation
 from resolver.request import RequestParts
 
 
@@ -22,7 +23,7 @@ def parts(**changes: object) -> RequestParts:
 
 def test_readable_form_is_versioned_and_normalised() -> None:
     key = request_key(parts())
-    assert key.readable == "v2 GET https://api.example.com/s?a=1&b=2"
+    assert key.readable == "v3 GET https://api.example.com/s?a=1&b=2"
     assert len(key.hash) == 64
 
 
@@ -137,4 +138,23 @@ def test_key_ignores_order_and_never_crashes(query, document, seed, body) -> Non
     other = base.with_changes(query=tuple(shuffled), body=other_body)
     assert request_key(base) == request_key(other)
     raw = request_key(base.with_changes(body=body))  # arbitrary bytes: keyed, not a crash
-    assert raw.readable.startswith("v2 POST ")
+    assert raw.readable.startswith("v3 POST ")
+
+
+def test_the_jsonrpc_id_leaves_the_key_and_the_operation_is_named() -> None:
+    def key_of(call_id: object) -> str:
+        body = {"jsonrpc": "2.0", "id": call_id, "method": "tools/list"}
+        parts = RequestParts(
+            "POST",
+            "http",
+            "t.example",
+            80,
+            "/mcp",
+            headers=(("content-type", "application/json"),),
+            body=json.dumps(body).encode(),
+        )
+        return request_key(parts, operation=detect_operation(parts)).readable
+
+    assert key_of(1) == key_of("abc")
+    assert " op:mcp tools/list " in key_of(1)
+    assert '"id"' not in key_of(1)

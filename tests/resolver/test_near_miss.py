@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from resolver.near_miss import Difference, Recording, differences, explain, parse_key
+from resolver.near_miss import (
+    Difference,
+    Recording,
+    differences,
+    explain,
+    other_key_versions,
+    parse_key,
+)
 
 BASE = "v1 GET https://api.test/docs/1/view?lang=en&q=solar"
 
@@ -106,3 +113,27 @@ def test_the_same_key_explains_occurrence_or_fingerprint() -> None:
     assert "occurrence 2 is not recorded (recorded: 0, 1)" in beyond.summary
     (written,) = explain(BASE, recorded, occurrence=1, fingerprint="abc")
     assert "fingerprint ''" in written.summary and "asked 'abc'" in written.summary
+
+
+def test_the_operation_label_is_taken_apart_from_headers_and_body() -> None:
+    key = (
+        'v3 POST http://t.example/mcp op:mcp tools/call search headers:[["accept","a"]] '
+        'body:{"method":"tools/call"}'
+    )
+    parts = parse_key(key)
+    assert parts.version == "v3" and parts.operation == "mcp tools/call search"
+    assert parts.headers == (("accept", "a"),) and parts.body == '{"method":"tools/call"}'
+    other = key.replace("tools/call search", "tools/call write_note")
+    assert diff(key, other) == [
+        Difference("operation", "", "mcp tools/call search", "mcp tools/call write_note")
+    ]
+
+
+def test_a_key_of_another_version_says_the_tape_must_be_re_recorded() -> None:
+    older = BASE
+    current = BASE.replace("v1 ", "v3 ", 1)
+    found = diff(current, older)
+    assert found == [Difference("version", "", "v3", "v1")]
+    assert "re-record it" in found[0].describe()
+    assert other_key_versions(current, [older, current, "v2 GET https://x/"]) == ["v1", "v2"]
+    assert other_key_versions(current, [current]) == []

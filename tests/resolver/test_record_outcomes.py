@@ -84,6 +84,9 @@ def answered(body: bytes) -> RecordRequest:
     return RecordRequest(ticket="t", response=response)
 
 
+KEY = b"k" * 32
+
+
 def test_the_first_answer_is_stored_and_a_later_one_is_served_the_winners_bytes(
     store: Store,
 ) -> None:
@@ -91,13 +94,17 @@ def test_the_first_answer_is_stored_and_a_later_one_is_served_the_winners_bytes(
     with unit_of_work(store) as unit:
         tape = find_tape_ref(pending.tape_id, session=unit.connection)
         assert tape is not None
-        first = store_answer(unit, pending, tape, answered(b"first"), b"first", ())
+        first = store_answer(
+            unit, pending, tape, answered(b"first"), b"first", (), redaction_key=KEY
+        )
         assert first.recorded and first.decision == "recorded"
         # Byte-identical to what the proxy sent: not repeated back.
         assert first.response == {"status": 200, "headers": [["X-A", "1"]], "body": None}
     late = replace(pending, ticket="late")  # another fetcher of the same address, later
     with unit_of_work(store) as unit:
-        second = store_answer(unit, late, tape, answered(b"second"), b"second", ())
+        second = store_answer(
+            unit, late, tape, answered(b"second"), b"second", (), redaction_key=KEY
+        )
     assert not second.recorded and second.decision == "shared"
     assert second.exchange_id == first.exchange_id
     assert second.response is not None and second.response["body"] is not None
@@ -115,7 +122,7 @@ def test_a_transport_failure_is_a_502_unless_a_read_was_recorded_meanwhile(store
     assert not failed.recorded
     assert failed.response is not None and failed.response["status"] == 502
     with unit_of_work(store) as unit:
-        won = store_answer(unit, pending, tape, answered(b"won"), b"won", ())
+        won = store_answer(unit, pending, tape, answered(b"won"), b"won", (), redaction_key=KEY)
         shared = upstream_failed(unit, replace(pending, ticket="late"), tape, failure)
         write = upstream_failed(unit, replace(pending, is_write=True), tape, failure)
     assert (shared.decision, shared.exchange_id) == ("shared", won.exchange_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import sys
 
 from resolver.keys import request_key
@@ -186,9 +187,29 @@ def test_ordinary_requests_are_untouched() -> None:
     assert redacted.request == request and not redacted.findings
 
 
-def test_response_set_cookie_dropped_with_order_and_duplicates_kept() -> None:
-    headers = [("A", "1"), ("Set-Cookie", "s=1"), ("B", "2"), ("B", "3"), ("set-cookie", "t")]
-    assert redact_response_headers(headers) == [("A", "1"), ("B", "2"), ("B", "3")]
+def test_response_set_cookie_values_are_keyed_placeholders_with_order_and_duplicates_kept() -> None:
+    headers = [
+        ("A", "1"),
+        ("Set-Cookie", "sid=abc123; Path=/; HttpOnly"),
+        ("B", "2"),
+        ("B", "3"),
+        ("set-cookie", "bare-value"),
+        ("X-Private", "p"),
+    ]
+    kept = redact_response_headers(headers, ["x-private"], key=KEY)
+    placeholder = re.compile(r"\[redacted:set-cookie:[0-9a-f]+\]")
+    assert [name for name, _value in kept] == ["A", "Set-Cookie", "B", "B", "set-cookie"]
+    cookie, bare = kept[1][1], kept[4][1]
+    assert "abc123" not in cookie and "bare-value" not in bare
+    name, rest = cookie.split("=", 1)
+    value, attributes = rest.split(";", 1)
+    assert name == "sid" and placeholder.fullmatch(value) and attributes == " Path=/; HttpOnly"
+    assert placeholder.fullmatch(bare)
+    # Keyed: the same cookie the same placeholder, another cookie or another key not.
+    assert redact_response_headers(headers, key=KEY)[1][1] == cookie
+    other = redact_response_headers([("Set-Cookie", "sid=zzz; Path=/")], key=KEY)[0][1]
+    assert other.split(";")[0] != cookie.split(";")[0]
+    assert redact_response_headers(headers, key=b"x" * 32)[1][1] != cookie
 
 
 def test_json_nested_past_the_recursion_limit_is_scanned_as_text() -> None:

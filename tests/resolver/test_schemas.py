@@ -1,4 +1,5 @@
-"""The resolver's request models are held to the internal protocol's declared shapes.
+"""The resolver's request models are held to the internal protocol's declared shapes, and the
+tape config's operation rules, protocol pins, tool overrides and sandbox identity validate.
 
 `groundhog/protocol/wire.py` declares the proxy↔resolver JSON once (the proxy builds its bodies
 from it); `resolver/schemas.py` validates them. A field added to one and not the other would be
@@ -9,8 +10,11 @@ from __future__ import annotations
 
 from typing import get_type_hints
 
+import pytest
+from pydantic import ValidationError
+
 from groundhog.protocol.wire import ResolveAsk
-from resolver.schemas import ResolveRequest
+from resolver.schemas import ResolveRequest, TapeConfig
 
 
 def test_resolve_request_has_exactly_the_wire_fields() -> None:
@@ -37,3 +41,24 @@ def test_a_wire_resolve_body_validates_field_for_field() -> None:
         "query": [("q", "solar")],
         "headers": [("Accept", "application/json")],
     }
+
+
+def test_a_rule_names_a_path_an_operation_or_both() -> None:
+    config = TapeConfig(name="t", rules=[{"operation": "tools/call write_*", "writes": ["n"]}])
+    assert config.rules[0].method == "*" and config.rules[0].path is None
+    with pytest.raises(ValidationError, match="a path, an operation, or both"):
+        TapeConfig(name="t", rules=[{"method": "POST", "reads": ["x"]}])
+
+
+def test_protocol_pins_and_tool_kinds_take_known_words_only() -> None:
+    config = TapeConfig(
+        name="t",
+        protocols={"api.example": "graphql", "*": "off"},
+        mcp_tools={"search": "read"},
+        sandbox_cookies=["sid"],
+    )
+    assert config.protocols["*"] == "off"
+    with pytest.raises(ValidationError):
+        TapeConfig(name="t", protocols={"api.example": "soap"})
+    with pytest.raises(ValidationError):
+        TapeConfig(name="t", mcp_tools={"search": "maybe"})

@@ -181,7 +181,11 @@ def resolving(
 
 
 def _client(resolving: Resolving, max_body_bytes: int = MAX_BODY_BYTES) -> SimulatorClient:
-    return SimulatorClient(resolving.resolver.store, max_body_bytes=max_body_bytes)
+    return SimulatorClient(
+        resolving.resolver.store,
+        max_body_bytes=max_body_bytes,
+        redaction_key=resolving.resolver.redaction_key,
+    )
 
 
 def _body(response: WireResponse) -> bytes:

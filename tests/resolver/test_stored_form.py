@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from resolver.errors import InvalidInput
+from resolver.redaction_rules import Placeholders
 from resolver.schemas import RecordRequest, ResponseIn, UpstreamError
 from resolver.stored_form import check_latin1_headers, exchange_content, stored_form
 from store.claims import Pending
@@ -19,6 +20,9 @@ from store.unit import unit_of_work
 
 SECRET = "sk-live-0123456789abcdef"
 ECHOED = ((SECRET, "<redacted:api-key>"),)
+KEY = b"k" * 32
+# The stored form of the cookie value "1" under KEY (its shape: tests/resolver/test_redaction.py).
+COOKIE_PLACEHOLDER = Placeholders(KEY, False).replace("1", "response", "set-cookie")
 
 
 def tape(**config: object) -> TapeRef:
@@ -50,13 +54,19 @@ def test_the_stored_form_drops_redacted_headers_then_scrubs_echoes() -> None:
         ("Content-Type", "text/plain"),
     ]
     body = f"you sent {SECRET}".encode()
-    kept, stored = stored_form(tape(redact_headers=["x-session"]), headers, body, ECHOED)
-    assert kept == [["X-Echo", "key=<redacted:api-key>"], ["Content-Type", "text/plain"]]
+    kept, stored = stored_form(
+        tape(redact_headers=["x-session"]), headers, body, ECHOED, redaction_key=KEY
+    )
+    assert kept == [
+        ["Set-Cookie", f"s={COOKIE_PLACEHOLDER}"],
+        ["X-Echo", "key=<redacted:api-key>"],
+        ["Content-Type", "text/plain"],
+    ]
     assert stored == b"you sent <redacted:api-key>"
 
 
 def test_without_echoes_the_body_is_kept_as_sent() -> None:
-    kept, stored = stored_form(tape(), [("X-A", "1")], b"body", ())
+    kept, stored = stored_form(tape(), [("X-A", "1")], b"body", (), redaction_key=KEY)
     assert (kept, stored) == ([["X-A", "1"]], b"body")
 
 
@@ -98,7 +108,9 @@ def test_an_answers_content_holds_the_request_and_the_stored_response(store: Sto
     )
     wire = RecordRequest(ticket="t1", response=response)
     with unit_of_work(store) as unit:
-        content, stored = exchange_content(unit, PENDING, tape(), wire, body, ECHOED)
+        content, stored = exchange_content(
+            unit, PENDING, tape(), wire, body, ECHOED, redaction_key=KEY
+        )
     assert stored == b"echo <redacted:api-key>"
     assert (content.key_readable, content.request_method, content.request_url) == (
         "v1 GET https://h/x",
@@ -106,7 +118,10 @@ def test_an_answers_content_holds_the_request_and_the_stored_response(store: Sto
         "https://h/x",
     )
     assert content.request_headers == [["Accept", "*/*"]] and content.request_body_sha == "b" * 64
-    assert (content.response_status, content.response_headers) == (201, [["X-A", "1"]])
+    assert (content.response_status, content.response_headers) == (
+        201,
+        [["Set-Cookie", f"s={COOKIE_PLACEHOLDER}"], ["X-A", "1"]],
+    )
     assert content.response_body_sha == sha256_hex(stored)
     assert content.error_kind is None
     with unit_of_work(store) as unit:  # the stored body, not the live one, is in the blobs
@@ -116,7 +131,7 @@ def test_an_answers_content_holds_the_request_and_the_stored_response(store: Sto
 def test_a_transport_failure_is_kept_as_its_kind_and_message(store: Store) -> None:
     wire = RecordRequest(ticket="t1", error=UpstreamError(kind="reset", message="peer reset"))
     with unit_of_work(store) as unit:
-        content, stored = exchange_content(unit, PENDING, tape(), wire, b"", ())
+        content, stored = exchange_content(unit, PENDING, tape(), wire, b"", (), redaction_key=KEY)
     assert stored == b""
     assert (content.error_kind, content.error_message) == ("reset", "peer reset")
     assert content.response_status is None and content.response_body_sha is None

@@ -1,0 +1,77 @@
+"""Drive the official MCP client (streamable HTTP) through the proxy as one branch.
+
+Each branch is one `ClientSession` over its own httpx client, whose proxy is Groundhog's and
+whose headers name the tape and branch. Every HTTP answer's decision is logged with the
+JSON-RPC operation it answered, so a test can say which calls went live and which were shared.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+import httpx
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from groundhog.protocol.headers import BRANCH, DECISION, TAPE
+
+
+@dataclass
+class Branch:
+    """One branch's MCP session and what its HTTP answers were decided."""
+
+    name: str
+    session: ClientSession
+    session_id: str | None = None
+    decisions: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def decided(self, operation: str) -> list[str]:
+        return [decision for _method, op, decision in self.decisions if op == operation]
+
+    async def text(self, tool: str, **arguments: object) -> str:
+        result = await self.session.call_tool(tool, arguments)
+        assert not result.isError, f"{self.name}: {tool} failed: {result.content}"
+        block = result.content[0]
+        assert block.type == "text"
+        return block.text
+
+
+def operation_of(request: httpx.Request) -> str:
+    if request.method != "POST":
+        return request.method
+    try:
+        message = json.loads(request.content)
+    except ValueError:
+        return "?"
+    method = message.get("method", "?")
+    if method == "tools/call":
+        return f"tools/call {message['params']['name']}"
+    return method
+
+
+@asynccontextmanager
+async def mcp_branch(proxy_port: int, tape: str, branch: str, url: str) -> AsyncIterator[Branch]:
+    """An initialised MCP session of `branch`; leaving it ends the session (its DELETE)."""
+    log: list[tuple[str, str, str]] = []
+
+    async def note(response: httpx.Response) -> None:
+        decision = response.headers.get(DECISION, "")
+        log.append((response.request.method, operation_of(response.request), decision))
+
+    client = httpx.AsyncClient(
+        proxy=f"http://127.0.0.1:{proxy_port}",
+        headers={TAPE: tape, BRANCH: branch},
+        trust_env=False,
+        timeout=httpx.Timeout(60, read=300),
+        event_hooks={"response": [note]},
+    )
+    async with (
+        client,
+        streamable_http_client(url, http_client=client) as (read, write, session_id),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield Branch(branch, session, session_id(), log)

@@ -1,0 +1,139 @@
+"""MCP tool traffic of a group of sibling branches, end to end (issue 30's "done when").
+
+Four siblings run the official MCP client (streamable HTTP, SSE answers) through the real proxy
+against a per-session FastMCP server, with the tape's default config: each opens its own
+session (a live write), they share the read-only tool's answer (one server call), one branch's
+write tool is seen by its own reads only, each session works to its end whatever the others do,
+and on the sealed tape a new fork replays the conversation with no live call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.proxy.mcp_sessions import Branch, mcp_branch
+from tests.proxy.stack import Stack
+from tests.support.servers import ServerProcess, start_server
+
+
+@pytest.fixture(scope="module")
+def mcp_world() -> Iterator[ServerProcess]:
+    server = start_server(["tests.proxy.mcp_world"], health_path="/calls")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def calls(world: ServerProcess) -> dict[str, int]:
+    return httpx.get(f"{world.url}/calls", timeout=10, trust_env=False).json()
+
+
+async def sibling(
+    stack: Stack,
+    tape: str,
+    branch: str,
+    url: str,
+    *,
+    writer: bool,
+    writer_done: asyncio.Event,
+    searched: asyncio.Barrier,
+) -> tuple[Branch, dict[str, str]]:
+    seen: dict[str, str] = {}
+    async with mcp_branch(stack.proxy.port, tape, branch, url) as me:
+        tools = await me.session.list_tools()
+        assert {tool.name for tool in tools.tools} == {"search", "write_note", "read_notes"}
+        seen["search"] = await me.text("search", query="solar")
+        await searched.wait()  # every sibling asked before anyone writes
+        if writer:
+            assert await me.text("write_note", note=f"from {branch}") == "ok"
+        seen["notes"] = await me.text("read_notes")
+        if not writer:
+            await writer_done.wait()  # the writer's session has ended (its DELETE went out)
+            seen["notes-after"] = await me.text("read_notes")
+            seen["search-after"] = await me.text("search", query="solar")
+    if writer:
+        writer_done.set()
+    return me, seen
+
+
+async def group(stack: Stack, tape: str, branches: list[str], url: str) -> list:
+    writer_done, searched = asyncio.Event(), asyncio.Barrier(len(branches))
+    return await asyncio.gather(
+        *(
+            sibling(
+                stack,
+                tape,
+                branch,
+                url,
+                writer=index == 0,
+                writer_done=writer_done,
+                searched=searched,
+            )
+            for index, branch in enumerate(branches)
+        )
+    )
+
+
+def test_four_mcp_siblings_share_reads_keep_their_sessions_and_see_only_their_own_write(
+    stack: Stack, mcp_world: ServerProcess
+) -> None:
+    tape = stack.open_tape()  # the defaults: closure, no rules, no protocol config
+    branches = stack.fork(tape, 4)
+    url = f"{mcp_world.url}/mcp"
+    before = calls(mcp_world)
+
+    results = asyncio.run(group(stack, tape, branches, url))
+
+    after = calls(mcp_world)
+    ran = {name: after.get(name, 0) - before.get(name, 0) for name in after}
+    (writer, written), *readers = results
+    # Each branch holds its own live session, opened by a live write of its own.
+    assert len({me.session_id for me, _seen in results}) == 4
+    for me, _seen in results:
+        assert me.decided("initialize") == ["write"], me.decisions
+        assert me.decided("DELETE") == ["write"], me.decisions
+    # The read-only tool: one server call for the group, the same answer for every sibling.
+    assert len({seen["search"] for _me, seen in results}) == 1
+    # The writer's own read sees its write; its siblings' reads do not, before or after its
+    # session ended, and their sessions kept working to the end.
+    assert written["notes"] == f"from {branches[0]}"
+    assert writer.decided("tools/call write_note") == ["write"]
+    assert writer.decided("tools/call read_notes") == ["refetched"]
+    for _me, seen in readers:
+        assert seen["notes"] == seen["notes-after"] == "(none)"
+    assert len({seen["search-after"] for _me, seen in readers}) == 1
+    # search: once for the group, once more for the readers' second ask (occurrence 1);
+    # read_notes: the writer's own, the readers' first and their second.
+    assert ran == {"search": 2, "write_note": 1, "read_notes": 3}
+    protocols = stack.admin("GET", f"/v1/tapes/{tape}/report").json()["protocols"]
+    assert protocols["hosts"]["127.0.0.1"]["fired"]["mcp"] > 0
+    assert protocols["hosts"]["127.0.0.1"]["failed"] == {}
+
+    stack.seal(tape)
+    (replayer,) = stack.fork(tape, ["replay"])
+    sealed = calls(mcp_world)
+    me, seen = asyncio.run(
+        sibling(
+            stack,
+            tape,
+            replayer,
+            url,
+            writer=False,
+            writer_done=_set(asyncio.Event()),
+            searched=asyncio.Barrier(1),
+        )
+    )
+    assert calls(mcp_world) == sealed  # nothing reached the world
+    assert seen == results[1][1]
+    assert me.decided("initialize") == ["replayed-write"]
+    assert me.decided("tools/call search") == ["shared", "shared"]
+
+
+def _set(event: asyncio.Event) -> asyncio.Event:
+    event.set()
+    return event

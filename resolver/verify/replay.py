@@ -17,6 +17,8 @@ from typing import Any
 import httpx
 
 from groundhog.client import Groundhog
+from groundhog.protocol import headers as protocol_headers
+from groundhog.protocol.headers import is_groundhog_header
 from groundhog.shim.store_sync import load_counters
 from resolver.verify.conversation import Ask, BranchConversation, Conversation
 
@@ -25,7 +27,6 @@ FRAMING = frozenset(
     {"host", "content-length", "transfer-encoding", "connection", "keep-alive", "te", "upgrade",
      "proxy-connection", "proxy-authorization", "proxy-authenticate", "trailer"}
 )  # fmt: skip
-GROUNDHOG_PREFIX = "x-groundhog-"
 # Nothing was served from the tape for these asks, so there is nothing to serve again.
 UNANSWERED = frozenset({"refused", "upstream-failed"})
 ASK_TIMEOUT_S = 120.0
@@ -73,7 +74,7 @@ class Replay:
 def _end_to_end(name: str) -> bool:
     """A header of the message itself: neither framing nor Groundhog's own."""
     lowered = name.lower()
-    return lowered not in FRAMING and not lowered.startswith(GROUNDHOG_PREFIX)
+    return lowered not in FRAMING and not is_groundhog_header(lowered)
 
 
 def answer_headers(headers: list[list[str]] | httpx.Headers) -> list[tuple[str, str]]:
@@ -101,7 +102,8 @@ def _mismatch(branch: str, ask: Ask, reason: str) -> Mismatch:
 def _ask_again(replay: Replay, branch: str, ask: Ask) -> str | None:
     """Send one ask through the proxy; None if the answer is what was served, else why not."""
     headers = [(name, value) for name, value in ask.headers if _end_to_end(name)]
-    headers += [("X-Groundhog-Tape", replay.conversation.tape), ("X-Groundhog-Branch", branch)]
+    tape = replay.conversation.tape
+    headers += [(protocol_headers.TAPE, tape), (protocol_headers.BRANCH, branch)]
     request = replay.http.build_request(ask.method, ask.url, headers=headers, content=ask.body)
     try:
         response = replay.http.send(request, stream=True)
@@ -111,10 +113,10 @@ def _ask_again(replay: Replay, branch: str, ask: Ask) -> str | None:
         body = b"".join(response.iter_raw())
     finally:
         response.close()
-    decision = response.headers.get("x-groundhog-decision", "")
+    decision = response.headers.get(protocol_headers.DECISION, "")
     if decision == "refused":
         return f"refused (it missed the tape): {body[:300].decode(errors='replace')}"
-    occurrence = response.headers.get("x-groundhog-occurrence")
+    occurrence = response.headers.get(protocol_headers.OCCURRENCE)
     if occurrence is not None and occurrence != str(ask.occurrence):
         return f"answered at occurrence {occurrence}, served at {ask.occurrence}"
     if ask.status is not None and response.status_code != ask.status:

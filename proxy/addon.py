@@ -265,7 +265,8 @@ class GroundhogAddon:
         player = served_upgrade(flow.request, response)
         if player is not None:
             flow.metadata[PLAYING] = player
-        make_own(flow.request, response, state.tape, state.branch)
+        replayed_write = state.decision == Decision.REPLAYED_WRITE
+        make_own(flow.request, response, state.tape, state.branch, replayed_write=replayed_write)
         state.mark(response)
         state.mode = "served"
         flow.response = response

@@ -7,7 +7,9 @@ response whose `id` matches none of its pending calls and a session header namin
 branch's sandbox: the MCP client drops the answer or switches sessions. So every answer served
 from the tape gets the asker's own values back: a marked header takes the value the asker sent
 (or, when it sent none — a sealed replay of `initialize` — one minted for its branch), a
-stored `Set-Cookie` (a placeholder of another branch's cookie) is not handed on, and
+stored `Set-Cookie` (a placeholder of another branch's cookie) is not handed on by a read (a
+replayed write, the branch's own lineage's recorded answer, keeps it: the asker's later
+requests carry the placeholder, which keys as the recorded cookie did), and
 each JSON-RPC response (a JSON body, a batch, every SSE event) takes the id of the asker's
 call. The live answer of a read the recorder asked for gets the same treatment from its stored
 form. Cheap unless the request is a JSON-RPC candidate; nothing here parses other bodies.
@@ -43,17 +45,28 @@ def _is_stored_cookie(name: bytes, value: bytes) -> bool:
 
 
 def restore_sandbox_headers(
-    request: http.Request, response: http.Response, tape: str, branch: str
+    request: http.Request,
+    response: http.Response,
+    tape: str,
+    branch: str,
+    *,
+    replayed_write: bool = False,
 ) -> None:
     """Each header the tape stored as the marker takes the asker's own value, in place, and a
-    stored `Set-Cookie` (its value a placeholder of the recording branch's cookie) is left out:
-    handed on, it would overwrite the asker's own cookie with one that names no sandbox."""
+    stored `Set-Cookie` (its value a placeholder of the recording branch's cookie) is left out
+    of a read: handed on, it would overwrite the asker's own cookie with one that names no
+    sandbox. A `replayed_write` (sealed: the asker's own lineage's recorded write) keeps it, or
+    a replayed login would leave the asker without the cookie its recorded requests carried."""
     fields = response.headers.fields
-    if not any(value == MARKER or _is_stored_cookie(name, value) for name, value in fields):
+    drop_cookies = not replayed_write
+    if not any(
+        value == MARKER or (drop_cookies and _is_stored_cookie(name, value))
+        for name, value in fields
+    ):
         return
     restored = []
     for name, value in fields:
-        if _is_stored_cookie(name, value):
+        if drop_cookies and _is_stored_cookie(name, value):
             continue
         if value == MARKER:
             own = request.headers.get(name.decode("latin-1"))
@@ -149,9 +162,16 @@ def restore_jsonrpc_ids(request: http.Request, response: http.Response) -> None:
         response.set_content(new.encode("utf-8"))
 
 
-def make_own(request: http.Request, response: http.Response, tape: str, branch: str) -> None:
+def make_own(
+    request: http.Request,
+    response: http.Response,
+    tape: str,
+    branch: str,
+    *,
+    replayed_write: bool = False,
+) -> None:
     """A served answer with the asker's own session and ids."""
-    restore_sandbox_headers(request, response, tape, branch)
+    restore_sandbox_headers(request, response, tape, branch, replayed_write=replayed_write)
     restore_jsonrpc_ids(request, response)
 
 

@@ -127,6 +127,11 @@ def operation_kind(
         return Kind.READ if operation.graphql_type == "query" else Kind.WRITE
     if operation.profile is Profile.GRPC:
         return Kind.WRITE  # a method is a read only where a rule says so
+    if operation.profile is Profile.MCP and not operation.calls:
+        # A session's own GET stream or its DELETE (no JSON-RPC body): as a write it would bump
+        # the host, so a replayed GET stream (served at once, recorded only when it ended) made
+        # every later read of the replaying branch miss.
+        return Kind.SESSION
     kinds = {
         _call_kind(call, operation.profile, tool_kinds, read_only_tools) for call in operation.calls
     }

@@ -167,10 +167,29 @@ def _redact_header(name: str, value: str, policy: Policy, marks: Placeholders) -
     rule = policy.name_rule(name, policy.headers, "header")
     if rule is None:
         return policy.scan(value, "header", marks)
+    if name.lower() == "cookie":
+        return _cookie_pairs_placeholder(value, rule, marks)
     scheme = _AUTH_SCHEME.match(value) if name.lower() in _AUTH_HEADERS else None
     if scheme:
         return f"{scheme.group(1)} {marks.replace(scheme.group(2), 'header', rule)}"
     return marks.replace(value, "header", rule)
+
+
+def _cookie_pairs_placeholder(value: str, rule: str, marks: Placeholders) -> str:
+    """`a=1; b=2` keyed per cookie, names readable: a cookie that a sealed replay served as its
+    recorded `Set-Cookie` placeholder keys as the recorded cookie did, so the replayed login's
+    later requests still hit (proxy/sandbox_answers.py)."""
+    pairs = []
+    for pair in value.split(";"):
+        name, equals, cookie = pair.strip().partition("=")
+        if not name and not equals:
+            continue
+        if not equals:
+            pairs.append(marks.replace(name, "header", rule))
+        else:
+            keyed = marks.restamp(cookie.strip(), "header", rule, served_rule=SET_COOKIE_RULE)
+            pairs.append(f"{name}={keyed}")
+    return "; ".join(pairs)
 
 
 def redact_request(request: RequestParts, policy: Policy, key: bytes) -> Redacted:
@@ -234,8 +253,9 @@ def redact_response_headers(
     headers: Iterable[Sequence[str]], extra: Iterable[str] = (), *, key: bytes
 ) -> list[tuple[str, str]]:
     """Response headers as a tape may keep them: a `Set-Cookie` value becomes a keyed
-    placeholder (a branch's own live write still gets its real cookie: proxy/live.py; answers
-    served from the tape drop the placeholder: proxy/sandbox_answers.py), and the tape's extra
+    placeholder (a branch's own live write still gets its real cookie: proxy/live.py; reads
+    served from the tape drop the placeholder, a replayed write keeps it:
+    proxy/sandbox_answers.py), and the tape's extra
     `redact_headers` are dropped."""
     dropped = {name.lower() for name in extra} - DEFAULT_RESPONSE_HEADERS
     marks = Placeholders(key, False)

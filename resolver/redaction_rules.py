@@ -163,6 +163,17 @@ class Placeholders:
     # (secret, placeholder): the response scrubber replaces echoes of these.
     secrets: list[tuple[str, str]] = field(default_factory=list)
 
+    def restamp(self, value: str, where: str, rule: str, *, served_rule: str) -> str:
+        """`replace`, where `value` may be a keyed placeholder the tape served (`served_rule`'s:
+        a cookie a sealed replay served as the stored `Set-Cookie`): it keys as the value it
+        stands for did. A placeholder of any other rule is a value like any other."""
+        stored = PLACEHOLDER.fullmatch(value)
+        if stored is None or stored.group(1) != served_rule or stored.group(2) is None:
+            return self.replace(value, where, rule) if stored is None else value
+        self.findings.append(Finding(where, rule))
+        slug = rule.replace(":", "-")
+        return f"[redacted:{slug}]" if self.interchangeable else f"[redacted:{slug}:{stored[2]}]"
+
     def replace(self, value: str, where: str, rule: str, *, identity: bool = True) -> str:
         """The placeholder for `value` found by `rule`; `identity` False keeps it keyed even on
         interchangeable hosts (an entropy match may be a document id, not a credential)."""

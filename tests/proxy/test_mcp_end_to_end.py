@@ -1,7 +1,7 @@
 """MCP tool traffic of a group of sibling branches, end to end (issue 30's "done when").
 
 Four siblings run the official MCP client (streamable HTTP, SSE answers) through the real proxy
-against a per-session FastMCP server, with the tape's default config: each opens its own
+against a per-session MCPServer (mcp 2), with the tape's default config: each opens its own
 session (a live write), they share the read-only tool's answer (one server call), one branch's
 write tool is seen by its own reads only, each session works to its end whatever the others do,
 and on the sealed tape a new fork replays the conversation with no live call.

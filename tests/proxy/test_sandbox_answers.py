@@ -90,3 +90,13 @@ def test_a_stored_set_cookie_is_not_handed_on_and_a_real_one_is_kept() -> None:
     make_own(request, answer, "t", "root/b0")
     assert answer.headers.get_all("set-cookie") == ["theme=dark"]
     assert answer.headers["content-type"] == "application/json"
+
+
+def test_a_replayed_write_keeps_its_stored_set_cookie() -> None:
+    # The asker's own lineage's recorded login: its later requests must carry the cookie.
+    request = tutils.treq(method=b"POST", content=b"")
+    answer = response(b"{}", "application/json")
+    stored = "sid=[redacted:set-cookie:0123456789abcdef]; Path=/"
+    answer.headers.add("Set-Cookie", stored)
+    make_own(request, answer, "t", "root/b0", replayed_write=True)
+    assert answer.headers.get_all("set-cookie") == [stored]

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from resolver.operations import Call, Kind, Operation, Profile, operation_kind
+from resolver.protocol_profiles import detect_operation
+from resolver.request import RequestParts
 
 
 def mcp(*calls: Call) -> Operation:
@@ -33,6 +37,15 @@ def test_initialize_and_notifications_are_session_operations() -> None:
     note = Call("notifications/initialized", is_notification=True)
     assert operation_kind(mcp(note)) is Kind.SESSION
     assert operation_kind(mcp(Call("tools/list"), note)) is Kind.SESSION
+
+
+def test_a_sessions_get_stream_and_delete_are_session_operations() -> None:
+    # Not writes: they must bump no resource a read depends on (a replayed GET stream did).
+    get = RequestParts("GET", "https", "tools.example", 443, "/mcp")
+    for request in (get, replace(get, method="DELETE")):
+        operation = detect_operation(request, in_session=True)
+        assert operation is not None
+        assert operation_kind(operation) is Kind.SESSION
 
 
 def test_a_tool_call_reads_exactly_when_declared_read_only_or_pinned() -> None:

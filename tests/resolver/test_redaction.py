@@ -212,6 +212,29 @@ def test_response_set_cookie_values_are_keyed_placeholders_with_order_and_duplic
     assert redact_response_headers(headers, key=b"x" * 32)[1][1] != cookie
 
 
+def _cookie_key(cookie: str, policy: Policy = DEFAULT) -> str:
+    redacted = redact_request(_request(headers=(("Cookie", cookie),)), policy, KEY).request
+    return redacted.headers[0][1]
+
+
+def test_a_cookie_keys_per_pair_and_its_replayed_placeholder_keys_as_the_cookie_did() -> None:
+    recorded = _cookie_key("sid=abc123; theme=dark")
+    assert "abc123" not in recorded and "dark" not in recorded
+    sid, theme = recorded.split("; ")
+    assert sid.startswith("sid=[redacted:name-cookie:") and theme.startswith("theme=[redacted:")
+    # A sealed replay serves the stored Set-Cookie; the client sends its placeholder back.
+    stored = redact_response_headers([("Set-Cookie", "sid=abc123; Path=/")], key=KEY)[0][1]
+    served = stored.split(";")[0]
+    assert _cookie_key(f"{served}; theme=dark") == recorded
+    # Another cookie, or a placeholder of another one, keys apart.
+    assert _cookie_key("sid=zzz999; theme=dark") != recorded
+    other = redact_response_headers([("Set-Cookie", "sid=zzz999")], key=KEY)[0][1]
+    assert _cookie_key(f"{other}; theme=dark") != recorded
+    # Interchangeable credentials: the digest leaves both forms alike.
+    shared = policy_from_config({"interchangeable_credentials": "*"})
+    assert _cookie_key(f"{served}; theme=dark", shared) == _cookie_key("sid=x; theme=y", shared)
+
+
 def test_json_nested_past_the_recursion_limit_is_scanned_as_text() -> None:
     depth = sys.getrecursionlimit() + 10
     body = ("[" * depth + json.dumps(OPENAI) + "]" * depth).encode()

@@ -32,6 +32,7 @@ from sqlalchemy.orm import Session
 from resolver.content_coding import decode_content
 from resolver.errors import ResolverError
 from resolver.redaction import DEFAULT_RESPONSE_HEADERS, Policy, policy_from_config, redact_request
+from resolver.redaction_rules import PLACEHOLDER
 from resolver.request import RequestParts
 from resolver.secret_formats import FormatScanner, builtin_formats
 from store.exchanges import get_blob
@@ -101,12 +102,21 @@ def _request_findings(exchange: Exchange, body: bytes, policy: Policy) -> Iterab
         yield "request.key", f"format-{rule}"
 
 
+def _cookie_is_placeholder(value: str) -> bool:
+    """A `Set-Cookie` as the tape keeps it now: its value a keyed placeholder (older tapes kept
+    none; one kept in clear is a finding)."""
+    pair = value.partition(";")[0]
+    cookie = pair.partition("=")[2].strip() if "=" in pair else pair.strip()
+    return PLACEHOLDER.fullmatch(cookie) is not None
+
+
 def _response_findings(exchange: Exchange, body: bytes) -> Iterable[tuple[str, str]]:
     headers = exchange.response_headers or []
     scanner = _response_scanner()
     for name, value in headers:
         if name.lower() in DEFAULT_RESPONSE_HEADERS:
-            yield f"response.headers.{name}", "response-set-cookie"
+            if not _cookie_is_placeholder(value):
+                yield f"response.headers.{name}", "response-set-cookie"
             continue
         for _start, _end, rule in scanner.find(value):
             yield f"response.headers.{name}", f"format-{rule}"

@@ -153,16 +153,17 @@ def test_operations_decide_read_or_write_and_rules_match_them() -> None:
     closure = DependencyModel.CLOSURE
     assert classify(search, closure, operation=op_search).is_write
     read = classify(search, closure, operation=op_search, read_only_tools=frozenset({"search"}))
-    assert not read.is_write and read.reads == {"host:tools.example"}
+    assert not read.is_write
+    assert read.reads == {"origin:http://tools.example", "host:tools.example"}
     rules = [
         {"operation": "tools/call write_*", "writes": ["notes:{body.params.arguments.note}"]},
         {"operation": "tools/call read_notes", "reads": ["notes:n1"]},
     ]
     written = classify(write, DependencyModel.RULES, rules=rules, operation=op_write)
-    assert written.is_write and written.writes == {"notes:n1", "host:tools.example"}
+    assert written.is_write and written.writes == {"notes:n1", "origin:http://tools.example"}
     # A rule naming an operation never matches a request no profile read.
     plain = RequestParts("POST", "http", "tools.example", 80, "/mcp")
-    assert classify(plain, DependencyModel.RULES, rules=rules).writes == {"host:tools.example"}
+    assert classify(plain, DependencyModel.RULES, rules=rules).writes == {"origin:http://tools.example"}
 
 
 def test_a_session_operation_is_live_but_writes_no_shared_resource() -> None:
@@ -170,7 +171,7 @@ def test_a_session_operation_is_live_but_writes_no_shared_resource() -> None:
     request = _mcp_call("x")
     found = classify(request, DependencyModel.CLOSURE, operation=initialize)
     assert found.is_write and found.reads == frozenset()
-    assert found.writes == {session_resource(request)} != {"host:tools.example"}
+    assert found.writes == {session_resource(request)} != {"origin:http://tools.example"}
 
 
 def test_an_unreadable_jsonrpc_body_is_an_opaque_write_whatever_the_rules_say() -> None:

@@ -90,6 +90,10 @@ def test_a_tape_recorded_today_is_clean_and_exports(audited) -> None:
     proxy.open("clean-tape")
     ask = {"headers": [["Authorization", "Bearer sk-proj-Zq3xT9vLmN2pQ8rS4tU6wY1aB5cD7eF0"]]}
     assert proxy.ask("clean-tape", "root", "GET", "/search", **ask).decision == "recorded"
+    # The tape keeps a Set-Cookie as a keyed placeholder: that is not a finding.
+    cookie = [["Set-Cookie", "sid=hunter2-live-cookie; Path=/"]]
+    login = proxy.ask("clean-tape", "root", "POST", "/login", response_headers=cookie)
+    assert login.decision == "write"
     answer = proxy.http.get("/v1/tapes/clean-tape/audit").raise_for_status().json()
     assert answer == {"tape": "clean-tape", "clean": True, "findings": []}
     assert proxy.http.get("/v1/tapes/clean-tape/export").status_code == 200

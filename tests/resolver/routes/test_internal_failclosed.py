@@ -203,7 +203,7 @@ def test_an_unrecorded_write_is_listed_in_the_report(proxy: ProxyDouble, tape_na
     # Its record has not landed: listed already, with what its intent left unknown (a
     # resolver killed now would never hear of it again; write-ahead).
     assert in_flight["totals"]["unrecorded"] == 1
-    assert in_flight["unrecorded"][0]["invalidated"] == ["host:api.example.com"]
+    assert in_flight["unrecorded"][0]["invalidated"] == ["origin:https://api.example.com"]
     note = {"ticket": write["ticket"], "unrecorded": "resolver answered 503 store-full"}
     reply = proxy.http.post("/v1/record", json=note)
     assert reply.status_code == 200 and reply.json()["recorded"] is False
@@ -212,4 +212,4 @@ def test_an_unrecorded_write_is_listed_in_the_report(proxy: ProxyDouble, tape_na
     (listed,) = report["unrecorded"]
     assert listed["branch"] == "root" and listed["decision"] == "write"
     assert listed["url"] == "https://api.example.com/docs/1"
-    assert listed["invalidated"] == ["host:api.example.com"]
+    assert listed["invalidated"] == ["origin:https://api.example.com"]

@@ -176,4 +176,4 @@ def test_tape_page_lists_an_unrecorded_write_with_what_it_invalidated(
     listed = page[page.index('id="unrecorded"') :]
     listed = listed[: listed.index("</table>")]
     assert "https://api.example.com/docs/9" in listed and "POST" in listed
-    assert "host:api.example.com" in listed
+    assert "origin:https://api.example.com" in listed

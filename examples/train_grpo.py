@@ -89,6 +89,10 @@ def run_iteration(
         mode=mode,
         dependency_model="hints",
         cooperative_hosts=[urlsplit(world_url).hostname or "127.0.0.1"],
+        # The bearer token a rollout obtains from POST /sessions names its sandbox: each branch
+        # logs in live (a write answered by its own sandbox), and the token stays out of the
+        # key, so siblings that made the same calls still share their reads.
+        sandbox_headers=["Authorization"],
     )
     # Branch names are unique per run: worldsim keys its sandboxes by branch name alone.
     parent = tape.fork("root", [f"{run}-it{iteration}"], shim_counters=None)[0].path

@@ -20,6 +20,7 @@ from aiohttp import web
 
 from groundhog.protocol.wire import ResolveAsk, WireResponse
 from proxy.resolver_client import ResolverClient, ResolverProtocolError
+from resolver.redaction_rules import PLACEHOLDER_MARK
 
 SLOW_SECONDS = 4.0
 
@@ -141,7 +142,11 @@ def run_slow_group(resolver_url: str, tape: str, *, renew: bool, askers: int = 4
         "world_calls": calls,
         "decisions": decisions,
         "distinct_bodies": len({answer["body"] for answer in served}),
+        # The tape keeps a Set-Cookie as a keyed placeholder (the proxy serves it to no reader);
+        # a real cookie in an answer served to another branch would hand it that sandbox.
         "set_cookie_served": any(
-            name.lower() == "set-cookie" for answer in served for name, _v in answer["headers"]
+            name.lower() == "set-cookie" and PLACEHOLDER_MARK not in value
+            for answer in served
+            for name, value in answer["headers"]
         ),
     }

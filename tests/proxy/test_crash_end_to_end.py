@@ -169,4 +169,4 @@ def test_a_write_whose_record_never_landed_leaves_its_branch_refetching(
         "write",
     )
     assert unrecorded["url"].endswith("/gated")
-    assert unrecorded["invalidated"] == [f"host:{upstream.host}"]
+    assert unrecorded["invalidated"] == [f"origin:{upstream.url}"]

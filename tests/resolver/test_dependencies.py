@@ -163,7 +163,9 @@ def test_operations_decide_read_or_write_and_rules_match_them() -> None:
     assert written.is_write and written.writes == {"notes:n1", "origin:http://tools.example"}
     # A rule naming an operation never matches a request no profile read.
     plain = RequestParts("POST", "http", "tools.example", 80, "/mcp")
-    assert classify(plain, DependencyModel.RULES, rules=rules).writes == {"origin:http://tools.example"}
+    assert classify(plain, DependencyModel.RULES, rules=rules).writes == {
+        "origin:http://tools.example"
+    }
 
 
 def test_a_session_operation_is_live_but_writes_no_shared_resource() -> None:

@@ -32,7 +32,7 @@ from proxy.identity import (
     identify,
 )
 from proxy.live import META, RESOLVER_ERRORS, FlowState, LiveRecorder, failure_kind
-from proxy.options import declare_options
+from proxy.options import check_seconds, declare_options, seconds
 from proxy.passthrough import Kind, native_passthrough_kind
 from proxy.resolver_client import (
     ResolverClient,
@@ -80,6 +80,7 @@ class GroundhogAddon:
 
     def configure(self, updated: set[str]) -> None:
         options = ctx.options
+        check_seconds(options, updated)
         if self.resolver is None or updated & {
             "groundhog_resolver_url",
             "groundhog_proxy_token",
@@ -93,10 +94,10 @@ class GroundhogAddon:
             self.resolver = ResolverClient(
                 options.groundhog_resolver_url,
                 token=options.groundhog_proxy_token,
-                resolve_timeout=options.groundhog_resolve_timeout,
-                record_timeout=options.groundhog_record_timeout,
-                wait_timeout=options.groundhog_wait_timeout,
-                wait_limit=options.groundhog_wait_limit,
+                resolve_timeout=seconds(options, "groundhog_resolve_timeout"),
+                record_timeout=seconds(options, "groundhog_record_timeout"),
+                wait_timeout=seconds(options, "groundhog_wait_timeout"),
+                wait_limit=seconds(options, "groundhog_wait_limit"),
             )
         if updated & {"groundhog_resolver_url", "groundhog_admin_addresses", "listen_port"}:
             self._build_guard(self._option_listen())
@@ -144,7 +145,7 @@ class GroundhogAddon:
         # the task that connects, so cancelling that task ends the attempt (a connect failure).
         task = asyncio.current_task()
         if task is not None:
-            timeout = ctx.options.groundhog_upstream_connect_timeout
+            timeout = seconds(ctx.options, "groundhog_upstream_connect_timeout")
             timer = asyncio.get_running_loop().call_later(timeout, task.cancel)
             self._connect_timers[data.server.id] = timer
 

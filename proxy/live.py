@@ -34,6 +34,7 @@ from groundhog.protocol.headers import RECORD_ERROR as RECORD_ERROR_HEADER
 from groundhog.protocol.wire import RecordAnswer
 from proxy import problems
 from proxy.native import FAILURE_PHASE, FAILURE_RESPONSE, UpstreamDeadline
+from proxy.options import seconds
 from proxy.passthrough import Kind
 from proxy.recording_stream import BodyTee, Plan, needs_chunked_framing, plan_response
 from proxy.renewal import LeaseKeeper
@@ -148,8 +149,8 @@ class LiveRecorder:
             self.resolver,
             state.ticket,
             lease_seconds=state.lease_seconds,
-            answer_timeout=options.groundhog_upstream_read_timeout,
-            deadline=options.groundhog_upstream_deadline,
+            answer_timeout=seconds(options, "groundhog_upstream_read_timeout"),
+            deadline=seconds(options, "groundhog_upstream_deadline"),
             on_timeout=lambda reason: self._timed_out(flow, state, reason),
         )
         state.keeper.start()

@@ -6,15 +6,47 @@ the same names, types and defaults; without them the addon would have no resolve
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from typing import cast
+from typing import Any, cast
 
 from mitmproxy.addonmanager import Loader
+from mitmproxy.exceptions import OptionsError
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 DEFAULT_RESOLVE_TIMEOUT = 5.0
 DEFAULT_WAIT_TIMEOUT = 30.0
 DEFAULT_WAIT_LIMIT = 180.0
+# Durations are declared as text: mitmproxy's `--set` parses only str, int, bool and sequences,
+# so a float option could not be set from mitmdump's command line. `seconds` reads them.
+SECONDS_OPTIONS: dict[str, tuple[float, str]] = {
+    "groundhog_resolve_timeout": (
+        DEFAULT_RESOLVE_TIMEOUT,
+        "Seconds for /v1/resolve (it answers at once); no answer in time is a 503.",
+    ),
+    "groundhog_wait_timeout": (
+        DEFAULT_WAIT_TIMEOUT,
+        "Seconds for one /v1/wait long-poll; above the resolver's resolve_wait_seconds.",
+    ),
+    "groundhog_wait_limit": (
+        DEFAULT_WAIT_LIMIT,
+        "Seconds a request may wait in all on another asker fetching its address; then 503.",
+    ),
+    "groundhog_record_timeout": (30.0, "Seconds for /v1/record."),
+    "groundhog_upstream_connect_timeout": (
+        10.0,
+        "Seconds to open an upstream connection (mitmproxy has no connect timeout of its own).",
+    ),
+    "groundhog_upstream_read_timeout": (
+        60.0,
+        "Seconds from forwarding a recorded ask until the world's response head arrives.",
+    ),
+    "groundhog_upstream_deadline": (
+        120.0,
+        "Seconds a recorded live call may take in all; past it the call is upstream-failed "
+        "(timeout), or a stream already flowing continues unrecorded as passthrough.",
+    ),
+}
 # mitmproxy annotates `typespec` as `type`, yet takes an optional type (its own addons pass
 # `Optional[str]`); to mypy a union is no `type`.
 _OPTIONAL_STR = cast(type, str | None)
@@ -39,44 +71,8 @@ def declare_options(loader: Loader) -> None:
     loader.add_option(
         "groundhog_proxy_token", _OPTIONAL_STR, None, "Bearer token for the resolver's routes."
     )
-    loader.add_option(
-        "groundhog_resolve_timeout",
-        float,
-        DEFAULT_RESOLVE_TIMEOUT,
-        "Seconds for /v1/resolve (it answers at once); no answer in time is a 503.",
-    )
-    loader.add_option(
-        "groundhog_wait_timeout",
-        float,
-        DEFAULT_WAIT_TIMEOUT,
-        "Seconds for one /v1/wait long-poll; above the resolver's resolve_wait_seconds.",
-    )
-    loader.add_option(
-        "groundhog_wait_limit",
-        float,
-        DEFAULT_WAIT_LIMIT,
-        "Seconds a request may wait in all on another asker fetching its address; then 503.",
-    )
-    loader.add_option("groundhog_record_timeout", float, 30.0, "Seconds for /v1/record.")
-    loader.add_option(
-        "groundhog_upstream_connect_timeout",
-        float,
-        10.0,
-        "Seconds to open an upstream connection (mitmproxy has no connect timeout of its own).",
-    )
-    loader.add_option(
-        "groundhog_upstream_read_timeout",
-        float,
-        60.0,
-        "Seconds from forwarding a recorded ask until the world's response head arrives.",
-    )
-    loader.add_option(
-        "groundhog_upstream_deadline",
-        float,
-        120.0,
-        "Seconds a recorded live call may take in all; past it the call is upstream-failed "
-        "(timeout), or a stream already flowing continues unrecorded as passthrough.",
-    )
+    for name, (default, help_text) in SECONDS_OPTIONS.items():
+        loader.add_option(name, str, f"{default:g}", help_text)
     loader.add_option(
         "groundhog_admin_addresses",
         Sequence[str],
@@ -84,3 +80,24 @@ def declare_options(loader: Loader) -> None:
         "Groundhog's other admin endpoints (PORT for every local address, or HOST:PORT) that "
         "the proxy refuses to forward to, as it refuses the resolver and its own address.",
     )
+
+
+def seconds(options: Any, name: str) -> float:
+    """A duration option as a number of seconds; an unusable value names the option and the fix."""
+    value = getattr(options, name)
+    try:
+        parsed = float(value)
+    except (TypeError, ValueError):
+        parsed = math.nan
+    if not (math.isfinite(parsed) and parsed > 0):
+        raise OptionsError(
+            f"{name} must be a number of seconds greater than 0 (e.g. --set {name}=30 or "
+            f"{name}=0.5), not {value!r}"
+        )
+    return parsed
+
+
+def check_seconds(options: Any, updated: set[str]) -> None:
+    """Refuse an update that sets a duration option to something that is not one."""
+    for name in updated & SECONDS_OPTIONS.keys():
+        seconds(options, name)

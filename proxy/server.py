@@ -106,16 +106,9 @@ def groundhog_options(config: ProxyConfig) -> dict[str, Any]:
 
 
 def apply_settings(options: mitm_options.Options, settings: list[str]) -> None:
-    """Apply `option=value` specs as mitmdump's --set does, floats included.
-
-    mitmproxy's own parser has no float type; Groundhog's timeouts are floats.
-    """
-    for spec in settings:
-        name, separator, value = spec.partition("=")
-        if separator and isinstance(getattr(options, name, None), float):
-            options.update(**{name: float(value)})
-        else:
-            options.set(spec)
+    """Apply `option=value` specs with mitmdump's own --set parser (durations are text too)."""
+    if settings:
+        options.set(*settings)
 
 
 def egress_options(config: ProxyConfig) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from mitmproxy.proxy.context import Context
 
 from groundhog.protocol.decisions import Decision
 from proxy.identity import Credentials, CredentialsError, connect_credentials
+from proxy.options import seconds
 from proxy.resolver_client import (
     ResolverClient,
     ResolverProtocolError,
@@ -96,7 +97,7 @@ class Tunnels:
             self.resolver = ResolverClient(
                 options.groundhog_resolver_url,
                 token=options.groundhog_proxy_token,
-                record_timeout=options.groundhog_record_timeout,
+                record_timeout=seconds(options, "groundhog_record_timeout"),
             )
 
     async def done(self) -> None:

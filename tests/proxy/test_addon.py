@@ -272,7 +272,7 @@ def test_an_upstream_connect_past_its_timeout_is_cancelled_and_a_made_one_is_not
 
     async def go() -> str:
         with taddons.context(addon) as context:
-            context.configure(addon, groundhog_upstream_connect_timeout=0.05)
+            context.configure(addon, groundhog_upstream_connect_timeout="0.05")
             stuck = hook_data()
 
             async def connecting_forever() -> None:

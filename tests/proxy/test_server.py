@@ -101,8 +101,8 @@ def test_upstream_timeout_sets_both_addon_timeouts(monkeypatch: pytest.MonkeyPat
     proxy_main.main(["--data", "/d", "--ca-dir", "/c", "--upstream-timeout", "2.5"])
     (kwargs,) = calls
     assert kwargs["ca_dir"] == "/c"
-    assert kwargs["extra_options"]["groundhog_upstream_connect_timeout"] == 2.5
-    assert kwargs["extra_options"]["groundhog_upstream_read_timeout"] == 2.5
+    assert kwargs["extra_options"]["groundhog_upstream_connect_timeout"] == "2.5"
+    assert kwargs["extra_options"]["groundhog_upstream_read_timeout"] == "2.5"
     proxy_main.main(["--data", "/d"])
     assert "groundhog_upstream_read_timeout" not in calls[1]["extra_options"]
     with pytest.raises(SystemExit):

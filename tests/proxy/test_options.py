@@ -1,0 +1,110 @@
+"""proxy/options.py: every duration option can be set as mitmdump's `--set` sets it (text),
+is read as seconds, and an unusable value is refused naming the option and the fix."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mitmproxy.exceptions import OptionsError
+from mitmproxy.test import taddons
+
+from proxy.addon import GroundhogAddon
+from proxy.options import SECONDS_OPTIONS, seconds
+from tests.support.servers import free_port, wait_until
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("name", sorted(SECONDS_OPTIONS))
+def test_each_duration_takes_a_set_spec_and_reads_as_seconds(name: str) -> None:
+    addon = GroundhogAddon()
+    with taddons.context(addon) as context:
+        context.options.set(f"{name}=2.5")  # the parser mitmdump's --set uses
+        assert seconds(context.options, name) == 2.5
+        context.options.set(f"{name}=60")
+        assert seconds(context.options, name) == 60.0
+
+
+def test_the_defaults_are_the_documented_seconds() -> None:
+    addon = GroundhogAddon()
+    with taddons.context(addon) as context:
+        for name, (default, _) in SECONDS_OPTIONS.items():
+            assert seconds(context.options, name) == default
+
+
+def test_the_resolver_client_gets_the_seconds_set() -> None:
+    addon = GroundhogAddon()
+    with taddons.context(addon) as context:
+        context.options.set("groundhog_resolve_timeout=60", "groundhog_wait_limit=0.5")
+        assert addon.resolver is not None
+        assert addon.resolver.resolve_timeout == 60.0
+        assert addon.resolver.wait_limit == 0.5
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-3", "nan", "inf", ""])
+def test_an_unusable_duration_is_refused_naming_the_option(value: str) -> None:
+    addon = GroundhogAddon()
+    with taddons.context(addon) as context:
+        with pytest.raises(OptionsError, match="groundhog_wait_limit must be a number of seconds"):
+            context.options.set(f"groundhog_wait_limit={value}")
+        assert (
+            seconds(context.options, "groundhog_wait_limit")
+            == SECONDS_OPTIONS["groundhog_wait_limit"][0]
+        )
+
+
+def accepts(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def test_plain_mitmdump_with_the_addon_takes_durations_from_its_command_line(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    mitmdump = Path(sys.executable).parent / "mitmdump"
+    log = tmp_path / "mitmdump.log"
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            [
+                str(mitmdump),
+                "-s",
+                str(REPO / "proxy" / "addon.py"),
+                "--listen-host",
+                "127.0.0.1",
+                "--listen-port",
+                str(port),
+                "--set",
+                f"confdir={tmp_path / 'mitmproxy'}",
+                "--set",
+                "groundhog_resolver_url=http://127.0.0.1:9",
+                "--set",
+                "groundhog_resolve_timeout=60",
+                "--set",
+                "groundhog_upstream_deadline=1.5",
+            ],
+            cwd=REPO,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        wait_until(
+            lambda: process.poll() is not None or accepts(port),
+            timeout=60,
+            what="mitmdump listening",
+        )
+        assert process.poll() is None, log.read_text()
+        assert "unsupported option type" not in log.read_text()
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()

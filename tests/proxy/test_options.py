@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ from mitmproxy.test import taddons
 
 from proxy.addon import GroundhogAddon
 from proxy.options import SECONDS_OPTIONS, seconds
-from tests.support.servers import free_port, wait_until
+from tests.support.servers import accepting, free_port, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -59,14 +58,6 @@ def test_an_unusable_duration_is_refused_naming_the_option(value: str) -> None:
         )
 
 
-def accepts(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
-
-
 def test_plain_mitmdump_with_the_addon_takes_durations_from_its_command_line(
     tmp_path: Path,
 ) -> None:
@@ -99,7 +90,7 @@ def test_plain_mitmdump_with_the_addon_takes_durations_from_its_command_line(
         )
     try:
         wait_until(
-            lambda: process.poll() is not None or accepts(port),
+            lambda: process.poll() is not None or accepting(port),
             timeout=60,
             what="mitmdump listening",
         )

@@ -97,7 +97,8 @@ def _healthy(url: str) -> bool:
         return False
 
 
-def _accepting(port: int) -> bool:
+def accepting(port: int) -> bool:
+    """Whether something on loopback accepts a TCP connection on `port` now."""
     with contextlib.suppress(OSError), socket.create_connection((LOOPBACK, port), timeout=0.5):
         return True
     return False
@@ -142,7 +143,7 @@ def start_server(
         if process.poll() is not None:
             raise RuntimeError(f"{' '.join(command)} exited early:\n{server.log()}")
         if health_path is None:
-            return _accepting(port)
+            return accepting(port)
         return _healthy(f"{server.url}{health_path}")
 
     try:

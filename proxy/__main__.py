@@ -138,10 +138,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.admin_address:
         extra_options["groundhog_admin_addresses"] = list(args.admin_address)
     if args.upstream_timeout is not None:
-        extra_options["groundhog_upstream_connect_timeout"] = f"{args.upstream_timeout:g}"
-        extra_options["groundhog_upstream_read_timeout"] = f"{args.upstream_timeout:g}"
+        extra_options["groundhog_upstream_connect_timeout"] = str(args.upstream_timeout)
+        extra_options["groundhog_upstream_read_timeout"] = str(args.upstream_timeout)
     if args.resolve_timeout is not None:
-        extra_options["groundhog_resolve_timeout"] = f"{args.resolve_timeout:g}"
+        extra_options["groundhog_resolve_timeout"] = str(args.resolve_timeout)
     try:
         run(
             args.host,

@@ -22,6 +22,7 @@ from mitmproxy.proxy import layer, server_hooks
 from groundhog.protocol.decisions import Action, Decision
 from groundhog.protocol.wire import ResolveAnswer, ResolveAsk, WireResponse
 from proxy import faults, native, problems
+from proxy.attempts import Attempts
 from proxy.h2c import PriorKnowledgeH2
 from proxy.identity import (
     HEADER_BRANCH,
@@ -70,6 +71,7 @@ class GroundhogAddon:
         self._connect_timers: dict[str, asyncio.TimerHandle] = {}
         self._retired: list[ResolverClient] = []
         self.guard = SelfGuard()
+        self.attempts = Attempts()
 
     def _resolver(self) -> ResolverClient:
         assert self.resolver is not None
@@ -88,6 +90,7 @@ class GroundhogAddon:
             "groundhog_record_timeout",
             "groundhog_wait_timeout",
             "groundhog_wait_limit",
+            "groundhog_resolve_retry",
         }:
             if self.resolver is not None:
                 self._retired.append(self.resolver)
@@ -98,6 +101,7 @@ class GroundhogAddon:
                 record_timeout=seconds(options, "groundhog_record_timeout"),
                 wait_timeout=seconds(options, "groundhog_wait_timeout"),
                 wait_limit=seconds(options, "groundhog_wait_limit"),
+                resolve_retry=seconds(options, "groundhog_resolve_retry"),
             )
         if updated & {"groundhog_resolver_url", "groundhog_admin_addresses", "listen_port"}:
             self._build_guard(self._option_listen())
@@ -219,8 +223,11 @@ class GroundhogAddon:
         payload = resolve_payload(
             flow.request, tape=identity.tape, branch=identity.branch, body_too_large=body_too_large
         )
+        payload["attempt"] = self.attempts.attempt_for(payload)
         answer = await self._ask(flow, resolver.resolve, payload)
         if answer is None:
+            # No answer reached the worker: its retry of this request asks as this attempt.
+            self.attempts.unanswered(payload)
             return
         await faults.hold(answer)  # injected latency or timeout (proxy/faults.py)
         try:

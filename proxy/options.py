@@ -17,6 +17,7 @@ DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 DEFAULT_RESOLVE_TIMEOUT = 5.0
 DEFAULT_WAIT_TIMEOUT = 30.0
 DEFAULT_WAIT_LIMIT = 180.0
+DEFAULT_RESOLVE_RETRY = 3.0
 # Durations are declared as text: mitmproxy's `--set` parses only str, int, bool and sequences,
 # so a float option could not be set from mitmdump's command line. `seconds` reads them.
 SECONDS_OPTIONS: dict[str, tuple[float, str]] = {
@@ -31,6 +32,11 @@ SECONDS_OPTIONS: dict[str, tuple[float, str]] = {
     "groundhog_wait_limit": (
         DEFAULT_WAIT_LIMIT,
         "Seconds a request may wait in all on another asker fetching its address; then 503.",
+    ),
+    "groundhog_resolve_retry": (
+        DEFAULT_RESOLVE_RETRY,
+        "Seconds the proxy keeps asking a resolver that died under an ask (same attempt id, "
+        "so no occurrence is taken twice) before it answers 503; 0 answers 503 at once.",
     ),
     "groundhog_record_timeout": (30.0, "Seconds for /v1/record."),
     "groundhog_upstream_connect_timeout": (
@@ -47,6 +53,8 @@ SECONDS_OPTIONS: dict[str, tuple[float, str]] = {
         "(timeout), or a stream already flowing continues unrecorded as passthrough.",
     ),
 }
+# Durations where 0 means "not at all" rather than "no time to do it in".
+ZERO_ALLOWED = frozenset({"groundhog_resolve_retry"})
 # mitmproxy annotates `typespec` as `type`, yet takes an optional type (its own addons pass
 # `Optional[str]`); to mypy a union is no `type`.
 _OPTIONAL_STR = cast(type, str | None)
@@ -89,9 +97,10 @@ def seconds(options: Any, name: str) -> float:
         parsed = float(value)
     except (TypeError, ValueError):
         parsed = math.nan
-    if not (math.isfinite(parsed) and parsed > 0):
+    least = "0 or more" if name in ZERO_ALLOWED else "greater than 0"
+    if not (math.isfinite(parsed) and (parsed > 0 or (parsed == 0 and name in ZERO_ALLOWED))):
         raise OptionsError(
-            f"{name} must be a number of seconds greater than 0 (e.g. --set {name}=30 or "
+            f"{name} must be a number of seconds {least} (e.g. --set {name}=30 or "
             f"{name}=0.5), not {value!r}"
         )
     return parsed

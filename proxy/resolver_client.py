@@ -13,6 +13,12 @@ A resolve has a short timeout of its own: the resolver answers at once (`wait` w
 asker is fetching the address), so a resolver that does not answer quickly is treated as down
 and the worker gets a 503 without anything going upstream. Waiting on a live single-flight
 holder is a separate, longer long-poll on `/v1/wait`, repeated up to an overall bound.
+
+A resolver whose connection fails (refused, reset, closed before its answer: it died or is
+restarting) is asked again, with the same attempt id (proxy/attempts.py), for up to
+`resolve_retry` seconds, so a resolver restarted by its supervisor costs the worker a pause, not
+a 503. A timeout or a 5xx is not retried: the resolver is there and slow or refusing, and a
+retry would only make the worker wait longer for the same 503.
 """
 
 from __future__ import annotations
@@ -31,10 +37,17 @@ log = logging.getLogger(__name__)
 # Idle connections to the resolver are closed by this side first: the resolver keeps them 75 s
 # (resolver/__main__.py), so a resolve never races the server closing its socket.
 CLIENT_KEEP_ALIVE_SECONDS = 30.0
+# Pauses between asks of a resolver that is gone: doubling, from a restart's usual second.
+RETRY_FIRST_PAUSE_SECONDS = 0.1
+RETRY_LONGEST_PAUSE_SECONDS = 1.0
 
 
 class ResolverUnavailable(Exception):
     """The resolver could not be reached, timed out, or failed with a 5xx."""
+
+
+class ResolverGone(ResolverUnavailable):
+    """The resolver's connection failed before its answer: it died or is restarting."""
 
 
 class ResolverProtocolError(Exception):
@@ -63,6 +76,7 @@ class ResolverClient:
         record_timeout: float = 30.0,
         wait_timeout: float = 30.0,
         wait_limit: float = 180.0,
+        resolve_retry: float = 3.0,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.token = token
@@ -70,6 +84,7 @@ class ResolverClient:
         self.record_timeout = record_timeout
         self.wait_timeout = wait_timeout
         self.wait_limit = wait_limit
+        self.resolve_retry = resolve_retry
         self._http: ResolverHttp | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -89,7 +104,22 @@ class ResolverClient:
         return self._http
 
     async def resolve(self, payload: ResolveAsk) -> ResolveAnswer:
-        """The final answer (`serve` or `forward`), long-polling `/v1/wait` through any `wait`."""
+        """The final answer (`serve` or `forward`), long-polling `/v1/wait` through any `wait`;
+        asked again from the start while the resolver is gone, within `resolve_retry`."""
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + self.resolve_retry
+        pause = RETRY_FIRST_PAUSE_SECONDS
+        while True:
+            try:
+                return await self._resolve_once(payload)
+            except ResolverGone as gone:
+                if loop.time() + pause > give_up:
+                    raise
+                log.info("resolver gone (%s); asking again in %.2fs", gone, pause)
+            await asyncio.sleep(pause)  # the resolver is restarting: give it the time
+            pause = min(pause * 2, RETRY_LONGEST_PAUSE_SECONDS)
+
+    async def _resolve_once(self, payload: ResolveAsk) -> ResolveAnswer:
         answer = await self._post("/v1/resolve", payload, self.resolve_timeout)
         deadline = asyncio.get_running_loop().time() + self.wait_limit
         while answer.get("action") == "wait":
@@ -128,8 +158,12 @@ class ResolverClient:
         body = json.dumps(payload, separators=(",", ":")).encode()
         try:
             answer = await self._transport().post(route, body, timeout=timeout)
-        except (TimeoutError, OSError) as error:
-            raise ResolverUnavailable(f"{route}: {type(error).__name__}: {error}") from error
+        except TimeoutError as error:
+            raise ResolverUnavailable(
+                f"{route}: TimeoutError: no answer within {timeout:g}s"
+            ) from error
+        except OSError as error:
+            raise ResolverGone(f"{route}: {type(error).__name__}: {error}") from error
         status = answer.status
         if status >= 500:
             raise ResolverUnavailable(f"{route} answered {status}: {answer.body[:300]!r}")

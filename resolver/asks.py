@@ -77,6 +77,9 @@ class Ask:
     # A write: the branch's versions of its own resources when it was taken. Its record chains
     # the new versions from these, not from the unknown ones its intent left meanwhile.
     versions: tuple[tuple[str, str], ...] = ()
+    # The proxy's attempt id: whatever answers the ask names it on the occurrence counter, so a
+    # retry of an ask whose answer was lost gets that answer's occurrence (store/counters.py).
+    attempt: str | None = None
 
 
 def cooperative_headers(ask: Ask) -> list[list[str]]:
@@ -237,7 +240,12 @@ def true_fingerprint_of(classification: Classification, versions: dict[str, str]
 
 
 def finish_ask(
-    draft: Draft, classification: Classification, *, occurrence: int, versions: dict[str, str]
+    draft: Draft,
+    classification: Classification,
+    *,
+    occurrence: int,
+    versions: dict[str, str],
+    attempt: str | None = None,
 ) -> Ask:
     """The ask at its occurrence, with its fingerprints (pure)."""
     tape, branch, request = draft.tape, draft.branch, draft.request
@@ -276,6 +284,7 @@ def finish_ask(
         simulator_url=config.get("simulator_url"),
         simulate_writes=bool(config.get("simulate_writes", False)),
         versions=tuple(sorted(versions.items())) if classification.is_write else (),
+        attempt=attempt,
     )
 
 
@@ -299,9 +308,15 @@ def take_ask(
         hint = find_hint(tape.id, draft.key.hash, session=session)
     classification = classify_draft(draft, hint, find_tools_hint(session, tape.id, draft))
     occurrence, versions = take_occurrence_and_versions(
-        branch.id, draft.key.hash, looked_up_resources(draft, classification), session=session
+        branch.id,
+        draft.key.hash,
+        looked_up_resources(draft, classification),
+        attempt=wire.attempt,
+        session=session,
     )
-    return finish_ask(draft, classification, occurrence=occurrence, versions=versions)
+    return finish_ask(
+        draft, classification, occurrence=occurrence, versions=versions, attempt=wire.attempt
+    )
 
 
 class GuessedAsk(NamedTuple):
@@ -355,6 +370,7 @@ def take_ask_as_guessed(
         draft.key.hash,
         looked_up_resources(draft, classification),
         fingerprint_guess=unwritten,
+        attempt=wire.attempt,
         session=session,
     )
     if taken is None:
@@ -364,7 +380,11 @@ def take_ask_as_guessed(
     else:
         draft = replace(draft, tape=taken.tape, branch=taken.branch)
         ask = finish_ask(
-            draft, classification, occurrence=taken.occurrence, versions=taken.versions
+            draft,
+            classification,
+            occurrence=taken.occurrence,
+            versions=taken.versions,
+            attempt=wire.attempt,
         )
         return GuessedAsk(taken.tape, ask, taken.read_ahead)
     ask = take_ask(session, tape, branch, wire, body, redaction_key=redaction_key)

@@ -79,7 +79,7 @@ class FinalSteps:
             counters.give_back_occurrence_later(ask.branch_id, ask.key.hash, unit=unit)
         elif keeps and not taken:
             counters.advance_occurrence_later(
-                ask.branch_id, ask.key.hash, ask.occurrence, unit=unit
+                ask.branch_id, ask.key.hash, ask.occurrence, attempt=ask.attempt, unit=unit
             )
         if plan.step is Step.WAIT:
             assert claim is not None
@@ -189,6 +189,8 @@ def pending_request(ask: Ask) -> dict[str, object]:
         "writes": sorted(ask.classification.writes),
         # A write's versions before its intent: its record chains from these.
         "before": dict(ask.versions),
+        # Its record names the attempt on the occurrence it advances (store/counters.py).
+        "attempt": ask.attempt,
     }
 
 

@@ -133,7 +133,11 @@ def finish_event(unit: Unit, pending: Pending, decision: str, exchange_id: int |
     )
     if not pending.is_write and decision != Decision.UPSTREAM_FAILED:
         counters.advance_occurrence_later(
-            pending.branch_id, pending.key_hash, pending.occurrence, unit=unit
+            pending.branch_id,
+            pending.key_hash,
+            pending.occurrence,
+            attempt=pending.request.get("attempt"),
+            unit=unit,
         )
 
 

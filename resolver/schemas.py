@@ -231,6 +231,10 @@ class ForkRequest(Strict):
         return value
 
 
+# An attempt id: what `secrets.token_urlsafe` makes (the proxy's), in a column of 64.
+ATTEMPT_PATTERN = r"^[A-Za-z0-9_-]+$"
+
+
 class ResolveRequest(BaseModel):
     tape: str
     branch: str
@@ -243,6 +247,9 @@ class ResolveRequest(BaseModel):
     headers: list[tuple[str, str]] = []
     body: str = ""
     body_too_large: bool = False
+    # The proxy's id for this ask, sent again when it retries an ask it got no answer to: the
+    # retry is given the occurrence its first try took (store/counters.py).
+    attempt: str | None = Field(default=None, min_length=1, max_length=64, pattern=ATTEMPT_PATTERN)
 
 
 class ResponseIn(BaseModel):

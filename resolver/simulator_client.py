@@ -103,6 +103,10 @@ class SimulatorClient:
                 )
                 # A refusal is an answer: it takes the occurrence the claimed ask gave back.
                 counters.advance_occurrence(
-                    record.branch_id, record.key_hash, record.occurrence, session=session
+                    record.branch_id,
+                    record.key_hash,
+                    record.occurrence,
+                    attempt=ask.attempt,
+                    session=session,
                 )
             return Decision.REFUSED, misses.sealed_miss(session, ask, simulator_error=reason)

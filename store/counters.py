@@ -14,11 +14,20 @@ that same transaction (`give_back_occurrence_later`); its answer takes it when i
 (`advance_occurrence_later`: never backwards, so a record and its waiters agree). An ask that
 fails before its answer reaches the worker — a 503, a dead resolver, a failed record — so leaves
 the lineage where it stood, and the retry asks the same occurrence as its siblings.
+
+One window is left by that rule: a hit (or a write) answered in its opening transaction that
+commits and dies before the answer reaches the proxy. The ask's attempt id closes it: the
+counter keeps the attempt that advanced it last (`attempt`), and an ask carrying that same
+attempt — the proxy's retry of an ask it got no answer to — is given the occurrence its first
+try took, without counting again. Giving an occurrence back forgets the attempt, so a retry of
+an ask that left without an answer takes the occurrence afresh, as any ask would.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import Insert, bindparam, func, update
+from typing import Any
+
+from sqlalchemy import BindParameter, Insert, String, bindparam, case, func, null, update
 
 from store.models import Branch, OccurrenceCounter
 from store.prepared import Executor, Prepared
@@ -29,23 +38,49 @@ _branches = Branch.__table__
 _occurrences = OccurrenceCounter.__table__
 
 
+def attempt_parameter() -> BindParameter[str]:
+    """The ask's attempt id (None: an ask that cannot be retried as itself)."""
+    return bindparam("attempt", type_=String(64))
+
+
+def counted_again() -> dict[str, Any]:
+    """The upsert's update of an existing counter: one more, unless the ask is the retry of
+    the attempt that advanced it last (its first try's occurrence stands); either way the
+    counter now names this attempt. SQL's `NULL = NULL` is not true, so an ask without an
+    attempt id always counts."""
+    counted = _occurrences.c["count"]
+    same_attempt = _occurrences.c.attempt == attempt_parameter()
+    return {
+        "count": case((same_attempt, counted), else_=counted + 1),
+        "attempt": attempt_parameter(),
+    }
+
+
 def take_occurrence_statement(dialect: str) -> Insert:
     """The occurrence counter's upsert, returning the new count (`store.fused` embeds it)."""
-    table = OccurrenceCounter.__table__
-    statement = insert_for_dialect(dialect, table).values(
-        branch_id=bindparam("branch_id"), key_hash=bindparam("key_hash"), count=1
+    statement = insert_for_dialect(dialect, _occurrences).values(
+        branch_id=bindparam("branch_id"),
+        key_hash=bindparam("key_hash"),
+        count=1,
+        attempt=attempt_parameter(),
     )
     return statement.on_conflict_do_update(
-        index_elements=["branch_id", "key_hash"], set_={"count": table.c["count"] + 1}
-    ).returning(table.c["count"])
+        index_elements=["branch_id", "key_hash"], set_=counted_again()
+    ).returning(_occurrences.c["count"])
 
 
 _TAKE_OCCURRENCE = Prepared(take_occurrence_statement)
 
 
-def take_occurrence(branch_id: int, key_hash: str, *, session: Executor) -> int:
-    """This ask's occurrence (asks of the key before it), counting it atomically: a write."""
-    row = _TAKE_OCCURRENCE.first({"branch_id": branch_id, "key_hash": key_hash}, session=session)
+def take_occurrence(
+    branch_id: int, key_hash: str, *, attempt: str | None = None, session: Executor
+) -> int:
+    """This ask's occurrence (asks of the key before it), counting it atomically: a write.
+
+    `attempt`: the ask's attempt id; the retry of the attempt that counted last gets its
+    occurrence again (the module's docstring says when that happens)."""
+    parameters = {"branch_id": branch_id, "key_hash": key_hash, "attempt": attempt}
+    row = _TAKE_OCCURRENCE.first(parameters, session=session)
     assert row is not None
     return int(row[0]) - 1
 
@@ -57,25 +92,35 @@ _GIVE_BACK_OCCURRENCE = Prepared(
             _occurrences.c.branch_id == bindparam("branch_id"),
             _occurrences.c.key_hash == bindparam("key_hash"),
         )
-        .values(count=_occurrences.c["count"] - 1)
+        .values(count=_occurrences.c["count"] - 1, attempt=null())
     )
 )
 
 
 def give_back_occurrence_later(branch_id: int, key_hash: str, *, unit: Unit) -> None:
     """Undo this transaction's `take_occurrence` (its row is locked since): the ask leaves
-    without an answer. With the unit's commit (PostgreSQL: in its round trip)."""
+    without an answer, so its attempt is forgotten too (a retry of it counts afresh). With the
+    unit's commit (PostgreSQL: in its round trip)."""
     unit.write_later(_GIVE_BACK_OCCURRENCE, {"branch_id": branch_id, "key_hash": key_hash})
 
 
 def _advance_statement(dialect: str) -> Insert:
     statement = insert_for_dialect(dialect, _occurrences).values(
-        branch_id=bindparam("branch_id"), key_hash=bindparam("key_hash"), count=bindparam("count")
+        branch_id=bindparam("branch_id"),
+        key_hash=bindparam("key_hash"),
+        count=bindparam("count"),
+        attempt=attempt_parameter(),
     )
+    counted, offered = _occurrences.c["count"], statement.excluded["count"]
     larger = func.greatest if dialect == "postgresql" else func.max
-    counted = larger(_occurrences.c["count"], statement.excluded["count"])
+    # Both read the row as it was: the attempt is named only by an answer that moved it on.
+    moved_on = counted < offered
     return statement.on_conflict_do_update(
-        index_elements=["branch_id", "key_hash"], set_={"count": counted}
+        index_elements=["branch_id", "key_hash"],
+        set_={
+            "count": larger(counted, offered),
+            "attempt": case((moved_on, statement.excluded.attempt), else_=_occurrences.c.attempt),
+        },
     )
 
 
@@ -83,17 +128,36 @@ _ADVANCE_OCCURRENCE = Prepared(_advance_statement)
 
 
 def advance_occurrence(
-    branch_id: int, key_hash: str, occurrence: int, *, session: Executor
+    branch_id: int,
+    key_hash: str,
+    occurrence: int,
+    *,
+    attempt: str | None = None,
+    session: Executor,
 ) -> None:
     """An answer at `occurrence` was given: the branch's count of the key is at least one past
-    it (never moved back: a record and its waiters may advance it in any order)."""
-    parameters = {"branch_id": branch_id, "key_hash": key_hash, "count": occurrence + 1}
+    it (never moved back: a record and its waiters may advance it in any order). Moving it on
+    names `attempt`, the answered ask's, so its retry (the answer never reached the worker)
+    asks this occurrence again."""
+    parameters = {
+        "branch_id": branch_id,
+        "key_hash": key_hash,
+        "count": occurrence + 1,
+        "attempt": attempt,
+    }
     _ADVANCE_OCCURRENCE.rows(parameters, session=session)
 
 
-def advance_occurrence_later(branch_id: int, key_hash: str, occurrence: int, *, unit: Unit) -> None:
+def advance_occurrence_later(
+    branch_id: int, key_hash: str, occurrence: int, *, attempt: str | None = None, unit: Unit
+) -> None:
     """`advance_occurrence` with the unit's commit (PostgreSQL: in its round trip)."""
-    parameters = {"branch_id": branch_id, "key_hash": key_hash, "count": occurrence + 1}
+    parameters = {
+        "branch_id": branch_id,
+        "key_hash": key_hash,
+        "count": occurrence + 1,
+        "attempt": attempt,
+    }
     unit.write_later(_ADVANCE_OCCURRENCE, parameters)
 
 

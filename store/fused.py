@@ -33,7 +33,12 @@ from sqlalchemy import (
 from sqlalchemy.sql import ClauseElement
 
 from store.claims import Pending, pop_pending, pop_pending_statement
-from store.counters import take_occurrence, take_occurrence_statement
+from store.counters import (
+    attempt_parameter,
+    counted_again,
+    take_occurrence,
+    take_occurrence_statement,
+)
 from store.exchanges import RecordedAnswer, answer_columns, answer_from_row
 from store.models import Blob, Branch, Exchange, OccurrenceCounter, ResourceVersion, Tape
 from store.prepared import Executor, Prepared, dialect_of
@@ -84,7 +89,12 @@ _OCCURRENCE_AND_VERSIONS = [_occurrence_and_versions_statement(count) for count 
 
 
 def take_occurrence_and_versions(
-    branch_id: int, key_hash: str, resources: set[str] | frozenset[str], *, session: Executor
+    branch_id: int,
+    key_hash: str,
+    resources: set[str] | frozenset[str],
+    *,
+    attempt: str | None = None,
+    session: Executor,
 ) -> tuple[int, dict[str, str]]:
     """`take_occurrence` and `versions_of` together: one round trip on PostgreSQL (a write).
 
@@ -92,12 +102,13 @@ def take_occurrence_and_versions(
     nothing to save, so it runs the two statements.
     """
     if not resources or dialect_of(session).name != "postgresql":
-        occurrence = take_occurrence(branch_id, key_hash, session=session)
+        occurrence = take_occurrence(branch_id, key_hash, attempt=attempt, session=session)
         return occurrence, versions_of(branch_id, resources, session=session)
     ordered = sorted(resources)
     parameters: dict[str, Any] = {f"r{index}": name for index, name in enumerate(ordered)}
     parameters["branch_id"] = branch_id
     parameters["key_hash"] = key_hash
+    parameters["attempt"] = attempt
     count = len(ordered)
     statement = (
         _OCCURRENCE_AND_VERSIONS[count - 1]
@@ -160,12 +171,10 @@ def _as_guessed_statement(count: int) -> Prepared:
         taken = (
             insert_for_dialect(dialect, _occurrences)
             .from_select(
-                ["branch_id", "key_hash", "count"],
-                select(found.c.branch_id, key_hash, literal(1)).where(same),
+                ["branch_id", "key_hash", "count", "attempt"],
+                select(found.c.branch_id, key_hash, literal(1), attempt_parameter()).where(same),
             )
-            .on_conflict_do_update(
-                index_elements=["branch_id", "key_hash"], set_={"count": counted + 1}
-            )
+            .on_conflict_do_update(index_elements=["branch_id", "key_hash"], set_=counted_again())
             .returning(counted)
             .cte("taken")
         )
@@ -225,6 +234,7 @@ def take_occurrence_as_guessed(
     resources: set[str] | frozenset[str],
     *,
     fingerprint_guess: str = "",
+    attempt: str | None = None,
     session: Executor,
 ) -> TakenAsGuessed | None:
     """Find the tape and branch and, if the tape is still `guess`, take the occurrence of
@@ -253,7 +263,7 @@ def take_occurrence_as_guessed(
         tape, branch = refs_from_row(rows[0], path)
         if not _is_as_guessed(tape, guess):
             return TakenAsGuessed(tape, branch, None, {})
-        occurrence = take_occurrence(branch.id, key_hash, session=session)
+        occurrence = take_occurrence(branch.id, key_hash, attempt=attempt, session=session)
         versions = {row[9]: row[10] for row in rows if row[9] is not None}
         return TakenAsGuessed(tape, branch, occurrence, versions)
     parameters.update(
@@ -262,6 +272,7 @@ def take_occurrence_as_guessed(
         dependency_model=guess.dependency_model,
         key_hash=key_hash,
         fingerprint_guess=fingerprint_guess,
+        attempt=attempt,
     )
     statement = _AS_GUESSED[count] if count < len(_AS_GUESSED) else _as_guessed_statement(count)
     rows = statement.rows(parameters, session=session)

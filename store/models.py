@@ -77,6 +77,9 @@ class OccurrenceCounter(Base):
     )
     key_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
     count: Mapped[int] = mapped_column(Integer)
+    # The attempt id of the ask that advanced `count` last and kept it (store/counters.py): its
+    # retry is given the same occurrence. NULL once an ask gave its occurrence back.
+    attempt: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class ResourceVersion(Base):

@@ -44,6 +44,8 @@ class ResolveAsk(TypedDict):
     headers: HeaderPairs
     body: str
     body_too_large: bool
+    # The same for every try of one ask the proxy got no answer to (docs/internals.md).
+    attempt: NotRequired[str]
 
 
 class ResolveAnswer(TypedDict):

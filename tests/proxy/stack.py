@@ -60,9 +60,11 @@ class Stack:
         """SIGKILL the resolver's process group: no shutdown hook, no last commit."""
         self.resolver.kill_group_hard()
 
-    def restart_resolver(self) -> None:
-        """A new resolver on the same port and store, as a supervisor would start it."""
-        self.resolver = start_resolver(self.data_dir, self.resolver.env, port=self.resolver.port)
+    def restart_resolver(self, env: dict[str, str] | None = None) -> None:
+        """A new resolver on the same port and store, as a supervisor would start it (`env`:
+        its environment instead of the last one's, e.g. to arm or disarm a failpoint)."""
+        chosen = self.resolver.env if env is None else env
+        self.resolver = start_resolver(self.data_dir, chosen, port=self.resolver.port)
 
     def stop(self) -> None:
         self.proxy.stop()

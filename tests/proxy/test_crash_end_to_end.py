@@ -1,8 +1,9 @@
 """Crash consistency end to end (issue 29): a real resolver killed with SIGKILL of its process
 group at the wrong moment and restarted on the same SQLite file, behind a real proxy.
 
-Each test reproduces one defect as a user would meet it: occurrences lost to a 503, siblings
-piling up behind an upstream that never answers, a write that went live but was never recorded.
+Each test reproduces one defect as a user would meet it: occurrences lost to a 503, a hit
+committed by a resolver that died before answering it, siblings piling up behind an upstream
+that never answers, a write that went live but was never recorded.
 """
 
 from __future__ import annotations
@@ -26,8 +27,78 @@ BRANCHES = 16
 
 @pytest.fixture
 def crashable(tmp_path: Path) -> Iterator[Stack]:
-    with running_stack(tmp_path) as stack:
+    """A proxy that answers 503 as soon as the resolver is gone: the worker retries."""
+    with running_stack(tmp_path, "--set", "groundhog_resolve_retry=0") as stack:
         yield stack
+
+
+@pytest.fixture
+def patient(tmp_path: Path) -> Iterator[Stack]:
+    """A proxy that keeps asking a resolver that is gone, long enough for any restart here."""
+    with running_stack(tmp_path, "--set", "groundhog_resolve_retry=120") as stack:
+        yield stack
+
+
+def die_after_the_next_commit(stack: Stack) -> None:
+    """Restart the resolver so that the next resolve dies once its transaction committed,
+    before its answer is written: the commit-to-answer window."""
+    stack.crash_resolver()
+    stack.restart_resolver(env={"GROUNDHOG_FAILPOINTS": "resolve.committed@1"})
+
+
+def test_a_hit_committed_by_a_resolver_that_died_is_asked_again_at_its_occurrence(
+    patient: Stack, upstream: Upstream
+) -> None:
+    """b0's hit commits (its lineage advanced) and the resolver dies before answering; the
+    proxy asks again with the same attempt once the resolver is back, and b0 is served at
+    occurrence 0 the bytes b1 recorded there, not a new live call at occurrence 1."""
+    stack = patient
+    tape = stack.open_tape()
+    b0, b1 = stack.fork(tape, 2)
+    item = f"{upstream.url}/item/r"
+    base = ask(stack, tape, b1, item)
+    assert (base.status, base.decision) == (200, "recorded")
+    die_after_the_next_commit(stack)
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(ask, stack, tape, b0, item)
+        wait_until(
+            lambda: stack.resolver.process.poll() is not None,
+            what="the resolver dying after its commit",
+        )
+        assert not pending.done()  # the proxy is still asking, the worker still waiting
+        stack.restart_resolver(env={})
+        served = pending.result(timeout=120)
+    assert (served.status, served.decision) == (200, "shared")
+    assert served.headers["x-groundhog-occurrence"] == "0"
+    assert served.body == base.body
+    assert upstream.state.count("/item/r") == 1
+    again = ask(stack, tape, b0, item)  # the lineage advanced once: this is its second read
+    assert (again.decision, again.headers["x-groundhog-occurrence"]) == ("recorded", "1")
+
+
+def test_the_workers_retry_of_a_503_is_the_same_attempt(
+    crashable: Stack, upstream: Upstream
+) -> None:
+    """The same window with a proxy that answers 503 at once: the worker's retry of the same
+    request (a new flow, with a header changed) is asked as the unanswered attempt."""
+    stack = crashable
+    tape = stack.open_tape()
+    b0, b1 = stack.fork(tape, 2)
+    item = f"{upstream.url}/item/r"
+    base = ask(stack, tape, b1, item)
+    die_after_the_next_commit(stack)
+    lost = ask(stack, tape, b0, item, headers={"X-Try": "1"})
+    assert lost.status == 503
+    wait_until(
+        lambda: stack.resolver.process.poll() is not None,
+        what="the resolver dying after its commit",
+    )
+    stack.restart_resolver(env={})
+    retried = ask(stack, tape, b0, item, headers={"X-Try": "2"})
+    assert (retried.status, retried.decision) == (200, "shared")
+    assert retried.headers["x-groundhog-occurrence"] == "0"
+    assert retried.body == base.body
+    assert upstream.state.count("/item/r") == 1
 
 
 def test_siblings_that_got_a_503_meet_at_one_occurrence_after_a_crash(

@@ -58,6 +58,15 @@ def test_an_unusable_duration_is_refused_naming_the_option(value: str) -> None:
         )
 
 
+def test_a_resolve_retry_of_0_turns_retrying_off_and_below_0_is_refused() -> None:
+    addon = GroundhogAddon()
+    with taddons.context(addon) as context:
+        context.options.set("groundhog_resolve_retry=0")
+        assert addon.resolver is not None and addon.resolver.resolve_retry == 0.0
+        with pytest.raises(OptionsError, match=r"groundhog_resolve_retry must be .* 0 or more"):
+            context.options.set("groundhog_resolve_retry=-1")
+
+
 def test_plain_mitmdump_with_the_addon_takes_durations_from_its_command_line(
     tmp_path: Path,
 ) -> None:

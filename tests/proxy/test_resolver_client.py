@@ -13,6 +13,7 @@ import pytest
 
 from proxy.resolver_client import (
     ResolverClient,
+    ResolverGone,
     ResolverProtocolError,
     ResolverRejected,
     ResolverUnavailable,
@@ -93,9 +94,49 @@ def test_nothing_listening_means_unavailable() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    client = ResolverClient(f"http://127.0.0.1:{port}")
-    with pytest.raises(ResolverUnavailable, match="/v1/resolve"):
+    client = ResolverClient(f"http://127.0.0.1:{port}", resolve_retry=0.3)
+    with pytest.raises(ResolverGone, match="/v1/resolve"):
         _run(client, lambda: client.resolve({}))
+
+
+def test_a_resolver_that_dies_under_the_ask_is_asked_again_with_the_same_body() -> None:
+    calls = []
+
+    def dies_twice(route: str, payload: dict) -> tuple[int, Any]:
+        calls.append(payload)
+        if len(calls) <= 2:
+            raise ConnectionAbortedError("the resolver died before answering")  # no answer
+        return 200, {"action": "serve", "n": len(calls)}
+
+    with StubResolver(dies_twice) as stub:
+        client = ResolverClient(stub.url, resolve_retry=30)
+        answer = _run(client, lambda: client.resolve({"attempt": "a1", "path": "/x"}))
+    assert answer == {"action": "serve", "n": 3}
+    assert calls == [{"attempt": "a1", "path": "/x"}] * 3
+
+
+def test_a_gone_resolver_is_not_asked_again_past_the_retry_window() -> None:
+    calls = []
+
+    def always_dies(route: str, payload: dict) -> tuple[int, Any]:
+        calls.append(route)
+        raise ConnectionAbortedError("dead")
+
+    with StubResolver(always_dies) as stub:
+        client = ResolverClient(stub.url, resolve_retry=0.01)
+        with pytest.raises(ResolverGone):
+            _run(client, lambda: client.resolve({}))
+    assert calls == ["/v1/resolve"]  # the first pause (0.1 s) is already past the window
+
+
+@pytest.mark.parametrize("status", [500, 503])
+def test_a_resolver_that_answers_5xx_is_not_asked_again(status: int) -> None:
+    with StubResolver(lambda route, payload: (status, {"detail": "no"})) as stub:
+        client = ResolverClient(stub.url, resolve_retry=30)
+        with pytest.raises(ResolverUnavailable) as raised:
+            _run(client, lambda: client.resolve({}))
+        assert stub.routes() == ["/v1/resolve"]
+    assert not isinstance(raised.value, ResolverGone)
 
 
 def test_a_slow_resolver_times_out_as_unavailable() -> None:
@@ -106,12 +147,14 @@ def test_a_slow_resolver_times_out_as_unavailable() -> None:
         return 200, {}
 
     with StubResolver(stall) as stub:
-        client = ResolverClient(stub.url, resolve_timeout=0.2)
+        client = ResolverClient(stub.url, resolve_timeout=0.2, resolve_retry=30)
         try:
-            with pytest.raises(ResolverUnavailable, match="TimeoutError"):
+            with pytest.raises(ResolverUnavailable, match="TimeoutError") as raised:
                 _run(client, lambda: client.resolve({}))
         finally:
             release.set()
+        assert stub.routes() == ["/v1/resolve"]  # slow is not gone: not asked again
+    assert not isinstance(raised.value, ResolverGone)
 
 
 def test_the_client_survives_close_and_a_new_event_loop() -> None:

@@ -13,9 +13,11 @@ tape. Invariants (docs/internals.md, "The resolve lifecycle"):
 - no live call is handed out for an address whose record was acknowledged;
 - nothing acknowledged is lost across a crash;
 - a read's occurrence is the number of reads of its key its lineage was answered before
-  (occurrences are taken by answers), except that a kill between a commit and its answer
-  leaves the lineage one ahead (the commit-to-answer window: the answer was durable, the
-  worker never saw it).
+  (occurrences are taken by answers). The worker's side sends an attempt id with each ask and
+  the same id again when it re-asks a read it got no answer to, as the proxy does
+  (proxy/attempts.py), so a kill between a commit and its answer costs no occurrence either.
+  The one exception is a fork taken while its parent has such a read unanswered: the child
+  inherits a lineage the lost answer may have advanced, and re-asks with attempts of its own.
 
 `GROUNDHOG_CRASH_EXAMPLES` sets the number of examples (a few in CI; thousands for a long run).
 A failing case shrinks to the shortest sequence of steps hypothesis finds, printed as a script.
@@ -27,6 +29,7 @@ import base64
 import itertools
 import json
 import os
+import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,6 +106,9 @@ class CrashMachine(RuleBasedStateMachine):
         self.acknowledged: dict[int, bytes] = {}  # exchange id -> its body
         self.recorded_addresses: set[tuple[str, int, str]] = set()
         self.keys: dict[str, str] = {}  # path -> its request key
+        # (branch, path) -> the attempt of a read that got no answer, and whether its resolver
+        # died after a commit (so the lost answer may have advanced the lineage).
+        self.unanswered: dict[tuple[str, str], tuple[str, bool]] = {}
 
     def teardown(self) -> None:
         if hasattr(self, "http"):
@@ -139,7 +145,9 @@ class CrashMachine(RuleBasedStateMachine):
             stored = self.admin("GET", f"/v1/tapes/{self.tape}/exchanges/{exchange_id}")
             assert base64.b64decode(stored["response"]["body"]) == body
 
-    def resolve(self, branch: str, method: str, path: str, body: bytes = b"") -> dict[str, Any]:
+    def resolve(
+        self, branch: str, method: str, path: str, body: bytes = b"", *, attempt: str
+    ) -> dict[str, Any]:
         request = {
             "tape": self.tape,
             "branch": branch,
@@ -151,6 +159,7 @@ class CrashMachine(RuleBasedStateMachine):
             "query": [],
             "headers": [],
             "body": base64.b64encode(body).decode(),
+            "attempt": attempt,
         }
         answer = self.post("/v1/resolve", request)
         self.keys[path] = answer["request_key"]  # a key is the same on every branch
@@ -188,25 +197,27 @@ class CrashMachine(RuleBasedStateMachine):
         assert answer["occurrence"] in allowed, (branch, answer["occurrence"], allowed)
         self.allowed[branch][answer["request_key"]] = {answer["occurrence"] + 1}
 
-    def lost_answer(self, branch: str, key: str | None) -> None:
-        """The worker got 503. A kill after a commit may have advanced the lineage anyway."""
-        if key is None or not self.resolver.armed.split("@")[0].endswith("committed"):
-            return
-        allowed = self.allowed[branch].setdefault(key, {0})
-        allowed.add(max(allowed) + 1)
+    def attempt_for(self, branch: str, path: str) -> str:
+        """The attempt of this read's unanswered try, re-asked as the proxy does; else new."""
+        unanswered = self.unanswered.pop((branch, path), None)
+        return unanswered[0] if unanswered else secrets.token_urlsafe(12)
+
+    def lost_answer(self, branch: str, path: str, attempt: str) -> None:
+        """The worker got 503: its next read of the path is asked as the same attempt."""
+        committed = self.resolver.armed.split("@")[0].endswith("committed")
+        self.unanswered[(branch, path)] = (attempt, committed)
 
     def read_once(self, branch: str, path: str) -> None:
+        attempt = self.attempt_for(branch, path)
         try:
-            answer = self.resolve(branch, "GET", path)
+            answer = self.resolve(branch, "GET", path, attempt=attempt)
         except Died:
-            # A hit killed after its commit took its occurrence: its key is one asked before.
-            self.lost_answer(branch, self.keys.get(path))
+            self.lost_answer(branch, path, attempt)
             return
-        self.finish_read(branch, answer)
+        self.finish_read(branch, path, attempt, answer)
 
-    def finish_read(self, branch: str, answer: dict[str, Any]) -> None:
+    def finish_read(self, branch: str, path: str, attempt: str, answer: dict[str, Any]) -> None:
         """A resolved read to its end: waited on, fetched and recorded, or served."""
-        key = answer["request_key"]
         try:
             answer = self.follow(answer)
             if answer["action"] == "forward":
@@ -214,7 +225,7 @@ class CrashMachine(RuleBasedStateMachine):
             else:
                 body = base64.b64decode(answer["response"]["body"])
         except Died:
-            self.lost_answer(branch, key)
+            self.lost_answer(branch, path, attempt)
             return
         self.served_read(branch, answer, body)
 
@@ -229,7 +240,7 @@ class CrashMachine(RuleBasedStateMachine):
     def write(self, index: int, spec: str) -> None:
         branch = self.branches[index % len(self.branches)]
         try:
-            answer = self.resolve(branch, "POST", "/w", b"w")
+            answer = self.resolve(branch, "POST", "/w", b"w", attempt=secrets.token_urlsafe(12))
             assert answer["action"] == "forward" and answer["decision"] == "write"
             self.live(branch, answer)
         except Died:
@@ -247,6 +258,12 @@ class CrashMachine(RuleBasedStateMachine):
         (child,) = forked["branches"]
         self.branches.append(child)
         self.allowed[child] = {key: set(counts) for key, counts in self.allowed[parent].items()}
+        for (branch, path), (_, committed) in self.unanswered.items():
+            key = self.keys.get(path)
+            if branch == parent and committed and key is not None:
+                # The parent's lost answer may have advanced the lineage the child copies.
+                allowed = self.allowed[child].setdefault(key, {0})
+                allowed.add(max(allowed) + 1)
         self.wrote[child] = self.wrote[parent]
         self.revive(spec)
 
@@ -262,18 +279,18 @@ class CrashMachine(RuleBasedStateMachine):
         b = self.branches[(first + second) % len(self.branches)]
         if a == b:
             return
-        asked = []
+        attempts = {branch: self.attempt_for(branch, path) for branch in (a, b)}
+        answers: dict[str, dict[str, Any]] = {}
         try:
-            held = self.resolve(a, "GET", path)
-            asked.append(a)
-            waiting = self.resolve(b, "GET", path)
+            answers[a] = self.resolve(a, "GET", path, attempt=attempts[a])
+            answers[b] = self.resolve(b, "GET", path, attempt=attempts[b])
         except Died:
-            for branch in (*asked, b) if asked else (a,):
-                self.lost_answer(branch, self.keys.get(path))
+            for branch in (a, b):
+                self.lost_answer(branch, path, attempts[branch])
             self.revive(spec)
             return
-        for branch, answer in ((a, held), (b, waiting)):
-            self.finish_read(branch, answer)
+        for branch, answer in answers.items():
+            self.finish_read(branch, path, attempts[branch], answer)
             self.revive(spec)
 
     @invariant()

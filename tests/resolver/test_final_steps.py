@@ -40,7 +40,9 @@ def test_a_pending_request_keeps_what_the_record_needs_of_the_request() -> None:
         "POST", "https", "API.Example.com", 443, "/docs/1", (("a", "1"),), (("X-A", "1"),), b"w"
     )
     writes = Classification(True, frozenset(), frozenset({"host:b", "host:a"}))
-    kept = pending_request(make_ask(request=parts, classification=writes, body_sha="sha"))
+    kept = pending_request(
+        make_ask(request=parts, classification=writes, body_sha="sha", attempt="try-1")
+    )
     assert kept == {
         "key_readable": "v1 GET https://h/x",
         "method": "POST",
@@ -50,6 +52,7 @@ def test_a_pending_request_keeps_what_the_record_needs_of_the_request() -> None:
         "body_sha": "sha",
         "writes": ["host:a", "host:b"],  # sorted: the same record for the same request
         "before": {},
+        "attempt": "try-1",
     }
 
 

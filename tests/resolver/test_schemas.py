@@ -34,6 +34,7 @@ def test_a_wire_resolve_body_validates_field_for_field() -> None:
         "headers": [["Accept", "application/json"]],
         "body": "",
         "body_too_large": False,
+        "attempt": "Zq3-x_9",
     }
     parsed = ResolveRequest.model_validate(sent).model_dump()
     assert parsed == {
@@ -41,6 +42,21 @@ def test_a_wire_resolve_body_validates_field_for_field() -> None:
         "query": [("q", "solar")],
         "headers": [("Accept", "application/json")],
     }
+
+
+@pytest.mark.parametrize("attempt", ["", "a b", "x" * 65, "ü"])
+def test_an_unusable_attempt_id_is_refused(attempt: str) -> None:
+    with pytest.raises(ValidationError, match="attempt"):
+        ResolveRequest.model_validate(
+            {
+                "tape": "t",
+                "branch": "root",
+                "method": "GET",
+                "host": "h",
+                "port": 80,
+                "attempt": attempt,
+            }
+        )
 
 
 def test_a_rule_names_a_path_an_operation_or_both() -> None:

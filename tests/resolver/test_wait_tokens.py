@@ -53,6 +53,7 @@ def _ask() -> Ask:
         simulator_url="http://127.0.0.1:9/simulate",
         simulate_writes=True,
         versions=(("doc:1", "ab" * 32),),
+        attempt="Zq3-x_9",
     )
 
 

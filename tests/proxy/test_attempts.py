@@ -1,0 +1,70 @@
+"""proxy/attempts.py: a retry of an unanswered request is the same attempt; nothing else is."""
+
+from __future__ import annotations
+
+from groundhog.protocol.wire import ResolveAsk
+from proxy.attempts import Attempts, request_identity
+
+
+def ask(**changes: object) -> ResolveAsk:
+    payload: ResolveAsk = {
+        "tape": "t",
+        "branch": "root/b0",
+        "method": "GET",
+        "scheme": "https",
+        "host": "api.example.com",
+        "port": 443,
+        "path": "/search",
+        "query": [["q", "solar"]],
+        "headers": [["X-Retry-Count", "0"]],
+        "body": "",
+        "body_too_large": False,
+    }
+    return {**payload, **changes}  # type: ignore[typeddict-item]
+
+
+def test_each_new_request_is_a_new_attempt() -> None:
+    attempts = Attempts()
+    made = {attempts.attempt_for(ask()) for _ in range(50)}
+    assert len(made) == 50 and all(12 <= len(a) <= 64 for a in made)
+
+
+def test_the_retry_of_an_unanswered_request_is_its_attempt_once() -> None:
+    attempts = Attempts()
+    first = ask()
+    first["attempt"] = attempts.attempt_for(first)
+    attempts.unanswered(first)
+    # The client's retry changed a header: still the same request.
+    retry = ask(headers=[["X-Retry-Count", "1"]])
+    assert attempts.attempt_for(retry) == first["attempt"]
+    assert attempts.attempt_for(retry) != first["attempt"]  # answered or not, reused once
+
+
+def test_another_request_does_not_take_an_unanswered_attempt() -> None:
+    attempts = Attempts()
+    first = ask()
+    first["attempt"] = attempts.attempt_for(first)
+    attempts.unanswered(first)
+    others = [
+        ask(branch="root/b1"),
+        ask(path="/other"),
+        ask(query=[["q", "wind"]]),
+        ask(method="POST"),
+        ask(body="eA=="),
+        ask(port=8443),
+        ask(tape="u"),
+    ]
+    assert all(attempts.attempt_for(other) != first["attempt"] for other in others)
+    assert len({request_identity(other) for other in others} | {request_identity(first)}) == 8
+    assert attempts.attempt_for(ask()) == first["attempt"]
+
+
+def test_the_memory_forgets_the_oldest_first() -> None:
+    attempts = Attempts(limit=2)
+    payloads = [ask(path=f"/{n}") for n in range(3)]
+    for payload in payloads:
+        payload["attempt"] = attempts.attempt_for(payload)
+        attempts.unanswered(payload)
+    assert len(attempts) == 2
+    assert attempts.attempt_for(payloads[0]) != payloads[0]["attempt"]
+    assert attempts.attempt_for(payloads[2]) == payloads[2]["attempt"]

@@ -4,9 +4,9 @@
 store's; this calls `Resolver.resolve` directly in a loop on a real SQLite file (or PostgreSQL)
 and reports wall p50 and CPU time per hit, so a change to the resolve transaction can be
 compared against its parent commit in the same conditions. `--on-loop` measures the event-loop
-path the resolve route takes first on SQLite (`Resolver.resolve_without_waiting` through the
-loop writer, store/loop_writes.py) instead of the threaded `Resolver.resolve`. `--profile` writes
-a cProfile dump of the measured loop.
+lane the resolve route takes first on SQLite (resolver/resolve_tx.py's loop lane, through the
+loop writer, store/loop_writes.py) instead of the thread lane, `Resolver.resolve`. `--profile`
+writes a cProfile dump of the measured loop.
 
     python -m bench.hit_inprocess [--hits N] [--rounds R] [--database-url URL] [--on-loop]
                                   [--profile FILE]
@@ -22,10 +22,12 @@ import statistics
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from bench.perf_tapes import BRANCHES, bulk_load, resolve_body
+from resolver import resolve_tx
 from resolver.policy import Decision
 from resolver.resolution import Resolver
 from resolver.resolve_results import Resolution, Waiting
@@ -94,7 +96,7 @@ def _hit(resolver: Resolver, ask: ResolveRequest) -> None:
 
 
 def _hit_on_loop(resolver: Resolver, ask: ResolveRequest) -> None:
-    taken = resolver.resolve_without_waiting(ask)
+    taken = resolve_tx.on_loop(resolver.loop_writer, partial(resolver.take, ask))
     if taken is None:
         raise RuntimeError("the loop writer declined a hit with no other writer running")
     _expect_shared(resolver.finish(taken))

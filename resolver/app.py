@@ -24,7 +24,6 @@ from resolver.deployment_key import load_or_create_key, make_private_dir, parse_
 from resolver.disk import DiskReserve
 from resolver.echoes import EchoBook
 from resolver.errors import install_error_handlers
-from resolver.fast_lane import FastLane
 from resolver.hot_protocol import protocol_for
 from resolver.limits import BodyLimit
 from resolver.metrics import Metrics
@@ -130,8 +129,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redaction_key=app.state.resolver.redaction_key,
     )
     install_error_handlers(app)
-    # Added first, so it runs inside the body limit (middleware added later wraps it).
-    app.add_middleware(FastLane, routes=internal.HOT_ROUTES, guard=check_proxy)
     app.add_middleware(BodyLimit, max_body_bytes=settings.max_body_bytes)
     for module in (health, tapes, branches, internal, tunnels, inspect, diff, transfer, verify):
         app.include_router(module.router)
@@ -144,6 +141,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 def uvicorn_protocol(app: FastAPI) -> type[asyncio.Protocol]:
     """The HTTP protocol to serve `app` with: uvicorn's, answering the proxy's hot routes
-    itself (resolver/hot_protocol.py) with the fast lane's routes and guard."""
+    itself (resolver/hot_protocol.py) with the internal routes' functions and guard."""
     max_body_bytes = app.state.settings.max_body_bytes
     return protocol_for(app, internal.HOT_ROUTES, guard=check_proxy, max_body_bytes=max_body_bytes)

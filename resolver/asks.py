@@ -5,11 +5,11 @@ Both the first look at a request and every later single-flight poll work from th
 the key and fingerprint are computed exactly once per ask (recomputing would take a second
 occurrence). Without it the resolve path would re-derive them in several places.
 
-Building one is pure (`draft_ask`, `classify_draft`, `finish_ask`) except for the two store
-steps between them, which `take_ask` names: the occurrence it takes (a write) and the branch's
-versions it reads. `take_ask_as_guessed` does the same from the tape as an earlier resolve saw
-it, so the tape's lookup joins those steps in one statement (one round trip on PostgreSQL),
-which on PostgreSQL also brings the answer its first look will most likely need.
+Building one is pure (`draft_ask`, `classify_draft`, `finish_ask`) except for the store steps
+between them, which `take_ask` names: finding the tape and branch, the occurrence it takes (a
+write) and the branch's versions it reads. Given the tape as an earlier resolve saw it (a
+guess), it joins those steps in one statement (one round trip on PostgreSQL), which on
+PostgreSQL also brings the answer its first look will most likely need.
 """
 
 from __future__ import annotations
@@ -288,20 +288,43 @@ def finish_ask(
     )
 
 
+class TakenAsk(NamedTuple):
+    """What `take_ask` gives: the tape found (the next resolve's guess), the ask, and the
+    answer the opening statement read at the ask's (tape, key, occurrence) and the fingerprint
+    its address has if the branch wrote none of its resources (None when it read none:
+    SQLite, no guess, or the tape was not as guessed)."""
+
+    tape: TapeRef
+    ask: Ask
+    read_ahead: ReadAhead | None
+
+
 def take_ask(
     session: Executor,
-    tape: TapeRef,
-    branch: BranchRef,
     wire: ResolveRequest,
     body: bytes,
     *,
     redaction_key: bytes,
-) -> Ask:
-    """The ask, having taken its occurrence: a write, so call it exactly once per ask.
+    guess: TapeRef | None = None,
+) -> TakenAsk:
+    """The tape and branch found and the ask taken at its occurrence: a write, so call it
+    exactly once per ask (a poll reuses the ask it was given and never takes another).
 
-    The occurrence is the one write made before deciding (the address needs it); a poll
-    reuses the ask it was given and never takes another.
+    The occurrence is the one write made before deciding (the address needs it). `guess` is
+    the tape as an earlier resolve found it: the draft, hint and classification are worked out
+    from it first, so finding the tape and branch, taking the occurrence and reading the
+    versions are one statement on PostgreSQL (`take_occurrence_as_guessed`), which takes the
+    occurrence only if the tape is still the guessed one; if it is not, the ask is taken again
+    from the tape found. Either way the commit is relaxed (`relax_commit` of
+    `load_tape_and_branch`): this is the resolve path.
     """
+    found = None
+    if guess is not None:
+        taken = _take_as_guessed(session, guess, wire, body, redaction_key=redaction_key)
+        if isinstance(taken, TakenAsk):
+            return taken
+        found = taken
+    tape, branch = found or load_tape_and_branch(session, wire.tape, wire.branch, relax_commit=True)
     draft = draft_ask(tape, branch, wire, body, redaction_key=redaction_key)
     hint = None
     if draft.model is DependencyModel.HINTS:
@@ -314,39 +337,17 @@ def take_ask(
         attempt=wire.attempt,
         session=session,
     )
-    return finish_ask(
+    ask = finish_ask(
         draft, classification, occurrence=occurrence, versions=versions, attempt=wire.attempt
     )
+    return TakenAsk(tape, ask, None)
 
 
-class GuessedAsk(NamedTuple):
-    """What `take_ask_as_guessed` gives: the tape found (the next guess), the ask, and the
-    answer the opening statement read at the ask's (tape, key, occurrence) and the fingerprint
-    its address has if the branch wrote none of its resources (None when it read none:
-    SQLite, or the tape was not as guessed)."""
-
-    tape: TapeRef
-    ask: Ask
-    read_ahead: ReadAhead | None
-
-
-def take_ask_as_guessed(
-    session: Executor,
-    guess: TapeRef,
-    wire: ResolveRequest,
-    body: bytes,
-    *,
-    redaction_key: bytes,
-) -> GuessedAsk:
-    """`load_tape_and_branch` then `take_ask`, with the tape's config guessed (a write).
-
-    `guess` is the tape as an earlier resolve found it. The draft, hint and classification
-    are worked out from it first, so finding the tape and branch, taking the occurrence and
-    reading the versions are one statement on PostgreSQL (`take_occurrence_as_guessed`),
-    which takes the occurrence only if the tape is still the guessed one. If it is not, this
-    starts over from the tape found, as `take_ask` would. The commit is relaxed, as
-    `load_tape_and_branch(…, relax_commit=True)` relaxes it.
-    """
+def _take_as_guessed(
+    session: Executor, guess: TapeRef, wire: ResolveRequest, body: bytes, *, redaction_key: bytes
+) -> TakenAsk | tuple[TapeRef, BranchRef] | None:
+    """`take_ask` in one statement from the guess; else the tape and branch it found (the
+    tape is not the guessed one: nothing taken), or None when either is missing."""
     check_tape_name(wire.tape)
     check_branch_path(wire.branch)
     # The branch's id is not known yet; the draft does not depend on it.
@@ -374,21 +375,18 @@ def take_ask_as_guessed(
         session=session,
     )
     if taken is None:
-        tape, branch = load_tape_and_branch(session, wire.tape, wire.branch, relax_commit=True)
-    elif taken.occurrence is None:
-        tape, branch = taken.tape, taken.branch
-    else:
-        draft = replace(draft, tape=taken.tape, branch=taken.branch)
-        ask = finish_ask(
-            draft,
-            classification,
-            occurrence=taken.occurrence,
-            versions=taken.versions,
-            attempt=wire.attempt,
-        )
-        return GuessedAsk(taken.tape, ask, taken.read_ahead)
-    ask = take_ask(session, tape, branch, wire, body, redaction_key=redaction_key)
-    return GuessedAsk(tape, ask, None)
+        return None
+    if taken.occurrence is None:
+        return taken.tape, taken.branch
+    draft = replace(draft, tape=taken.tape, branch=taken.branch)
+    ask = finish_ask(
+        draft,
+        classification,
+        occurrence=taken.occurrence,
+        versions=taken.versions,
+        attempt=wire.attempt,
+    )
+    return TakenAsk(taken.tape, ask, taken.read_ahead)
 
 
 def bump_branch(

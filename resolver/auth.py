@@ -38,6 +38,6 @@ async def require_proxy(request: Request) -> None:
 
 
 def check_proxy(state: Any, authorization: str) -> None:
-    """The proxy-token guard of the hot lanes (resolver/fast_lane.py, resolver/hot_protocol.py),
+    """The proxy-token guard of the hot lanes (resolver/hot_protocol.py),
     given the app's state and the call's Authorization header."""
     check_bearer(authorization, state.settings.proxy_token, "proxy")

@@ -1,10 +1,10 @@
 """uvicorn's HTTP protocol, answering the proxy's hot routes itself, before any ASGI machinery.
 
 Every proxied request costs one `POST /v1/resolve`, and on a hit that call is all Groundhog
-adds to mitmproxy's own work. resolver/fast_lane.py already skips FastAPI's router, but the call
-still paid for uvicorn's per-request cycle (scope, task, ASGI messages), the ASGI middleware
-stack (proxy headers, server errors, FastAPI's telemetry and body limit, ours) and Starlette's
-request object. Measured with the order of the two alternated: asked directly with the proxy's
+adds to mitmproxy's own work. Through the ASGI app the call pays for uvicorn's per-request cycle
+(scope, task, ASGI messages), the ASGI middleware stack (proxy headers, server errors, FastAPI's
+telemetry and body limit, ours), Starlette's request object and FastAPI's router and
+dependencies. Measured with the order of the two alternated: asked directly with the proxy's
 client, one call at a time, a resolve cost the resolver 1.22 ms of CPU instead of 1.32 ms
 (median of 6 rounds of 1000); a PostgreSQL hit through `bench.resolver_perf` answered in
 6.9 to 7.1 ms instead of 7.2 to 7.8 ms (p50, two alternations). Through the proxy, on this
@@ -14,10 +14,11 @@ This subclass of uvicorn's httptools protocol takes a request into that lane onl
 about it is unusual: `POST` to a hot path exactly, HTTP/1.1 keep-alive, a `Content-Length`
 within the body limit, no `Transfer-Encoding`, `Expect` or upgrade, and no earlier request on
 the connection still in flight or queued. Everything else — admin routes, chunked or oversized
-bodies, pipelined requests — goes through uvicorn and the app exactly as before, where the
-same routes answer through resolver/fast_lane.py, with the same guard and the same answers. A
-lane error becomes the response the app's own exception handlers give (problem+json); an
-error no handler claims is logged and answered 500 problem+json.
+bodies, pipelined requests — goes through uvicorn and the app exactly as before, where FastAPI's
+routes (resolver/routes/internal.py) call the same functions (`HotRoute`: body bytes to answer
+bytes) behind the same guard, so the answers are the same. A lane error becomes the response
+the app's own exception handlers give (`handled`: problem+json); an error no handler claims is
+logged and answered 500 problem+json. Under any other ASGI server the plain routes answer.
 
 While a lane request is in flight it stands in uvicorn's `cycle` slot (`_LaneCycle`), so
 uvicorn's own code treats it as a request in flight: a pipelined request queues behind it,
@@ -29,8 +30,9 @@ from __future__ import annotations
 
 import asyncio
 import http
+import inspect
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,10 +41,15 @@ from starlette.responses import Response
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from resolver.errors import problem_response
-from resolver.fast_lane import Guard, HotRoute, handled, json_response
 from resolver.limits import body_limit
 
 logger = logging.getLogger(__name__)
+
+JSON = "application/json"  # what every hot route answers
+# A hot route: the app's state and the request body's bytes to the JSON answer's bytes.
+HotRoute = Callable[[Any, bytes], Awaitable[bytes]]
+# Refuses a call (raises) given the app's state and its Authorization header ("" if none).
+Guard = Callable[[Any, str], None]
 
 REASONS = {status.value: status.phrase.encode() for status in http.HTTPStatus}
 
@@ -62,6 +69,26 @@ class _LaneCycle:
         self.disconnected = False
         self.keep_alive = True
         self.message_event = asyncio.Event()
+
+
+def json_response(answer: bytes) -> Response:
+    """A hot route's answer as the response every lane sends."""
+    return Response(answer, media_type=JSON)
+
+
+async def handled(request: Request, error: Exception) -> Response:
+    """The app's answer to `error`, looked up the way Starlette looks it up, or `error` itself
+    when no handler claims it (a 500)."""
+    handlers: Mapping[Any, Callable[..., Any]] = request.app.exception_handlers
+    for kind in type(error).__mro__:
+        handler = handlers.get(kind)
+        if handler is None:
+            continue
+        response = handler(request, error)
+        if inspect.isawaitable(response):
+            response = await response
+        return response
+    raise error
 
 
 def protocol_for(

@@ -46,7 +46,7 @@ from store import claims
 from store.claims import Pending
 from store.db import Store, transaction
 from store.fused import pop_pending_and_tape
-from store.loop_writes import LoopWriter, WouldWait
+from store.loop_writes import LoopWriter
 from store.models import PendingRecord, Tape
 from store.refs import TapeRef
 from store.unit import Unit, unit_of_work
@@ -82,37 +82,33 @@ class Recorder:
         self.on_settled = on_settled or (lambda _address: None)
 
     def record(self, wire: RecordRequest) -> RecordResult:
-        kind = wire.kind()
+        """The record on this thread, in a unit of work of its own (the thread lane of
+        resolver/resolve_tx.py): a record refused or failing to commit releases its claim."""
         try:
-            body = self._checked_body(wire)
+            body = self.checked_body(wire)
         except ResolverError:
-            self._release_after_failure(wire.ticket)  # a rejected record must not hold siblings
+            self.release_after_failure(wire.ticket)  # a rejected record must not hold siblings
             raise
         try:
-            result, address = self._commit(wire, kind, body, unit_of_work(self.store))
+            return self.commit(wire, body, unit_of_work(self.store))
         except Exception as error:
             self.fail(wire.ticket, error)
-        self.on_settled(address)
-        return result
 
-    def record_without_waiting(self, wire: RecordRequest) -> RecordResult | None:
-        """`record` on the caller's thread (the event loop), for a small complete answer whose
-        transaction need not wait for another writer (store/loop_writes.py); None otherwise,
-        with nothing done. If the commit fails the caller hands the error to `fail` on a worker
-        thread (it writes the claim's release).
-        """
+    def fits_loop(self, wire: RecordRequest) -> bool:
+        """Whether the event loop may run this record (resolver/resolve_tx.py): a small
+        complete answer, where the store has a loop writer."""
         if self.loop_writer is None or wire.kind() != "response" or wire.response is None:
-            return None
-        if len(wire.response.body) > LOOP_RECORD_MAX_BASE64:
-            return None  # hashing, scrubbing and storing a large body would hold up the loop
-        try:
-            body = self._checked_body(wire)
-        except ResolverError:
-            return None  # `record` rejects it, and releases the claim, on a thread
-        try:
-            result, address = self._commit(wire, "response", body, self.loop_writer.unit())
-        except WouldWait:
-            return None
+            return False
+        # Hashing, scrubbing and storing a large body would hold up the loop.
+        return len(wire.response.body) <= LOOP_RECORD_MAX_BASE64
+
+    def commit(
+        self, wire: RecordRequest, body: bytes, transaction: AbstractContextManager[Unit]
+    ) -> RecordResult:
+        """The record's one transaction, in `transaction` (the lane's unit), and its waiters
+        woken. A failure is raised as it is, nothing released: the caller hands it to `fail`
+        on a thread (resolver/resolve_tx.py)."""
+        result, address = self._commit(wire, wire.kind(), body, transaction)
         self.on_settled(address)
         return result
 
@@ -122,7 +118,7 @@ class Recorder:
         """
         if isinstance(error, ResolverError):
             raise error
-        self._release_after_failure(ticket)
+        self.release_after_failure(ticket)
         if isinstance(error, SQLAlchemyError) and not isinstance(error, OperationalError):
             raise StoreUnavailable(
                 f"the store could not take the record ({type(error).__name__}); nothing "
@@ -131,7 +127,8 @@ class Recorder:
             ) from error
         raise error
 
-    def _checked_body(self, wire: RecordRequest) -> bytes:
+    def checked_body(self, wire: RecordRequest) -> bytes:
+        """The response body's bytes; refused when not latin-1 headers, base64 or in bounds."""
         if wire.response is None:
             return b""
         check_latin1_headers(wire.response.headers, "response.headers")
@@ -165,7 +162,7 @@ class Recorder:
             )
             return headers
 
-    def _release_after_failure(self, ticket: str) -> None:
+    def release_after_failure(self, ticket: str) -> None:
         """Let a waiting sibling fetch the address now rather than when the lease lapses.
 
         The failed transaction rolled back, so the claim would otherwise hold for the whole

@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import replace
 
 from sqlalchemy.orm import Session
 
 from resolver import answers, failpoints, injection
-from resolver.asks import Ask, load_tape_and_branch, take_ask, take_ask_as_guessed
+from resolver.asks import Ask, take_ask
 from resolver.cache import AnswerCache, Recorded
 from resolver.decision import ClaimState, Facts, Step, decide_step
 from resolver.disk import DiskReserve
@@ -43,7 +42,7 @@ from resolver.simulator_client import SimulatorClient
 from store import claims, exchanges
 from store.db import Store, relax_commit_durability
 from store.fused import ReadAhead
-from store.loop_writes import LoopWriter, WouldWait
+from store.loop_writes import LoopWriter
 from store.prepared import Executor
 from store.refs import TapeRef
 from store.unit import Unit, unit_of_work
@@ -87,16 +86,13 @@ class Resolver:
         self._tapes: dict[str, TapeRef] = {}
 
     def resolve(self, wire: ResolveRequest) -> Resolution | Waiting:
-        return self.finish(self._resolve(wire, unit_of_work(self.store)))
+        """A resolve on this thread, in a unit of work of its own: the thread lane of
+        resolver/resolve_tx.py, which the proxy's calls come through."""
+        return self.finish(self.take(wire, unit_of_work(self.store)))
 
-    def resolve_without_waiting(self, wire: ResolveRequest) -> Resolution | Waiting | None:
-        """`resolve`'s transaction on the caller's thread (the event loop), or None if it would
-        wait for another writer (store/loop_writes.py). Nothing is taken when it answers None.
-
-        The caller passes what it gets to `finish` (on a worker thread where `needs_thread`
-        says so: a simulator's answer is a network call).
-        """
-        return self._on_loop(lambda unit: self._resolve(wire, unit))
+    def poll(self, waiting: Waiting) -> Resolution | Waiting:
+        """One look at an address someone else is fetching, on this thread (the thread lane)."""
+        return self.finish(self.look(waiting, unit_of_work(self.store)))
 
     def finish(self, result: Resolution | Waiting) -> Resolution | Waiting:
         """A taken resolve's last steps: the tape simulator's answer, a fault's delay."""
@@ -113,29 +109,11 @@ class Resolver:
             self._tapes.clear()
         self._tapes[tape.name] = tape
 
-    def poll(self, waiting: Waiting) -> Resolution | Waiting:
-        """One look at an address someone else is fetching."""
-        return self.finish(self._poll(waiting, unit_of_work(self.store)))
-
-    def poll_without_waiting(self, waiting: Waiting) -> Resolution | Waiting | None:
-        """`poll`'s transaction on the event loop, or None (nothing taken) if it would wait
-        for another writer; what it gives goes to `finish`, as `resolve_without_waiting`'s."""
-        return self._on_loop(lambda unit: self._poll(waiting, unit))
-
-    def _on_loop(
-        self, step: Callable[[AbstractContextManager[Unit]], Resolution | Waiting]
-    ) -> Resolution | Waiting | None:
-        """`step` in a loop writer's unit, or None if there is none or it would wait."""
-        if self.loop_writer is None:
-            return None
-        try:
-            return step(self.loop_writer.unit())
-        except WouldWait:
-            return None
-
-    def _resolve(
+    def take(
         self, wire: ResolveRequest, transaction: AbstractContextManager[Unit]
     ) -> Resolution | Waiting:
+        """Take the ask and settle it in `transaction` (the lane's unit: resolver/resolve_tx.py);
+        not finished. A loop unit that would wait raises `WouldWait` with nothing taken."""
         body = decode_base64(wire.body, "body") if wire.body else b""
         if len(body) > self.max_body_bytes:
             raise BodyTooLarge(
@@ -146,19 +124,13 @@ class Resolver:
         with transaction as unit:
             connection = unit.connection
             # Both relax the commit as `relax_commit_durability` would, in their own statement.
-            guess = self._tapes.get(wire.tape)
-            read_ahead = None
-            if guess is None:
-                tape, branch = load_tape_and_branch(
-                    connection, wire.tape, wire.branch, relax_commit=True
-                )
-                ask = take_ask(
-                    connection, tape, branch, wire, body, redaction_key=self.redaction_key
-                )
-            else:
-                tape, ask, read_ahead = take_ask_as_guessed(
-                    connection, guess, wire, body, redaction_key=self.redaction_key
-                )
+            tape, ask, read_ahead = take_ask(
+                connection,
+                wire,
+                body,
+                redaction_key=self.redaction_key,
+                guess=self._tapes.get(wire.tape),
+            )
             self._remember(tape)
             passthrough_hosts = {host.lower() for host in tape.config.get("passthrough_hosts", [])}
             passthrough = wire.body_too_large or ask.request.normalised_host in passthrough_hosts
@@ -168,11 +140,12 @@ class Resolver:
         failpoints.reach("resolve.committed")
         return result
 
-    def _poll(
+    def look(
         self, waiting: Waiting, transaction: AbstractContextManager[Unit]
     ) -> Resolution | Waiting:
-        """The same decision from a poll's facts, in one unit that writes only if it settles
-        (a poll that must wait again commits an empty transaction)."""
+        """A waiter's look, in `transaction` (the lane's unit), not finished: the same decision
+        from a poll's facts, in one unit that writes only if it settles (a poll that must wait
+        again commits an empty transaction)."""
         ask = waiting.ask
         start = facts_of(ask)  # a passthrough or a fault never waits
         with transaction as unit:

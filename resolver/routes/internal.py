@@ -7,8 +7,8 @@ on the event loop, woken when the address is recorded (resolver/wakeups.py; on P
 by other replicas' records, resolver/notify.py), with a slow store poll as the fallback; each
 look at the store is one short transaction, run on the event loop where SQLite lets it take
 the write lock without waiting (store/loop_writes.py) and in the threadpool otherwise, as
-resolves are. A wait skips its first look when the token shows nothing can have changed since
-the resolve looked (`_nothing_settled_since`).
+resolves are (resolver/resolve_tx.py chooses). A wait skips its first look when the token shows
+nothing can have changed since the resolve looked (`_nothing_settled_since`).
 
 Resolve is the hot path (one per proxied request), record follows every forward and wait every
 single-flight sibling, so all three skip FastAPI's generic body handling (stdlib JSON parse,
@@ -16,16 +16,15 @@ then validation of the Python objects) and response encoding: the body is valida
 from its bytes by pydantic-core and the reply is written as bytes, a cached recording's JSON
 spliced in as it is (measured in process: a record call about a tenth cheaper than with the
 generic handling). Each is a function from the body's bytes to the answer's bytes (`HOT_ROUTES`),
-which the FastAPI route, resolver/fast_lane.py (ahead of the router) and resolver/hot_protocol.py
-(inside uvicorn's HTTP protocol, ahead of all ASGI) share. Bad input still gets FastAPI's 422
-problem+json, with the same `body.<field>` locations, and the OpenAPI document still describes
-the bodies.
+which the FastAPI route and resolver/hot_protocol.py (inside uvicorn's HTTP protocol, ahead of
+all ASGI) share; both reach the store through resolver/resolve_tx.py, the one door. Bad input
+still gets FastAPI's 422 problem+json, with the same `body.<field>` locations, and the OpenAPI
+document still describes the bodies.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any, cast
 
 from fastapi import APIRouter, Depends, FastAPI, Request, Response
@@ -34,11 +33,11 @@ from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from groundhog.protocol.wire import RenewAnswer, ResolveAnswer
-from resolver import leases, wait_tokens
+from resolver import leases, resolve_tx, wait_tokens
 from resolver.auth import require_proxy
 from resolver.cache import dumps_compact
 from resolver.errors import Conflict
-from resolver.fast_lane import HotRoute, json_response
+from resolver.hot_protocol import HotRoute, json_response
 from resolver.policy import Action, Decision
 from resolver.record_outcomes import RecordResult
 from resolver.resolution import Resolver
@@ -173,36 +172,12 @@ async def resolve_reply(state: Any, raw: bytes) -> bytes:
     body = parse_resolve(raw)
     started = time.perf_counter()
     mark = state.wakeups.mark()  # before the store is looked at
-    result = await _resolve(state.resolver, body)
+    result = await resolve_tx.resolve(state.resolver, body)
     if isinstance(result, Waiting):
         state.metrics.single_flight_waits.inc()
         return dumps_compact(waiting_json(result, mark))
     state.metrics.observe(result.decision, time.perf_counter() - started)
     return resolution_bytes(result, state.resolver)
-
-
-async def _resolve(resolver: Resolver, body: ResolveRequest) -> Resolution | Waiting:
-    """Resolve on the event loop where the store allows it without waiting, else on a thread."""
-    return await _finished(resolver, resolver.resolve_without_waiting(body), resolver.resolve, body)
-
-
-async def _poll(resolver: Resolver, waiting: Waiting) -> Resolution | Waiting:
-    """Poll on the event loop where the store allows it without waiting, else on a thread."""
-    return await _finished(resolver, resolver.poll_without_waiting(waiting), resolver.poll, waiting)
-
-
-async def _finished[Given](
-    resolver: Resolver,
-    taken: Resolution | Waiting | None,
-    on_thread: Callable[[Given], Resolution | Waiting],
-    given: Given,
-) -> Resolution | Waiting:
-    """What was taken on the loop, finished; or, if the loop declined, all of it on a thread."""
-    if taken is None:
-        return await run_in_threadpool(on_thread, given)
-    if resolver.needs_thread(taken):
-        return await run_in_threadpool(resolver.finish, taken)
-    return resolver.finish(taken)
 
 
 @router.post(
@@ -235,7 +210,7 @@ async def wait_reply(state: Any, raw: bytes) -> bytes:
                 state.metrics.wait_first_looks.labels(look="skipped" if skip else "taken").inc()
             if not skip:
                 mark = wakeups.mark()
-                result = await _poll(state.resolver, waiting)
+                result = await resolve_tx.poll(state.resolver, waiting)
                 if not isinstance(result, Waiting):
                     break
                 waiting = result
@@ -295,20 +270,10 @@ async def record_reply(state: Any, raw: bytes) -> bytes:
     """`/v1/record`'s answer to a body, as bytes (every lane's one implementation)."""
     # Every forwarded ask ends here, so like resolve it is validated and answered as bytes.
     body = parse_body(RecordRequest, raw)
-    try:
-        result = state.recorder.record_without_waiting(body)
-    except Exception as error:
-        await run_in_threadpool(state.recorder.fail, body.ticket, error)
-        raise  # `fail` always raises; this only satisfies the type checker
-    if result is None:
-        return await run_in_threadpool(record_answer, state, body)
-    return recorded_bytes(state, result)
-
-
-def record_answer(state: Any, body: RecordRequest) -> bytes:
     if body.head is not None and body.kind() == "head":
-        return dumps_compact({"headers": state.recorder.head(body)})
-    return recorded_bytes(state, state.recorder.record(body))
+        heads = await run_in_threadpool(state.recorder.head, body)
+        return dumps_compact({"headers": heads})
+    return recorded_bytes(state, await resolve_tx.record(state.recorder, body))
 
 
 def recorded_bytes(state: Any, result: RecordResult) -> bytes:
@@ -324,8 +289,8 @@ def recorded_bytes(state: Any, result: RecordResult) -> bytes:
     )
 
 
-# The proxy's hot path: answered ahead of FastAPI's router by resolver/fast_lane.py, and under
-# uvicorn before any ASGI machinery by resolver/hot_protocol.py.
+# The proxy's hot path: under uvicorn answered before any ASGI machinery by
+# resolver/hot_protocol.py; elsewhere by the routes above.
 HOT_ROUTES: dict[str, HotRoute] = {
     "/v1/resolve": resolve_reply,
     "/v1/wait": wait_reply,

@@ -12,7 +12,7 @@ import pytest
 
 from resolver.asks import (
     Ask,
-    GuessedAsk,
+    TakenAsk,
     bump_branch,
     classify_draft,
     cooperative_headers,
@@ -21,7 +21,6 @@ from resolver.asks import (
     finish_ask,
     load_tape_and_branch,
     take_ask,
-    take_ask_as_guessed,
     true_fingerprint_of,
 )
 from resolver.dependencies import Classification
@@ -78,8 +77,7 @@ def _wire(**fields: Any) -> ResolveRequest:
 
 def _ask(store: Store, wire: ResolveRequest, body: bytes = b"") -> Ask:
     with transaction(store.write) as session:
-        tape, branch = load_tape_and_branch(session, wire.tape, wire.branch)
-        return take_ask(session, tape, branch, wire, body, redaction_key=b"k" * 32)
+        return take_ask(session, wire, body, redaction_key=b"k" * 32).ask
 
 
 def test_load_names_the_missing_tape_then_the_missing_branch(store: Store) -> None:
@@ -265,9 +263,9 @@ def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]
         opened.dispose()
 
 
-def _ask_as_guessed(store: Store, guess: TapeRef, wire: ResolveRequest) -> GuessedAsk:
+def _ask_as_guessed(store: Store, guess: TapeRef, wire: ResolveRequest) -> TakenAsk:
     with transaction(store.write) as session:
-        return take_ask_as_guessed(session, guess, wire, b"", redaction_key=b"k" * 32)
+        return take_ask(session, wire, b"", redaction_key=b"k" * 32, guess=guess)
 
 
 def test_an_ask_taken_as_guessed_is_the_ask_taken_plainly(any_store: Store) -> None:

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select
 
 from resolver import final_steps
-from resolver.asks import Ask, load_tape_and_branch, take_ask
+from resolver.asks import Ask, take_ask
 from resolver.decision import Plan, Step
 from resolver.dependencies import Classification
 from resolver.disk import DiskReserve
@@ -66,9 +66,8 @@ def store(tmp_path: Path) -> Iterator[Store]:
 def forward(store: Store, steps: FinalSteps, path: str) -> tuple[Ask, Resolution | Waiting]:
     """Take an ask for `path` on root/a and carry out a forward for it, in one unit."""
     with unit_of_work(store) as unit:
-        tape, branch = load_tape_and_branch(unit.connection, "t", "root/a")
         wire = resolve_request(path, "root/a")
-        ask = take_ask(unit.connection, tape, branch, wire, b"", redaction_key=b"k" * 32)
+        ask = take_ask(unit.connection, wire, b"", redaction_key=b"k" * 32).ask
         ask = replace(ask, secrets=SECRET)
         result = steps.carry_out(unit, ask, FORWARD, facts_of(ask), None, None, None, taken=True)
     return ask, result
@@ -159,9 +158,8 @@ def test_a_write_sent_live_keeps_its_occurrence_and_leaves_its_intent(store: Sto
     """A write's answer comes from its own live call: its occurrence stands, and before it
     goes live what it may touch is unknown in its branch (write-ahead)."""
     with unit_of_work(store) as unit:
-        tape, branch = load_tape_and_branch(unit.connection, "t", "root/a")
         wire = resolve_request("/w", "root/a").model_copy(update={"method": "POST"})
-        ask = take_ask(unit.connection, tape, branch, wire, b"", redaction_key=b"k" * 32)
+        ask = take_ask(unit.connection, wire, b"", redaction_key=b"k" * 32).ask
         write = Plan(Step.FORWARD, Action.FORWARD, Decision.WRITE)
         steps_of().carry_out(unit, ask, write, facts_of(ask), None, None, None, taken=True)
     with transaction(store.read) as session:

@@ -11,12 +11,14 @@ import contextlib
 import secrets
 import tempfile
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
 from sqlalchemy import event, select
 from sqlalchemy.orm import Session
 
+from resolver import resolve_tx
 from resolver.asks import Ask
 from resolver.policy import Action, Decision
 from resolver.recording import Recorder
@@ -417,13 +419,23 @@ def test_a_miss_and_its_record_on_postgresql_send_unread_writes_with_the_commit(
             store.dispose()
 
 
+def on_loop(resolver: Resolver, wire: ResolveRequest) -> Resolution | Waiting | None:
+    """The door's loop lane for a resolve (resolver/resolve_tx.py)."""
+    return resolve_tx.on_loop(resolver.loop_writer, partial(resolver.take, wire))
+
+
+def poll_on_loop(resolver: Resolver, waiting: Waiting) -> Resolution | Waiting | None:
+    """The door's loop lane for a wait's look."""
+    return resolve_tx.on_loop(resolver.loop_writer, partial(resolver.look, waiting))
+
+
 def test_on_the_event_loop_a_hit_is_the_same_hit(store: Store) -> None:
     writer = LoopWriter.for_store(store)
     assert writer is not None
     resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30, loop_writer=writer)
     try:
         record(store, resolver, "/x", "root/a", b"answer")
-        taken = resolver.resolve_without_waiting(ask("/x", "root/b"))
+        taken = on_loop(resolver, ask("/x", "root/b"))
         assert taken is not None and not resolver.needs_thread(taken)
         served = resolver.finish(taken)
     finally:
@@ -442,7 +454,7 @@ def test_a_resolve_that_would_wait_takes_nothing(store: Store) -> None:
         record(store, resolver, "/x", "root/a", b"answer")
         assert store.write_lock is not None
         with store.write_lock:  # another writer of this process is mid-transaction
-            assert resolver.resolve_without_waiting(ask("/x", "root/b")) is None
+            assert on_loop(resolver, ask("/x", "root/b")) is None
         assert branch_rows(store, "root/b") == ([], {})
         served = resolver.resolve(ask("/x", "root/b"))  # what the route then does, on a thread
     finally:
@@ -453,7 +465,7 @@ def test_a_resolve_that_would_wait_takes_nothing(store: Store) -> None:
 
 def test_without_a_loop_writer_every_resolve_goes_to_a_thread(store: Store) -> None:
     resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
-    assert resolver.resolve_without_waiting(ask("/x", "root/b")) is None
+    assert on_loop(resolver, ask("/x", "root/b")) is None
     assert branch_rows(store, "root/b") == ([], {})
 
 
@@ -470,7 +482,7 @@ def test_a_poll_on_the_event_loop_waits_again_then_serves_what_was_recorded(
         assert isinstance(waiting, Waiting)
         before = branch_rows(store, "root/b")
 
-        still = resolver.poll_without_waiting(waiting)
+        still = poll_on_loop(resolver, waiting)
         assert isinstance(still, Waiting) and still.lease_expires is not None  # the holder's lease
         assert branch_rows(store, "root/b") == before  # waiting again writes nothing
 
@@ -482,10 +494,10 @@ def test_a_poll_on_the_event_loop_waits_again_then_serves_what_was_recorded(
         )
         assert store.write_lock is not None
         with store.write_lock:  # another writer of this process is mid-transaction
-            assert resolver.poll_without_waiting(waiting) is None
+            assert poll_on_loop(resolver, waiting) is None
         assert branch_rows(store, "root/b") == before  # declined: nothing taken
 
-        taken = resolver.poll_without_waiting(waiting)
+        taken = poll_on_loop(resolver, waiting)
         assert taken is not None and not resolver.needs_thread(taken)
         served = resolver.finish(taken)
     finally:
@@ -502,7 +514,7 @@ def test_without_a_loop_writer_every_poll_goes_to_a_thread(store: Store) -> None
     assert isinstance(holder, Resolution) and holder.action is Action.FORWARD
     waiting = resolver.resolve(ask("/z", "root/b"))
     assert isinstance(waiting, Waiting)
-    assert resolver.poll_without_waiting(waiting) is None
+    assert poll_on_loop(resolver, waiting) is None
     assert isinstance(resolver.poll(waiting), Waiting)
 
 
@@ -523,12 +535,12 @@ def test_a_hit_writes_five_pages_and_a_miss_nine(tmp_path: Path) -> None:
 
     try:
         record(store, resolver, "/x", "root/a", b"answer")
-        assert resolver.resolve_without_waiting(ask("/y", "root/a")) is not None  # warm-up
+        assert on_loop(resolver, ask("/y", "root/a")) is not None  # warm-up
         before = frames()
-        miss = resolver.resolve_without_waiting(ask("/z", "root/a"))
+        miss = on_loop(resolver, ask("/z", "root/a"))
         assert isinstance(miss, Resolution) and miss.action is Action.FORWARD
         after_miss = frames()
-        hit = resolver.resolve_without_waiting(ask("/x", "root/b"))
+        hit = on_loop(resolver, ask("/x", "root/b"))
         assert isinstance(hit, Resolution) and hit.decision is Decision.SHARED
         after_hit = frames()
     finally:

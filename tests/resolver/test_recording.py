@@ -15,7 +15,7 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy.exc import OperationalError
 
-from resolver import record_outcomes
+from resolver import record_outcomes, resolve_tx
 from resolver.app import create_app
 from resolver.errors import ResolverError
 from resolver.policy import Action, Decision
@@ -148,7 +148,7 @@ def test_a_small_answer_is_recorded_on_the_event_loop(store: Store) -> None:
         forward = resolver.resolve(ask("/r", "root/a"))
         assert isinstance(forward, Resolution) and forward.ticket is not None
         wire = RecordRequest(ticket=forward.ticket, response=answer_of(b"small"))
-        result = recorder.record_without_waiting(wire)
+        result = resolve_tx.record_on_loop(recorder, wire)
         served = resolver.resolve(ask("/r", "root/b"))
     finally:
         writer.close()
@@ -177,10 +177,10 @@ def test_a_record_the_event_loop_declines_is_left_whole_for_a_thread(store: Stor
             RecordRequest(ticket=tickets[3], passthrough="too-large"),
         )
         with store.write_lock:  # another writer of this process is mid-transaction
-            assert recorder.record_without_waiting(busy) is None
-        assert recorder.record_without_waiting(large) is None
-        assert recorder.record_without_waiting(bad) is None
-        assert recorder.record_without_waiting(passthrough) is None
+            assert resolve_tx.record_on_loop(recorder, busy) is None
+        assert resolve_tx.record_on_loop(recorder, large) is None
+        assert resolve_tx.record_on_loop(recorder, bad) is None
+        assert resolve_tx.record_on_loop(recorder, passthrough) is None
         # Nothing was taken: on a thread each is recorded (or refused) as it always was.
         assert recorder.record(busy).recorded
         assert recorder.record(large).recorded

@@ -1,0 +1,121 @@
+"""The one door to the store for the proxy's three calls: a resolve, a wait's look, a record.
+
+Each call runs the one resolve state machine (docs/internals.md, "The resolve lifecycle":
+`Resolver.take` or `Resolver.look`, then `_settle` and `FinalSteps.carry_out`; `Recorder.commit`)
+in one transaction, and this module alone chooses where that transaction runs (its `Lane`):
+
+- `Lane.LOOP`: on the event loop, in the loop writer's unit (store/loop_writes.py), when the
+  store is SQLite at `synchronous=NORMAL` and nobody else is writing — a hit is a few hundred
+  microseconds of SQLite work, and a thread hop would cost as much again;
+- `Lane.THREAD`: on a worker thread, in a unit of work of its own (store/unit.py), otherwise —
+  PostgreSQL (whose opening statements are fused and whose commits are pipelined inside the
+  unit and store/fused.py, the same on either lane), a busy SQLite, a large record body, or a
+  finish that asks the tape's simulator over HTTP.
+
+The lane changes where the code runs, never what it does: a loop transaction that would wait
+raises `WouldWait` before it has taken anything, and the same call runs again on a thread.
+Every lane that answers the proxy — uvicorn's protocol (resolver/hot_protocol.py) and FastAPI's
+routes (resolver/routes/internal.py) — comes through here; a caller already on a thread (the
+benchmark, tests) uses the `*_on_thread` forms, which are the thread lane itself. Without this
+module each entrance chose for itself, and the choices had grown into twin functions that
+drifted apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from enum import StrEnum
+from functools import partial
+from typing import NoReturn
+
+from starlette.concurrency import run_in_threadpool
+
+from resolver.errors import ResolverError
+from resolver.record_outcomes import RecordResult
+from resolver.recording import Recorder
+from resolver.resolution import Resolver
+from resolver.resolve_results import Resolution, Waiting
+from resolver.schemas import RecordRequest, ResolveRequest
+from store.loop_writes import LoopWriter, WouldWait
+from store.unit import Unit, unit_of_work
+
+Transaction = AbstractContextManager[Unit]
+Settled = Resolution | Waiting
+
+
+class Lane(StrEnum):
+    """Where a call's transaction runs."""
+
+    LOOP = "loop"
+    THREAD = "thread"
+
+    @classmethod
+    def _missing_(cls, value: object) -> NoReturn:
+        valid = ", ".join(repr(lane.value) for lane in cls)
+        raise ValueError(f"{value!r} is not a lane; the lanes are {valid}")
+
+
+def lane_of(loop_writer: LoopWriter | None) -> Lane:
+    """The lane a call tries first: the loop where the store has a loop writer."""
+    return Lane.THREAD if loop_writer is None else Lane.LOOP
+
+
+async def resolve(resolver: Resolver, wire: ResolveRequest) -> Settled:
+    """A resolve, settled and finished, on the loop where it need not wait, else on a thread."""
+    return await _settled(resolver, partial(resolver.take, wire))
+
+
+async def poll(resolver: Resolver, waiting: Waiting) -> Settled:
+    """A wait's look at the store, on the loop where it need not wait, else on a thread."""
+    return await _settled(resolver, partial(resolver.look, waiting))
+
+
+async def _settled(resolver: Resolver, step: Callable[[Transaction], Settled]) -> Settled:
+    taken = on_loop(resolver.loop_writer, step)
+    if taken is None:  # the thread lane: the same step in a unit of work of its own
+        return await run_in_threadpool(lambda: resolver.finish(step(unit_of_work(resolver.store))))
+    if resolver.needs_thread(taken):
+        return await run_in_threadpool(resolver.finish, taken)
+    return resolver.finish(taken)
+
+
+def on_loop[Result](
+    loop_writer: LoopWriter | None, step: Callable[[Transaction], Result]
+) -> Result | None:
+    """`step` in the loop writer's unit; None, with nothing taken, where there is none or
+    its transaction would wait."""
+    if lane_of(loop_writer) is Lane.THREAD:
+        return None
+    assert loop_writer is not None
+    try:
+        return step(loop_writer.unit())
+    except WouldWait:
+        return None
+
+
+async def record(recorder: Recorder, wire: RecordRequest) -> RecordResult:
+    """A record, on the loop for a small complete answer that need not wait, else on a thread.
+    A failure of the loop's commit releases the claim on a thread and is raised."""
+    try:
+        committed = record_on_loop(recorder, wire)
+    except Exception as error:
+        await run_in_threadpool(recorder.fail, wire.ticket, error)
+        raise  # `fail` always raises; this only satisfies the type checker
+    if committed is not None:
+        return committed
+    return await run_in_threadpool(recorder.record, wire)
+
+
+def record_on_loop(recorder: Recorder, wire: RecordRequest) -> RecordResult | None:
+    """The loop lane of a record; None, with nothing done, for a record it leaves to a thread:
+    one too large or not a complete answer, one whose transaction would wait, and one refused
+    (an unusable body, an unknown ticket), which the thread lane refuses again and whose claim
+    it releases."""
+    if not recorder.fits_loop(wire):
+        return None
+    try:
+        body = recorder.checked_body(wire)
+        return on_loop(recorder.loop_writer, partial(recorder.commit, wire, body))
+    except ResolverError:
+        return None

@@ -23,6 +23,8 @@ import certifi
 from mitmproxy import http
 from mitmproxy.addons import upstream_auth
 
+from proxy.errors import ProxyError
+
 log = logging.getLogger(__name__)
 
 # Read when set in the proxy's own environment; their certificates join certifi's.
@@ -38,7 +40,7 @@ INSECURE_WARNING = (
 )
 
 
-class EgressConfigError(ValueError):
+class EgressConfigError(ProxyError, ValueError):
     """A CA file or upstream proxy URL the proxy cannot use; the message names it and why."""
 
 

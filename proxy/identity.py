@@ -18,9 +18,10 @@ from mitmproxy import http
 
 from groundhog.protocol.headers import BRANCH as HEADER_BRANCH
 from groundhog.protocol.headers import TAPE as HEADER_TAPE
+from proxy.errors import ProxyError
 
 
-class CredentialsError(ValueError):
+class CredentialsError(ProxyError, ValueError):
     """Proxy-Authorization is present but is not Basic TAPE:BRANCH."""
 
 

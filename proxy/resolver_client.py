@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from groundhog.protocol.wire import RecordAnswer, ResolveAnswer, ResolveAsk, TunnelAnswer
+from proxy.errors import ProxyError
 from proxy.resolver_http import ResolverHttp
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ RETRY_FIRST_PAUSE_SECONDS = 0.1
 RETRY_LONGEST_PAUSE_SECONDS = 1.0
 
 
-class ResolverUnavailable(Exception):
+class ResolverUnavailable(ProxyError):
     """The resolver could not be reached, timed out, or failed with a 5xx."""
 
 
@@ -50,12 +51,12 @@ class ResolverGone(ResolverUnavailable):
     """The resolver's connection failed before its answer: it died or is restarting."""
 
 
-class ResolverProtocolError(Exception):
+class ResolverProtocolError(ProxyError):
     """The resolver answered 2xx with a body that does not follow the protocol."""
 
 
 @dataclass
-class ResolverRejected(Exception):
+class ResolverRejected(ProxyError):
     """The resolver refused the request (4xx); its answer goes to the worker unchanged."""
 
     status: int

@@ -31,8 +31,10 @@ from urllib.parse import urlsplit
 
 import httptools
 
+from proxy.errors import ProxyError
 
-class ResolverHttpError(ConnectionError):
+
+class ResolverHttpError(ProxyError, ConnectionError):
     """The resolver's answer was not well-formed HTTP/1.1."""
 
 

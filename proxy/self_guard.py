@@ -25,13 +25,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from proxy.errors import ProxyError
+
 log = logging.getLogger(__name__)
 
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 
 
-class AdminAddressError(ValueError):
+class AdminAddressError(ProxyError, ValueError):
     """A `groundhog_admin_addresses` entry that is neither PORT nor HOST:PORT."""
 
 

@@ -36,6 +36,7 @@ from mitmproxy.addons import (
 
 from proxy.addon import GroundhogAddon
 from proxy.egress import INSECURE_WARNING, EgressAuth, parse_upstream_proxy, trust_bundle
+from proxy.errors import ProxyError
 from proxy.h2c import PriorKnowledgeH2
 from proxy.options import DEFAULT_MAX_BODY_BYTES
 from proxy.startup_checks import warn_if_resolver_dead
@@ -47,7 +48,7 @@ log = logging.getLogger(__name__)
 CA_CERT_FILENAME = "mitmproxy-ca-cert.pem"
 
 
-class CAUnavailable(RuntimeError):
+class CAUnavailable(ProxyError, RuntimeError):
     """The CA directory has no CA and none can be created there."""
 
 

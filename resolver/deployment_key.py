@@ -15,6 +15,8 @@ import secrets
 import stat
 from pathlib import Path
 
+from resolver.errors import ResolverError
+
 logger = logging.getLogger(__name__)
 
 KEY_FILE_NAME = "redaction.key"
@@ -23,7 +25,7 @@ PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
 
 
-class KeyFileError(Exception):
+class KeyFileError(ResolverError):
     """The key file exists but is not a key (truncated, edited, or not ours)."""
 
 

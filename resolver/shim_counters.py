@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from resolver.errors import ResolverError
 
-class CountersMismatch(ValueError):
+
+class CountersMismatch(ResolverError, ValueError):
     """The report belongs to another world (seed) or another counters format."""
 
 

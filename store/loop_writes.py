@@ -26,6 +26,7 @@ from sqlalchemy import Connection, Engine, RootTransaction, create_engine, event
 from sqlalchemy.pool import StaticPool
 
 from store.db import Store
+from store.errors import StoreError
 from store.unit import Unit, unit_in
 
 logger = logging.getLogger(__name__)
@@ -35,7 +36,7 @@ SQLITE_SYNCHRONOUS_NORMAL = 1  # what `PRAGMA synchronous` reads for NORMAL
 COMMITS_PER_CHECKPOINT = 256
 
 
-class WouldWait(Exception):
+class WouldWait(StoreError):
     """The transaction would have to wait for another writer: run it on a worker thread."""
 
 

@@ -34,6 +34,8 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, inspect, text
 from sqlalchemy.engine import Connection
 
+from store.errors import StoreError
+
 logger = logging.getLogger(__name__)
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
@@ -44,7 +46,7 @@ SENTINEL_TABLE = "gh_tapes"
 MIGRATE_COMMAND = "groundhog migrate"
 
 
-class SchemaError(RuntimeError):
+class SchemaError(StoreError, RuntimeError):
     """The store's schema is not one this Groundhog can use as it is."""
 
 

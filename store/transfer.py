@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from store.blob_integrity import BATCH, MISSING, body_hashes, first_damaged_body, stored_blobs
 from store.db import make_engine, make_session_factory, transaction
+from store.errors import StoreError
 from store.models import (
     Blob,
     Branch,
@@ -37,7 +38,7 @@ logger = logging.getLogger(__name__)
 CHUNK = 2000
 
 
-class TransferError(Exception):
+class TransferError(StoreError):
     """The file is not a Groundhog tape export, or does not hold exactly one tape."""
 
 

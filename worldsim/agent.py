@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from groundhog.protocol import headers as protocol_headers
 from worldsim import noise
+from worldsim.errors import WorldError
 
 QUALITY_BASE = 0.2
 # The reward's coefficient on the observed attention shock (whose mean is zero): a benchmark
@@ -61,7 +62,7 @@ def probe_write_reply(path: str, body: bytes | None) -> dict[str, object]:
 SOURCES_READ = {Strategy.GUESS: 0, Strategy.SKIM: 1, Strategy.DEEP: 3, Strategy.VERIFY: 3}
 
 
-class AgentError(RuntimeError):
+class AgentError(WorldError, RuntimeError):
     """The world (or the proxy in front of it) answered something a rollout cannot use."""
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from worldsim import noise
+from worldsim.errors import WorldError
 
 TOPICS: tuple[str, ...] = ("solar", "wind", "battery", "grid", "hydrogen", "nuclear")
 DOCS_PER_TOPIC = 5
@@ -105,7 +106,7 @@ class Brief:
     sources: tuple[str, ...]
 
 
-class ReadOnlyDocument(Exception):
+class ReadOnlyDocument(WorldError):
     """A brief tried to overwrite a base-corpus study."""
 
 

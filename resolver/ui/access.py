@@ -20,6 +20,8 @@ from urllib.parse import parse_qs
 
 from fastapi import Request
 
+from resolver.errors import ResolverError
+
 COOKIE_NAME = "groundhog_session"
 SESSION_SECONDS = 8 * 3600
 # More failures than this from one address within the window answer 429 until it passes.
@@ -27,7 +29,7 @@ MAX_FAILED_LOGINS = 5
 FAILED_LOGIN_WINDOW = 300.0
 
 
-class LoginRequired(Exception):
+class LoginRequired(ResolverError):
     """The resolver has an admin token and this request carried none that matches."""
 
 
@@ -80,7 +82,7 @@ def require_viewer(request: Request) -> None:
     cookie = request.cookies.get(COOKIE_NAME, "")
     if cookie and session_is_valid(request, cookie):
         return
-    raise LoginRequired
+    raise LoginRequired("the viewer needs a login")
 
 
 def behind_tls(request: Request) -> bool:

@@ -65,13 +65,13 @@ log = logging.getLogger(__name__)
 class GroundhogAddon:
     def __init__(self) -> None:
         self.resolver: ResolverClient | None = None
-        self.live = LiveRecorder(self._resolver)
+        self.attempts = Attempts()
+        self.live = LiveRecorder(self._resolver, self.attempts)
         self.addons = [WebSocketTape(self._resolver)]  # mitmproxy calls nested addons' hooks
         self._tunnel_credentials: dict[str, Credentials] = {}
         self._connect_timers: dict[str, asyncio.TimerHandle] = {}
         self._retired: list[ResolverClient] = []
         self.guard = SelfGuard()
-        self.attempts = Attempts()
 
     def _resolver(self) -> ResolverClient:
         assert self.resolver is not None
@@ -224,6 +224,7 @@ class GroundhogAddon:
             flow.request, tape=identity.tape, branch=identity.branch, body_too_large=body_too_large
         )
         payload["attempt"] = self.attempts.attempt_for(payload)
+        state.ask = payload
         answer = await self._ask(flow, resolver.resolve, payload)
         if answer is None:
             # No answer reached the worker: its retry of this request asks as this attempt.

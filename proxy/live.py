@@ -31,8 +31,9 @@ from mitmproxy import ctx, http
 
 from groundhog.protocol.decisions import Decision
 from groundhog.protocol.headers import RECORD_ERROR as RECORD_ERROR_HEADER
-from groundhog.protocol.wire import RecordAnswer
+from groundhog.protocol.wire import RecordAnswer, ResolveAsk
 from proxy import problems
+from proxy.attempts import Attempts
 from proxy.native import FAILURE_PHASE, FAILURE_RESPONSE, UpstreamDeadline
 from proxy.options import seconds
 from proxy.passthrough import Kind
@@ -85,6 +86,9 @@ class FlowState:
     streaming: bool = False  # the response head went to the worker already
     keeper: LeaseKeeper | None = None
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    # The resolve body this flow was asked with (its attempt id among it): a read whose record
+    # fails is unanswered, and the worker's retry must be asked as the same attempt.
+    ask: ResolveAsk | None = None
 
     def mark(self, response: http.Response, decision: str | None = None) -> None:
         mark_response(
@@ -134,8 +138,18 @@ def failure_kind(flow: http.HTTPFlow, state: FlowState) -> tuple[str, str]:
 
 
 class LiveRecorder:
-    def __init__(self, resolver: Callable[[], ResolverClient]) -> None:
+    def __init__(
+        self, resolver: Callable[[], ResolverClient], attempts: Attempts | None = None
+    ) -> None:
         self._resolver = resolver
+        self.attempts = attempts if attempts is not None else Attempts()
+
+    def _unanswered(self, state: FlowState) -> None:
+        """A read's record failed, so the worker gets no answer: its retry of the request is
+        asked as this attempt (a record that committed before the failure advanced the lineage
+        in that attempt's name: proxy/attempts.py)."""
+        if state.ask is not None:
+            self.attempts.unanswered(state.ask)
 
     @property
     def resolver(self) -> ResolverClient:
@@ -212,6 +226,7 @@ class LiveRecorder:
             log.error("no stored head for the stream of %s: %s", flow.request.pretty_url, error)
             if not state.is_write:
                 state.finish()
+                self._unanswered(state)
                 fail_with(flow, problems.not_recorded(flow.request.pretty_url, str(error)))
                 return
             # A write's live answer is the truth its branch must see; say it is not on tape.
@@ -277,6 +292,7 @@ class LiveRecorder:
         except (*RESOLVER_ERRORS, KeyError, TypeError, ValueError) as error:
             log.error("could not record %s: %s", flow.request.pretty_url, error)
             if not state.is_write:
+                self._unanswered(state)
                 flow.response = problems.not_recorded(flow.request.pretty_url, str(error))
                 return
             # The write went live; withholding its answer would hide it from its own branch.
@@ -313,7 +329,9 @@ class LiveRecorder:
             log.error("could not record the stream of %s: %s", flow.request.pretty_url, error)
             if state.is_write:
                 await self._report_unrecorded(state, str(error))
-            elif flow.killable:
+                return
+            self._unanswered(state)
+            if flow.killable:
                 flow.kill()  # the worker never gets the end of a stream the tape lacks
 
     async def _report_unrecorded(self, state: FlowState, reason: str) -> None:

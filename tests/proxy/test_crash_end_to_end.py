@@ -158,6 +158,30 @@ def test_siblings_that_got_a_503_meet_at_one_occurrence_after_a_crash(
     assert json.loads(replies[holder].body)["number"] == 1
 
 
+def test_a_read_recorded_by_a_resolver_that_died_before_answering_is_retried_at_it(
+    crashable: Stack, upstream: Upstream
+) -> None:
+    """The record commits (the lineage advances in the ask's attempt's name) and the resolver
+    dies before the proxy hears of it: the worker gets 503, and its retry is asked as the same
+    attempt, so it is served the recorded answer at occurrence 0 with no second live call."""
+    stack = crashable
+    tape = stack.open_tape()
+    (b0,) = stack.fork(tape, 1)
+    item = f"{upstream.url}/item/r"
+    stack.crash_resolver()
+    stack.restart_resolver(env={"GROUNDHOG_FAILPOINTS": "record.committed@1"})
+    lost = ask(stack, tape, b0, item)
+    assert lost.status == 503 and upstream.state.count("/item/r") == 1
+    wait_until(lambda: stack.resolver.process.poll() is not None, what="the resolver dying")
+    stack.restart_resolver(env={})
+    retried = ask(stack, tape, b0, item)
+    assert retried.status == 200
+    assert retried.headers["x-groundhog-occurrence"] == "0"
+    assert upstream.state.count("/item/r") == 1
+    again = ask(stack, tape, b0, item)
+    assert again.headers["x-groundhog-occurrence"] == "1"
+
+
 # The proxy's read timeout for the siblings' test: long enough for all three to be waiting on
 # the holder before its live call fails (the test checks they were), short enough to be quick.
 UPSTREAM_TIMEOUT_SECONDS = "4"

@@ -4,23 +4,14 @@ from __future__ import annotations
 
 from groundhog.protocol.wire import ResolveAsk
 from proxy.attempts import Attempts, request_identity
+from tests.resolver.test_schemas import wire_ask
 
 
 def ask(**changes: object) -> ResolveAsk:
-    payload: ResolveAsk = {
-        "tape": "t",
-        "branch": "root/b0",
-        "method": "GET",
-        "scheme": "https",
-        "host": "api.example.com",
-        "port": 443,
-        "path": "/search",
-        "query": [["q", "solar"]],
-        "headers": [["X-Retry-Count", "0"]],
-        "body": "",
-        "body_too_large": False,
-    }
-    return {**payload, **changes}  # type: ignore[typeddict-item]
+    """A resolve body as the proxy builds one before it has an attempt id."""
+    payload = {**wire_ask(), "headers": [["X-Retry-Count", "0"]], **changes}
+    del payload["attempt"]
+    return payload  # type: ignore[return-value]
 
 
 def test_each_new_request_is_a_new_attempt() -> None:

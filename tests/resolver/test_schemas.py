@@ -21,8 +21,9 @@ def test_resolve_request_has_exactly_the_wire_fields() -> None:
     assert set(ResolveRequest.model_fields) == set(get_type_hints(ResolveAsk))
 
 
-def test_a_wire_resolve_body_validates_field_for_field() -> None:
-    sent: ResolveAsk = {
+def wire_ask() -> ResolveAsk:
+    """A `/v1/resolve` body as the proxy sends it, every field set."""
+    return {
         "tape": "t",
         "branch": "root/b0",
         "method": "GET",
@@ -36,6 +37,10 @@ def test_a_wire_resolve_body_validates_field_for_field() -> None:
         "body_too_large": False,
         "attempt": "Zq3-x_9",
     }
+
+
+def test_a_wire_resolve_body_validates_field_for_field() -> None:
+    sent = wire_ask()
     parsed = ResolveRequest.model_validate(sent).model_dump()
     assert parsed == {
         **sent,

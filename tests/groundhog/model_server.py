@@ -26,7 +26,7 @@ from tests.support.threaded_server import ThreadedServer
 class ModelServer:
     url: str  # the OpenAI base URL, ending in /v1
     requests: list[dict[str, Any]] = field(default_factory=list)
-    headers: list[dict[str, str]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)  # names lowercased
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -39,7 +39,7 @@ def _handler(state: ModelServer) -> type[BaseHTTPRequestHandler]:
             asked = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             with state.lock:
                 state.requests.append(asked)
-                state.headers.append(dict(self.headers.items()))
+                state.headers.append({k.lower(): v for k, v in self.headers.items()})
             message = {"role": "assistant", "content": f"answer {secrets.token_hex(8)}"}
             send_json(
                 self,

@@ -149,7 +149,9 @@ def test_a_group_of_trajectories_is_one_fork_per_scenario_sharing_the_world(
 
     assert [len(group) for group in groups] == [ROLLOUTS, ROLLOUTS]
     assert len(model_server.requests) == 2 * ROLLOUTS  # one model turn per rollout, real SDK
-    assert all(h.get("x-groundhog-branch") is None for h in model_server.headers)
+    assert all("x-groundhog-branch" not in headers for headers in model_server.headers)
+    events = list(gh_proxied.iter_events(tape_name))  # per scenario: 3 pages, a write, 3 notes
+    assert len(events) == 14 and not [e for e in events if "/chat/completions" in e.url]
     forks = [group.metadata[GROUP_METADATA] for group in groups]
     assert len(set(forks)) == 2, "different scenarios are different forks"
     pages = []

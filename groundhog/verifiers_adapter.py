@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import hashlib
 import inspect
-import json
 import logging
 import ssl
 import threading
@@ -42,7 +40,7 @@ from groundhog.real_clock import _RealClockAsyncTransport, _RealClockTransport
 from groundhog.real_clock_requests import _RealClockAdapter
 from groundhog.shim import shim
 from groundhog.tape import Tape
-from groundhog.verifiers_v1 import stamp_group, task_content, with_runtime_env
+from groundhog.verifiers_v1 import content_hash, stamp_group, with_runtime_env
 
 logger = logging.getLogger(__name__)
 
@@ -126,8 +124,7 @@ def default_group_key(method: Callable[..., Any], args: tuple[Any, ...], kwargs:
     else:
         task = {name: value for name, value in bound.items() if name not in NON_TASK_ARGUMENTS}
     # By content, never by repr: an object keyed by its address is a group of one (fails loudly).
-    text = json.dumps(task, sort_keys=True, default=task_content)
-    return "task=" + hashlib.sha256(text.encode()).hexdigest()[:16]
+    return "task=" + content_hash(task)[:16]
 
 
 class GroundhogRollouts:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
+import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -49,6 +51,13 @@ def task_content(value: Any) -> Any:
             "model, or pass with_groundhog(..., group_key=lambda method, args, kwargs: ...)"
         )
     return text
+
+
+def content_hash(value: Any) -> str:
+    """SHA-256 (hex) of `value` by content: the same for equal content loaded again, in any
+    process; raises `UnstableGroupKey` for anything only a memory address could name."""
+    text = json.dumps(value, sort_keys=True, default=task_content)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def stamp_group(result: Any, group: str) -> None:

@@ -49,7 +49,7 @@ INSTALLS = {
     "datasets": CORE | extra("datasets"),
     "hub": CORE | extra("datasets") | extra("hub"),
     # A framework integration imports its framework on use, from the framework's own extra.
-    "integrations": CORE | extra("services") | extra("verifiers"),
+    "integrations": CORE | extra("services") | extra("verifiers") | extra("art"),
 }
 
 

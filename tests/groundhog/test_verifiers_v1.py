@@ -7,8 +7,11 @@ resolver to a local upstream. The group must be one fork keyed by the task's con
 rollout its own branch, the reads shared (the upstream hit once per address), each episode
 stamped with its group; and an argument keyed only by its memory address must fail loudly.
 
-The model is the one part left out: the env's `run()` does the tool calls a harness would and
-mints the agent's trace itself, so no inference server is needed.
+Each episode takes its model turn through the real openai SDK, at the endpoint the run's
+`ModelContext` names (a mock chat-completions server on loopback, as a trainer's names its
+inference server), and never through Groundhog: the model is the policy, not the world. The
+env's `run()` then does the tool calls a harness would and records the agent's trace (a harness
+program would bootstrap its own script environment with uv, which needs the network).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import importlib
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +29,12 @@ import pytest
 
 vf = pytest.importorskip("verifiers.v1", reason="the verifiers extra is not installed")
 
+import openai  # noqa: E402  (a verifiers dependency)
+
 from groundhog.client import Groundhog  # noqa: E402
 from groundhog.verifiers_adapter import with_groundhog  # noqa: E402
 from groundhog.verifiers_v1 import UnstableGroupKey  # noqa: E402
+from tests.groundhog.model_server import ModelServer, serving_model  # noqa: E402
 from tests.groundhog.upstream import Upstream  # noqa: E402
 from tests.support.servers import REPO_ROOT  # noqa: E402
 
@@ -47,6 +54,12 @@ class FetchEnvConfig(vf.EnvConfig):
 
 class FetchEnv(vf.Env[FetchEnvConfig]):
     async def run(self, task: Any, agents: Any) -> None:
+        # The model turn, at the run's endpoint (the solver's resolved client and model).
+        solver = agents.solver.config
+        async with openai.AsyncOpenAI(base_url=solver.client.base_url, api_key="none") as model:
+            completion = await model.chat.completions.create(
+                model=solver.model, messages=[{"role": "user", "content": task.data.prompt}]
+            )
         async with self.groundhog.async_httpx_client() as http:
             page = await http.get(task.data.url)
         process = await asyncio.create_subprocess_exec(
@@ -60,13 +73,14 @@ class FetchEnv(vf.Env[FetchEnvConfig]):
             task=vf.TraceTask(type=type(task).__name__, data=task.data, key=task.key,
                               hash=task.hash),
             agent=vf.AgentInfo(config=agents.solver.config, name="solver"),
-            info={"tool": page.text, "tool_decision": page.headers["X-Groundhog-Decision"],
+            info={"answer": completion.choices[0].message.content,
+                  "tool": page.text, "tool_decision": page.headers["X-Groundhog-Decision"],
                   "runtime": runtime["body"], "runtime_decision": runtime["decision"]},
             is_completed=True, ok=True,
         )  # fmt: skip
         trace.record_reward("served", 1.0)
-        # The model's turn is what this test leaves out; the trace joins the episode as an
-        # agent's finished run does (`_EpisodeAgent.run` appends to the episode's list).
+        # The trace joins the episode as an agent's finished run does (`_EpisodeAgent.run`
+        # appends to the episode's list).
         agents.solver._completed.append(trace)
 
 
@@ -83,27 +97,45 @@ def make_env(monkeypatch: pytest.MonkeyPatch) -> Any:
     return make
 
 
-def ctx() -> Any:
-    return vf.ModelContext(model="none", client=vf.EvalClientConfig(base_url="http://127.0.0.1:9"))
+@pytest.fixture
+def model_server() -> Iterator[ModelServer]:
+    with serving_model() as server:
+        yield server
 
 
-async def run_group(env: Any, task: Any, size: int) -> list[Any]:
+def ctx(base_url: str = "http://127.0.0.1:9") -> Any:
+    """The run's model context (the default URL is never called: only the group key reads it)."""
+    return vf.ModelContext(model="mock-model", client=vf.EvalClientConfig(base_url=base_url))
+
+
+async def run_group(env: Any, task: Any, size: int, model_url: str) -> list[Any]:
     async with env.serving():
         slots = env.slots(task, size)
-        return await asyncio.gather(*(env.run_slot(slot, ctx()) for slot in slots))
+        return await asyncio.gather(*(env.run_slot(slot, ctx(model_url)) for slot in slots))
 
 
 def test_a_group_of_rollouts_is_one_fork_keyed_by_the_task_and_shares_the_world(
-    gh_proxied: Groundhog, tape_name: str, http_upstream: Upstream, make_env: Any
+    gh_proxied: Groundhog,
+    tape_name: str,
+    http_upstream: Upstream,
+    make_env: Any,
+    model_server: ModelServer,
 ) -> None:
     url = f"{http_upstream.url}/{tape_name}/page"
     env = with_groundhog(make_env(url), tape=gh_proxied.open(tape_name, world_seed=4))
     (task,) = list(env.taskset)
 
-    episodes = asyncio.run(run_group(env, task, 4))
+    episodes = asyncio.run(run_group(env, task, 4, model_server.url))
 
     assert [e.ok for e in episodes] == [True] * 4, [e.errors for e in episodes]
     infos = [e.traces[0].info for e in episodes]
+    # One model turn per episode, straight to the model: each its own sample, none on a branch.
+    assert [r["model"] for r in model_server.requests] == ["mock-model"] * 4
+    assert all(r["messages"][0]["content"] == task.data.prompt for r in model_server.requests)
+    assert all("x-groundhog-branch" not in headers for headers in model_server.headers)
+    events = list(gh_proxied.iter_events(tape_name))
+    assert len(events) == 8 and not [e for e in events if "/chat/completions" in e.url]
+    assert len({info["answer"] for info in infos}) == 4
     assert len({info["tool"] for info in infos}) == 1  # one draw of the world for the group
     assert len({info["runtime"] for info in infos}) == 1
     decisions = sorted(info["tool_decision"] for info in infos)

@@ -26,6 +26,7 @@ class Stack:
     resolver: ServerProcess
     proxy: ServerProcess
     data_dir: Path
+    resolver_args: tuple[str, ...] = ()  # after `--data DIR`: e.g. a PostgreSQL URL
 
     @property
     def ca(self) -> Path:
@@ -64,7 +65,20 @@ class Stack:
         """A new resolver on the same port and store, as a supervisor would start it (`env`:
         its environment instead of the last one's, e.g. to arm or disarm a failpoint)."""
         chosen = self.resolver.env if env is None else env
-        self.resolver = start_resolver(self.data_dir, chosen, port=self.resolver.port)
+        self.resolver = start_resolver(
+            self.data_dir, chosen, port=self.resolver.port, extra=self.resolver_args
+        )
+
+    def crash_proxy(self) -> None:
+        """SIGKILL the proxy: what it held in memory (its unanswered attempts) is gone."""
+        self.proxy.kill_hard()
+
+    def restart_proxy(self) -> None:
+        """A new proxy on the same port with the same flags, as a supervisor would start it."""
+        # `python -m ARGS… --host H --port P`: the same ARGS again.
+        self.proxy = start_server(
+            self.proxy.command[2:-4], port=self.proxy.port, health_path=None, env=self.proxy.env
+        )
 
     def stop(self) -> None:
         self.proxy.stop()
@@ -72,18 +86,27 @@ class Stack:
 
 
 def start_resolver(
-    data_dir: Path, env: dict[str, str] | None = None, *, port: int | None = None
+    data_dir: Path,
+    env: dict[str, str] | None = None,
+    *,
+    port: int | None = None,
+    extra: tuple[str, ...] = (),
 ) -> ServerProcess:
-    """`python -m resolver` on `data_dir`, leading a process group of its own (a crash test
-    kills all of it)."""
-    return start_server(["resolver", "--data", str(data_dir)], env=env, port=port, own_group=True)
+    """`python -m resolver` on `data_dir` (and `extra` flags), leading a process group of its
+    own (a crash test kills all of it)."""
+    return start_server(
+        ["resolver", "--data", str(data_dir), *extra], env=env, port=port, own_group=True
+    )
 
 
 @contextlib.contextmanager
 def running_stack(
-    data_dir: Path, *proxy_args: str, resolver_env: dict[str, str] | None = None
+    data_dir: Path,
+    *proxy_args: str,
+    resolver_env: dict[str, str] | None = None,
+    resolver_args: tuple[str, ...] = (),
 ) -> Iterator[Stack]:
-    resolver = start_resolver(data_dir, resolver_env)
+    resolver = start_resolver(data_dir, resolver_env, extra=resolver_args)
     try:
         proxy = start_server(
             [
@@ -100,7 +123,7 @@ def running_stack(
     except BaseException:
         resolver.stop()
         raise
-    stack = Stack(resolver, proxy, data_dir)
+    stack = Stack(resolver, proxy, data_dir, resolver_args)
     try:
         yield stack
     finally:

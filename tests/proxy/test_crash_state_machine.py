@@ -1,0 +1,270 @@
+"""Crash injection through the real proxy (issue 29): a hypothesis state machine drives branches
+through a real `python -m proxy` and a real resolver against a local upstream, while the
+resolver dies at random failpoints (resolver/failpoints.py) and the proxy is SIGKILLed while a
+live read is in flight; both are restarted on their ports as a supervisor would, and the worker
+retries what went unanswered, as workers do.
+
+tests/resolver/test_crash_injection.py plays the proxy itself; this one uses the proxy that users
+run, so its retries, its attempt ids (proxy/attempts.py) and its death are part of what is
+checked. The upstream answers every call with new bytes, so equal bytes can only come from the
+tape. Invariants, checked after every read served:
+
+- same address (path, occurrence, fingerprint), same bytes, across every restart;
+- a read after its branch's write reached the world, recorded or not, is never served the base;
+- a read's occurrence is the number of reads of its path its lineage was answered before:
+  neither a resolver killed at any transition nor a proxy killed mid-call advances it;
+- at most one upstream call per address per attempt: the world saw no more calls of a path
+  than the reads served from a live call plus the tries that went unanswered.
+
+`GROUNDHOG_CRASH_EXAMPLES` sets the number of examples (a few in CI; more for a long run).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
+
+from resolver.failpoints import NAMES
+from tests.proxy.clients import Reply
+from tests.proxy.stack import Stack, running_stack
+from tests.proxy.test_end_to_end import ask
+from tests.proxy.upstream_server import Upstream
+from tests.support.servers import wait_until
+from tests.support.store_databases import private_schema_url
+
+EXAMPLES = int(os.environ.get("GROUNDHOG_CRASH_EXAMPLES", "3"))
+READ_PATHS = ("/item/a", "/gated?k=g")
+MAX_BRANCHES = 4
+TRIES = 4  # a worker's tries of one read; each failed try revives what died
+RESOLVER_ENV = {
+    "GROUNDHOG_CLAIM_LEASE_SECONDS": "1.5",  # a dead proxy's claim lapses soon
+    "GROUNDHOG_RESOLVE_WAIT_SECONDS": "1",
+    "GROUNDHOG_WAIT_POLL_SECONDS": "0.1",
+}
+# The resolver's next life: no failpoint, or one that kills it on its N-th reach.
+SPECS = st.one_of(
+    st.just(""),
+    st.builds(lambda name, count: f"{name}@{count}", st.sampled_from(NAMES), st.integers(1, 2)),
+)
+LIVE = {"recorded", "refetched"}
+_tapes = itertools.count()
+
+
+class ProxyCrashMachine(RuleBasedStateMachine):
+    stack: Stack  # set by the test before it runs
+    upstream: Upstream
+
+    @initialize(spec=SPECS)
+    def open_tape(self, spec: str) -> None:
+        self.upstream.state.gate.set()
+        self.arm(spec)
+        self.tape = self.stack.open_tape(
+            name=f"proxy-crash-{next(_tapes)}", dependency_model="closure"
+        )
+        self.branches = ["root"]
+        self.answered: dict[str, dict[str, int]] = {"root": {}}  # branch -> path -> reads
+        self.wrote: dict[str, bool] = {"root": False}
+        self.bodies: dict[tuple[str, str, str], bytes] = {}  # address -> bytes served
+        self.served_live: dict[str, int] = dict.fromkeys(READ_PATHS, 0)
+        self.unanswered_tries: dict[str, int] = dict.fromkeys(READ_PATHS, 0)
+        self.calls_before = {path: self.calls(path) for path in READ_PATHS}
+
+    # -- the processes -------------------------------------------------------------------
+
+    def calls(self, path: str) -> int:
+        return self.upstream.state.count(path.split("?")[0])
+
+    def arm(self, spec: str) -> None:
+        """The resolver's next life dies at `spec` (restarted for it: itself a crash)."""
+        if spec or self.stack.resolver.env.get("GROUNDHOG_FAILPOINTS"):
+            self.stack.crash_resolver()
+            self.stack.restart_resolver(env={**RESOLVER_ENV, "GROUNDHOG_FAILPOINTS": spec})
+
+    def revive(self) -> None:
+        """Restart whatever died, the resolver without a failpoint (the worker must get on)."""
+        if self.stack.resolver.process.poll() is not None:
+            self.stack.restart_resolver(env=dict(RESOLVER_ENV))
+        if self.stack.proxy.process.poll() is not None:
+            self.stack.restart_proxy()
+
+    def url(self, path: str) -> str:
+        return f"{self.upstream.url}{path}"
+
+    # -- what a worker does ----------------------------------------------------------------
+
+    def read(self, branch: str, path: str) -> None:
+        """Ask until answered, reviving what died between tries; then check the answer."""
+        for _ in range(TRIES):
+            try:
+                reply: Reply | None = ask(self.stack, self.tape, branch, self.url(path))
+            except requests.RequestException:
+                reply = None  # the proxy died under the request
+            if reply is not None and reply.status == 200:
+                self.served(branch, path, reply)
+                return
+            assert reply is None or reply.status == 503, (reply.status, reply.body[:300])
+            self.unanswered_tries[path] += 1
+            if reply is not None:  # a 503: the resolver died under the ask (a failpoint)
+                wait_until(
+                    lambda: self.stack.resolver.process.poll() is not None,
+                    what="the resolver that answered 503 to be dead",
+                )
+            self.revive()
+        raise AssertionError(f"{branch} {path}: no answer in {TRIES} tries")
+
+    def served(self, branch: str, path: str, reply: Reply) -> None:
+        occurrence = reply.headers["x-groundhog-occurrence"]
+        fingerprint = reply.headers.get("x-groundhog-fingerprint", "")
+        address = (path, occurrence, fingerprint)
+        assert self.bodies.setdefault(address, reply.body) == reply.body, (
+            "same address, different bytes",
+            address,
+        )
+        if self.wrote[branch]:
+            assert fingerprint != "", "a read after its own write was served the base"
+        expected = self.answered[branch].get(path, 0)
+        assert int(occurrence) == expected, (branch, path, occurrence, expected)
+        self.answered[branch][path] = expected + 1
+        if reply.decision in LIVE:
+            self.served_live[path] += 1
+        calls = self.calls(path) - self.calls_before[path]
+        assert self.served_live[path] <= calls, "a live answer the world never gave"
+        assert calls <= self.served_live[path] + self.unanswered_tries[path], (
+            "more upstream calls than attempts",
+            path,
+            calls,
+        )
+
+    # -- rules ---------------------------------------------------------------------------
+
+    @rule(index=st.integers(0, MAX_BRANCHES - 1), path=st.sampled_from(READ_PATHS), spec=SPECS)
+    def a_read(self, index: int, path: str, spec: str) -> None:
+        self.read(self.branches[index % len(self.branches)], path)
+        self.arm(spec)
+
+    @rule(index=st.integers(0, MAX_BRANCHES - 1), spec=SPECS)
+    def a_write(self, index: int, spec: str) -> None:
+        branch = self.branches[index % len(self.branches)]
+        before = self.upstream.state.count("/item/w")
+        reply = ask(self.stack, self.tape, branch, self.url("/item/w"), "POST", b"w")
+        assert reply.status in (200, 503), (reply.status, reply.body[:300])
+        if reply.status == 503:  # the resolver died under the ask (a failpoint)
+            wait_until(
+                lambda: self.stack.resolver.process.poll() is not None,
+                what="the resolver that answered 503 to be dead",
+            )
+        if self.upstream.state.count("/item/w") > before:
+            self.wrote[branch] = True  # the world saw it, whatever became of its record
+        self.revive()
+        self.arm(spec)
+
+    @rule(index=st.integers(0, MAX_BRANCHES - 1))
+    def a_fork(self, index: int) -> None:
+        if len(self.branches) >= MAX_BRANCHES:
+            return
+        parent = self.branches[index % len(self.branches)]
+        (child,) = self.stack.fork(self.tape, 1, parent)
+        self.branches.append(child)
+        self.answered[child] = dict(self.answered[parent])
+        self.wrote[child] = self.wrote[parent]
+
+    @rule(index=st.integers(0, MAX_BRANCHES - 1))
+    def the_proxy_dies_mid_read(self, index: int) -> None:
+        """The proxy is killed while its live read is in flight: nothing is recorded, the
+        claim is left to lapse, and the worker's retry (through a new proxy) reads on."""
+        branch = self.branches[index % len(self.branches)]
+        path = "/gated?k=g"
+        if self.stack.resolver.process.poll() is not None:
+            self.revive()
+        gate, before = self.upstream.state.gate, self.calls(path)
+        gate.clear()
+        try:
+            with requests_in_thread(self, branch, path) as pending:
+                wait_until(
+                    lambda: self.calls(path) > before or pending.done(),
+                    what="the live read reaching the world",
+                )
+                if not pending.done():
+                    self.stack.crash_proxy()
+                    self.unanswered_tries[path] += 1
+        finally:
+            gate.set()
+        self.revive()
+        self.read(branch, path)
+
+
+class _Pending:
+    """Whether the read asked on a thread has ended (answered or failed)."""
+
+    def __init__(self) -> None:
+        self.finished = False
+
+    def done(self) -> bool:
+        return self.finished
+
+
+@contextlib.contextmanager
+def requests_in_thread(machine: ProxyCrashMachine, branch: str, path: str) -> Iterator[_Pending]:
+    """The read asked on a thread; the worker's answer (if any) is discarded: a try that
+    was answered before the kill is a read served and checked as such."""
+    pending = _Pending()
+    outcome: list[Reply] = []
+
+    def run() -> None:
+        try:
+            outcome.append(ask(machine.stack, machine.tape, branch, machine.url(path)))
+        except requests.RequestException:
+            pass
+        finally:
+            pending.finished = True
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    try:
+        yield pending
+    finally:
+        thread.join(120)
+    if outcome and outcome[0].status == 200:
+        machine.served(branch, path, outcome[0])
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def resolver_args(request: pytest.FixtureRequest) -> Iterator[tuple[str, ...]]:
+    if request.param == "sqlite":
+        yield ()
+        return
+    with private_schema_url(request.getfixturevalue("postgres_url")) as url:
+        yield ("--database-url", url)
+
+
+def test_the_lifecycle_survives_the_resolver_and_the_proxy_dying(
+    tmp_path: Path, upstream: Upstream, resolver_args: tuple[str, ...]
+) -> None:
+    with running_stack(
+        tmp_path,
+        "--set",
+        "groundhog_resolve_retry=0",
+        resolver_env=dict(RESOLVER_ENV),
+        resolver_args=resolver_args,
+    ) as stack:
+        ProxyCrashMachine.stack = stack
+        ProxyCrashMachine.upstream = upstream
+        machine = ProxyCrashMachine.TestCase
+        machine.settings = settings(
+            max_examples=EXAMPLES,
+            stateful_step_count=10,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+            derandomize=os.environ.get("GROUNDHOG_CRASH_RANDOM") is None,
+        )
+        machine().runTest()

@@ -138,11 +138,10 @@ def failure_kind(flow: http.HTTPFlow, state: FlowState) -> tuple[str, str]:
 
 
 class LiveRecorder:
-    def __init__(
-        self, resolver: Callable[[], ResolverClient], attempts: Attempts | None = None
-    ) -> None:
+    def __init__(self, resolver: Callable[[], ResolverClient], attempts: Attempts) -> None:
         self._resolver = resolver
-        self.attempts = attempts if attempts is not None else Attempts()
+        # The addon's memory of unanswered asks: a failed read's record is one of them.
+        self.attempts = attempts
 
     def _unanswered(self, state: FlowState) -> None:
         """A read's record failed, so the worker gets no answer: its retry of the request is

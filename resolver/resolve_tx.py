@@ -15,10 +15,11 @@ in one transaction, and this module alone chooses where that transaction runs (i
 The lane changes where the code runs, never what it does: a loop transaction that would wait
 raises `WouldWait` before it has taken anything, and the same call runs again on a thread.
 Every lane that answers the proxy — uvicorn's protocol (resolver/hot_protocol.py) and FastAPI's
-routes (resolver/routes/internal.py) — comes through here; a caller already on a thread (the
-benchmark, tests) uses the `*_on_thread` forms, which are the thread lane itself. Without this
-module each entrance chose for itself, and the choices had grown into twin functions that
-drifted apart.
+routes (resolver/routes/internal.py) — comes through here. The thread lane is `Resolver.resolve`,
+`Resolver.poll` and `Recorder.record` themselves, which a caller already on a thread of its own
+(the benchmark, the simulator client, tests) calls directly. Without this module each entrance
+chose for itself, and the choices had grown into twin functions (`resolve` and
+`resolve_without_waiting`, …) that drifted apart.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from resolver.resolution import Resolver
 from resolver.resolve_results import Resolution, Waiting
 from resolver.schemas import RecordRequest, ResolveRequest
 from store.loop_writes import LoopWriter, WouldWait
-from store.unit import Unit, unit_of_work
+from store.unit import Unit
 
 Transaction = AbstractContextManager[Unit]
 Settled = Resolution | Waiting
@@ -63,18 +64,26 @@ def lane_of(loop_writer: LoopWriter | None) -> Lane:
 
 async def resolve(resolver: Resolver, wire: ResolveRequest) -> Settled:
     """A resolve, settled and finished, on the loop where it need not wait, else on a thread."""
-    return await _settled(resolver, partial(resolver.take, wire))
+    return await _settled(resolver, partial(resolver.take, wire), partial(resolver.resolve, wire))
 
 
 async def poll(resolver: Resolver, waiting: Waiting) -> Settled:
     """A wait's look at the store, on the loop where it need not wait, else on a thread."""
-    return await _settled(resolver, partial(resolver.look, waiting))
+    return await _settled(
+        resolver, partial(resolver.look, waiting), partial(resolver.poll, waiting)
+    )
 
 
-async def _settled(resolver: Resolver, step: Callable[[Transaction], Settled]) -> Settled:
+async def _settled(
+    resolver: Resolver,
+    step: Callable[[Transaction], Settled],
+    thread_lane: Callable[[], Settled],
+) -> Settled:
+    """`step` on the loop, finished; where the loop declines, `thread_lane` (the same step in a
+    unit of work of its own, finished) on a worker thread."""
     taken = on_loop(resolver.loop_writer, step)
-    if taken is None:  # the thread lane: the same step in a unit of work of its own
-        return await run_in_threadpool(lambda: resolver.finish(step(unit_of_work(resolver.store))))
+    if taken is None:
+        return await run_in_threadpool(thread_lane)
     if resolver.needs_thread(taken):
         return await run_in_threadpool(resolver.finish, taken)
     return resolver.finish(taken)

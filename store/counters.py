@@ -127,6 +127,18 @@ def _advance_statement(dialect: str) -> Insert:
 _ADVANCE_OCCURRENCE = Prepared(_advance_statement)
 
 
+def _advance_parameters(
+    branch_id: int, key_hash: str, occurrence: int, attempt: str | None
+) -> dict[str, object]:
+    """An answer at `occurrence`: the count it raises the counter to, and whose answer it is."""
+    return {
+        "branch_id": branch_id,
+        "key_hash": key_hash,
+        "count": occurrence + 1,
+        "attempt": attempt,
+    }
+
+
 def advance_occurrence(
     branch_id: int,
     key_hash: str,
@@ -139,12 +151,7 @@ def advance_occurrence(
     it (never moved back: a record and its waiters may advance it in any order). Moving it on
     names `attempt`, the answered ask's, so its retry (the answer never reached the worker)
     asks this occurrence again."""
-    parameters = {
-        "branch_id": branch_id,
-        "key_hash": key_hash,
-        "count": occurrence + 1,
-        "attempt": attempt,
-    }
+    parameters = _advance_parameters(branch_id, key_hash, occurrence, attempt)
     _ADVANCE_OCCURRENCE.rows(parameters, session=session)
 
 
@@ -152,12 +159,7 @@ def advance_occurrence_later(
     branch_id: int, key_hash: str, occurrence: int, *, attempt: str | None = None, unit: Unit
 ) -> None:
     """`advance_occurrence` with the unit's commit (PostgreSQL: in its round trip)."""
-    parameters = {
-        "branch_id": branch_id,
-        "key_hash": key_hash,
-        "count": occurrence + 1,
-        "attempt": attempt,
-    }
+    parameters = _advance_parameters(branch_id, key_hash, occurrence, attempt)
     unit.write_later(_ADVANCE_OCCURRENCE, parameters)
 
 

@@ -21,11 +21,10 @@ tape. Invariants, checked after every read served:
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import os
-import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -102,13 +101,17 @@ class ProxyCrashMachine(RuleBasedStateMachine):
 
     # -- what a worker does ----------------------------------------------------------------
 
+    def try_read(self, branch: str, path: str) -> Reply | None:
+        """One try of a GET through the proxy; None when the proxy died under it."""
+        try:
+            return ask(self.stack, self.tape, branch, self.url(path))
+        except requests.RequestException:
+            return None
+
     def read(self, branch: str, path: str) -> None:
         """Ask until answered, reviving what died between tries; then check the answer."""
         for _ in range(TRIES):
-            try:
-                reply: Reply | None = ask(self.stack, self.tape, branch, self.url(path))
-            except requests.RequestException:
-                reply = None  # the proxy died under the request
+            reply = self.try_read(branch, path)
             if reply is not None and reply.status == 200:
                 self.served(branch, path, reply)
                 return
@@ -188,8 +191,9 @@ class ProxyCrashMachine(RuleBasedStateMachine):
             self.revive()
         gate, before = self.upstream.state.gate, self.calls(path)
         gate.clear()
-        try:
-            with requests_in_thread(self, branch, path) as pending:
+        with ThreadPoolExecutor(1) as pool:
+            try:
+                pending = pool.submit(self.try_read, branch, path)
                 wait_until(
                     lambda: self.calls(path) > before or pending.done(),
                     what="the live read reaching the world",
@@ -197,45 +201,13 @@ class ProxyCrashMachine(RuleBasedStateMachine):
                 if not pending.done():
                     self.stack.crash_proxy()
                     self.unanswered_tries[path] += 1
-        finally:
-            gate.set()
+            finally:
+                gate.set()
+            answered = pending.result(timeout=120)
+        if answered is not None and answered.status == 200:
+            self.served(branch, path, answered)  # answered before the kill: a read served
         self.revive()
         self.read(branch, path)
-
-
-class _Pending:
-    """Whether the read asked on a thread has ended (answered or failed)."""
-
-    def __init__(self) -> None:
-        self.finished = False
-
-    def done(self) -> bool:
-        return self.finished
-
-
-@contextlib.contextmanager
-def requests_in_thread(machine: ProxyCrashMachine, branch: str, path: str) -> Iterator[_Pending]:
-    """The read asked on a thread; the worker's answer (if any) is discarded: a try that
-    was answered before the kill is a read served and checked as such."""
-    pending = _Pending()
-    outcome: list[Reply] = []
-
-    def run() -> None:
-        try:
-            outcome.append(ask(machine.stack, machine.tape, branch, machine.url(path)))
-        except requests.RequestException:
-            pass
-        finally:
-            pending.finished = True
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    try:
-        yield pending
-    finally:
-        thread.join(120)
-    if outcome and outcome[0].status == 200:
-        machine.served(branch, path, outcome[0])
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])

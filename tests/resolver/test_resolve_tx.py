@@ -105,7 +105,9 @@ def test_a_resolve_that_would_wait_runs_whole_on_a_thread(
 
     async def resolve_then_release() -> Resolution | Waiting:
         task = asyncio.ensure_future(resolve_tx.resolve(resolver, ask("/x", "root/b")))
+        give_up = asyncio.get_running_loop().time() + 60
         while not threads.calls:  # the loop lane declined; the thread lane is waiting
+            assert asyncio.get_running_loop().time() < give_up, "no thread lane was taken"
             await asyncio.sleep(0)
         release.set()
         return await task

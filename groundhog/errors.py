@@ -60,3 +60,21 @@ class ResolverUnreachable(GroundhogError):
             f"or set GROUNDHOG_RESOLVER_URL ({reason})",
         )
         self.url = url
+
+
+class LocalProblem(GroundhogError):
+    """A problem found on this side, before or instead of a resolver answer (`status` None).
+
+    The root of every other exception the package raises, so `except GroundhogError` catches
+    all of them; each subclass keeps its builtin base (`RuntimeError`, `ValueError`, …) for
+    callers that already catch that. Its message is its detail alone, as before the root.
+    """
+
+    title = "Local problem"
+
+    def __init__(self, detail: str) -> None:
+        Exception.__init__(self, detail)
+        self.status = None
+        self.detail = detail
+        self.type = "about:blank"
+        self.extras = {}

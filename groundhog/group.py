@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from groundhog.branch import Branch
+from groundhog.errors import LocalProblem
 from groundhog.shim import current, shim
 from groundhog.tape import Tape
 
@@ -26,8 +27,10 @@ logger = logging.getLogger(__name__)
 Rollout = Callable[[Branch], float] | Callable[[Branch], Awaitable[float]]
 
 
-class RolloutError(RuntimeError):
+class RolloutError(LocalProblem, RuntimeError):
     """A rollout raised or returned something that is not a finite reward."""
+
+    title = "Rollout failed"
 
     def __init__(self, branch: str, message: str) -> None:
         super().__init__(f"rollout on branch {branch}: {message}")

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from groundhog.errors import LocalProblem
 from groundhog.lifetime import tied_command
 
 HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -30,8 +31,10 @@ logger = logging.getLogger(__name__)
 POLL_INTERVAL_S = 0.1
 
 
-class LaunchError(RuntimeError):
+class LaunchError(LocalProblem, RuntimeError):
     """A child server exited or did not become ready before the deadline."""
+
+    title = "Launch failed"
 
 
 @dataclass

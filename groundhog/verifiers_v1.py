@@ -23,12 +23,16 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from groundhog.errors import LocalProblem
+
 # CPython's default object repr (`<pkg.Thing object at 0x7f…>`) and reprs that embed one.
 _ADDRESS = re.compile(r"\bat 0x[0-9a-fA-F]{4,}")
 
 
-class UnstableGroupKey(TypeError):
+class UnstableGroupKey(LocalProblem, TypeError):
     """A rollout argument that can only be keyed by its memory address (different per call)."""
+
+    title = "Unstable group key"
 
 
 def task_content(value: Any) -> Any:

@@ -11,11 +11,13 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from groundhog.client import Groundhog
-from groundhog.errors import GroundhogError
+from groundhog.errors import GroundhogError, LocalProblem
 
 
-class AuditRefused(Exception):
+class AuditRefused(LocalProblem):
     """The tape may hold secrets, or nobody could check: publishing stops."""
+
+    title = "Audit refused"
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from groundhog.errors import LocalProblem
+
 SQLITE_NAME = "tape.sqlite3"
 CARD_NAME = "README.md"
 # Each table in its own directory: `load_dataset("parquet", data_dir=DIR/<table>)` loads one
@@ -20,8 +22,10 @@ def table_file(folder: Path, table: str) -> Path:
     return folder / table / f"{table}.parquet"
 
 
-class FolderError(ValueError):
+class FolderError(LocalProblem, ValueError):
     """The folder is not a complete dataset written by `groundhog tape publish`."""
+
+    title = "Not a dataset folder"
 
 
 def checked_export(folder: Path) -> Path:

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from groundhog.errors import LocalProblem
 
-class HubUnavailable(RuntimeError):
+
+class HubUnavailable(LocalProblem, RuntimeError):
     """huggingface_hub is not installed, or the upload failed; the message says which."""
+
+    title = "Hub unavailable"
 
 
 def push_to_hub(folder: Path, repo: str, *, private: bool = False) -> str:

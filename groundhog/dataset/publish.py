@@ -18,10 +18,13 @@ from groundhog.dataset.audit_gate import AuditOutcome, audit_gate
 from groundhog.dataset.card import dataset_card
 from groundhog.dataset.folder import CARD_NAME, SQLITE_NAME
 from groundhog.dataset.tables import TableCounts, write_tables
+from groundhog.errors import LocalProblem
 
 
-class NotVerified(Exception):
+class NotVerified(LocalProblem):
     """The tape does not replay as recorded; `verification` says where."""
+
+    title = "Tape not verified"
 
     def __init__(self, tape: str, verification: dict[str, Any]) -> None:
         super().__init__(f"tape {tape} does not replay as recorded: publish refuses it")

@@ -13,6 +13,7 @@ import threading
 import uuid
 from typing import Any
 
+from groundhog.errors import LocalProblem
 from groundhog.shim.keyed import KeyedRandom, Occurrences, keyed_bits, keyed_bytes, seed_key
 
 COUNTERS_VERSION = 1
@@ -27,8 +28,10 @@ BRANCH_ENV = "GROUNDHOG_BRANCH"
 COUNTERS_ENV = "GROUNDHOG_SHIM_COUNTERS"
 
 
-class ShimError(RuntimeError):
+class ShimError(LocalProblem, RuntimeError):
     """The shim was misconfigured or used outside a branch context."""
+
+    title = "Shim misconfigured"
 
 
 def default_epoch_ns(world_seed: int) -> int:

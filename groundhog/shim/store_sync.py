@@ -23,6 +23,7 @@ import urllib.request
 from typing import Any
 from urllib.parse import quote
 
+from groundhog.errors import LocalProblem
 from groundhog.shim.context import outside_branch
 from groundhog.shim.state import BranchState
 
@@ -37,8 +38,10 @@ logger = logging.getLogger(__name__)
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
-class StoreUnavailable(RuntimeError):
+class StoreUnavailable(LocalProblem, RuntimeError):
     """The resolver could not be asked (or refused); the reason is in the message."""
+
+    title = "Resolver unavailable to the shim"
 
 
 def branch_url(resolver_url: str, tape: str, branch: str) -> str:

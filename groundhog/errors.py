@@ -73,8 +73,5 @@ class LocalProblem(GroundhogError):
     title = "Local problem"
 
     def __init__(self, detail: str) -> None:
-        Exception.__init__(self, detail)
-        self.status = None
-        self.detail = detail
-        self.type = "about:blank"
-        self.extras = {}
+        super().__init__(None, self.title, detail)
+        self.args = (detail,)  # what `str()` shows: the detail alone, without the title

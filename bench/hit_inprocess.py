@@ -4,7 +4,7 @@
 store's; this calls `Resolver.resolve` directly in a loop on a real SQLite file (or PostgreSQL)
 and reports wall p50 and CPU time per hit, so a change to the resolve transaction can be
 compared against its parent commit in the same conditions. `--on-loop` measures the event-loop
-lane the resolve route takes first on SQLite (resolver/resolve_tx.py's loop lane, through the
+lane the resolve route takes first on SQLite (resolver/resolve_tx's loop lane, through the
 loop writer, store/loop_writes.py) instead of the thread lane, `Resolver.resolve`. `--profile`
 writes a cProfile dump of the measured loop.
 
@@ -31,9 +31,9 @@ from resolver import resolve_tx
 from resolver.policy import Decision
 from resolver.resolution import Resolver
 from resolver.resolve_results import Resolution, Waiting
+from resolver.resolve_tx.units import loop_writer_for
 from resolver.schemas import ResolveRequest
 from store.db import open_store
-from store.loop_writes import LoopWriter
 
 logger = logging.getLogger("bench.hit_inprocess")
 
@@ -45,10 +45,10 @@ def measure(
     size = max(1, (hits * rounds + hits) // BRANCHES + 1)
     tape = f"hits{time.time_ns()}"  # a PostgreSQL database may hold earlier runs' tapes
     store = open_store(url)
-    loop_writer = LoopWriter.for_store(store) if on_loop else None
+    loop_writer = loop_writer_for(store, enabled=on_loop)
     if on_loop and loop_writer is None:
         store.dispose()
-        raise SystemExit("--on-loop needs SQLite at synchronous=NORMAL (store/loop_writes.py)")
+        raise SystemExit("--on-loop needs a SQLite store at synchronous=NORMAL")
     bulk_load(url, tape, size)
     resolver = Resolver(store, max_body_bytes=1 << 20, lease_seconds=30, loop_writer=loop_writer)
     hit = _hit_on_loop if on_loop else _hit

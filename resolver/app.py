@@ -29,6 +29,7 @@ from resolver.limits import BodyLimit
 from resolver.metrics import Metrics
 from resolver.recording import Recorder
 from resolver.resolution import Resolver
+from resolver.resolve_tx.units import loop_writer_for
 from resolver.routes import (
     branches,
     diff,
@@ -43,7 +44,6 @@ from resolver.routes import (
 from resolver.settings import Settings, load_settings
 from resolver.wakeups import Wakeups
 from store.db import open_store
-from store.loop_writes import LoopWriter
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         sqlite_synchronous=settings.sqlite_synchronous,
     )
 
-    loop_writer = LoopWriter.for_store(store) if settings.resolve_on_event_loop else None
+    loop_writer = loop_writer_for(store, enabled=settings.resolve_on_event_loop)
     wakeups = Wakeups()
     listener = None
     if store.engine.dialect.name == "postgresql":

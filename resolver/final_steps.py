@@ -31,8 +31,8 @@ from resolver.facts import holder_of
 from resolver.fingerprint import unknown_version
 from resolver.policy import Action, Decision
 from resolver.resolve_results import Resolution, Waiting
+from resolver.resolve_tx.units import Unit
 from store import claims, counters, exchanges, versions
-from store.unit import Unit
 
 # Forwards whose proxy never called /v1/record are forgotten after this long (or 10 leases).
 STALE_PENDING_SECONDS = 3600.0

@@ -14,15 +14,15 @@ import threading
 from collections.abc import Callable
 
 import psycopg
-from sqlalchemy import Engine, bindparam, func, select
+from sqlalchemy import Engine
 
+from resolver.resolve_tx.units import Executor, Unit
 from resolver.wakeups import Address
-from store.prepared import Executor, Prepared, dialect_of
-from store.unit import Unit
+from store import settled_notices
+from store.settled_notices import CHANNEL
 
 logger = logging.getLogger(__name__)
 
-CHANNEL = "groundhog_settled"
 RECONNECT_SECONDS = 1.0
 
 
@@ -38,21 +38,14 @@ def parse(text_: str) -> Address | None:
     return (int(parts[0]), parts[2], int(parts[1]), parts[3])
 
 
-_NOTIFY = Prepared(
-    lambda _dialect: select(func.pg_notify(bindparam("channel"), bindparam("payload")))
-)
-
-
 def announce(session: Executor, address: Address) -> None:
     """Queue a notification of `address`, sent when (and if) the session's transaction commits."""
-    if dialect_of(session).name == "postgresql":
-        _NOTIFY.rows({"channel": CHANNEL, "payload": payload(address)}, session=session)
+    settled_notices.announce(payload(address), session=session)
 
 
 def announce_later(address: Address, *, unit: Unit) -> None:
     """`announce` with the unit's commit (in its round trip); nothing on SQLite."""
-    if dialect_of(unit.connection).name == "postgresql":
-        unit.write_later(_NOTIFY, {"channel": CHANNEL, "payload": payload(address)})
+    settled_notices.announce_later(payload(address), unit=unit)
 
 
 class Listener:

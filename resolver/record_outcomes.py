@@ -26,6 +26,7 @@ from resolver.fingerprint import BASE_VERSION, bump_versions, unknown_version
 from resolver.mcp_tools import learn_read_only_tools
 from resolver.policy import Decision, DependencyModel
 from resolver.request import DEFAULT_PORTS, RequestParts
+from resolver.resolve_tx.units import Unit
 from resolver.schemas import RecordRequest, encode_base64
 from resolver.stored_form import exchange_content
 from resolver.wakeups import Address
@@ -34,7 +35,6 @@ from store.claims import Pending
 from store.hints import set_hint
 from store.models import PendingRecord
 from store.refs import TapeRef
-from store.unit import Unit
 from store.versions import set_versions, versions_of
 
 

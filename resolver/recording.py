@@ -39,17 +39,16 @@ from resolver.record_outcomes import (
     store_answer,
     upstream_failed,
 )
+from resolver.resolve_tx.opening import pop_pending_and_tape
+from resolver.resolve_tx.units import LoopWriter, Unit, open_unit
 from resolver.schemas import RecordRequest, decode_base64
 from resolver.stored_form import check_latin1_headers, stored_form
 from resolver.wakeups import Address
 from store import claims
 from store.claims import Pending
 from store.db import Store, transaction
-from store.fused import pop_pending_and_tape
-from store.loop_writes import LoopWriter
 from store.models import PendingRecord, Tape
 from store.refs import TapeRef
-from store.unit import Unit, unit_of_work
 
 logger = logging.getLogger(__name__)
 
@@ -83,19 +82,19 @@ class Recorder:
 
     def record(self, wire: RecordRequest) -> RecordResult:
         """The record on this thread, in a unit of work of its own (the thread lane of
-        resolver/resolve_tx.py): a record refused or failing to commit releases its claim."""
+        resolver/resolve_tx): a record refused or failing to commit releases its claim."""
         try:
             body = self.checked_body(wire)
         except ResolverError:
             self.release_after_failure(wire.ticket)  # a rejected record must not hold siblings
             raise
         try:
-            return self.commit(wire, body, unit_of_work(self.store))
+            return self.commit(wire, body, open_unit(self.store))
         except Exception as error:
             self.fail(wire.ticket, error)
 
     def fits_loop(self, wire: RecordRequest) -> bool:
-        """Whether the event loop may run this record (resolver/resolve_tx.py): a small
+        """Whether the event loop may run this record (resolver/resolve_tx): a small
         complete answer, where the store has a loop writer."""
         if self.loop_writer is None or wire.kind() != "response" or wire.response is None:
             return False
@@ -107,7 +106,7 @@ class Recorder:
     ) -> RecordResult:
         """The record's one transaction, in `transaction` (the lane's unit), and its waiters
         woken. A failure is raised as it is, nothing released: the caller hands it to `fail`
-        on a thread (resolver/resolve_tx.py)."""
+        on a thread (resolver/resolve_tx)."""
         result, address = self._commit(wire, wire.kind(), body, transaction)
         self.on_settled(address)
         return result
@@ -204,8 +203,9 @@ class Recorder:
         body: bytes,
         transaction: AbstractContextManager[Unit],
     ) -> tuple[RecordResult, Address]:
-        # Every forward ends here: a Core unit (store/unit.py), with an ORM Session made only
-        # for the rarer steps that need one (a lost race, a write's versions, hints).
+        # Every forward ends here: a Core unit (resolver/resolve_tx/units.py), with an ORM
+        # Session made only for the rarer steps that need one (a lost race, a write's versions,
+        # hints).
         with transaction as unit:
             connection = unit.connection
             taken = pop_pending_and_tape(wire.ticket, session=connection)

@@ -27,7 +27,7 @@ from dataclasses import replace
 from sqlalchemy.orm import Session
 
 from resolver import answers, failpoints, injection
-from resolver.asks import Ask, take_ask
+from resolver.asks import Ask
 from resolver.cache import AnswerCache, Recorded
 from resolver.decision import ClaimState, Facts, Step, decide_step
 from resolver.disk import DiskReserve
@@ -37,15 +37,13 @@ from resolver.facts import address_of, claim_state, facts_of, holder_of, recorde
 from resolver.final_steps import FinalSteps
 from resolver.policy import Action
 from resolver.resolve_results import Resolution, Waiting, wants_simulator
+from resolver.resolve_tx.opening import take_ask
+from resolver.resolve_tx.units import Executor, LoopWriter, ReadAhead, Unit, open_unit
 from resolver.schemas import ResolveRequest, decode_base64
 from resolver.simulator_client import SimulatorClient
 from store import claims, exchanges
 from store.db import Store, relax_commit_durability
-from store.fused import ReadAhead
-from store.loop_writes import LoopWriter
-from store.prepared import Executor
 from store.refs import TapeRef
-from store.unit import Unit, unit_of_work
 
 # Tapes whose config is kept as a guess (a few per deployment; more only clears the guesses).
 TAPES_REMEMBERED = 1024
@@ -82,17 +80,17 @@ class Resolver:
             reserve=reserve,
         )
         self._recorded_stays_put = store.engine.dialect.name == "sqlite"
-        # Each tape as the last resolve found it (store/fused.py `TakenAsGuessed`).
+        # Each tape as the last resolve found it (resolver/resolve_tx/opening.py `take_ask`).
         self._tapes: dict[str, TapeRef] = {}
 
     def resolve(self, wire: ResolveRequest) -> Resolution | Waiting:
         """A resolve on this thread, in a unit of work of its own: the thread lane of
-        resolver/resolve_tx.py, which the proxy's calls come through."""
-        return self.finish(self.take(wire, unit_of_work(self.store)))
+        resolver/resolve_tx, which the proxy's calls come through."""
+        return self.finish(self.take(wire, open_unit(self.store)))
 
     def poll(self, waiting: Waiting) -> Resolution | Waiting:
         """One look at an address someone else is fetching, on this thread (the thread lane)."""
-        return self.finish(self.look(waiting, unit_of_work(self.store)))
+        return self.finish(self.look(waiting, open_unit(self.store)))
 
     def finish(self, result: Resolution | Waiting) -> Resolution | Waiting:
         """A taken resolve's last steps: the tape simulator's answer, a fault's delay."""
@@ -112,7 +110,7 @@ class Resolver:
     def take(
         self, wire: ResolveRequest, transaction: AbstractContextManager[Unit]
     ) -> Resolution | Waiting:
-        """Take the ask and settle it in `transaction` (the lane's unit: resolver/resolve_tx.py);
+        """Take the ask and settle it in `transaction` (the lane's unit: resolver/resolve_tx);
         not finished. A loop unit that would wait raises `WouldWait` with nothing taken."""
         body = decode_base64(wire.body, "body") if wire.body else b""
         if len(body) > self.max_body_bytes:

@@ -16,13 +16,13 @@ from typing import Any
 from resolver.echoes import Secrets, scrub_response
 from resolver.errors import InvalidInput
 from resolver.redaction import redact_response_headers
+from resolver.resolve_tx.units import Unit
 from resolver.sandbox_identity import stored_response_headers
 from resolver.schemas import RecordRequest
 from store import exchanges
 from store.claims import Pending
 from store.models import Tape
 from store.refs import TapeRef
-from store.unit import Unit
 
 
 def check_latin1_headers(headers: list[tuple[str, str]], field: str) -> None:

@@ -7,7 +7,7 @@ on the event loop, woken when the address is recorded (resolver/wakeups.py; on P
 by other replicas' records, resolver/notify.py), with a slow store poll as the fallback; each
 look at the store is one short transaction, run on the event loop where SQLite lets it take
 the write lock without waiting (store/loop_writes.py) and in the threadpool otherwise, as
-resolves are (resolver/resolve_tx.py chooses). A wait skips its first look when the token shows
+resolves are (resolver/resolve_tx chooses). A wait skips its first look when the token shows
 nothing can have changed since the resolve looked (`_nothing_settled_since`).
 
 Resolve is the hot path (one per proxied request), record follows every forward and wait every
@@ -17,7 +17,7 @@ from its bytes by pydantic-core and the reply is written as bytes, a cached reco
 spliced in as it is (measured in process: a record call about a tenth cheaper than with the
 generic handling). Each is a function from the body's bytes to the answer's bytes (`HOT_ROUTES`),
 which the FastAPI route and resolver/hot_protocol.py (inside uvicorn's HTTP protocol, ahead of
-all ASGI) share; both reach the store through resolver/resolve_tx.py, the one door. Bad input
+all ASGI) share; both reach the store through resolver/resolve_tx, the one door. Bad input
 still gets FastAPI's 422 problem+json, with the same `body.<field>` locations, and the OpenAPI
 document still describes the bodies.
 """

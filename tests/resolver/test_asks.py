@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,6 @@ import pytest
 
 from resolver.asks import (
     Ask,
-    TakenAsk,
     bump_branch,
     classify_draft,
     cooperative_headers,
@@ -20,22 +18,20 @@ from resolver.asks import (
     find_tape_and_branch,
     finish_ask,
     load_tape_and_branch,
-    take_ask,
     true_fingerprint_of,
 )
 from resolver.dependencies import Classification
 from resolver.errors import InvalidInput, NotFound
 from resolver.fingerprint import unknown_version
 from resolver.policy import DependencyModel, Mode
+from resolver.resolve_tx.opening import take_ask
 from resolver.schemas import ResolveRequest
 from store.branches import fork_branch, get_branch
 from store.db import Store, open_store, transaction
-from store.fused import ReadAhead
 from store.hints import set_hint
 from store.refs import BranchRef, TapeRef
 from store.tapes import create_tape
 from store.versions import branch_versions
-from tests.support.store_databases import private_schema_url
 
 
 @pytest.fixture
@@ -247,74 +243,6 @@ def test_drafting_and_finishing_an_ask_touch_no_store() -> None:
     ask = finish_ask(draft, classification, occurrence=5, versions={})
     assert (ask.tape_id, ask.branch_id, ask.occurrence, ask.fingerprint) == (7, 3, 5, "")
     assert ask == finish_ask(draft, classification, occurrence=5, versions={})
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    """A store on SQLite or on PostgreSQL (a private schema)."""
-    if request.param == "sqlite":
-        opened = open_store(f"sqlite:///{tmp_path / 'guess.sqlite3'}")
-        yield opened
-        opened.dispose()
-        return
-    with private_schema_url(request.getfixturevalue("postgres_url")) as url:
-        opened = open_store(url)
-        yield opened
-        opened.dispose()
-
-
-def _ask_as_guessed(store: Store, guess: TapeRef, wire: ResolveRequest) -> TakenAsk:
-    with transaction(store.write) as session:
-        return take_ask(session, wire, b"", redaction_key=b"k" * 32, guess=guess)
-
-
-def test_an_ask_taken_as_guessed_is_the_ask_taken_plainly(any_store: Store) -> None:
-    _make_tape(any_store, dependency_model="path", config={"ignore_params": ["ts"]})
-    wire = _wire(method="put", query=[["ts", "1"], ["a", "b"]])
-    with transaction(any_store.write) as session:
-        guess, branch = load_tape_and_branch(session, "t", "root/b0")
-        bump_branch(
-            session, branch.id, frozenset({"path:https://api.example.com/docs/1"}), "k0", "b0"
-        )
-    plain = _ask(any_store, wire)
-    tape, guessed, read_ahead = _ask_as_guessed(any_store, guess, wire)
-    assert tape == guess and guessed.true_fingerprint != ""
-    # Nothing is recorded: PostgreSQL's opening statement read no answer where the address
-    # would be had the branch not written (""); SQLite reads none.
-    on_postgresql = any_store.engine.dialect.name == "postgresql"
-    assert read_ahead == (ReadAhead("", None) if on_postgresql else None)
-    assert guessed == replace(plain, occurrence=1)
-    assert _ask(any_store, wire).occurrence == 2  # the guessed ask took exactly one
-
-
-def test_a_wrong_guess_takes_the_ask_from_the_tape_found(any_store: Store) -> None:
-    _make_tape(any_store, config={"ignore_params": ["ts"]})
-    with transaction(any_store.read) as session:
-        tape, _branch = load_tape_and_branch(session, "t", "root/b0")
-    # Keys differ by `ts` under the wrong config; the tape's own config ignores it.
-    wrong = replace(tape, config={}, config_text="{}")
-    first = _ask_as_guessed(any_store, wrong, _wire(query=[["ts", "1"]]))
-    second = _ask_as_guessed(any_store, wrong, _wire(query=[["ts", "2"]]))
-    assert first.tape == tape and first.tape.config_text == tape.config_text
-    assert first.read_ahead is None  # a wrong guess reads no answer
-    assert first[1].key == second[1].key
-    assert (first[1].occurrence, second[1].occurrence) == (0, 1)
-    assert _ask(any_store, _wire(query=[["ts", "3"]])).occurrence == 2
-
-
-def test_an_ask_guessed_on_a_missing_tape_or_branch_names_it(any_store: Store) -> None:
-    _make_tape(any_store)
-    with transaction(any_store.read) as session:
-        guess, _branch = load_tape_and_branch(session, "t", "root/b0")
-    with pytest.raises(NotFound) as no_branch:
-        _ask_as_guessed(any_store, guess, _wire(branch="root/zz"))
-    assert no_branch.value.extras == {"tape": "t", "branch": "root/zz"}
-    with pytest.raises(NotFound) as no_tape:
-        _ask_as_guessed(any_store, guess, _wire(tape="absent"))
-    assert no_tape.value.extras == {"tape": "absent"}
-    with pytest.raises(InvalidInput):
-        _ask_as_guessed(any_store, guess, _wire(branch="trunk"))
-    assert _ask(any_store, _wire()).occurrence == 0
 
 
 def test_a_read_counts_a_resource_a_write_left_unknown_and_only_while_unknown() -> None:

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select
 
 from resolver import final_steps
-from resolver.asks import Ask, take_ask
+from resolver.asks import Ask
 from resolver.decision import Plan, Step
 from resolver.dependencies import Classification
 from resolver.disk import DiskReserve
@@ -22,6 +22,7 @@ from resolver.fingerprint import UNKNOWN_PREFIX
 from resolver.policy import Action, Decision
 from resolver.request import RequestParts
 from resolver.resolve_results import Resolution, Waiting
+from resolver.resolve_tx.opening import take_ask
 from store.claims import HeldClaim
 from store.db import Store, transaction
 from store.models import Claim, Event, OccurrenceCounter, PendingRecord

@@ -420,7 +420,7 @@ def test_a_miss_and_its_record_on_postgresql_send_unread_writes_with_the_commit(
 
 
 def on_loop(resolver: Resolver, wire: ResolveRequest) -> Resolution | Waiting | None:
-    """The door's loop lane for a resolve (resolver/resolve_tx.py)."""
+    """The door's loop lane for a resolve (resolver/resolve_tx)."""
     return resolve_tx.on_loop(resolver.loop_writer, partial(resolver.take, wire))
 
 

@@ -7,19 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from store.db import Store, open_store
-from tests.support.store_databases import private_schema_url
+from store.db import Store
+from tests.support.store_databases import store_of_kind
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    if request.param == "sqlite":
-        opened = open_store(f"sqlite:///{tmp_path / 'nested' / 'store.sqlite3'}")
+    with store_of_kind(request, tmp_path / "nested" / "store.sqlite3") as opened:
         yield opened
-        opened.dispose()
-        return
-    postgres_url = request.getfixturevalue("postgres_url")
-    with private_schema_url(postgres_url) as url:
-        opened = open_store(url)
-        yield opened
-        opened.dispose()

@@ -9,9 +9,13 @@ from __future__ import annotations
 import contextlib
 import secrets
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import quote
 
 import psycopg
+import pytest
+
+from store.db import Store, open_store
 
 
 def _plain(url: str) -> str:
@@ -51,3 +55,22 @@ def end_connections(postgres_url: str, application_name: str) -> list[int]:
         ).fetchall()
     assert all(ended for _, ended in rows), rows
     return [pid for pid, _ in rows]
+
+
+@contextlib.contextmanager
+def store_of_kind(request: pytest.FixtureRequest, sqlite_path: Path) -> Iterator[Store]:
+    """The store a fixture parametrised by `"sqlite"` / `"postgresql"` asks for: a SQLite file at
+    `sqlite_path`, or a private schema of the test PostgreSQL (the `postgres_url` fixture)."""
+    if request.param == "sqlite":
+        opened = open_store(f"sqlite:///{sqlite_path}")
+        try:
+            yield opened
+        finally:
+            opened.dispose()
+        return
+    with private_schema_url(request.getfixturevalue("postgres_url")) as url:
+        opened = open_store(url)
+        try:
+            yield opened
+        finally:
+            opened.dispose()

@@ -1,4 +1,4 @@
-"""resolver/resolve_tx.py, the one door: each call runs on the event loop where the store lets it
+"""resolver/resolve_tx, the one door: each call runs on the event loop where the store lets it
 without waiting and on a thread otherwise, with the same answer; the plain routes answer the
 proxy's calls where uvicorn's protocol does not."""
 

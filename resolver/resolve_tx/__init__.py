@@ -2,24 +2,28 @@
 
 Each call runs the one resolve state machine (docs/internals.md, "The resolve lifecycle":
 `Resolver.take` or `Resolver.look`, then `_settle` and `FinalSteps.carry_out`; `Recorder.commit`)
-in one transaction, and this module alone chooses where that transaction runs (its `Lane`):
+in one transaction, and this package alone chooses how that transaction runs:
 
-- `Lane.LOOP`: on the event loop, in the loop writer's unit (store/loop_writes.py), when the
-  store is SQLite at `synchronous=NORMAL` and nobody else is writing — a hit is a few hundred
-  microseconds of SQLite work, and a thread hop would cost as much again;
-- `Lane.THREAD`: on a worker thread, in a unit of work of its own (store/unit.py), otherwise —
-  PostgreSQL (whose opening statements are fused and whose commits are pipelined inside the
-  unit and store/fused.py, the same on either lane), a busy SQLite, a large record body, or a
-  finish that asks the tape's simulator over HTTP.
+- where (its `Lane`): `Lane.LOOP`, on the event loop in the loop writer's unit
+  (resolve_tx/units.py `loop_writer_for`), when the store is SQLite at `synchronous=NORMAL` and
+  nobody else is writing — a hit is a few hundred microseconds of SQLite work, and a thread hop
+  would cost as much again; `Lane.THREAD`, on a worker thread in a unit of its own
+  (`open_unit`), otherwise: PostgreSQL, a busy SQLite, a large record body, or a finish that
+  asks the tape's simulator over HTTP;
+- how it opens (resolve_tx/opening.py): one fused statement on PostgreSQL, the plain ones
+  elsewhere or when the tape is not as last seen; and its commit, pipelined with the writes
+  nobody reads on PostgreSQL (the unit's `write_later`).
 
 The lane changes where the code runs, never what it does: a loop transaction that would wait
 raises `WouldWait` before it has taken anything, and the same call runs again on a thread.
 Every lane that answers the proxy — uvicorn's protocol (resolver/hot_protocol.py) and FastAPI's
 routes (resolver/routes/internal.py) — comes through here. The thread lane is `Resolver.resolve`,
 `Resolver.poll` and `Recorder.record` themselves, which a caller already on a thread of its own
-(the benchmark, the simulator client, tests) calls directly. Without this module each entrance
+(the benchmark, the simulator client, tests) calls directly. Without this package each entrance
 chose for itself, and the choices had grown into twin functions (`resolve` and
-`resolve_without_waiting`, …) that drifted apart.
+`resolve_without_waiting`, …) that drifted apart. The store's transaction machinery
+(store/unit.py, loop_writes.py, prepared.py, fused.py) is its private part: outside the store,
+only this package imports it (tests/resolver/resolve_tx/test_private_parts.py).
 """
 
 from __future__ import annotations
@@ -28,21 +32,22 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from enum import StrEnum
 from functools import partial
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from starlette.concurrency import run_in_threadpool
 
 from resolver.errors import ResolverError
-from resolver.record_outcomes import RecordResult
-from resolver.recording import Recorder
-from resolver.resolution import Resolver
-from resolver.resolve_results import Resolution, Waiting
-from resolver.schemas import RecordRequest, ResolveRequest
-from store.loop_writes import LoopWriter, WouldWait
-from store.unit import Unit
+from resolver.resolve_tx.units import LoopWriter, Unit, WouldWait
 
-Transaction = AbstractContextManager[Unit]
-Settled = Resolution | Waiting
+if TYPE_CHECKING:  # the steps import this package's parts, so the door names them lazily
+    from resolver.record_outcomes import RecordResult
+    from resolver.recording import Recorder
+    from resolver.resolution import Resolver
+    from resolver.resolve_results import Resolution, Waiting
+    from resolver.schemas import RecordRequest, ResolveRequest
+
+type Transaction = AbstractContextManager[Unit]
+type Settled = Resolution | Waiting
 
 
 class Lane(StrEnum):

@@ -67,8 +67,11 @@ def _watch(parent: int, parent_started: int, server: int, server_started: int) -
             time.sleep(0.1)
 
 
-def _leave_watcher(parent: int, parent_started: int) -> None:
-    """Fork a watcher of this process (orphaned at once, so the command never has to reap it)."""
+def leave_watcher(parent: int, parent_started: int) -> None:
+    """Fork a watcher of this process (orphaned at once, so the command never has to reap it).
+
+    `main` calls it before it `exec`s the command; a process that becomes a server without an
+    `exec` (the tests' zygote children, tests/support/zygote.py) calls it itself."""
     server = os.getpid()
     server_started = start_time(server)
     if server_started is None:
@@ -98,7 +101,7 @@ def main(argv: list[str]) -> None:
     parent_started = start_time(parent)
     if parent_started is None or os.getppid() != parent:
         raise SystemExit(1)  # the parent is already gone: nobody would ever stop the command
-    _leave_watcher(parent, parent_started)
+    leave_watcher(parent, parent_started)
     try:
         os.execvp(command[0], command)
     except OSError as error:

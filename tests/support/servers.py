@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 
 from groundhog.lifetime import tied_command
+from tests.support import zygote
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOOPBACK = "127.0.0.1"
@@ -40,7 +41,7 @@ class ServerProcess:
 
     command: list[str]
     port: int
-    process: subprocess.Popen[bytes]
+    process: subprocess.Popen[bytes] | zygote.ForkedProcess
     log_path: Path
     env: dict[str, str] = field(default_factory=dict)
 
@@ -129,14 +130,21 @@ def start_server(
     with tempfile.NamedTemporaryFile(
         prefix="groundhog-server-", suffix=".log", delete=False
     ) as log_file:
-        process = subprocess.Popen(
-            tied_command(command),  # dies with the test run, however it ends
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            cwd=cwd or REPO_ROOT,
-            env=child_env,
-            start_new_session=own_group,
-        )
+        process: subprocess.Popen[bytes] | zygote.ForkedProcess
+        if zygote.can_fork(args, env or {}, cwd or REPO_ROOT):
+            # A fork of a process that imported the server already (tests/support/zygote.py).
+            process = zygote.ZYGOTE.spawn(
+                command[2:], env=child_env, log_path=Path(log_file.name), own_group=own_group
+            )
+        else:
+            process = subprocess.Popen(
+                tied_command(command),  # dies with the test run, however it ends
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                cwd=cwd or REPO_ROOT,
+                env=child_env,
+                start_new_session=own_group,
+            )
     server = ServerProcess(command, port, process, Path(log_file.name), env or {})
 
     def ready() -> bool:

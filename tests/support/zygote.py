@@ -246,7 +246,7 @@ def _run(args: list[str]) -> int:
             return 0
         if isinstance(exit_.code, int):
             return exit_.code
-        print(exit_.code, file=sys.stderr)
+        sys.stderr.write(f"{exit_.code}\n")  # as the interpreter reports `SystemExit("…")`
         return 1
     return 0
 

@@ -109,6 +109,7 @@ class CrashMachine(RuleBasedStateMachine):
         # (branch, path) -> the attempt of a read that got no answer, and whether its resolver
         # died after a commit (so the lost answer may have advanced the lineage).
         self.unanswered: dict[tuple[str, str], tuple[str, bool]] = {}
+        self.committed_attempts: set[str] = set()  # attempts a resolver died after committing
 
     def teardown(self) -> None:
         if hasattr(self, "http"):
@@ -203,9 +204,13 @@ class CrashMachine(RuleBasedStateMachine):
         return unanswered[0] if unanswered else secrets.token_urlsafe(12)
 
     def lost_answer(self, branch: str, path: str, attempt: str) -> None:
-        """The worker got 503: its next read of the path is asked as the same attempt."""
+        """The worker got 503: its next read of the path is asked as the same attempt. Whether
+        a lost answer may have advanced the lineage sticks to the attempt: a re-ask that dies
+        before its commit does not undo what an earlier try of it committed."""
         committed = self.resolver.armed.split("@")[0].endswith("committed")
-        self.unanswered[(branch, path)] = (attempt, committed)
+        if committed:
+            self.committed_attempts.add(attempt)
+        self.unanswered[(branch, path)] = (attempt, attempt in self.committed_attempts)
 
     def read_once(self, branch: str, path: str) -> None:
         attempt = self.attempt_for(branch, path)

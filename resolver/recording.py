@@ -40,7 +40,7 @@ from resolver.record_outcomes import (
     upstream_failed,
 )
 from resolver.resolve_tx.opening import pop_pending_and_tape
-from resolver.resolve_tx.units import LoopWriter, Unit, open_unit
+from resolver.resolve_tx.units import LoopWriter, Unit, unit_of_work
 from resolver.schemas import RecordRequest, decode_base64
 from resolver.stored_form import check_latin1_headers, stored_form
 from resolver.wakeups import Address
@@ -89,7 +89,7 @@ class Recorder:
             self.release_after_failure(wire.ticket)  # a rejected record must not hold siblings
             raise
         try:
-            return self.commit(wire, body, open_unit(self.store))
+            return self.commit(wire, body, unit_of_work(self.store))
         except Exception as error:
             self.fail(wire.ticket, error)
 

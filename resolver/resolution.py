@@ -38,7 +38,7 @@ from resolver.final_steps import FinalSteps
 from resolver.policy import Action
 from resolver.resolve_results import Resolution, Waiting, wants_simulator
 from resolver.resolve_tx.opening import take_ask
-from resolver.resolve_tx.units import Executor, LoopWriter, ReadAhead, Unit, open_unit
+from resolver.resolve_tx.units import Executor, LoopWriter, ReadAhead, Unit, unit_of_work
 from resolver.schemas import ResolveRequest, decode_base64
 from resolver.simulator_client import SimulatorClient
 from store import claims, exchanges
@@ -86,11 +86,11 @@ class Resolver:
     def resolve(self, wire: ResolveRequest) -> Resolution | Waiting:
         """A resolve on this thread, in a unit of work of its own: the thread lane of
         resolver/resolve_tx, which the proxy's calls come through."""
-        return self.finish(self.take(wire, open_unit(self.store)))
+        return self.finish(self.take(wire, unit_of_work(self.store)))
 
     def poll(self, waiting: Waiting) -> Resolution | Waiting:
         """One look at an address someone else is fetching, on this thread (the thread lane)."""
-        return self.finish(self.look(waiting, open_unit(self.store)))
+        return self.finish(self.look(waiting, unit_of_work(self.store)))
 
     def finish(self, result: Resolution | Waiting) -> Resolution | Waiting:
         """A taken resolve's last steps: the tape simulator's answer, a fault's delay."""

@@ -8,7 +8,7 @@ in one transaction, and this package alone chooses how that transaction runs:
   (resolve_tx/units.py `loop_writer_for`), when the store is SQLite at `synchronous=NORMAL` and
   nobody else is writing — a hit is a few hundred microseconds of SQLite work, and a thread hop
   would cost as much again; `Lane.THREAD`, on a worker thread in a unit of its own
-  (`open_unit`), otherwise: PostgreSQL, a busy SQLite, a large record body, or a finish that
+  (`unit_of_work`), otherwise: PostgreSQL, a busy SQLite, a large record body, or a finish that
   asks the tape's simulator over HTTP;
 - how it opens (resolve_tx/opening.py): one fused statement on PostgreSQL, the plain ones
   elsewhere or when the tape is not as last seen; and its commit, pipelined with the writes

@@ -12,13 +12,11 @@ every other module to it.
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
-
 from store.db import Store
 from store.fused import ReadAhead
 from store.loop_writes import LoopWriter, WouldWait
 from store.prepared import Executor
-from store.unit import Unit, unit_of_work
+from store.unit import Unit, unit_of_work  # the thread lane's unit, which may wait for the lock
 
 __all__ = [
     "Executor",
@@ -27,13 +25,8 @@ __all__ = [
     "Unit",
     "WouldWait",
     "loop_writer_for",
-    "open_unit",
+    "unit_of_work",
 ]
-
-
-def open_unit(store: Store) -> AbstractContextManager[Unit]:
-    """The thread lane's unit: a write transaction of its own, which may wait for the lock."""
-    return unit_of_work(store)
 
 
 def loop_writer_for(store: Store, *, enabled: bool = True) -> LoopWriter | None:

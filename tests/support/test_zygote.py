@@ -65,13 +65,13 @@ def test_a_forked_server_dies_with_the_test_run_that_started_it(tmp_path: Path) 
     pid_file = tmp_path / "pid"
     script = textwrap.dedent(
         f"""
-        import sys, time
+        import signal
         from pathlib import Path
         from tests.support.servers import start_server
         server = start_server(["resolver", "--data", {str(tmp_path)!r}])
         Path({str(pid_file) + ".new"!r}).write_text(str(server.process.pid))
         Path({str(pid_file) + ".new"!r}).rename({str(pid_file)!r})
-        time.sleep(3600)
+        signal.pause()  # until the test kills this stand-in test run
         """
     )
     run = subprocess.Popen([sys.executable, "-c", script], cwd=REPO_ROOT)

@@ -1,0 +1,58 @@
+"""store/settled_notices.py: a settled address reaches every listener when, and only when, the
+transaction that announced it commits; SQLite sends nothing (its stores are one process's)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+from store.db import Store, transaction
+from store.settled_notices import CHANNEL, announce, announce_later
+from store.unit import unit_of_work
+
+
+@pytest.fixture
+def listening(store: Store) -> Iterator[psycopg.Connection]:
+    if store.engine.dialect.name != "postgresql":
+        pytest.skip("only PostgreSQL has LISTEN/NOTIFY; SQLite is covered below")
+    dsn = store.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        connection.execute(f"LISTEN {CHANNEL}")
+        yield connection
+
+
+def _received(connection: psycopg.Connection) -> list[str]:
+    # A notification committed before this call is already queued on the connection, so a
+    # short timeout only bounds the wait for one that was never sent.
+    return [notice.payload for notice in connection.notifies(timeout=1.0, stop_after=2)]
+
+
+def test_a_committed_announcement_reaches_a_listener(
+    store: Store, listening: psycopg.Connection
+) -> None:
+    with transaction(store.write) as session:
+        announce("1:0:key:fp", session=session)
+    with unit_of_work(store) as unit:
+        announce_later("2:0:key:f:p", unit=unit)  # sent with the unit's COMMIT
+    assert _received(listening) == ["1:0:key:fp", "2:0:key:f:p"]
+
+
+def test_a_rolled_back_announcement_reaches_nobody(
+    store: Store, listening: psycopg.Connection
+) -> None:
+    with pytest.raises(RuntimeError), unit_of_work(store) as unit:
+        announce_later("3:0:key:fp", unit=unit)
+        raise RuntimeError("the record failed")
+    assert _received(listening) == []
+
+
+def test_sqlite_runs_no_notify_statement(store: Store) -> None:
+    if store.engine.dialect.name != "sqlite":
+        pytest.skip("the PostgreSQL cases are above")
+    # SQLite has no pg_notify: running the statement there would raise "no such function".
+    with unit_of_work(store) as unit:
+        announce_later("1:0:key:fp", unit=unit)
+    with transaction(store.write) as session:
+        announce("1:0:key:fp", session=session)

@@ -4,11 +4,12 @@ Inside the record's one transaction (resolver/recording.py), once its pending re
 and its claim released: a complete answer (or a transport failure the tape opts to record) is
 stored as the address's exchange — first recording wins, so a read that lost the race is served
 the winner's bytes, as a sibling would be — with the tape's hints and, for a write, the
-branch's version bumps; a transport failure that is not recorded is served as a 502
-`upstream-failed`, unless a read's address was recorded meanwhile. Each finishes the ask's
-event. Kept apart from the Recorder's commit flow so that flow reads as take, release, settle;
-without these the proxy would have nothing consistent to serve the recording branch, and a lost
-race could serve different bytes to it than to its siblings.
+branch's version bumps and its own answer (store/write_answers.py); a transport failure that
+is not recorded is served as a 502 `upstream-failed`, unless a read's address was recorded
+meanwhile. Each finishes the ask's event. Kept apart from the Recorder's commit flow so that
+flow reads as take, release, settle; without these the proxy would have nothing consistent to
+serve the recording branch, and a lost race could serve different bytes to it than to its
+siblings.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from resolver.resolve_tx.units import Unit
 from resolver.schemas import RecordRequest, encode_base64
 from resolver.stored_form import exchange_content
 from resolver.wakeups import Address
-from store import counters, exchanges
+from store import counters, exchanges, write_answers
 from store.claims import Pending
 from store.hints import set_hint
 from store.models import PendingRecord
@@ -84,6 +85,7 @@ def store_answer(
         learn_read_only_tools(unit.session, tape.id, pending.request, content, stored_body)
     if pending.is_write:
         bump_write_versions(unit.session, pending, model, response_headers)
+        keep_own_write_answer(unit, pending, content)
     if created and wire.response is not None:
         # What was just stored, without reading the blob back; a body byte-identical to
         # what the proxy sent is not repeated.
@@ -98,6 +100,24 @@ def store_answer(
         assert stored is not None
         response = answers.recorded(stored, session=unit.session, tape_name=tape.name)
     return RecordResult(decision, exchange_id, response, created)
+
+
+def keep_own_write_answer(unit: Unit, pending: Pending, content: exchanges.ExchangeContent) -> None:
+    """The branch's own answer to its write, kept beside the address's exchange (which may be
+    a sibling's): a sealed tape serves each lineage its own (store/write_answers.py)."""
+    if content.response_status is None:
+        return
+    _, key_hash, occurrence, fingerprint = pending_address(pending)
+    write_answers.keep_write_answer_later(
+        pending.branch_id,
+        key_hash,
+        occurrence,
+        fingerprint,
+        status=content.response_status,
+        headers=content.response_headers or [],
+        body_sha=content.response_body_sha,
+        unit=unit,
+    )
 
 
 def upstream_failed(

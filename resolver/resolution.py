@@ -41,7 +41,7 @@ from resolver.resolve_tx.opening import take_ask
 from resolver.resolve_tx.units import Executor, LoopWriter, ReadAhead, Unit, unit_of_work
 from resolver.schemas import ResolveRequest, decode_base64
 from resolver.simulator_client import SimulatorClient
-from store import claims, exchanges
+from store import claims, exchanges, write_answers
 from store.db import Store, relax_commit_durability
 from store.refs import TapeRef
 
@@ -229,8 +229,15 @@ class Resolver:
 
     def _find(self, unit: Unit, ask: Ask, read_ahead: ReadAhead | None = None) -> Recorded | None:
         """The answer recorded at the ask's address: from memory when it was served before,
-        else from `read_ahead` when it was read at this address and holds all it needs."""
+        else from `read_ahead` when it was read at this address and holds all it needs. A
+        write's is its lineage's own (store/write_answers.py), never kept in memory by address:
+        each lineage may have been answered differently."""
         address = address_of(ask)
+        if ask.classification.is_write:
+            answer = write_answers.lineage_write_answer(
+                ask.tape_id, ask.branch_id, *address[1:], session=unit.connection
+            ) or exchanges.find_answer(*address, session=unit.connection)
+            return None if answer is None else self._recorded(unit, ask, answer)
         cached = self.cache.get(address)
         if cached is not None:
             return cached
@@ -240,17 +247,22 @@ class Resolver:
             answer = exchanges.find_answer(*address, session=unit.connection)
         if answer is None:
             return None
+        found = self._recorded(unit, ask, answer)
+        self.cache.put(address, found)
+        return found
+
+    @staticmethod
+    def _recorded(unit: Unit, ask: Ask, answer: exchanges.RecordedAnswer) -> Recorded:
+        """A recorded answer ready to serve."""
         if answer.error_kind is not None:  # rare: its 502 problem names the whole exchange
-            exchange = exchanges.find_exchange(*address, session=unit.session)
+            exchange = exchanges.find_exchange(*address_of(ask), session=unit.session)
             assert exchange is not None
             response = answers.recorded(exchange, session=unit.session, tape_name=ask.tape_name)
         else:
             if answer.body_sha and answer.body is None:
                 raise LookupError(f"blob {answer.body_sha} is missing from the store")
             response = answers.from_answer(answer)
-        found = Recorded(answer.exchange_id, response, answer.headers)
-        self.cache.put(address, found)
-        return found
+        return Recorded(answer.exchange_id, response, answer.headers)
 
     def _take_claim(self, session: Executor, ask: Ask, ticket: str) -> bool:
         lease_expires = time.time() + self.lease_seconds

@@ -16,14 +16,15 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from store.models import Blob, Exchange
+from store.models import Blob, Branch, Exchange, WriteAnswer
+from store.write_answers import write_answer_body_hashes
 
 BATCH = 200
 MISSING = "missing"
 
 
 def body_hashes(tape_id: int, *, session: Session) -> set[str]:
-    """Every body hash the tape's exchanges name (requests and responses)."""
+    """Every body hash the tape's exchanges (requests and responses) and write answers name."""
     query = select(Exchange.request_body_sha, Exchange.response_body_sha).where(
         Exchange.tape_id == tape_id
     )
@@ -32,7 +33,7 @@ def body_hashes(tape_id: int, *, session: Session) -> set[str]:
         names.add(request_sha)
         if response_sha:
             names.add(response_sha)
-    return names
+    return names | write_answer_body_hashes(tape_id, session=session)
 
 
 def stored_blobs(names: set[str], *, session: Session) -> Iterator[tuple[str, bytes]]:
@@ -64,15 +65,20 @@ class DamagedBody:
     url: str
     occurrence: int
     fingerprint: str
-    part: str  # "request" or "response"
+    part: str  # "request", "response" or a branch's write answer
     stored: str
     actual: str
+
+    def whose(self) -> str:
+        if self.part in ("request", "response"):
+            return f"its {self.part} body"
+        return f"the body of its {self.part}"
 
     def describe(self) -> str:
         found = "is missing" if self.actual == MISSING else f"hashes to {self.actual}"
         return (
             f"exchange {self.exchange_id} ({self.method} {self.url}, occurrence "
-            f"{self.occurrence}, fingerprint {self.fingerprint!r}): its {self.part} body, "
+            f"{self.occurrence}, fingerprint {self.fingerprint!r}): {self.whose()}, "
             f"stored as {self.stored}, {found}"
         )
 
@@ -93,7 +99,9 @@ def first_damaged_body(
         .order_by(Exchange.id)
         .limit(1)
     )
-    exchange = session.scalars(query).one()
+    exchange = session.scalars(query).one_or_none()
+    if exchange is None:
+        return _first_damaged_write_answer(tape_id, bad, actual, session=session)
     part, stored = (
         ("request", exchange.request_body_sha)
         if exchange.request_body_sha in bad
@@ -106,6 +114,39 @@ def first_damaged_body(
         exchange.occurrence,
         exchange.fingerprint,
         part,
+        stored,
+        actual[stored],
+    )
+
+
+def _first_damaged_write_answer(
+    tape_id: int, bad: set[str], actual: dict[str, str], *, session: Session
+) -> DamagedBody:
+    """A branch's own write answer naming a damaged body, described by its address's exchange
+    (only write answers are left once no exchange names one)."""
+    query = (
+        select(Exchange, WriteAnswer.response_body_sha, Branch.path)
+        .join(Branch, Branch.id == WriteAnswer.branch_id)
+        .join(
+            Exchange,
+            (Exchange.tape_id == tape_id)
+            & (Exchange.key_hash == WriteAnswer.key_hash)
+            & (Exchange.occurrence == WriteAnswer.occurrence)
+            & (Exchange.fingerprint == WriteAnswer.fingerprint),
+        )
+        .where(Branch.tape_id == tape_id, WriteAnswer.response_body_sha.in_(bad))
+        .order_by(Exchange.id, Branch.path)
+        .limit(1)
+    )
+    exchange, stored, branch = session.execute(query).one()
+    assert stored is not None  # the query asked for a damaged body's name
+    return DamagedBody(
+        exchange.id,
+        exchange.request_method,
+        exchange.request_url,
+        exchange.occurrence,
+        exchange.fingerprint,
+        f"write answer of branch {branch!r}",
         stored,
         actual[stored],
     )

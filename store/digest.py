@@ -1,4 +1,5 @@
-"""The tape digest: a SHA-256 over the canonical content of a tape's exchanges and branch tree.
+"""The tape digest: a SHA-256 over the canonical content of a tape's exchanges, branches' own
+write answers and branch tree.
 
 Recording the same world twice with the same workflow must give the same digest, and an
 exported-then-imported tape must keep it; so the digest covers addresses, requests, responses
@@ -17,7 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from store.blob_integrity import actual_hashes
-from store.models import Branch, Exchange
+from store.models import Branch, Exchange, WriteAnswer
 
 DIGEST_VERSION = "groundhog-digest-v1"
 # Positions of the body hashes in the digest's exchange rows (the query below).
@@ -75,4 +76,27 @@ def tape_digest(tape_id: int, *, session: Session) -> tuple[str, int]:
             fields[RESPONSE_BODY] = actual[fields[RESPONSE_BODY]]
         hasher.update(_line(["exchange", *fields]))
         count += 1
+    # Each branch's own write answers, by branch path and address: tape content as exchanges are.
+    own = (
+        select(
+            Branch.path,
+            WriteAnswer.key_hash,
+            WriteAnswer.occurrence,
+            WriteAnswer.fingerprint,
+            WriteAnswer.response_status,
+            WriteAnswer.response_headers,
+            WriteAnswer.response_body_sha,
+        )
+        .join(Branch, Branch.id == WriteAnswer.branch_id)
+        .where(Branch.tape_id == tape_id)
+        .order_by(
+            Branch.path.collate(collation),
+            WriteAnswer.key_hash.collate(collation),
+            WriteAnswer.occurrence,
+            WriteAnswer.fingerprint.collate(collation),
+        )
+    )
+    for answer in session.execute(own):
+        *address, body = answer
+        hasher.update(_line(["write-answer", *address, actual[body] if body else body]))
     return hasher.hexdigest(), count

@@ -1,7 +1,8 @@
 """Typed SQLAlchemy models: the tables a tape is made of, plus the coordination tables.
 
-Tape content (tapes, branches, counters, versions, exchanges, events, hints, blobs) holds no
-wall-clock time or host entropy, so recording the same world twice gives the same digest.
+Tape content (tapes, branches, counters, versions, exchanges, write answers, events, hints,
+blobs) holds no wall-clock time or host entropy, so recording the same world twice gives the
+same digest.
 Claims and pending records coordinate live calls between resolver replicas; they are not tape
 content, may use time, and are never exported.
 """
@@ -125,6 +126,27 @@ class Exchange(Base):
     response_body_sha: Mapped[str | None] = mapped_column(String(64), nullable=True)
     error_kind: Mapped[str | None] = mapped_column(String(20), nullable=True)
     error_message: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class WriteAnswer(Base):
+    """One branch's own answer to a write it sent live (the world's answer, as stored).
+
+    The address's exchange keeps the first recording; each branch's sandbox answered its own
+    write differently (a fresh session id, an order number), and a sealed tape serves a branch
+    its own lineage's answer (resolver/resolution.py). Tape content: exported, in the digest.
+    """
+
+    __tablename__ = "gh_write_answers"
+
+    branch_id: Mapped[int] = mapped_column(
+        ForeignKey("gh_branches.id", ondelete="CASCADE"), primary_key=True
+    )
+    key_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    occurrence: Mapped[int] = mapped_column(Integer, primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(String(100), primary_key=True)
+    response_status: Mapped[int] = mapped_column(Integer)
+    response_headers: Mapped[list[list[str]]] = mapped_column(JSON)
+    response_body_sha: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class Event(Base):

@@ -29,6 +29,7 @@ from store.models import (
     OccurrenceCounter,
     ResourceVersion,
     Tape,
+    WriteAnswer,
 )
 from store.tapes import get_tape
 from store.upsert import insert_for
@@ -106,7 +107,7 @@ def copy_tape(
         target.flush()
         branch_ids[branch.id] = new.id
     old_branches = list(branch_ids)
-    for model in (OccurrenceCounter, ResourceVersion):
+    for model in (OccurrenceCounter, ResourceVersion, WriteAnswer):
         rows = _stream(source, model, model.branch_id.in_(old_branches), set())
         for batch in _chunks(rows):
             for row in batch:

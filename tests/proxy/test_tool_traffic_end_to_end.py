@@ -53,6 +53,34 @@ def test_each_sibling_that_logs_in_gets_its_own_session_cookie(
         assert not any(sid in cookie for sid in sids)
 
 
+def test_a_sealed_tape_replays_each_lineage_its_own_write_answer(
+    stack: Stack, upstream: Upstream
+) -> None:
+    tape = stack.open_tape()
+    siblings = stack.fork(tape, 4)
+    # Each sibling forks a replayer before it logs in: the replayer's lineage is that sibling.
+    replayers = [stack.fork(tape, ["again"], parent=sibling)[0] for sibling in siblings]
+    url = f"{upstream.url}/login"
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        live = list(pool.map(lambda b: ask(stack, tape, b, url, method="POST"), siblings))
+    stack.seal(tape)
+    (newcomer,) = stack.fork(tape, ["newcomer"])
+
+    replayed = [ask(stack, tape, branch, url, method="POST") for branch in replayers]
+    first_recording = ask(stack, tape, newcomer, url, method="POST")
+
+    assert upstream.state.count("/login") == 4  # the sealed tape made no live call
+    assert {reply.decision for reply in [*replayed, first_recording]} == {"replayed-write"}
+    # Each lineage is served its own sibling's session, not the first recorder's.
+    assert [reply.body for reply in replayed] == [reply.body for reply in live]
+    assert len({reply.body for reply in replayed}) == 4
+    cookies = [reply.headers["set-cookie"] for reply in replayed]
+    assert len(set(cookies)) == 4
+    assert all(cookie.startswith("sid=[redacted:set-cookie:") for cookie in cookies)
+    # A fork whose lineage never wrote is served the address's first recording.
+    assert first_recording.body in {reply.body for reply in live}
+
+
 def stored_headers(stack: Stack, tape: str, branch: str) -> list[list[list[str]]]:
     """The stored response headers of each exchange the branch was served, in order."""
     events = stack.admin("GET", f"/v1/tapes/{tape}/events", params={"branch": branch}).json()

@@ -275,7 +275,14 @@ class GroundhogAddon:
         if player is not None:
             flow.metadata[PLAYING] = player
         replayed_write = state.decision == Decision.REPLAYED_WRITE
-        make_own(flow.request, response, state.tape, state.branch, replayed_write=replayed_write)
+        make_own(
+            flow.request,
+            response,
+            state.tape,
+            state.branch,
+            occurrence=state.occurrence,
+            replayed_write=replayed_write,
+        )
         state.mark(response)
         state.mode = "served"
         flow.response = response

@@ -234,7 +234,9 @@ class LiveRecorder:
         # session), not the stored form, reaches it; a read gets the stored head, made its own.
         flow.response.headers.fields = state.live_fields if state.is_write else stored
         if not state.is_write:
-            restore_sandbox_headers(flow.request, flow.response, state.tape, state.branch)
+            restore_sandbox_headers(
+                flow.request, flow.response, state.tape, state.branch, occurrence=state.occurrence
+            )
         if record_error is not None:
             flow.response.headers[RECORD_ERROR_HEADER] = record_error[:300]
         if needs_chunked_framing(flow):
@@ -286,7 +288,9 @@ class LiveRecorder:
             served = live
             if stored and not state.is_write:
                 served = response_from_payload(stored, sent_body=body)
-                make_own(flow.request, served, state.tape, state.branch)
+                make_own(
+                    flow.request, served, state.tape, state.branch, occurrence=state.occurrence
+                )
             state.decision = ack.get("decision") or state.decision
         except (*RESOLVER_ERRORS, KeyError, TypeError, ValueError) as error:
             log.error("could not record %s: %s", flow.request.pretty_url, error)
@@ -359,7 +363,9 @@ class LiveRecorder:
         if ack is not None and isinstance(stored, dict):
             try:
                 response = response_from_payload(stored)
-                make_own(flow.request, response, state.tape, state.branch)
+                make_own(
+                    flow.request, response, state.tape, state.branch, occurrence=state.occurrence
+                )
                 state.decision = ack.get("decision") or state.decision
                 state.mark(response)
             except (KeyError, TypeError, ValueError) as error:

@@ -6,7 +6,8 @@ store keeps as a marker (resolver/sandbox_identity.py). Served as stored, a sibl
 response whose `id` matches none of its pending calls and a session header naming another
 branch's sandbox: the MCP client drops the answer or switches sessions. So every answer served
 from the tape gets the asker's own values back: a marked header takes the value the asker sent
-(or, when it sent none — a sealed replay of `initialize` — one minted for its branch), a
+(or, when it sent none — a sealed replay of `initialize` — one minted for its branch and
+occurrence), a
 stored `Set-Cookie` (a placeholder of another branch's cookie) is not handed on by a read (a
 replayed write, the branch's own lineage's recorded answer, keeps it: the asker's later
 requests carry the placeholder, which keys as the recorded cookie did), and
@@ -21,11 +22,12 @@ branch alone and is never recorded for others.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
 from mitmproxy import http
+
+from groundhog.protocol.sandbox import minted_session
 
 MARKER = b"[sandbox]"
 # How resolver/redaction.py stores a Set-Cookie value.
@@ -33,11 +35,6 @@ COOKIE_PLACEHOLDER = b"=[redacted:set-cookie:"
 _SET_COOKIE = frozenset({b"set-cookie", b"set-cookie2"})
 SESSION_HEADER = "mcp-session-id"
 _JSONRPC = b'"jsonrpc"'
-
-
-def minted_session(tape: str, branch: str) -> str:
-    """A session id for a branch whose sealed replay never met a live server (deterministic)."""
-    return "groundhog-" + hashlib.sha256(f"{tape}\0{branch}".encode()).hexdigest()[:32]
 
 
 def _is_stored_cookie(name: bytes, value: bytes) -> bool:
@@ -50,9 +47,11 @@ def restore_sandbox_headers(
     tape: str,
     branch: str,
     *,
+    occurrence: int | None = None,
     replayed_write: bool = False,
 ) -> None:
-    """Each header the tape stored as the marker takes the asker's own value, in place, and a
+    """Each header the tape stored as the marker takes the asker's own value (none: the id
+    minted for the branch at this `occurrence`, groundhog/protocol/sandbox.py), in place, and a
     stored `Set-Cookie` (its value a placeholder of the recording branch's cookie) is left out
     of a read: handed on, it would overwrite the asker's own cookie with one that names no
     sandbox. A `replayed_write` (sealed: the asker's own lineage's recorded write) keeps it, or
@@ -70,7 +69,7 @@ def restore_sandbox_headers(
             continue
         if value == MARKER:
             own = request.headers.get(name.decode("latin-1"))
-            value = (own or minted_session(tape, branch)).encode("latin-1")
+            value = (own or minted_session(tape, branch, occurrence)).encode("latin-1")
         restored.append((name, value))
     response.headers.fields = tuple(restored)
 
@@ -168,10 +167,13 @@ def make_own(
     tape: str,
     branch: str,
     *,
+    occurrence: int | None = None,
     replayed_write: bool = False,
 ) -> None:
     """A served answer with the asker's own session and ids."""
-    restore_sandbox_headers(request, response, tape, branch, replayed_write=replayed_write)
+    restore_sandbox_headers(
+        request, response, tape, branch, occurrence=occurrence, replayed_write=replayed_write
+    )
     restore_jsonrpc_ids(request, response)
 
 

@@ -35,10 +35,12 @@ from resolver.request import RequestParts
 from resolver.resolve_tx.units import Executor
 from resolver.sandbox_identity import without_sandbox_identity
 from resolver.schemas import ResolveRequest, check_branch_path, check_tape_name
+from resolver.session_labels import carried_session, session_hash, unknown_label, uses_session
 from store import exchanges, refs
 from store.hints import Hint, find_hint
 from store.models import KeyHint
 from store.refs import BranchRef, TapeRef
+from store.sandbox_sessions import lineage_session_label
 from store.tapes import tape_exists
 from store.versions import set_versions, versions_of
 
@@ -77,6 +79,9 @@ class Ask:
     # The proxy's attempt id: whatever answers the ask names it on the occurrence counter, so a
     # retry of an ask whose answer was lost gets that answer's occurrence (store/counters.py).
     attempt: str | None = None
+    # The keyed hash of the sandbox session id the request carried, None outside a session: an
+    # ask that opens a session is remembered as its opener (resolver/session_labels.py).
+    session_hash: str | None = None
 
 
 def cooperative_headers(ask: Ask) -> list[list[str]]:
@@ -134,6 +139,8 @@ class Draft:
     findings: tuple[Finding, ...]
     secrets: tuple[tuple[str, str], ...] = field(repr=False)
     operation: Operation | None = None
+    # The keyed hash of the sandbox session id the request carries (resolver/session_labels.py).
+    session_hash: str | None = None
 
 
 def draft_ask(
@@ -159,6 +166,7 @@ def draft_ask(
     sandboxed = without_sandbox_identity(raw, config)
     redacted = redact_request_cached(sandboxed, policy_from_config(config), redaction_key)
     request = redacted.request
+    carried = carried_session(raw, config)
     operation = detect_operation(
         request,
         pinned_profile(config, request.normalised_host),
@@ -180,14 +188,19 @@ def draft_ask(
         findings=redacted.findings,
         secrets=redacted.secrets,
         operation=operation,
+        session_hash=None if carried is None else session_hash(carried, redaction_key),
     )
 
 
 def classify_draft(
-    draft: Draft, hint: Hint | KeyHint | None, tools_hint: Hint | None = None
+    draft: Draft,
+    hint: Hint | KeyHint | None,
+    tools_hint: Hint | None = None,
+    session_label: str = "",
 ) -> Classification:
     """What the request reads or writes (pure; `hint`: the key's recorded hint, `hints` model;
-    `tools_hint`: the read-only tools its MCP endpoint declared, resolver/mcp_tools.py)."""
+    `tools_hint`: the read-only tools its MCP endpoint declared, resolver/mcp_tools.py;
+    `session_label`: what `{session}` names, resolver/session_labels.py)."""
     config = draft.tape.config
     return classify(
         draft.request,
@@ -198,7 +211,19 @@ def classify_draft(
         operation=draft.operation,
         tool_kinds=config.get("mcp_tools") or {},
         read_only_tools=names_of(tools_hint.reads) if tools_hint else frozenset(),
+        session_label=session_label,
     )
+
+
+def find_session_label(session: Executor, draft: Draft) -> str:
+    """What the draft's `{session}` names: "" where the tape's rules name no session or the
+    request carries none, else the label its lineage opened the session with (one lookup)."""
+    if draft.session_hash is None or not uses_session(draft.tape.config):
+        return ""
+    label = lineage_session_label(
+        draft.tape.id, draft.branch.id, draft.session_hash, session=session
+    )
+    return label if label is not None else unknown_label(draft.session_hash)
 
 
 def find_tools_hint(session: Executor, tape_id: int, draft: Draft) -> Hint | None:
@@ -282,6 +307,7 @@ def finish_ask(
         simulate_writes=bool(config.get("simulate_writes", False)),
         versions=tuple(sorted(versions.items())) if classification.is_write else (),
         attempt=attempt,
+        session_hash=draft.session_hash,
     )
 
 

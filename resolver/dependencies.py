@@ -38,10 +38,19 @@ class Classification:
     is_write: bool
     reads: frozenset[str]
     writes: frozenset[str]
+    # A session operation (`initialize`, a notification, the session's GET stream or DELETE):
+    # live for the asker's own sandbox, at an address of its key and occurrence alone.
+    session: bool = False
 
     @property
     def own_resources(self) -> frozenset[str]:
-        """What a write's own address fingerprint covers."""
+        """What a write's own address fingerprint covers: nothing for a session operation. Its
+        session resource's version moves with every session operation, and a streamed one (the
+        session's GET) is recorded only when it ends, so its intent would leave the next one's
+        address (a second session's `initialize`) to depend on what was still in flight — a
+        recording a sealed replay could never meet again."""
+        if self.session:
+            return frozenset()
         return self.reads | self.writes
 
 
@@ -112,12 +121,16 @@ def _lookup(document: Any, dotted: str) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def _fill(template: str, path_values: Mapping[str, str], request: RequestParts) -> str:
+def _fill(
+    template: str, path_values: Mapping[str, str], request: RequestParts, session_label: str = ""
+) -> str:
     query = dict(request.query)
     body: list[Any] = []
 
     def substitute(match: re.Match[str]) -> str:
         name = match.group(1)
+        if name == "session" and name not in path_values:
+            return session_label  # resolver/session_labels.py: the session, by who opened it
         if name.startswith("query."):
             return query.get(name.removeprefix("query."), "")
         if name.startswith("body."):
@@ -193,6 +206,7 @@ def classify(
     operation: Operation | None = None,
     tool_kinds: Mapping[str, Any] = {},
     read_only_tools: frozenset[str] = frozenset(),
+    session_label: str = "",
 ) -> Classification:
     """Read or write, and the resources it reads and (as far as known before the answer) writes.
 
@@ -200,11 +214,15 @@ def classify(
     `hinted_reads` is None when the world never named this key's reads, "" when it said "none".
     `operation`: what a protocol profile found in the request; `tool_kinds` (the tape's
     `mcp_tools`) and `read_only_tools` (the server's `readOnlyHint`s) classify MCP tool calls.
+    `session_label` is what a rule's `{session}` names (resolver/session_labels.py; "" outside a
+    session).
     """
     kind = request_kind(request, operation, tool_kinds=tool_kinds, read_only_tools=read_only_tools)
     if kind is Kind.SESSION:
         # Live for the asker's own sandbox, like a write, but it changes no shared resource.
-        return Classification(True, frozenset(), frozenset({session_resource(request)}))
+        return Classification(
+            True, frozenset(), frozenset({session_resource(request)}), session=True
+        )
     is_write = kind is Kind.WRITE
     own_origin = origin_resource(request)
     closure = Classification(
@@ -221,8 +239,10 @@ def classify(
         if matched is None:
             return closure
         rule, values = matched
-        reads = frozenset(_fill(t, values, request) for t in rule.get("reads") or [])
-        writes = frozenset(_fill(t, values, request) for t in rule.get("writes") or [])
+        reads = frozenset(_fill(t, values, request, session_label) for t in rule.get("reads") or [])
+        writes = frozenset(
+            _fill(t, values, request, session_label) for t in rule.get("writes") or []
+        )
         rule_is_write = bool(writes)
         return Classification(
             rule_is_write, reads, writes | {own_origin} if rule_is_write else frozenset()

@@ -19,6 +19,7 @@ import time
 
 from sqlalchemy.orm import Session
 
+from groundhog.protocol.sandbox import minted_session
 from groundhog.protocol.wire import WireResponse
 from resolver import answers, injection, misses
 from resolver.asks import Ask, bump_branch, cooperative_headers
@@ -32,7 +33,8 @@ from resolver.fingerprint import unknown_version
 from resolver.policy import Action, Decision
 from resolver.resolve_results import Resolution, Waiting
 from resolver.resolve_tx.units import Unit
-from store import claims, counters, exchanges, versions
+from resolver.session_labels import names_marked_session, opened_label, session_hash
+from store import claims, counters, exchanges, sandbox_sessions, versions
 
 # Forwards whose proxy never called /v1/record are forgotten after this long (or 10 leases).
 STALE_PENDING_SECONDS = 3600.0
@@ -43,9 +45,15 @@ class FinalSteps:
     """The final steps of one Resolver: its lease, echo book and disk reserve."""
 
     def __init__(
-        self, *, lease_seconds: float, echoes: EchoBook, reserve: DiskReserve | None
+        self,
+        *,
+        lease_seconds: float,
+        echoes: EchoBook,
+        reserve: DiskReserve | None,
+        redaction_key: bytes,
     ) -> None:
         self.lease_seconds = lease_seconds
+        self.redaction_key = redaction_key
         self.echoes = echoes
         self.reserve = reserve
         self._forwards = itertools.count(1)
@@ -96,6 +104,7 @@ class FinalSteps:
             write_event_later(unit, ask, plan.decision, found.exchange_id)
             if ask.classification.is_write:  # a replayed write moves the branch on as live
                 bump_versions(unit.session, ask, found.response_headers)
+                self._remember_minted_session(unit, ask, found.response_headers)
             return Resolution(
                 Action.SERVE,
                 plan.decision,
@@ -119,6 +128,20 @@ class FinalSteps:
             return Resolution(Action.FORWARD, Decision.PASSTHROUGH, ask, None, None, headers)
         assert plan.step is Step.FORWARD
         return self._forward(unit, ask, plan.decision, ticket or claims.new_ticket())
+
+    def _remember_minted_session(self, unit: Unit, ask: Ask, headers: list[list[str]]) -> None:
+        """A replayed write that hands out a session to an asker holding none (a sealed
+        `initialize`): the proxy gives it the id minted for this ask, which this ask opened
+        (resolver/session_labels.py), as the world's id was at the recording."""
+        if ask.session_hash is not None or not names_marked_session(headers):
+            return
+        minted = minted_session(ask.tape_name, ask.branch, ask.occurrence)
+        sandbox_sessions.remember_session_later(
+            ask.branch_id,
+            session_hash(minted, self.redaction_key),
+            opened_label(ask.key.hash, ask.occurrence),
+            unit=unit,
+        )
 
     def _forward(self, unit: Unit, ask: Ask, decision: Decision, ticket: str) -> Resolution:
         """A live call handed out: its event, request body and pending record."""
@@ -191,6 +214,8 @@ def pending_request(ask: Ask) -> dict[str, object]:
         "before": dict(ask.versions),
         # Its record names the attempt on the occurrence it advances (store/counters.py).
         "attempt": ask.attempt,
+        # A write outside a session whose answer hands one out opened it (session_labels).
+        "in_session": ask.session_hash is not None,
     }
 
 

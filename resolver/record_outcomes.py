@@ -14,6 +14,7 @@ siblings.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -29,9 +30,10 @@ from resolver.policy import Decision, DependencyModel
 from resolver.request import DEFAULT_PORTS, RequestParts
 from resolver.resolve_tx.units import Unit
 from resolver.schemas import RecordRequest, encode_base64
+from resolver.session_labels import opened_label, opened_session, session_hash
 from resolver.stored_form import exchange_content
 from resolver.wakeups import Address
-from store import counters, exchanges, write_answers
+from store import counters, exchanges, sandbox_sessions, write_answers
 from store.claims import Pending
 from store.hints import set_hint
 from store.models import PendingRecord
@@ -86,6 +88,8 @@ def store_answer(
     if pending.is_write:
         bump_write_versions(unit.session, pending, model, response_headers)
         keep_own_write_answer(unit, pending, content)
+        if wire.response is not None:
+            remember_opened_session(unit, pending, tape, wire.response.headers, redaction_key)
     if created and wire.response is not None:
         # What was just stored, without reading the blob back; a body byte-identical to
         # what the proxy sent is not repeated.
@@ -116,6 +120,28 @@ def keep_own_write_answer(unit: Unit, pending: Pending, content: exchanges.Excha
         status=content.response_status,
         headers=content.response_headers or [],
         body_sha=content.response_body_sha,
+        unit=unit,
+    )
+
+
+def remember_opened_session(
+    unit: Unit,
+    pending: Pending,
+    tape: TapeRef,
+    live_headers: Sequence[Sequence[str]],
+    redaction_key: bytes,
+) -> None:
+    """A write sent outside any session whose live answer hands one out (`initialize`) opened
+    that session: remembered by the id's keyed hash as this ask's (resolver/session_labels.py)."""
+    if pending.request.get("in_session"):
+        return
+    opened = opened_session(live_headers, tape.config)
+    if opened is None:
+        return
+    sandbox_sessions.remember_session_later(
+        pending.branch_id,
+        session_hash(opened, redaction_key),
+        opened_label(pending.key_hash, pending.occurrence),
         unit=unit,
     )
 

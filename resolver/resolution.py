@@ -78,6 +78,7 @@ class Resolver:
             lease_seconds=lease_seconds,
             echoes=echoes if echoes is not None else EchoBook(),
             reserve=reserve,
+            redaction_key=self.redaction_key,
         )
         self._recorded_stays_put = store.engine.dialect.name == "sqlite"
         # Each tape as the last resolve found it (resolver/resolve_tx/opening.py `take_ask`).

@@ -4,7 +4,8 @@ Tape content (tapes, branches, counters, versions, exchanges, write answers, eve
 blobs) holds no wall-clock time or host entropy, so recording the same world twice gives the
 same digest.
 Claims and pending records coordinate live calls between resolver replicas; they are not tape
-content, may use time, and are never exported.
+content, may use time, and are never exported. Sandbox sessions are keyed by the deployment's
+key, so they are not exported either.
 """
 
 from __future__ import annotations
@@ -147,6 +148,25 @@ class WriteAnswer(Base):
     response_status: Mapped[int] = mapped_column(Integer)
     response_headers: Mapped[list[list[str]]] = mapped_column(JSON)
     response_body_sha: Mapped[str | None] = mapped_column(String(64), nullable=True)
+
+
+class SandboxSession(Base):
+    """Which of its lineage's sessions a sandbox session id stands for (resolver/session_labels.py).
+
+    A rule's `{session}` must name the same resource when the conversation is recorded (the
+    world's session id) and when it is replayed sealed (an id the proxy mints), and the same for
+    siblings that each opened their own: so it is the label of the ask that opened the session
+    (its key and occurrence), looked up by the id's keyed hash — never the id in clear. Looked
+    up by lineage, not copied on fork; not exported (the hash is keyed by the deployment).
+    """
+
+    __tablename__ = "gh_sandbox_sessions"
+
+    branch_id: Mapped[int] = mapped_column(
+        ForeignKey("gh_branches.id", ondelete="CASCADE"), primary_key=True
+    )
+    session_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    label: Mapped[str] = mapped_column(String(100))
 
 
 class Event(Base):

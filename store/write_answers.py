@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Integer, bindparam, literal, null, select
+from sqlalchemy import bindparam, null, select
 
 from store.exchanges import RecordedAnswer, answer_from_row
+from store.lineage import lineage_cte
 from store.models import Blob, Branch, Exchange, WriteAnswer
 from store.prepared import Executor, Prepared
 from store.unit import Unit
@@ -71,21 +72,7 @@ def keep_write_answer_later(
 
 
 def _lineage_answer_statement(_dialect: str) -> Any:
-    lineage = (
-        select(
-            _branches.c.id,
-            _branches.c.parent_path,
-            literal(0, Integer).label("depth"),
-        )
-        .where(_branches.c.id == bindparam("branch_id"))
-        .cte("lineage", recursive=True)
-    )
-    parent = _branches.alias("parent")
-    lineage = lineage.union_all(
-        select(parent.c.id, parent.c.parent_path, lineage.c.depth + 1).where(
-            parent.c.tape_id == bindparam("tape_id"), parent.c.path == lineage.c.parent_path
-        )
-    )
+    lineage = lineage_cte()
     return (
         select(
             _exchanges.c.id,

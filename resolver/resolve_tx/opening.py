@@ -18,6 +18,7 @@ from resolver.asks import (
     Ask,
     classify_draft,
     draft_ask,
+    find_session_label,
     find_tools_hint,
     finish_ask,
     load_tape_and_branch,
@@ -25,6 +26,7 @@ from resolver.asks import (
 )
 from resolver.policy import DependencyModel, Mode, lookup_fingerprint
 from resolver.schemas import ResolveRequest, check_branch_path, check_tape_name
+from resolver.session_labels import uses_session
 from store.fused import (
     ReadAhead,
     pop_pending_and_tape,
@@ -71,7 +73,9 @@ def take_ask(
     `load_tape_and_branch`): this is the resolve path.
     """
     found = None
-    if guess is not None:
+    # A tape naming resources by `{session}` classifies after finding the branch (its lineage
+    # names the session), so it opens with the plain statements.
+    if guess is not None and not uses_session(guess.config):
         taken = _take_as_guessed(session, guess, wire, body, redaction_key=redaction_key)
         if isinstance(taken, TakenAsk):
             return taken
@@ -81,7 +85,9 @@ def take_ask(
     hint = None
     if draft.model is DependencyModel.HINTS:
         hint = find_hint(tape.id, draft.key.hash, session=session)
-    classification = classify_draft(draft, hint, find_tools_hint(session, tape.id, draft))
+    classification = classify_draft(
+        draft, hint, find_tools_hint(session, tape.id, draft), find_session_label(session, draft)
+    )
     occurrence, versions = take_occurrence_and_versions(
         branch.id,
         draft.key.hash,

@@ -137,3 +137,71 @@ def test_four_mcp_siblings_share_reads_keep_their_sessions_and_see_only_their_ow
 def _set(event: asyncio.Event) -> asyncio.Event:
     event.set()
     return event
+
+
+SESSION_RULES = [
+    {"operation": "tools/call write_note", "writes": ["notes:{session}"]},
+    {"operation": "tools/call read_notes", "reads": ["notes:{session}"]},
+]
+
+
+async def two_sessions(stack: Stack, tape: str, branch: str, url: str) -> dict[str, object]:
+    """One branch with two MCP sessions: the first writes a note, both read their notes."""
+    async with (
+        mcp_branch(stack.proxy.port, tape, branch, url) as first,
+        mcp_branch(stack.proxy.port, tape, branch, url) as second,
+    ):
+        assert await first.text("write_note", note="first's note") == "ok"
+        seen = {
+            "second": await second.text("read_notes"),
+            "first": await first.text("read_notes"),
+        }
+    return {
+        **seen,
+        "decisions": [first.decisions, second.decisions],
+        "sessions": [first.session_id, second.session_id],
+    }
+
+
+def test_a_session_placeholder_keeps_one_sessions_write_from_anothers_reads_and_replays(
+    stack: Stack, mcp_world: ServerProcess
+) -> None:
+    tape = stack.open_tape(dependency_model="rules", rules=SESSION_RULES)
+    recorder, sibling = stack.fork(tape, 2)
+    url = f"{mcp_world.url}/mcp"
+
+    recorded = asyncio.run(two_sessions(stack, tape, recorder, url))
+
+    assert recorded["first"] == "first's note" and recorded["second"] == "(none)"
+    first_log, second_log = recorded["decisions"]
+    # notes:{session} names the session by the ask that opened it: the first session's write
+    # leaves the second session's notes unwritten, so that read is at the unwritten address
+    # (recorded), while the writer's own read is refetched.
+    assert [d for _m, op, d in second_log if op == "tools/call read_notes"] == ["recorded"]
+    assert [d for _m, op, d in first_log if op == "tools/call read_notes"] == ["refetched"]
+
+    # A sibling's own first session reads the same unwritten notes: shared, one server call.
+    before = calls(mcp_world)
+
+    async def sibling_reads() -> tuple[str, list[str]]:
+        async with mcp_branch(stack.proxy.port, tape, sibling, url) as me:
+            return await me.text("read_notes"), me.decided("tools/call read_notes")
+
+    notes, decided = asyncio.run(sibling_reads())
+    assert (notes, decided) == ("(none)", ["shared"])
+    assert calls(mcp_world).get("read_notes", 0) == before.get("read_notes", 0)
+
+    # Sealed, a new fork runs the two-session conversation again with no live call: its
+    # sessions hold ids the proxy minted, named as the recording's were by their openers.
+    stack.seal(tape)
+    (replayer,) = stack.fork(tape, ["replay-two-sessions"])
+    sealed = calls(mcp_world)
+    replayed = asyncio.run(two_sessions(stack, tape, replayer, url))
+    assert calls(mcp_world) == sealed
+    assert (replayed["first"], replayed["second"]) == ("first's note", "(none)")
+    assert len(set(replayed["sessions"])) == 2
+    assert not set(replayed["sessions"]) & set(recorded["sessions"])
+    for log in replayed["decisions"]:
+        by_operation = {op: d for _m, op, d in log}
+        assert by_operation["initialize"] == "replayed-write"
+        assert by_operation["tools/call read_notes"] == "shared"

@@ -6,10 +6,10 @@ import json
 
 from mitmproxy.test import tutils
 
+from groundhog.protocol.sandbox import minted_session
 from proxy.sandbox_answers import (
     answers_every_call,
     make_own,
-    minted_session,
     names_foreign_session,
 )
 
@@ -56,12 +56,14 @@ def test_ids_in_a_json_body_a_batch_and_every_sse_event_become_the_askers() -> N
     )
 
 
-def test_an_asker_without_a_session_gets_one_minted_for_its_branch() -> None:
+def test_an_asker_without_a_session_gets_one_minted_for_its_branch_and_occurrence() -> None:
     asker = jsonrpc_request({"jsonrpc": "2.0", "id": 0, "method": "initialize"})
     answer = response(b"{}", "application/json", mcp_session_id="[sandbox]")
-    make_own(asker, answer, "t", "replay")
-    assert answer.headers["mcp-session-id"] == minted_session("t", "replay")
-    assert minted_session("t", "replay") != minted_session("t", "root/b0")
+    make_own(asker, answer, "t", "replay", occurrence=1)
+    assert answer.headers["mcp-session-id"] == minted_session("t", "replay", 1)
+    # Another branch, or the same branch's other session, is minted another id.
+    assert minted_session("t", "replay", 1) != minted_session("t", "root/b0", 1)
+    assert minted_session("t", "replay", 1) != minted_session("t", "replay", 0)
 
 
 def test_plain_http_answers_are_left_byte_for_byte() -> None:

@@ -90,6 +90,26 @@ def test_rules_fill_placeholders_from_path_query_and_body() -> None:
     assert search.reads == {"index:wind"}
 
 
+def test_a_rules_session_placeholder_names_the_session_label_and_a_path_value_wins() -> None:
+    rules = [
+        {"method": "POST", "path": "/notes", "writes": ["notes:{session}"]},
+        {"method": "GET", "path": "/notes", "reads": ["notes:{session}"]},
+        {"method": "GET", "path": "/rooms/{session}", "reads": ["room:{session}"]},
+    ]
+    write = classify(
+        request("POST", "/notes"), DependencyModel.RULES, rules=rules, session_label="s-1"
+    )
+    assert write.writes == {"notes:s-1", "origin:https://api.example.com"}
+    read = classify(request(path="/notes"), DependencyModel.RULES, rules=rules, session_label="s-2")
+    assert read.reads == {"notes:s-2"}
+    outside = classify(request(path="/notes"), DependencyModel.RULES, rules=rules)
+    assert outside.reads == {"notes:"}  # no session: the placeholder names nothing
+    room = classify(
+        request(path="/rooms/blue"), DependencyModel.RULES, rules=rules, session_label="s-1"
+    )
+    assert room.reads == {"room:blue"}
+
+
 def test_rules_can_make_a_post_a_read_and_unmatched_fall_back_to_closure() -> None:
     post_read = classify(
         request("POST", "/search", body=b'{"topic":"t"}'), DependencyModel.RULES, rules=RULES
@@ -174,6 +194,11 @@ def test_a_session_operation_is_live_but_writes_no_shared_resource() -> None:
     found = classify(request, DependencyModel.CLOSURE, operation=initialize)
     assert found.is_write and found.reads == frozenset()
     assert found.writes == {session_resource(request)} != {"origin:http://tools.example"}
+    # Its address is its key and occurrence alone: what other session operations still in
+    # flight left unknown cannot move it (a sealed replay meets it whatever the timing was).
+    assert found.session and found.own_resources == frozenset()
+    call = classify(request, DependencyModel.CLOSURE, operation=detect_operation(request))
+    assert not call.session and call.own_resources == call.reads | call.writes
 
 
 def test_an_unreadable_jsonrpc_body_is_an_opaque_write_whatever_the_rules_say() -> None:

@@ -54,7 +54,10 @@ def test_a_pending_request_keeps_what_the_record_needs_of_the_request() -> None:
         "writes": ["host:a", "host:b"],  # sorted: the same record for the same request
         "before": {},
         "attempt": "try-1",
+        "in_session": False,
     }
+    in_session = make_ask(request=parts, classification=writes, session_hash="h")
+    assert pending_request(in_session)["in_session"] is True
 
 
 @pytest.fixture
@@ -75,7 +78,9 @@ def forward(store: Store, steps: FinalSteps, path: str) -> tuple[Ask, Resolution
 
 
 def steps_of(reserve: DiskReserve | None = None) -> FinalSteps:
-    return FinalSteps(lease_seconds=30.0, echoes=EchoBook(), reserve=reserve)
+    return FinalSteps(
+        lease_seconds=30.0, echoes=EchoBook(), reserve=reserve, redaction_key=b"k" * 32
+    )
 
 
 def test_a_forward_writes_its_event_and_pending_record_and_hands_out_a_ticket(

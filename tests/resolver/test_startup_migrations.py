@@ -17,16 +17,23 @@ from tests.support.servers import REPO_ROOT, running_server
 
 
 def store_at_revision_1(path: Path) -> tuple[str, str]:
-    """A SQLite store as Groundhog at revision 0001 left it, with a tape; (url, digest)."""
+    """A SQLite store as Groundhog at revision 0001 left it, with a tape; (url, the digest of
+    that tape's content, taken from a twin store at the newest revision: the newest digest
+    reads tables revision 0001 lacks)."""
     url = f"sqlite:///{path}"
     engine = make_engine(url, create_schema=False)
     try:
-        store = old_store(engine)
+        fill(old_store(engine), "old", ADDRESSES)
+    finally:
+        engine.dispose()
+    twin = make_engine(f"sqlite:///{path.with_suffix('.twin.sqlite3')}", create_schema=False)
+    try:
+        store = old_store(twin, migrate.head_revision())
         tape_id = fill(store, "old", ADDRESSES)
         with transaction(store.read) as session:
             digest, _ = tape_digest(tape_id, session=session)
     finally:
-        engine.dispose()
+        twin.dispose()
     return url, digest
 
 

@@ -148,6 +148,10 @@ class TapeConfig(Strict):
     # and cookies that select a branch's sandbox, never keyed, never stored in clear.
     sandbox_headers: list[str] = []
     sandbox_cookies: list[str] = []
+    # A WebSocket sibling that leaves the recording goes live on a connection of its own; its
+    # earlier messages are sent to the world again first unless the tape says the server does
+    # not need them (proxy/websocket_live.py).
+    websocket_replay_client_messages: bool = True
 
     @field_validator("name")
     @classmethod

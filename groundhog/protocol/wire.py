@@ -62,6 +62,9 @@ class ResolveAnswer(TypedDict):
     delay_ms: NotRequired[int]
     lease_seconds: NotRequired[float]
     wait: NotRequired[str]
+    # With a passthrough: whether a WebSocket that left its recording sends its earlier
+    # messages to the world again (the tape's `websocket_replay_client_messages`).
+    replay_client_messages: NotRequired[bool]
 
 
 class RecordAnswer(TypedDict, total=False):

@@ -136,6 +136,9 @@ def _answer_fields(result: Resolution, lease_seconds: float | None) -> dict[str,
     }
     if result.ticket is not None and lease_seconds is not None:
         answer["lease_seconds"] = lease_seconds  # renew every third of it while fetching
+    if result.decision is Decision.PASSTHROUGH:
+        # A WebSocket that left its recording goes live so (proxy/websocket_live.py).
+        answer["replay_client_messages"] = ask.replay_client_messages
     answer["response"] = result.response  # last: resolution_bytes splices it
     return answer
 

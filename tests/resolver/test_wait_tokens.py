@@ -54,6 +54,7 @@ def _ask() -> Ask:
         simulate_writes=True,
         versions=(("doc:1", "ab" * 32),),
         attempt="Zq3-x_9",
+        replay_client_messages=False,
         session_hash="5e55",
     )
 

@@ -107,6 +107,10 @@ def first_damaged_body(
         if exchange.request_body_sha in bad
         else ("response", exchange.response_body_sha or "")
     )
+    return _damaged(exchange, part, stored, actual)
+
+
+def _damaged(exchange: Exchange, part: str, stored: str, actual: dict[str, str]) -> DamagedBody:
     return DamagedBody(
         exchange.id,
         exchange.request_method,
@@ -140,13 +144,4 @@ def _first_damaged_write_answer(
     )
     exchange, stored, branch = session.execute(query).one()
     assert stored is not None  # the query asked for a damaged body's name
-    return DamagedBody(
-        exchange.id,
-        exchange.request_method,
-        exchange.request_url,
-        exchange.occurrence,
-        exchange.fingerprint,
-        f"write answer of branch {branch!r}",
-        stored,
-        actual[stored],
-    )
+    return _damaged(exchange, f"write answer of branch {branch!r}", stored, actual)

@@ -10,6 +10,7 @@ import pytest
 
 from tests.proxy.stack import Stack, running_stack
 from tests.proxy.upstream_server import Upstream
+from tests.proxy.websocket_world import World
 from tests.support.certs import write_self_signed
 
 
@@ -24,6 +25,17 @@ def upstream_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]
 def upstream() -> Iterator[Upstream]:
     with Upstream(name="plain") as server:
         yield server
+
+
+@pytest.fixture
+def world() -> Iterator[World]:
+    """A WebSocket world on loopback (tests/proxy/websocket_world.py), stopped after the test."""
+    running = World()
+    try:
+        yield running
+    finally:
+        running.server.shutdown()
+        running.thread.join(timeout=10)
 
 
 @pytest.fixture

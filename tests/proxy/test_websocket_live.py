@@ -5,24 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Iterator
 
 import pytest
 from mitmproxy.http import Headers
 from mitmproxy.test import tutils
 
 from proxy.websocket_live import LiveConnectFailed, LiveConversation, Upstream
-from tests.proxy.test_websocket_tape import World
-
-
-@pytest.fixture
-def world() -> Iterator[World]:
-    running = World()
-    try:
-        yield running
-    finally:
-        running.server.shutdown()
-        running.thread.join(timeout=10)
+from tests.proxy.websocket_world import World
 
 
 def upgrade(port: int, path: str = "/tools"):

@@ -10,16 +10,12 @@ a connection of its own (sealed: is closed with a reason) rather than served a l
 from __future__ import annotations
 
 import asyncio
-import random
-import threading
-from collections.abc import Iterator
 
 import pytest
 from mitmproxy.http import Headers
 from mitmproxy.test import taddons, tflow, tutils
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
-from websockets.sync.server import Server, ServerConnection, serve
 from wsproto.utilities import generate_accept_token
 
 from proxy.resolver_client import ResolverClient
@@ -32,52 +28,7 @@ from proxy.websocket_tape import (
 )
 from tests.proxy.clients import proxy_url
 from tests.proxy.stack import Stack
-
-
-class World:
-    """A WebSocket server on loopback that greets, then answers each message with a draw."""
-
-    def __init__(self) -> None:
-        self.connections = 0
-        # What each connection's client said, in order (a live continuation's replay shows).
-        self.received: list[list[str | bytes]] = []
-        self._lock = threading.Lock()
-        self.server: Server = serve(self._handle, "127.0.0.1", 0)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        host, port = self.server.socket.getsockname()[:2]
-        return f"ws://{host}:{port}/tools"
-
-    def _handle(self, connection: ServerConnection) -> None:
-        with self._lock:
-            self.connections += 1
-            said: list[str | bytes] = []
-            self.received.append(said)
-        connection.send(f"hello {random.random()}")
-        for message in connection:
-            said.append(message)
-            if message == "bye":
-                connection.send(f"bye {random.random()}")
-                connection.close(4001, "the world is done")
-                return
-            if isinstance(message, bytes):
-                connection.send(message[::-1] + random.randbytes(4))
-            else:
-                connection.send(f"{message}: {random.random()}")
-                connection.send("done")
-
-
-@pytest.fixture
-def world() -> Iterator[World]:
-    running = World()
-    try:
-        yield running
-    finally:
-        running.server.shutdown()
-        running.thread.join(timeout=10)
+from tests.proxy.websocket_world import World
 
 
 def converse(stack: Stack, world: World, tape: str, branch: str, said: list[str | bytes]):

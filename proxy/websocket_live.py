@@ -25,6 +25,8 @@ import wsproto
 import wsproto.events
 from mitmproxy import http
 
+from proxy.errors import ProxyError
+
 log = logging.getLogger(__name__)
 
 # Request headers the live handshake makes itself (or that hop only to the proxy).
@@ -44,7 +46,7 @@ _HANDSHAKE_HEADERS = frozenset(
 READ_SIZE = 65536
 
 
-class LiveConnectFailed(Exception):
+class LiveConnectFailed(ProxyError):
     """The world refused the live conversation (connect, TLS or its handshake answer)."""
 
 

@@ -299,7 +299,7 @@ class WebSocketTape:
             return None
         if answer.get("action") != Action.FORWARD:
             return None
-        return bool(answer.get("replay_client_messages", True))
+        return bool(answer.get("replay_client_messages", False))
 
     async def websocket_end(self, flow: http.HTTPFlow) -> None:
         live = flow.metadata.pop(LIVE, None)

@@ -74,7 +74,7 @@ class Ask:
     simulator_url: str | None = None
     simulate_writes: bool = False
     # The tape's `websocket_replay_client_messages`, told to the proxy with a passthrough.
-    replay_client_messages: bool = True
+    replay_client_messages: bool = False
     # A write: the branch's versions of its own resources when it was taken. Its record chains
     # the new versions from these, not from the unknown ones its intent left meanwhile.
     versions: tuple[tuple[str, str], ...] = ()
@@ -307,7 +307,7 @@ def finish_ask(
         fault_rules=tuple(rules_of(config)),
         simulator_url=config.get("simulator_url"),
         simulate_writes=bool(config.get("simulate_writes", False)),
-        replay_client_messages=bool(config.get("websocket_replay_client_messages", True)),
+        replay_client_messages=bool(config.get("websocket_replay_client_messages", False)),
         versions=tuple(sorted(versions.items())) if classification.is_write else (),
         attempt=attempt,
         session_hash=draft.session_hash,

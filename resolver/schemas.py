@@ -149,9 +149,9 @@ class TapeConfig(Strict):
     sandbox_headers: list[str] = []
     sandbox_cookies: list[str] = []
     # A WebSocket sibling that leaves the recording goes live on a connection of its own; its
-    # earlier messages are sent to the world again first unless the tape says the server does
-    # not need them (proxy/websocket_live.py).
-    websocket_replay_client_messages: bool = True
+    # earlier messages are sent to the world again first only where the tape says the server
+    # needs them: each is then a second live call of it (proxy/websocket_live.py).
+    websocket_replay_client_messages: bool = False
 
     @field_validator("name")
     @classmethod

@@ -54,7 +54,7 @@ def _ask() -> Ask:
         simulate_writes=True,
         versions=(("doc:1", "ab" * 32),),
         attempt="Zq3-x_9",
-        replay_client_messages=False,
+        replay_client_messages=True,
         session_hash="5e55",
     )
 

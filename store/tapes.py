@@ -23,7 +23,9 @@ from store.models import (
     OccurrenceCounter,
     PendingRecord,
     ResourceVersion,
+    SandboxSession,
     Tape,
+    WriteAnswer,
 )
 from store.prepared import Executor, Prepared
 
@@ -87,6 +89,8 @@ def delete_tape(tape: Tape, *, session: Session) -> None:
     session.execute(delete(Event).where(Event.branch_id.in_(branch_ids)))
     session.execute(delete(OccurrenceCounter).where(OccurrenceCounter.branch_id.in_(branch_ids)))
     session.execute(delete(ResourceVersion).where(ResourceVersion.branch_id.in_(branch_ids)))
+    session.execute(delete(WriteAnswer).where(WriteAnswer.branch_id.in_(branch_ids)))
+    session.execute(delete(SandboxSession).where(SandboxSession.branch_id.in_(branch_ids)))
     session.execute(delete(KeyHint).where(KeyHint.tape_id == tape.id))
     session.execute(delete(Exchange).where(Exchange.tape_id == tape.id))
     session.execute(delete(Branch).where(Branch.tape_id == tape.id))

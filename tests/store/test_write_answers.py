@@ -10,8 +10,9 @@ from store.blob_integrity import actual_hashes, first_damaged_body
 from store.branches import fork_branch, get_branch
 from store.db import Store, transaction
 from store.digest import tape_digest
-from store.models import Blob, WriteAnswer
-from store.tapes import get_tape
+from store.models import Blob, SandboxSession, WriteAnswer
+from store.sandbox_sessions import remember_session_later
+from store.tapes import delete_tape, get_tape
 from store.transfer import export_tape, import_tape
 from store.unit import unit_of_work
 from store.write_answers import keep_write_answer_later, lineage_write_answer
@@ -133,3 +134,15 @@ def test_a_damaged_write_answer_body_is_named(store: Store) -> None:
         )
     assert damaged is not None
     assert "the body of its write answer of branch 'root/b'" in damaged.describe()
+
+
+def test_deleting_the_tape_deletes_its_write_answers_and_sessions(store: Store) -> None:
+    _, ids = _tape_with_tree(store)
+    _keep(store, ids["b"], b"b's session")
+    with unit_of_work(store) as unit:
+        remember_session_later(ids["b"], "h", "s-1", unit=unit)
+    with transaction(store.write) as session:
+        delete_tape(get_tape("writes", session=session), session=session)
+    with transaction(store.read) as session:
+        assert session.query(WriteAnswer).count() == 0
+        assert session.query(SandboxSession).count() == 0

@@ -141,8 +141,12 @@ class LiveConversation:
             if is_text
             else wsproto.events.BytesMessage(data=content)
         )
-        self.writer.write(self.connection.send(message))
-        await self.writer.drain()
+        try:
+            self.writer.write(self.connection.send(message))
+            await self.writer.drain()
+        except OSError as error:  # the world's side is gone: the relay then closes the client
+            log.info("sending to the live WebSocket: %s", error)
+            self.writer.close()
 
     async def relay(
         self,

@@ -7,10 +7,9 @@ response whose `id` matches none of its pending calls and a session header namin
 branch's sandbox: the MCP client drops the answer or switches sessions. So every answer served
 from the tape gets the asker's own values back: a marked header takes the value the asker sent
 (or, when it sent none — a sealed replay of `initialize` — one minted for its branch and
-occurrence), a
-stored `Set-Cookie` (a placeholder of another branch's cookie) is not handed on by a read (a
-replayed write, the branch's own lineage's recorded answer, keeps it: the asker's later
-requests carry the placeholder, which keys as the recorded cookie did), and
+occurrence), a stored `Set-Cookie` (a placeholder of another branch's cookie) is not handed on
+by a read (a replayed write, the branch's own lineage's recorded answer, keeps it: the asker's
+later requests carry the placeholder, which keys as the recorded cookie did), and
 each JSON-RPC response (a JSON body, a batch, every SSE event) takes the id of the asker's
 call. The live answer of a read the recorder asked for gets the same treatment from its stored
 form. Cheap unless the request is a JSON-RPC candidate; nothing here parses other bodies.

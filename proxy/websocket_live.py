@@ -38,6 +38,7 @@ _HANDSHAKE_HEADERS = frozenset(
         b"sec-websocket-key",
         b"sec-websocket-version",
         b"sec-websocket-extensions",
+        b"sec-websocket-protocol",  # given as the handshake's subprotocols
         b"content-length",
         b"proxy-authorization",
         b"proxy-connection",
@@ -78,7 +79,9 @@ class LiveConversation:
     _fragments: list[bytes | str] = field(default_factory=list)
 
     @classmethod
-    async def open(cls, request: http.Request, upstream: Upstream, *, timeout: float):
+    async def open(
+        cls, request: http.Request, upstream: Upstream, *, timeout: float
+    ) -> LiveConversation:
         """The world's end of the conversation, its handshake done (raises LiveConnectFailed)."""
         secure = request.scheme in ("https", "wss")
         try:
@@ -91,29 +94,27 @@ class LiveConversation:
                 ),
                 timeout,
             )
-        except (OSError, TimeoutError, ssl.SSLError) as error:
+        except OSError as error:  # refused, unreachable, TLS (SSLError) or a timeout
             raise LiveConnectFailed(
                 f"cannot reach {request.host}:{request.port}: {error}"
             ) from error
         connection = wsproto.WSConnection(wsproto.ConnectionType.CLIENT)
-        headers = [
-            (name, value)
-            for name, value in request.headers.fields
-            if name.lower() not in _HANDSHAKE_HEADERS
-        ]
         protocols = request.headers.get_all("sec-websocket-protocol")
-        target = request.path or "/"
         handshake = wsproto.events.Request(
             host=request.host_header or request.host,
-            target=target,
-            extra_headers=[(n, v) for n, v in headers if n.lower() != b"sec-websocket-protocol"],
+            target=request.path or "/",
+            extra_headers=[
+                (name, value)
+                for name, value in request.headers.fields
+                if name.lower() not in _HANDSHAKE_HEADERS
+            ],
             subprotocols=[p.strip() for value in protocols for p in value.split(",") if p.strip()],
         )
         live = cls(reader, writer, connection)
         try:
             writer.write(connection.send(handshake))
             await asyncio.wait_for(live._accepted(), timeout)
-        except (OSError, TimeoutError, wsproto.utilities.LocalProtocolError) as error:
+        except (OSError, wsproto.utilities.LocalProtocolError) as error:
             writer.close()
             raise LiveConnectFailed(f"the WebSocket handshake failed: {error}") from error
         except LiveConnectFailed:

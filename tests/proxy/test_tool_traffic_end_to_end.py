@@ -194,3 +194,27 @@ def test_the_openai_sdk_streamed_and_not_shares_a_tool_endpoint_a_rule_reads(
 
     # One world call per shape (the SDK's per-client headers and its API key kept it shared).
     assert upstream.state.count("/v1/chat/completions") == 2
+
+
+def test_a_graphql_query_is_shared_and_a_mutation_is_each_siblings_own_write(
+    stack: Stack, upstream: Upstream
+) -> None:
+    tape = stack.open_tape()  # the defaults: the GraphQL profile is detected from the body
+    first, second = stack.fork(tape, 2)
+    url = f"{upstream.url}/graphql"
+    headers = {"Content-Type": "application/json"}
+    query = json.dumps({"query": 'query Rankings { search(q: "solar") { id } }'}).encode()
+    mutation = json.dumps({"query": "mutation Save { save(id: 1) { ok } }"}).encode()
+
+    asked = [ask(stack, tape, branch, url, "POST", query, headers) for branch in (first, second)]
+    wrote = [ask(stack, tape, branch, url, "POST", mutation, headers) for branch in (first, second)]
+
+    # The query: one call to the world, its bytes for both; the mutation: each sibling's own.
+    assert [reply.decision for reply in asked] == ["recorded", "shared"]
+    assert asked[0].body == asked[1].body
+    assert [reply.decision for reply in wrote] == ["write", "write"]
+    assert wrote[0].json()["number"] != wrote[1].json()["number"]
+    assert upstream.state.count("/graphql") == 3
+    protocols = stack.admin("GET", f"/v1/tapes/{tape}/report").json()["protocols"]
+    # Counted per stored exchange: the query's address and the mutation's.
+    assert protocols["hosts"]["127.0.0.1"]["fired"]["graphql"] == 2

@@ -28,7 +28,7 @@ from tests.support.servers import (
     HANG_GUARD_SECONDS,
     REPO_ROOT,
     ServerProcess,
-    free_port,
+    free_ports,
     start_server,
 )
 
@@ -63,7 +63,8 @@ def services(tmp_path: Path) -> dict[str, LocalService]:
         "resolver",
         "proxy",
     ]
-    return local_services(volumes_root=tmp_path, ports={name: free_port() for name in servers})
+    ports = dict(zip(servers, free_ports(len(servers)), strict=True))
+    return local_services(volumes_root=tmp_path, ports=ports)
 
 
 @pytest.fixture

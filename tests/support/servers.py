@@ -35,6 +35,23 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def free_ports(count: int) -> list[int]:
+    """`count` distinct ephemeral loopback ports, free a moment ago.
+
+    Calling free_port() in a loop can return one port twice: each socket is closed before the
+    next bind, and the kernel may hand the same port out again. Holding every socket open until
+    all are chosen makes them distinct.
+    """
+    with contextlib.ExitStack() as stack:
+        sockets = [
+            stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            for _ in range(count)
+        ]
+        for sock in sockets:
+            sock.bind((LOOPBACK, 0))
+        return [sock.getsockname()[1] for sock in sockets]
+
+
 @dataclass
 class ServerProcess:
     """A child process serving on `port`; `log` holds what it printed."""

@@ -30,6 +30,7 @@ from tests.support.servers import (
     REPO_ROOT,
     ServerProcess,
     free_port,
+    free_ports,
     running_server,
     wait_until,
 )
@@ -285,7 +286,7 @@ def _interrupt_by_default() -> None:
 def test_up_starts_both_prints_exports_and_stops_on_signal(
     tmp_path: Path, stop_signal: signal.Signals
 ) -> None:
-    resolver_port, proxy_port = free_port(), free_port()
+    resolver_port, proxy_port = free_ports(2)
     command = [
         sys.executable, "-m", "groundhog.cli", "up",
         "--resolver-port", str(resolver_port), "--proxy-port", str(proxy_port),
@@ -329,8 +330,9 @@ def test_up_starts_both_prints_exports_and_stops_on_signal(
 
 def test_up_reports_a_server_that_cannot_start(tmp_path: Path) -> None:
     start = time.monotonic()
+    resolver_port, proxy_port = free_ports(2)
     result = run_cli(
-        "up", "--resolver-port", str(free_port()), "--proxy-port", str(free_port()),
+        "up", "--resolver-port", str(resolver_port), "--proxy-port", str(proxy_port),
         "--data", str(tmp_path / "data"), "--timeout", "600",
         env={"GROUNDHOG_MAX_BODY_BYTES": "0"},  # a setting the resolver refuses at start
     )  # fmt: skip
@@ -347,7 +349,8 @@ def test_up_refuses_a_port_in_use_before_starting(tmp_path: Path, flag: str) -> 
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         busy_port = taken.getsockname()[1]
-        ports = {"--resolver-port": str(free_port()), "--proxy-port": str(free_port())}
+        resolver_port, proxy_port = free_ports(2)
+        ports = {"--resolver-port": str(resolver_port), "--proxy-port": str(proxy_port)}
         ports[flag] = str(busy_port)
         result = run_cli(
             "up", *[item for pair in ports.items() for item in pair],

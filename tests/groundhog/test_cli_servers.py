@@ -24,7 +24,7 @@ from tests.proxy.clients import proxy_url
 from tests.proxy.upstream_server import Upstream
 from tests.support.certs import write_private_ca
 from tests.support.forward_proxy import ForwardProxy
-from tests.support.servers import REPO_ROOT, free_port, wait_until
+from tests.support.servers import REPO_ROOT, free_port, free_ports, wait_until
 
 runner = CliRunner()
 
@@ -63,7 +63,7 @@ def test_proxy_without_egress_flags_adds_none(
 
 def test_up_records_through_an_egress_proxy_and_trusts_a_private_ca(tmp_path: Path) -> None:
     ca, cert, key = write_private_ca(tmp_path, ["127.0.0.1"])
-    resolver_port, proxy_port = free_port(), free_port()
+    resolver_port, proxy_port = free_ports(2)
     data = tmp_path / "data"
     output = tmp_path / "up.log"
     with (

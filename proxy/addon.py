@@ -14,15 +14,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 from mitmproxy import connection, ctx, http
 from mitmproxy.addonmanager import Loader
+from mitmproxy.exceptions import OptionsError
 from mitmproxy.proxy import layer, server_hooks
 
 from groundhog.protocol.decisions import Action, Decision
 from groundhog.protocol.wire import ResolveAnswer, ResolveAsk, WireResponse
 from proxy import faults, native, problems
 from proxy.attempts import Attempts
+from proxy.branch_leases import LeaseBook
 from proxy.h2c import PriorKnowledgeH2
 from proxy.identity import (
     HEADER_BRANCH,
@@ -72,6 +75,7 @@ class GroundhogAddon:
         self._connect_timers: dict[str, asyncio.TimerHandle] = {}
         self._retired: list[ResolverClient] = []
         self.guard = SelfGuard()
+        self.leases: LeaseBook | None = None
 
     def _resolver(self) -> ResolverClient:
         assert self.resolver is not None
@@ -105,12 +109,33 @@ class GroundhogAddon:
             )
         if updated & {"groundhog_resolver_url", "groundhog_admin_addresses", "listen_port"}:
             self._build_guard(self._option_listen())
+        if updated & {"groundhog_branch_leases", "groundhog_lease_dir"}:
+            self._configure_leases()
+        if self.leases is not None:
+            self.leases.ship_window = seconds(options, "groundhog_lease_ship_seconds")
 
-    def running(self) -> None:
+    def _configure_leases(self) -> None:
+        options = ctx.options
+        if not options.groundhog_branch_leases:
+            self.leases = None
+            return
+        if not options.groundhog_lease_dir:
+            raise OptionsError(
+                "groundhog_branch_leases needs groundhog_lease_dir: a directory for the holder "
+                "id and the log of served hits (e.g. --set groundhog_lease_dir=.groundhog/leases)"
+            )
+        if self.leases is None:
+            window = seconds(options, "groundhog_lease_ship_seconds")
+            directory = Path(options.groundhog_lease_dir)
+            self.leases = LeaseBook(self._resolver, directory, ship_window=window)
+
+    async def running(self) -> None:
         # The addresses the proxy really listens at (an ephemeral port is known only now).
         server = ctx.master.addons.get("proxyserver")
         bound = [(str(a[0]), int(a[1])) for a in server.listen_addrs()] if server else []
         self._build_guard([*self._option_listen(), *bound])
+        if self.leases is not None:
+            await self.leases.recover()  # hits served before a restart, shipped first
 
     def _option_listen(self) -> list[tuple[str, int]]:
         port = ctx.options.listen_port
@@ -134,6 +159,8 @@ class GroundhogAddon:
         return True
 
     async def done(self) -> None:
+        if self.leases is not None:
+            await self.leases.close()
         for client in [*self._retired, self.resolver]:
             if client is not None:
                 await client.close()
@@ -225,7 +252,7 @@ class GroundhogAddon:
         )
         payload["attempt"] = self.attempts.attempt_for(payload)
         state.ask = payload
-        answer = await self._ask(flow, resolver.resolve, payload)
+        answer = await self._answer(flow, payload)
         if answer is None:
             # No answer reached the worker: its retry of this request asks as this attempt.
             self.attempts.unanswered(payload)
@@ -266,6 +293,20 @@ class GroundhogAddon:
             return
         # mitmproxy forwards the request itself once this hook returns.
         self.live.begin(flow, state)
+
+    async def _answer(self, flow: http.HTTPFlow, payload: ResolveAsk) -> ResolveAnswer | None:
+        """The branch's lease holder's own answer to a hit, else the resolver's."""
+        leases = self.leases
+        if leases is None:
+            return await self._ask(flow, self._resolver().resolve, payload)
+        local = await leases.serve(payload)
+        if local is not None:
+            return local
+        await leases.before_remote(payload)
+        answer = await self._ask(flow, self._resolver().resolve, payload)
+        if answer is not None:
+            leases.learn(payload, answer)
+        return answer
 
     def _serve(self, flow: http.HTTPFlow, state: FlowState, recorded: WireResponse | None) -> None:
         if recorded is None:

@@ -52,6 +52,11 @@ SECONDS_OPTIONS: dict[str, tuple[float, str]] = {
         "Seconds a recorded live call may take in all; past it the call is upstream-failed "
         "(timeout), or a stream already flowing continues unrecorded as passthrough.",
     ),
+    "groundhog_lease_ship_seconds": (
+        0.02,
+        "Seconds a lease holder's served hits wait to be shipped together (one batch per "
+        "window); they are in its local log meanwhile.",
+    ),
 }
 # Durations where 0 means "not at all" rather than "no time to do it in".
 ZERO_ALLOWED = frozenset({"groundhog_resolve_retry"})
@@ -81,6 +86,20 @@ def declare_options(loader: Loader) -> None:
     )
     for name, (default, help_text) in SECONDS_OPTIONS.items():
         loader.add_option(name, str, f"{default:g}", help_text)
+    loader.add_option(
+        "groundhog_branch_leases",
+        bool,
+        False,
+        "Take each branch's lease and answer its recorded reads here, shipping their events "
+        "to the resolver behind (proxy/branch_leases.py).",
+    )
+    loader.add_option(
+        "groundhog_lease_dir",
+        _OPTIONAL_STR,
+        None,
+        "Where a lease holder keeps its holder id and the log of hits it served (default: "
+        "<data>/leases under `python -m proxy`).",
+    )
     loader.add_option(
         "groundhog_admin_addresses",
         Sequence[str],

@@ -51,6 +51,11 @@ class ResolverGone(ResolverUnavailable):
     """The resolver's connection failed before its answer: it died or is restarting."""
 
 
+class BranchLeasedElsewhere(ResolverGone):
+    """Another sidecar holds the branch's lease and has been asked to release it: asked
+    again within `resolve_retry`, as a restarting resolver is."""
+
+
 class ResolverProtocolError(ProxyError):
     """The resolver answered 2xx with a body that does not follow the protocol."""
 
@@ -151,6 +156,18 @@ class ResolverClient:
     async def record(self, payload: dict[str, Any]) -> RecordAnswer:
         return cast(RecordAnswer, await self._post("/v1/record", payload, self.record_timeout))
 
+    async def take_lease(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """`/v1/leases/take`: the branch's lease and its state (proxy/branch_leases.py)."""
+        return await self._post("/v1/leases/take", payload, self.record_timeout)
+
+    async def ship_lease_events(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """`/v1/leases/events`: the hits a lease holder served (`409`: the lease is lost)."""
+        return await self._post("/v1/leases/events", payload, self.record_timeout)
+
+    async def renew_leases(self, payload: dict[str, Any], hold: float) -> dict[str, Any]:
+        """`/v1/leases/renew`, a long poll the resolver holds up to `hold` seconds."""
+        return await self._post("/v1/leases/renew", payload, hold + self.resolve_timeout)
+
     async def tunnel(self, payload: dict[str, Any]) -> TunnelAnswer:
         """May a raw tunnel reach the world (`/v1/tunnel`)? No single flight: a short call."""
         return cast(TunnelAnswer, await self._post("/v1/tunnel", payload, self.record_timeout))
@@ -166,6 +183,8 @@ class ResolverClient:
         except OSError as error:
             raise ResolverGone(f"{route}: {type(error).__name__}: {error}") from error
         status = answer.status
+        if status == 503 and b'branch-leased"' in answer.body:  # its problem type's slug
+            raise BranchLeasedElsewhere(f"{route}: {answer.body[:300]!r}")
         if status >= 500:
             raise ResolverUnavailable(f"{route} answered {status}: {answer.body[:300]!r}")
         if status >= 400:

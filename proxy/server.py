@@ -103,6 +103,7 @@ def groundhog_options(config: ProxyConfig) -> dict[str, Any]:
         "groundhog_proxy_token": config.proxy_token,
         "groundhog_max_body_bytes": config.max_body_bytes,
         "groundhog_tcp_passthrough_hosts": list(config.tcp_passthrough_hosts),
+        "groundhog_lease_dir": str(Path(config.data_dir) / "leases"),
     }
 
 

@@ -30,6 +30,7 @@ from resolver.metrics import Metrics
 from resolver.recording import Recorder
 from resolver.resolution import Resolver
 from resolver.resolve_tx.units import loop_writer_for
+from resolver.routes import branch_leases as branch_lease_routes
 from resolver.routes import (
     branches,
     diff,
@@ -130,7 +131,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_body_bytes=settings.max_body_bytes)
-    for module in (health, tapes, branches, internal, tunnels, inspect, diff, transfer, verify):
+    app.state.revocations = branch_lease_routes.Revocations()
+    for module in (
+        health,
+        tapes,
+        branches,
+        internal,
+        branch_lease_routes,
+        tunnels,
+        inspect,
+        diff,
+        transfer,
+        verify,
+    ):
         app.include_router(module.router)
     app.include_router(ui.router)
     internal.document_record_body(app)

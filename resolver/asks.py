@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from sqlalchemy.orm import Session
 
@@ -84,6 +85,13 @@ class Ask:
     # The keyed hash of the sandbox session id the request carried, None outside a session: an
     # ask that opens a session is remembered as its opener (resolver/session_labels.py).
     session_hash: str | None = None
+
+
+def passes_through(tape: TapeRef, ask: Ask, body_too_large: bool) -> bool:
+    """Whether the ask goes to the world unrecorded: a body over the limit, or a host the
+    tape's `passthrough_hosts` name."""
+    hosts = {host.lower() for host in tape.config.get("passthrough_hosts", [])}
+    return body_too_large or ask.request.normalised_host in hosts
 
 
 def cooperative_headers(ask: Ask) -> list[list[str]]:
@@ -220,22 +228,34 @@ def classify_draft(
 def find_session_label(session: Executor, draft: Draft) -> str:
     """What the draft's `{session}` names: "" where the tape's rules name no session or the
     request carries none, else the label its lineage opened the session with (one lookup)."""
-    if draft.session_hash is None or not uses_session(draft.tape.config):
+    if not needs_session_label(draft):
         return ""
+    assert draft.session_hash is not None
     label = lineage_session_label(
         draft.tape.id, draft.branch.id, draft.session_hash, session=session
     )
     return label if label is not None else unknown_label(draft.session_hash)
 
 
+def needs_tools_hint(draft: Draft) -> bool:
+    """Whether the draft is a `tools/call` the tape does not classify itself, whose read-only
+    tools its MCP endpoint declared (resolver/mcp_tools.py)."""
+    operation = draft.operation
+    if operation is None or operation.failed:
+        return False
+    pinned = draft.tape.config.get("mcp_tools") or {}
+    return any(c.method == TOOLS_CALL and c.tool not in pinned for c in operation.calls)
+
+
+def needs_session_label(draft: Draft) -> bool:
+    """Whether the draft's `{session}` must be looked up in its lineage."""
+    return draft.session_hash is not None and uses_session(draft.tape.config)
+
+
 def find_tools_hint(session: Executor, tape_id: int, draft: Draft) -> Hint | None:
     """The read-only tools of the draft's MCP endpoint, looked up only for a `tools/call` the
     tape does not classify itself (one lookup; every other ask reads nothing)."""
-    operation = draft.operation
-    if operation is None or operation.failed:
-        return None
-    pinned = draft.tape.config.get("mcp_tools") or {}
-    if not any(c.method == TOOLS_CALL and c.tool not in pinned for c in operation.calls):
+    if not needs_tools_hint(draft):
         return None
     return find_hint(tape_id, tools_key_hash(draft.request.url()), session=session)
 
@@ -311,6 +331,51 @@ def finish_ask(
         versions=tuple(sorted(versions.items())) if classification.is_write else (),
         attempt=attempt,
         session_hash=draft.session_hash,
+    )
+
+
+class AskLookups(Protocol):
+    """Where an ask's branch state comes from: the store (a resolve's transaction,
+    resolver/resolve_tx/opening.py) or a lease holder's copy of it (resolver/leased_hits.py).
+    `build_ask` is the same either way."""
+
+    def hint(self, tape_id: int, key_hash: str) -> Hint | KeyHint | None: ...
+
+    def tools_hint(self, tape_id: int, draft: Draft) -> Hint | None: ...
+
+    def session_label(self, draft: Draft) -> str: ...
+
+    def occurrence_and_versions(
+        self, branch_id: int, key_hash: str, resources: frozenset[str], attempt: str | None
+    ) -> tuple[int, dict[str, str]]: ...
+
+
+def build_ask(
+    tape: TapeRef,
+    branch: BranchRef,
+    wire: ResolveRequest,
+    body: bytes,
+    *,
+    redaction_key: bytes,
+    lookups: AskLookups,
+) -> Ask:
+    """Draft, classify and take the ask at its occurrence, reading the branch through
+    `lookups` (taking the occurrence is a write in the store; a holder's copy counts later)."""
+    draft = draft_ask(tape, branch, wire, body, redaction_key=redaction_key)
+    hint = None
+    if draft.model is DependencyModel.HINTS:
+        hint = lookups.hint(tape.id, draft.key.hash)
+    classification = classify_draft(
+        draft, hint, lookups.tools_hint(tape.id, draft), lookups.session_label(draft)
+    )
+    occurrence, versions = lookups.occurrence_and_versions(
+        branch.id,
+        draft.key.hash,
+        frozenset(looked_up_resources(draft, classification)),
+        wire.attempt,
+    )
+    return finish_ask(
+        draft, classification, occurrence=occurrence, versions=versions, attempt=wire.attempt
     )
 
 

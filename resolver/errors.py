@@ -67,6 +67,13 @@ class StoreUnavailable(ResolverError):
     status, slug, title = 503, "store-unavailable", "Store unavailable"
 
 
+class BranchLeased(ResolverError):
+    """Another sidecar proxy holds the branch's lease (store/branch_leases.py): it has been
+    asked to ship what it served and release; the ask is retried once it has."""
+
+    status, slug, title = 503, "branch-leased", "Branch leased to another proxy"
+
+
 class ResolveTimeout(ResolverError):
     status, slug, title = 504, "resolve-timeout", "Timed out waiting for another asker"
 

@@ -111,6 +111,7 @@ class FinalSteps:
                 ask,
                 response=found.response,
                 response_json=found.response_json,
+                exchange_id=found.exchange_id,
             )
         if plan.step is Step.REFUSE:
             write_event_later(unit, ask, Decision.REFUSED, None)

@@ -27,7 +27,8 @@ from dataclasses import replace
 from sqlalchemy.orm import Session
 
 from resolver import answers, failpoints, injection
-from resolver.asks import Ask
+from resolver.asks import Ask, passes_through
+from resolver.branch_leases import fence_out
 from resolver.cache import AnswerCache, Recorded
 from resolver.decision import ClaimState, Facts, Step, decide_step
 from resolver.disk import DiskReserve
@@ -123,17 +124,16 @@ class Resolver:
         with transaction as unit:
             connection = unit.connection
             # Both relax the commit as `relax_commit_durability` would, in their own statement.
-            tape, ask, read_ahead = take_ask(
+            tape, branch, ask, read_ahead = take_ask(
                 connection,
                 wire,
                 body,
                 redaction_key=self.redaction_key,
                 guess=self._tapes.get(wire.tape),
             )
+            fence_out(unit.session, branch, wire.lease_holder, now=time.time())
             self._remember(tape)
-            passthrough_hosts = {host.lower() for host in tape.config.get("passthrough_hosts", [])}
-            passthrough = wire.body_too_large or ask.request.normalised_host in passthrough_hosts
-            facts = facts_of(ask, passthrough=passthrough)
+            facts = facts_of(ask, passthrough=passes_through(tape, ask, wire.body_too_large))
             result = self._settle(unit, ask, facts, read_ahead=read_ahead, taken=True)
             failpoints.reach("resolve.before_commit")
         failpoints.reach("resolve.committed")

@@ -254,6 +254,11 @@ class ResolveRequest(BaseModel):
     # The proxy's id for this ask, sent again when it retries an ask it got no answer to: the
     # retry is given the occurrence its first try took (store/counters.py).
     attempt: str | None = Field(default=None, min_length=1, max_length=64, pattern=ATTEMPT_PATTERN)
+    # The asking proxy's lease holder id (proxy/branch_leases.py), when it takes leases: a
+    # branch leased to another holder is refused to it (`branch-leased`) until released.
+    lease_holder: str | None = Field(
+        default=None, min_length=1, max_length=64, pattern=ATTEMPT_PATTERN
+    )
 
 
 class ResponseIn(BaseModel):
@@ -307,3 +312,47 @@ class WaitRequest(BaseModel):
     """`POST /v1/wait`: the token a `wait` answer carried."""
 
     wait: str = Field(min_length=1, max_length=16 * 1024 * 1024)
+
+
+class LeaseTakeRequest(BaseModel):
+    """`POST /v1/leases/take`: a proxy asks to answer a branch's hits itself."""
+
+    tape: str
+    branch: str
+    holder: str = Field(min_length=1, max_length=64, pattern=ATTEMPT_PATTERN)
+
+
+class LeaseEvent(BaseModel):
+    """One hit a lease holder served: the event a resolve would have written for it."""
+
+    method: str = Field(min_length=1, max_length=20)
+    url: str = Field(max_length=8000)
+    key_hash: str = Field(min_length=1, max_length=64)
+    occurrence: int = Field(ge=0)
+    fingerprint: str = Field(max_length=100)
+    exchange_id: int = Field(ge=1)
+    true_fingerprint_nonempty: bool = False
+    attempt: str | None = Field(default=None, min_length=1, max_length=64, pattern=ATTEMPT_PATTERN)
+
+
+class LeaseEventsRequest(BaseModel):
+    """`POST /v1/leases/events`: a holder ships the hits it served, in the order served."""
+
+    branch_id: int = Field(ge=1)
+    holder: str = Field(min_length=1, max_length=64, pattern=ATTEMPT_PATTERN)
+    epoch: int = Field(ge=1)
+    events: list[LeaseEvent] = Field(max_length=10_000)
+    # Ship and end the lease in one call (the holder was asked to release, or is idle).
+    release: bool = False
+
+
+class HeldLease(BaseModel):
+    branch_id: int = Field(ge=1)
+    epoch: int = Field(ge=1)
+
+
+class LeaseRenewRequest(BaseModel):
+    """`POST /v1/leases/renew`: a holder keeps its leases; the answer names those asked back."""
+
+    holder: str = Field(min_length=1, max_length=64, pattern=ATTEMPT_PATTERN)
+    leases: list[HeldLease] = Field(max_length=100_000)

@@ -31,6 +31,9 @@ class Settings(BaseSettings):
     proxy_url: str | None = None
     max_body_bytes: int = Field(default=8 * 1024 * 1024, gt=0)
     claim_lease_seconds: float = Field(default=30.0, gt=0)
+    # A sidecar's branch lease (resolver/branch_leases.py) lasts this long unless renewed; its
+    # holder renews every third of it, and a dead holder's branches wait this long at most.
+    branch_lease_seconds: float = Field(default=6.0, gt=0)
     # One `/v1/wait` call holds at most this long before answering `wait` again.
     resolve_wait_seconds: float = Field(default=20.0, gt=0)
     # A waiter not woken by an event looks at the store this often (a record through a replica

@@ -43,6 +43,7 @@ from store.exchanges import RecordedAnswer, answer_columns, answer_from_row
 from store.models import Blob, Branch, Exchange, OccurrenceCounter, ResourceVersion, Tape
 from store.prepared import Executor, Prepared, dialect_of
 from store.refs import (
+    REF_COLUMNS,
     RELAX_COMMIT,
     TAPE_AND_BRANCH,
     TAPE_COLUMNS,
@@ -264,7 +265,9 @@ def take_occurrence_as_guessed(
         if not _is_as_guessed(tape, guess):
             return TakenAsGuessed(tape, branch, None, {})
         occurrence = take_occurrence(branch.id, key_hash, attempt=attempt, session=session)
-        versions = {row[9]: row[10] for row in rows if row[9] is not None}
+        versions = {
+            row[REF_COLUMNS]: row[REF_COLUMNS + 1] for row in rows if row[REF_COLUMNS] is not None
+        }
         return TakenAsGuessed(tape, branch, occurrence, versions)
     parameters.update(
         tape_id=guess.id,
@@ -279,10 +282,11 @@ def take_occurrence_as_guessed(
     if not rows:
         return None
     tape, branch = refs_from_row(rows[0], path)
-    taken, versions = rows[0][9], rows[0][10]
+    taken, versions = rows[0][REF_COLUMNS], rows[0][REF_COLUMNS + 1]
     if taken is None:
         return TakenAsGuessed(tape, branch, None, {})
-    answer = None if rows[0][11] is None else answer_from_row(rows[0][11:])
+    answer_at = REF_COLUMNS + 2
+    answer = None if rows[0][answer_at] is None else answer_from_row(rows[0][answer_at:])
     read_ahead = ReadAhead(fingerprint_guess, answer)
     return TakenAsGuessed(tape, branch, int(taken) - 1, versions or {}, read_ahead)
 

@@ -67,6 +67,24 @@ class Branch(Base):
     shim_counters: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
 
 
+class BranchLease(Base):
+    """The sidecar proxy that answers a branch's hits itself (store/branch_leases.py).
+
+    `epoch` is raised by every grant to a new holder and kept when the lease is released, so a
+    stale holder's events are refused by it; `revoke` asks the holder to flush and release
+    (someone needs the branch's state)."""
+
+    __tablename__ = "gh_branch_leases"
+
+    branch_id: Mapped[int] = mapped_column(
+        ForeignKey("gh_branches.id", ondelete="CASCADE"), primary_key=True
+    )
+    holder: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    epoch: Mapped[int] = mapped_column(Integer)
+    expires: Mapped[float] = mapped_column(Float)
+    revoke: Mapped[bool] = mapped_column(Boolean)
+
+
 class OccurrenceCounter(Base):
     """How many times a branch's lineage asked a key; a fork copies the parent's rows."""
 

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import Text, bindparam, cast, func, select
 from sqlalchemy.sql import ClauseElement
 
-from store.models import Branch, Tape
+from store.models import Branch, BranchLease, Tape
 from store.prepared import Executor, Prepared
 
 
@@ -41,10 +41,13 @@ class TapeRef:
 class BranchRef:
     id: int
     path: str
+    # Who holds the branch's lease and until when (store/branch_leases.py); None: nobody.
+    lease_holder: str | None = None
+    lease_expires: float = 0.0
 
 
 # Core statements on the tables (not the mapped classes): no ORM compile step per execution.
-_tapes, _branches = Tape.__table__, Branch.__table__
+_tapes, _branches, _leases = Tape.__table__, Branch.__table__, BranchLease.__table__
 _TAPE_COLUMNS = (
     _tapes.c.id,
     _tapes.c.name,
@@ -55,22 +58,31 @@ _TAPE_COLUMNS = (
     _tapes.c.config,
     cast(_tapes.c.config, Text).label("config_text"),
 )
-# The tape's columns then the branch's id, for bind parameters `name` and `path`.
+# The tape's columns then the branch's id and lease, for bind parameters `name` and `path`.
 TAPE_AND_BRANCH = (
-    select(*_TAPE_COLUMNS, _branches.c.id.label("branch_id"))
+    select(
+        *_TAPE_COLUMNS,
+        _branches.c.id.label("branch_id"),
+        _leases.c.holder.label("lease_holder"),
+        _leases.c.expires.label("lease_expires"),
+    )
     .join(_branches, _branches.c.tape_id == _tapes.c.id)
+    .outerjoin(_leases, _leases.c.branch_id == _branches.c.id)
     .where(_tapes.c.name == bindparam("name"), _branches.c.path == bindparam("path"))
 )
+# How many of a row's leading values `refs_from_row` reads.
+REF_COLUMNS = len(TAPE_AND_BRANCH.selected_columns)
 RELAX_COMMIT = func.set_config("synchronous_commit", "off", True)
 
 
 def refs_from_row(row: tuple[Any, ...], path: str) -> tuple[TapeRef, BranchRef]:
     """The refs from a row that starts with `TAPE_AND_BRANCH`'s columns."""
-    tape_id, name, world_seed, mode, online, dependency_model, config, text, branch_id = row[:9]
+    (tape_id, name, world_seed, mode, online, dependency_model, config, text, branch_id) = row[:9]
+    holder, expires = row[9:REF_COLUMNS]
     tape = TapeRef(
         tape_id, name, world_seed, mode, bool(online), dependency_model, config or {}, text
     )
-    return tape, BranchRef(branch_id, path)
+    return tape, BranchRef(branch_id, path, holder, expires or 0.0)
 
 
 _FIND_TAPE_AND_BRANCH = Prepared(lambda _dialect: TAPE_AND_BRANCH)

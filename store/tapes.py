@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from store.models import (
     Branch,
+    BranchLease,
     Claim,
     Event,
     Exchange,
@@ -91,6 +92,7 @@ def delete_tape(tape: Tape, *, session: Session) -> None:
     session.execute(delete(ResourceVersion).where(ResourceVersion.branch_id.in_(branch_ids)))
     session.execute(delete(WriteAnswer).where(WriteAnswer.branch_id.in_(branch_ids)))
     session.execute(delete(SandboxSession).where(SandboxSession.branch_id.in_(branch_ids)))
+    session.execute(delete(BranchLease).where(BranchLease.branch_id.in_(branch_ids)))
     session.execute(delete(KeyHint).where(KeyHint.tape_id == tape.id))
     session.execute(delete(Exchange).where(Exchange.tape_id == tape.id))
     session.execute(delete(Branch).where(Branch.tape_id == tape.id))

@@ -46,6 +46,8 @@ class ResolveAsk(TypedDict):
     body_too_large: bool
     # The same for every try of one ask the proxy got no answer to (docs/internals.md).
     attempt: NotRequired[str]
+    # The asking proxy's lease holder id, when it takes branch leases (proxy/branch_leases.py).
+    lease_holder: NotRequired[str]
 
 
 class ResolveAnswer(TypedDict):

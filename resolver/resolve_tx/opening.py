@@ -16,6 +16,8 @@ from typing import NamedTuple
 
 from resolver.asks import (
     Ask,
+    Draft,
+    build_ask,
     classify_draft,
     draft_ask,
     find_session_label,
@@ -33,7 +35,7 @@ from store.fused import (
     take_occurrence_and_versions,
     take_occurrence_as_guessed,
 )
-from store.hints import find_hint
+from store.hints import Hint, find_hint
 from store.prepared import Executor
 from store.refs import BranchRef, TapeRef
 
@@ -49,6 +51,7 @@ class TakenAsk(NamedTuple):
     SQLite, no guess, or the tape was not as guessed)."""
 
     tape: TapeRef
+    branch: BranchRef
     ask: Ask
     read_ahead: ReadAhead | None
 
@@ -81,24 +84,32 @@ def take_ask(
             return taken
         found = taken
     tape, branch = found or load_tape_and_branch(session, wire.tape, wire.branch, relax_commit=True)
-    draft = draft_ask(tape, branch, wire, body, redaction_key=redaction_key)
-    hint = None
-    if draft.model is DependencyModel.HINTS:
-        hint = find_hint(tape.id, draft.key.hash, session=session)
-    classification = classify_draft(
-        draft, hint, find_tools_hint(session, tape.id, draft), find_session_label(session, draft)
-    )
-    occurrence, versions = take_occurrence_and_versions(
-        branch.id,
-        draft.key.hash,
-        looked_up_resources(draft, classification),
-        attempt=wire.attempt,
-        session=session,
-    )
-    ask = finish_ask(
-        draft, classification, occurrence=occurrence, versions=versions, attempt=wire.attempt
-    )
-    return TakenAsk(tape, ask, None)
+    lookups = StoreLookups(session)
+    ask = build_ask(tape, branch, wire, body, redaction_key=redaction_key, lookups=lookups)
+    return TakenAsk(tape, branch, ask, None)
+
+
+class StoreLookups:
+    """`AskLookups` in the resolve's transaction: the occurrence is taken as it is read."""
+
+    def __init__(self, session: Executor) -> None:
+        self.session = session
+
+    def hint(self, tape_id: int, key_hash: str) -> Hint | None:
+        return find_hint(tape_id, key_hash, session=self.session)
+
+    def tools_hint(self, tape_id: int, draft: Draft) -> Hint | None:
+        return find_tools_hint(self.session, tape_id, draft)
+
+    def session_label(self, draft: Draft) -> str:
+        return find_session_label(self.session, draft)
+
+    def occurrence_and_versions(
+        self, branch_id: int, key_hash: str, resources: frozenset[str], attempt: str | None
+    ) -> tuple[int, dict[str, str]]:
+        return take_occurrence_and_versions(
+            branch_id, key_hash, resources, attempt=attempt, session=self.session
+        )
 
 
 def _take_as_guessed(
@@ -144,4 +155,4 @@ def _take_as_guessed(
         versions=taken.versions,
         attempt=wire.attempt,
     )
-    return TakenAsk(taken.tape, ask, taken.read_ahead)
+    return TakenAsk(taken.tape, taken.branch, ask, taken.read_ahead)

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Depends, Request
 from groundhog.protocol.admin import BranchInfo, BranchList, ForkResult
 from resolver.auth import require_admin
 from resolver.errors import Conflict, InvalidInput, NotFound
+from resolver.routes.branch_leases import settle_before
 from resolver.routes.tapes import find_tape, store_of
 from resolver.schemas import ForkRequest, ShimCounters, check_branch_path
 from resolver.shim_counters import CountersMismatch, merge_counters
@@ -52,6 +53,7 @@ def fork_warnings(earlier_children: list[str]) -> list[str]:
 @router.post("/{tape}/fork", status_code=201, response_model=ForkResult)
 def fork(tape: str, body: ForkRequest, request: Request) -> dict[str, Any]:
     parent_path = check_branch_path(body.parent)
+    settle_before(request, tape, parent_path)  # the parent's counters, with its sidecar's hits
     with transaction(store_of(request).write) as session:
         found = find_tape(tape, session=session)
         parent = get_branch(found.id, parent_path, session=session)
@@ -129,6 +131,7 @@ def report_shim_counters(
 @router.get("/{tape}/branches/{branch:path}", response_model=BranchInfo)
 def show_branch(tape: str, branch: str, request: Request) -> dict[str, Any]:
     check_branch_path(branch)
+    settle_before(request, tape, branch)
     with transaction(store_of(request).read) as session:
         found = find_tape(tape, session=session)
         row = get_branch(found.id, branch, session=session)

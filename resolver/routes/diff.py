@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from resolver.auth import require_admin
 from resolver.branch_diff import diff_branches, lineage_split
 from resolver.errors import NotFound
+from resolver.routes.branch_leases import settle_before
 from resolver.routes.tapes import find_tape, store_of
 from resolver.schemas import check_branch_path
 from store import inspect
@@ -64,5 +65,6 @@ def diff(
     b: str = Query(description="another branch path, e.g. root/b1"),
 ) -> dict[str, Any]:
     """The first divergent request of two branches, then the reads they share and why not."""
+    settle_before(request, tape)
     with transaction(store_of(request).read) as session:
         return tape_diff(find_tape(tape, session=session), a, b, session=session)

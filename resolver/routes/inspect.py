@@ -13,6 +13,7 @@ from resolver.errors import NotFound
 from resolver.policy import Decision
 from resolver.protocol_report import protocol_summary
 from resolver.redaction_report import redaction_summary
+from resolver.routes.branch_leases import settle_before
 from resolver.routes.tapes import find_tape, store_of
 from resolver.schemas import check_branch_path, encode_base64
 from resolver.tape_signals import cost_section, signed_report
@@ -39,6 +40,7 @@ def events(
     """Paged events. With `branch`, `after` is that branch's seq; without, the event id."""
     if branch is not None:
         check_branch_path(branch)
+    settle_before(request, tape, branch)
     with transaction(store_of(request).read) as session:
         found = find_tape(tape, session=session)
         if branch is not None and get_branch(found.id, branch, session=session) is None:
@@ -108,6 +110,7 @@ def exchange(
 
 @router.get("/{tape}/report")
 def report(tape: str, request: Request) -> dict[str, Any]:
+    settle_before(request, tape)
     with transaction(store_of(request).read) as session:
         found = find_tape(tape, session=session)
         result = signed_report(found, session=session)
@@ -119,6 +122,7 @@ def report(tape: str, request: Request) -> dict[str, Any]:
 
 @router.get("/{tape}/digest", response_model=TapeDigest)
 def digest(tape: str, request: Request) -> dict[str, Any]:
+    settle_before(request, tape)
     with transaction(store_of(request).read) as session:
         found = find_tape(tape, session=session)
         value, count = tape_digest(found.id, session=session)

@@ -33,10 +33,10 @@ from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from groundhog.protocol.wire import RenewAnswer, ResolveAnswer
-from resolver import leases, resolve_tx, wait_tokens
+from resolver import branch_leases, leases, resolve_tx, wait_tokens
 from resolver.auth import require_proxy
 from resolver.cache import dumps_compact
-from resolver.errors import Conflict
+from resolver.errors import BranchLeased, Conflict
 from resolver.hot_protocol import HotRoute, json_response
 from resolver.policy import Action, Decision
 from resolver.record_outcomes import RecordResult
@@ -136,6 +136,8 @@ def _answer_fields(result: Resolution, lease_seconds: float | None) -> dict[str,
     }
     if result.ticket is not None and lease_seconds is not None:
         answer["lease_seconds"] = lease_seconds  # renew every third of it while fetching
+    if result.exchange_id is not None:
+        answer["exchange_id"] = result.exchange_id
     if result.decision is Decision.PASSTHROUGH:
         # A WebSocket that left its recording goes live so (proxy/websocket_live.py).
         answer["replay_client_messages"] = ask.replay_client_messages
@@ -175,7 +177,15 @@ async def resolve_reply(state: Any, raw: bytes) -> bytes:
     body = parse_resolve(raw)
     started = time.perf_counter()
     mark = state.wakeups.mark()  # before the store is looked at
-    result = await resolve_tx.resolve(state.resolver, body)
+    try:
+        result = await resolve_tx.resolve(state.resolver, body)
+    except BranchLeased:
+        # Nothing was taken; the holder is asked to ship and release, for the retry.
+        notify = state.revocations.notify
+        await run_in_threadpool(
+            branch_leases.ask_back, state.store, body.tape, body.branch, notify=notify
+        )
+        raise
     if isinstance(result, Waiting):
         state.metrics.single_flight_waits.inc()
         return dumps_compact(waiting_json(result, mark))

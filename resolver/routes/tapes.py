@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from groundhog.protocol.admin import TapeInfo, TapeList
 from resolver.auth import require_admin
 from resolver.errors import Conflict, NotFound
+from resolver.routes.branch_leases import settle_before
 from resolver.schemas import TapeConfig, check_config_size, check_tape_name
 from resolver.views import tape_config, tape_view
 from store.db import Store, transaction
@@ -91,6 +92,7 @@ def show(tape: str, request: Request) -> dict[str, Any]:
 
 @router.delete("/{tape}", status_code=204)
 def remove(tape: str, request: Request) -> Response:
+    settle_before(request, tape)
     with transaction(store_of(request).write) as session:
         found = find_tape(tape, session=session)
         tape_id = found.id
@@ -100,6 +102,7 @@ def remove(tape: str, request: Request) -> Response:
 
 
 def _set_online(name: str, request: Request, online: bool) -> dict[str, Any]:
+    settle_before(request, name)  # a sealed tape's hits are answered by the resolver alone
     with transaction(store_of(request).write) as session:
         tape = set_online(find_tape(name, session=session), online, session=session)
         return tape_view(tape, session=session)

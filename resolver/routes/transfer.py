@@ -19,6 +19,7 @@ from resolver.auth import require_admin
 from resolver.errors import BodyTooLarge, Conflict, InvalidInput
 from resolver.import_scrub import scrub_imported
 from resolver.redaction_report import redaction_summary
+from resolver.routes.branch_leases import settle_before
 from resolver.routes.tapes import find_tape, store_of
 from resolver.schemas import TapeConfig, check_config_size, check_tape_name
 from resolver.views import tape_view
@@ -47,6 +48,7 @@ def remove_tape_file(path: Path) -> None:
 
 @router.get("/{tape}/export")
 def export(tape: str, request: Request, allow_unscrubbed: bool = False) -> FileResponse:
+    settle_before(request, tape)
     path = temporary_tape_path()
     try:
         with transaction(store_of(request).read) as session:

@@ -36,6 +36,7 @@ def wire_ask() -> ResolveAsk:
         "body": "",
         "body_too_large": False,
         "attempt": "Zq3-x_9",
+        "lease_holder": "h0lder-1",
     }
 
 

@@ -40,7 +40,7 @@ def test_an_ask_taken_as_guessed_is_the_ask_taken_plainly(any_store: Store) -> N
             session, branch.id, frozenset({"path:https://api.example.com/docs/1"}), "k0", "b0"
         )
     plain = _ask(any_store, wire)
-    tape, guessed, read_ahead = _ask_as_guessed(any_store, guess, wire)
+    tape, _branch, guessed, read_ahead = _ask_as_guessed(any_store, guess, wire)
     assert tape == guess and guessed.true_fingerprint != ""
     # Nothing is recorded: PostgreSQL's opening statement read no answer where the address
     # would be had the branch not written (""); SQLite reads none.
@@ -60,8 +60,8 @@ def test_a_wrong_guess_takes_the_ask_from_the_tape_found(any_store: Store) -> No
     second = _ask_as_guessed(any_store, wrong, _wire(query=[["ts", "2"]]))
     assert first.tape == tape and first.tape.config_text == tape.config_text
     assert first.read_ahead is None  # a wrong guess reads no answer
-    assert first[1].key == second[1].key
-    assert (first[1].occurrence, second[1].occurrence) == (0, 1)
+    assert first.ask.key == second.ask.key
+    assert (first.ask.occurrence, second.ask.occurrence) == (0, 1)
     assert _ask(any_store, _wire(query=[["ts", "3"]])).occurrence == 2
 
 

@@ -1,0 +1,327 @@
+"""The sidecar's branch leases: answer a leased branch's recorded reads without the resolver.
+
+A branch is worked by one rollout worker at a time, behind one sidecar. With
+`groundhog_branch_leases` on, the sidecar takes the branch's lease at its first ask
+(`/v1/leases/take`: the branch's counters and versions come with it) and from then on decides
+each ask with the resolver's own code (resolver/leased_hits.py) over that copy and the answers it
+has seen: a plain hit is served here, written to the local log first (proxy/lease_log.py),
+counted in the copy and shipped to the resolver behind in batches; anything else — a miss, a
+write, a fault, a key whose count the copy cannot tell — is asked of the resolver as before,
+after the branch's unshipped hits. A renewal long poll keeps the leases and hears when one is
+asked back (a fork, a seal, another proxy's ask): the branch's hits are shipped and the lease
+released at once. Without this module every hit is a round trip to the one shared resolver and
+its store. Off by default: the resolver path is then exactly as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from groundhog.protocol.decisions import Action, Decision
+from groundhog.protocol.wire import ResolveAnswer, ResolveAsk
+from proxy.lease_log import Lease, LeaseLog, holder_id
+from proxy.resolver_client import (
+    ResolverClient,
+    ResolverProtocolError,
+    ResolverRejected,
+    ResolverUnavailable,
+)
+from resolver.cache import AnswerCache, Recorded
+from resolver.leased_hits import BranchCopy, local_hit
+from resolver.schemas import ResolveRequest
+
+log = logging.getLogger(__name__)
+
+RESOLVER_ERRORS = (ResolverUnavailable, ResolverRejected, ResolverProtocolError)
+# A branch whose lease was refused or asked back is not asked for again this soon.
+COOL_DOWN_SECONDS = 1.0
+# Answers kept for local hits (the resolver's own bounded cache of recordings by address).
+CACHE_BUDGET_BYTES = 64 * 1024 * 1024
+# Decisions whose served answer took the ask's occurrence (an `upstream-failed` took none).
+_COUNTED = {Decision.SHARED, Decision.STALE, Decision.INJECTED, Decision.SIMULATED}
+
+
+@dataclass
+class HeldBranch:
+    """One leased branch: its copy, and the hits served from it not yet shipped."""
+
+    epoch: int
+    copy: BranchCopy
+    # Keys whose count the copy cannot tell (a live read in flight, or one that failed): asked
+    # of the resolver, whose answer tells it again.
+    unknown: set[str] = field(default_factory=set)
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    shipper: asyncio.Task[None] | None = None
+
+    @property
+    def lease(self) -> Lease:
+        return (self.copy.branch.id, self.epoch)
+
+
+class LeaseBook:
+    """The leases one proxy holds, keyed by (tape, branch)."""
+
+    def __init__(
+        self, resolver: Callable[[], ResolverClient], directory: Path, *, ship_window: float
+    ) -> None:
+        self._resolver = resolver
+        # Served hits wait this long for others to share their shipment (a batch per window).
+        self.ship_window = ship_window
+        self.holder = holder_id(directory)
+        self.log = LeaseLog(directory)
+        self.cache = AnswerCache(CACHE_BUDGET_BYTES)
+        self._held: dict[tuple[str, str], HeldBranch] = {}
+        self._cooling: dict[tuple[str, str], float] = {}
+        self._taking: dict[tuple[str, str], asyncio.Task[HeldBranch | None]] = {}
+        self._renewer: asyncio.Task[None] | None = None
+        self._lease_seconds = 6.0
+        self.local_hits = 0
+
+    # -- the request path -----------------------------------------------------------------
+
+    async def serve(self, payload: ResolveAsk) -> ResolveAnswer | None:
+        """The answer for a hit of a branch this proxy holds (taking the lease at the branch's
+        first ask), or None: ask the resolver (after `before_remote`)."""
+        name = (payload["tape"], payload["branch"])
+        held = self._held.get(name) or await self._take(name)
+        if held is None or payload.get("body_too_large"):
+            return None
+        try:
+            wire = ResolveRequest.model_validate(payload)
+            body = base64.b64decode(wire.body) if wire.body else b""
+        except ValueError:
+            return None  # the resolver names what is wrong with it
+        hit = local_hit(held.copy, wire, body, self.cache.get)
+        if hit is None or hit.ask.key.hash in held.unknown:
+            return None
+        ask, recorded = hit.ask, hit.recorded
+        event = {
+            "method": ask.request.method,
+            "url": ask.request.url(),
+            "key_hash": ask.key.hash,
+            "occurrence": ask.occurrence,
+            "fingerprint": ask.fingerprint,
+            "exchange_id": recorded.exchange_id,
+            "true_fingerprint_nonempty": ask.true_fingerprint != "",
+            "attempt": payload.get("attempt"),
+        }
+        self.log.append(held.lease, event)  # before the answer's bytes leave
+        held.copy.counts[ask.key.hash] = ask.occurrence + 1
+        held.pending.append(event)
+        self._ship_soon(held)
+        self.local_hits += 1
+        return {
+            "action": str(Action.SERVE),
+            "decision": str(Decision.SHARED),
+            "occurrence": ask.occurrence,
+            "fingerprint": ask.fingerprint,
+            "request_key": ask.key.hash,
+            "ticket": None,
+            "upstream_headers": [],
+            "delay_ms": 0,
+            "response": recorded.response,
+        }
+
+    async def before_remote(self, payload: ResolveAsk) -> None:
+        """Before the resolver is asked about a branch: its unshipped hits go first, and the
+        ask names this holder (the resolver refuses other askers of a leased branch)."""
+        payload["lease_holder"] = self.holder
+        held = self._held.get((payload["tape"], payload["branch"]))
+        if held is not None and held.pending:
+            await self._ship(held)
+
+    def learn(self, payload: ResolveAsk, answer: ResolveAnswer) -> None:
+        """What the resolver's answer tells the copy: a served read's occurrence is counted and
+        its recording kept; a write moves versions the copy cannot follow (taken again); any
+        other answer leaves its key's count unknown until the resolver answers it again."""
+        name = (payload["tape"], payload["branch"])
+        held = self._held.get(name)
+        if held is None:
+            return
+        key, occurrence = answer.get("request_key"), answer.get("occurrence")
+        decision = str(answer.get("decision"))
+        if decision in (Decision.WRITE, Decision.REPLAYED_WRITE):
+            self._drop(name, "a write moved its versions")
+            return
+        if not isinstance(key, str) or not isinstance(occurrence, int):
+            return
+        if answer.get("action") != Action.SERVE or decision not in _COUNTED:
+            held.unknown.add(key)
+            return
+        held.unknown.discard(key)
+        counts = held.copy.counts
+        counts[key] = max(counts.get(key, 0), occurrence + 1)
+        exchange_id, response = answer.get("exchange_id"), answer.get("response")
+        if isinstance(exchange_id, int) and isinstance(response, dict):
+            address = (held.copy.tape.id, key, occurrence, str(answer.get("fingerprint") or ""))
+            headers = [list(pair) for pair in response.get("headers") or []]
+            self.cache.put(address, Recorded(exchange_id, response, headers))
+
+    # -- taking, shipping, renewing, releasing --------------------------------------------
+
+    async def _take(self, name: tuple[str, str]) -> HeldBranch | None:
+        if time.monotonic() < self._cooling.get(name, 0.0):
+            return None
+        taking = self._taking.get(name)
+        if taking is None:
+            taking = asyncio.ensure_future(self._take_now(name))
+            self._taking[name] = taking
+            taking.add_done_callback(lambda _done: self._taking.pop(name, None))
+        return await asyncio.shield(taking)
+
+    async def _take_now(self, name: tuple[str, str]) -> HeldBranch | None:
+        tape, branch = name
+        try:
+            grant = await self._resolver().take_lease(
+                {"tape": tape, "branch": branch, "holder": self.holder}
+            )
+            held = HeldBranch(epoch=int(grant["epoch"]), copy=BranchCopy.from_grant(grant))
+        except (*RESOLVER_ERRORS, KeyError, TypeError, ValueError) as error:
+            log.info("no lease on %s/%s for now: %s", tape, branch, error)
+            self._cooling[name] = time.monotonic() + COOL_DOWN_SECONDS
+            return None
+        self._held[name] = held
+        self._lease_seconds = float(grant.get("lease_seconds") or 6.0)
+        if self._renewer is None or self._renewer.done():
+            self._renewer = asyncio.ensure_future(self._renew_forever())
+        return held
+
+    def _ship_soon(self, held: HeldBranch) -> None:
+        if held.shipper is None or held.shipper.done():
+            held.shipper = asyncio.ensure_future(self._ship_after_window(held))
+
+    async def _ship_after_window(self, held: HeldBranch) -> None:
+        await asyncio.sleep(self.ship_window)
+        await self._ship(held)
+
+    async def _ship(self, held: HeldBranch, *, release: bool = False) -> bool:
+        """Ship the branch's served hits (and release the lease); False if it is lost."""
+        async with held.lock:
+            events = list(held.pending)
+            if not events and not release:
+                return True
+            payload = {
+                "branch_id": held.copy.branch.id,
+                "holder": self.holder,
+                "epoch": held.epoch,
+                "events": events,
+                "release": release,
+            }
+            try:
+                await self._resolver().ship_lease_events(payload)
+            except ResolverRejected as rejected:
+                log.error(
+                    "the resolver refused %d served hits of branch %s: %s",
+                    len(events),
+                    held.copy.branch.path,
+                    rejected,
+                )
+                self._forget(held)
+                self.log.shipped(held.lease, len(events))  # refused for good: not again
+                return False
+            except (ResolverUnavailable, ResolverProtocolError) as error:
+                log.warning("could not ship %d served hits yet: %s", len(events), error)
+                self._ship_later(held)
+                return True
+            del held.pending[: len(events)]
+            self.log.shipped(held.lease, len(events))
+            return True
+
+    def _ship_later(self, held: HeldBranch) -> None:
+        async def again() -> None:
+            await asyncio.sleep(0.5)
+            await self._ship(held)
+
+        held.shipper = asyncio.ensure_future(again())
+
+    def _forget(self, held: HeldBranch) -> None:
+        for name, other in list(self._held.items()):
+            if other is held:
+                del self._held[name]
+
+    def _drop(self, name: tuple[str, str], why: str) -> None:
+        """Stop serving the branch locally (its copy went stale) and release its lease."""
+        held = self._held.pop(name, None)
+        if held is not None:
+            log.debug("releasing %s/%s: %s", *name, why)
+            held.shipper = asyncio.ensure_future(self._ship_released(held))
+
+    async def _ship_released(self, held: HeldBranch) -> None:
+        await self._ship(held, release=True)
+
+    async def release(self, name: tuple[str, str]) -> None:
+        held = self._held.pop(name, None)
+        if held is not None:
+            self._cooling[name] = time.monotonic() + COOL_DOWN_SECONDS
+            await self._ship(held, release=True)
+
+    async def _renew_forever(self) -> None:
+        while self._held:
+            held = {h.copy.branch.id: (name, h) for name, h in self._held.items()}
+            payload = {
+                "holder": self.holder,
+                "leases": [{"branch_id": b, "epoch": h.epoch} for b, (_n, h) in held.items()],
+            }
+            try:
+                answer = await self._resolver().renew_leases(payload, self._lease_seconds / 3)
+            except RESOLVER_ERRORS as error:
+                log.warning("could not renew branch leases: %s", error)
+                await asyncio.sleep(min(1.0, self._lease_seconds / 6))
+                continue
+            for branch_id in answer.get("revoke") or []:
+                if branch_id in held:
+                    await self.release(held[branch_id][0])
+            for branch_id in answer.get("lost") or []:
+                if branch_id in held:
+                    log.error("lost the lease of branch %s", held[branch_id][1].copy.branch.path)
+                    self._forget(held[branch_id][1])
+
+    # -- start and stop -------------------------------------------------------------------
+
+    async def recover(self, *, patience: float = 30.0) -> None:
+        """Ship what the log holds from before a restart (its leases then released), asking
+        a resolver that is not there yet again for up to `patience` seconds."""
+        left = self.log.unshipped()
+        give_up = time.monotonic() + patience
+        while left:
+            (branch_id, epoch), events = next(iter(left.items()))
+            payload = {
+                "branch_id": branch_id,
+                "holder": self.holder,
+                "epoch": epoch,
+                "events": events,
+                "release": True,
+            }
+            try:
+                await self._resolver().ship_lease_events(payload)
+                log.info("shipped %d hits served before a restart", len(events))
+            except ResolverRejected as rejected:
+                log.error("the resolver refused %d recovered hits: %s", len(events), rejected)
+            except (ResolverUnavailable, ResolverProtocolError) as error:
+                if time.monotonic() > give_up:
+                    log.error("left %d unshipped leases in %s: %s", len(left), self.log.path, error)
+                    return  # the log stays as it is: the next start ships it
+                await asyncio.sleep(0.5)
+                continue
+            self.log.shipped((branch_id, epoch), len(events))
+            del left[(branch_id, epoch)]
+        self.log.recovered()
+
+    async def close(self) -> None:
+        """Ship everything and release every lease (mitmproxy is shutting down)."""
+        for name in list(self._held):
+            try:
+                await self.release(name)
+            except RESOLVER_ERRORS as error:
+                log.error("could not release %s/%s: %s", *name, error)
+        if self._renewer is not None:
+            self._renewer.cancel()
+        self.log.close()

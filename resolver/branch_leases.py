@@ -1,0 +1,175 @@
+"""Branch leases at the resolver: grant one with the branch's state, take a holder's events,
+fence other askers out, and settle leases before anyone reads a branch's state.
+
+A sidecar proxy that holds a branch's lease answers the branch's recorded reads itself
+(proxy/branch_leases.py, deciding with resolver/leased_hits.py) and ships their events here
+behind. Everything else that reads or moves a branch — another proxy's ask, a fork, a seal, an
+export, a report — must see those events first: a resolve for a branch leased to someone else is
+refused with `branch-leased` (its holder is asked to release), and the admin routes call
+`settle` first, which asks the holders back and waits until they have shipped and released or
+their leases have expired. Without it a fork would copy counters that miss the hits a sidecar
+served, and two proxies could serve one occurrence twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from resolver.asks import load_tape_and_branch
+from resolver.errors import BranchLeased, Conflict
+from resolver.schemas import LeaseEventsRequest, LeaseRenewRequest, LeaseTakeRequest
+from store import branch_leases
+from store.db import Store, transaction
+from store.models import Branch, Tape
+from store.refs import BranchRef
+
+log = logging.getLogger(__name__)
+
+# How often `settle` looks whether the holders it asked back have released.
+SETTLE_POLL_SECONDS = 0.02
+
+
+@dataclass(frozen=True)
+class LeaseSettings:
+    lease_seconds: float
+
+
+def fence_out(session: Session, branch: BranchRef, asker: str | None, *, now: float) -> None:
+    """Refuse an ask for a branch another proxy holds the lease of (the caller rolls back and
+    asks the holder back: `ask_back`); void a lease that expired, so its holder's late events
+    are refused once someone else has moved the branch on."""
+    holder = branch.lease_holder
+    if holder is None or holder == asker:
+        return
+    if branch.lease_expires >= now:
+        raise BranchLeased(
+            f"branch {branch.path!r} is leased to proxy {holder!r}, which has been asked to "
+            "ship what it served and release; retry shortly",
+            branch=branch.path,
+            retry_after_seconds=max(0.0, round(branch.lease_expires - now, 3)),
+        )
+    branch_leases.void_expired(branch.id, holder, session=session)
+
+
+def ask_back(store: Store, tape: str, branch: str, *, notify: Callable[[], None]) -> None:
+    """Ask the holder of `tape`/`branch`'s lease to ship and release (after a refused ask)."""
+    with transaction(store.write) as session:
+        _, found = load_tape_and_branch(session, tape, branch)
+        branch_leases.ask_back([found.id], now=time.time(), session=session)
+    notify()
+
+
+def take(store: Store, body: LeaseTakeRequest, settings: LeaseSettings) -> dict[str, Any]:
+    """Grant the lease and hand the holder what it serves from: the tape as a resolve sees it
+    and the branch's counters and versions (a refusal is `branch-leased`)."""
+    now = time.time()
+    with transaction(store.write) as session:
+        tape, branch = load_tape_and_branch(session, body.tape, body.branch)
+        granted = branch_leases.grant(
+            branch.id,
+            body.holder,
+            now=now,
+            lease_seconds=settings.lease_seconds,
+            session=session,
+        )
+        if isinstance(granted, branch_leases.Refused):
+            refusal = granted
+        else:
+            counts, versions = branch_leases.branch_state(branch.id, session=session)
+            return {
+                "epoch": granted.epoch,
+                "expires": granted.expires,
+                "lease_seconds": settings.lease_seconds,
+                "tape": {
+                    "id": tape.id,
+                    "name": tape.name,
+                    "world_seed": tape.world_seed,
+                    "mode": tape.mode,
+                    "online": tape.online,
+                    "dependency_model": tape.dependency_model,
+                    "config": tape.config,
+                },
+                "branch": {"id": branch.id, "path": branch.path},
+                "counts": counts,
+                "versions": versions,
+            }
+    raise BranchLeased(
+        f"branch {body.branch!r} cannot be leased now: {refusal.reason}",
+        branch=body.branch,
+        retry_after_seconds=max(0.0, round(refusal.expires - now, 3)),
+    )
+
+
+def ship(store: Store, body: LeaseEventsRequest) -> dict[str, Any]:
+    """Apply a holder's events (and release its lease if it asks); `409` if it lost it."""
+    with transaction(store.write) as session:
+        events = [event.model_dump() for event in body.events]
+        for event in events:
+            event.update(decision="shared", is_read=True)
+        if not branch_leases.apply_events(
+            body.branch_id, body.holder, body.epoch, events, session=session
+        ):
+            raise Conflict(
+                f"proxy {body.holder!r} no longer holds the lease of branch {body.branch_id} at "
+                f"epoch {body.epoch}: its {len(events)} events were not applied",
+                branch_id=body.branch_id,
+            )
+        if body.release:
+            branch_leases.release(body.branch_id, body.holder, body.epoch, session=session)
+    return {"applied": len(events), "released": body.release}
+
+
+def renew(store: Store, body: LeaseRenewRequest, settings: LeaseSettings) -> dict[str, Any]:
+    """Extend a holder's leases; name those asked back (ship and release) and those lost."""
+    held = [(lease.branch_id, lease.epoch) for lease in body.leases]
+    with transaction(store.write) as session:
+        renewed, revoked, lost = branch_leases.renew(
+            body.holder,
+            held,
+            now=time.time(),
+            lease_seconds=settings.lease_seconds,
+            session=session,
+        )
+    return {
+        "lease_seconds": settings.lease_seconds,
+        "renewed": renewed,
+        "revoke": revoked,
+        "lost": lost,
+    }
+
+
+def settle(
+    store: Store, tape: str, branch: str | None = None, *, notify: Callable[[], None]
+) -> None:
+    """Before a branch's state is read or copied: ask the holders of the tape's leases (or of
+    `branch`'s alone) to ship and release, and wait until they have or their leases expired.
+
+    Runs in the route's worker thread; a tape with no lease held costs one read."""
+    with transaction(store.write) as session:
+        branch_ids = _branch_ids(session, tape, branch)
+        deadline = branch_leases.ask_back(branch_ids, now=time.time(), session=session)
+    if deadline == 0.0:
+        return
+    notify()
+    while True:
+        now = time.time()
+        with transaction(store.read) as session:
+            if not branch_leases.any_held(branch_ids, now=now, session=session):
+                return
+        if now > deadline:
+            return
+        time.sleep(SETTLE_POLL_SECONDS)
+
+
+def _branch_ids(session: Session, tape: str, branch: str | None) -> list[int]:
+    query = select(Branch.id).join(Tape, Tape.id == Branch.tape_id).where(Tape.name == tape)
+    if branch is not None:
+        query = query.where(Branch.path == branch)
+    return list(session.scalars(query))  # none: the route's own lookup says what is missing

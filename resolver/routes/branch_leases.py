@@ -1,0 +1,90 @@
+"""`/v1/leases/*`: a sidecar proxy takes a branch's lease, ships the hits it served, renews.
+
+The proxy's side is proxy/branch_leases.py; the rules are resolver/branch_leases.py and
+store/branch_leases.py. `renew` is a long poll: held up to a third of the lease, it answers at
+once when one of the holder's branches is asked back (a fork, a seal, another proxy's ask), so
+a holder ships and releases within a round trip instead of at its next renewal. Without these
+routes a proxy could not answer any hit itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from starlette.concurrency import run_in_threadpool
+
+from resolver import branch_leases
+from resolver.auth import require_proxy
+from resolver.schemas import LeaseEventsRequest, LeaseRenewRequest, LeaseTakeRequest
+
+router = APIRouter(prefix="/v1/leases", tags=["internal"], dependencies=[Depends(require_proxy)])
+
+
+class Revocations:
+    """Wakes held renewals when a lease is asked back in this process (other replicas' asks
+    are seen at the renewal's end, a third of a lease later at most)."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._changed: asyncio.Event | None = None
+
+    def _event(self) -> asyncio.Event:
+        if self._changed is None:
+            self._loop = asyncio.get_running_loop()
+            self._changed = asyncio.Event()
+        return self._changed
+
+    def notify(self) -> None:
+        """Safe from any thread (the admin routes run in worker threads)."""
+        loop, changed = self._loop, self._changed
+        if loop is None or changed is None:
+            return
+        loop.call_soon_threadsafe(changed.set)
+
+    async def wait(self, timeout: float) -> None:
+        changed = self._event()
+        try:
+            await asyncio.wait_for(changed.wait(), timeout)
+        except TimeoutError:
+            return
+        changed.clear()
+
+
+def settle_before(request: Request, tape: str, branch: str | None = None) -> None:
+    """For an admin route about to read or copy a branch's state (in its worker thread): the
+    tape's (or `branch`'s) lease holders ship what they served and release first."""
+    state = request.app.state
+    branch_leases.settle(state.store, tape, branch, notify=state.revocations.notify)
+
+
+def _settings(request: Request) -> branch_leases.LeaseSettings:
+    return branch_leases.LeaseSettings(request.app.state.settings.branch_lease_seconds)
+
+
+@router.post("/take")
+async def take(body: LeaseTakeRequest, request: Request) -> dict[str, Any]:
+    """Grant the branch's lease to `holder`, with the branch's counters and versions."""
+    state = request.app.state
+    try:
+        return await run_in_threadpool(branch_leases.take, state.store, body, _settings(request))
+    finally:
+        state.revocations.notify()  # a refused grant asked the holder back
+
+
+@router.post("/events")
+async def events(body: LeaseEventsRequest, request: Request) -> dict[str, Any]:
+    """Apply the hits a holder served, in order; `release` ends its lease after them."""
+    return await run_in_threadpool(branch_leases.ship, request.app.state.store, body)
+
+
+@router.post("/renew")
+async def renew(body: LeaseRenewRequest, request: Request) -> dict[str, Any]:
+    """Extend the holder's leases; held until one is asked back or a third of a lease passed."""
+    state, settings = request.app.state, _settings(request)
+    answer = await run_in_threadpool(branch_leases.renew, state.store, body, settings)
+    if answer["revoke"] or answer["lost"] or not body.leases:
+        return answer
+    await state.revocations.wait(settings.lease_seconds / 3)
+    return await run_in_threadpool(branch_leases.renew, state.store, body, settings)

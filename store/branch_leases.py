@@ -1,0 +1,199 @@
+"""Branch leases: which sidecar proxy answers a branch's hits itself, fenced by epoch.
+
+A proxy holding a branch's lease keeps the branch's occurrence counters in memory, serves its
+recorded reads without asking the resolver and ships their events behind (proxy/branch_leases.py).
+That is only sound while nobody else moves the branch on, so the lease is one row per branch:
+a grant to a new holder raises `epoch`; events are applied only for the holder and epoch that
+served them (a stale holder's are refused); anyone else who needs the branch's state asks the
+holder to flush and release (`revoke`), or waits for the lease to expire. Without this module
+two proxies could each serve the same occurrence of one branch, and a fork could copy counters
+that miss the hits a sidecar had not shipped yet. Functions take `session=` and never commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from store import counters, exchanges
+from store.models import BranchLease, OccurrenceCounter, PendingRecord, ResourceVersion
+from store.upsert import insert_for
+
+
+@dataclass(frozen=True)
+class Granted:
+    """A lease held: its epoch and wall-time expiry."""
+
+    epoch: int
+    expires: float
+
+
+@dataclass(frozen=True)
+class Refused:
+    """Not granted: another holder's lease runs until `expires` (it was asked to release), or
+    (`expires` 0) the branch has a live call in flight that would move its counters."""
+
+    expires: float
+    reason: str
+
+
+def _locked(branch_id: int, session: Session) -> BranchLease:
+    """The branch's lease row, created empty if it has none, locked for this transaction."""
+    session.execute(
+        insert_for(session, BranchLease.__table__)
+        .values(branch_id=branch_id, holder=None, epoch=0, expires=0.0, revoke=False)
+        .on_conflict_do_nothing(index_elements=["branch_id"])
+    )
+    query = select(BranchLease).where(BranchLease.branch_id == branch_id).with_for_update()
+    return session.execute(query).scalar_one()
+
+
+def grant(
+    branch_id: int, holder: str, *, now: float, lease_seconds: float, session: Session
+) -> Granted | Refused:
+    """Grant (or extend) `holder`'s lease on the branch.
+
+    Refused while another holder's lease runs (that holder is asked to release) or while a live
+    call of the branch is pending: its record will move the branch's counters, which the new
+    holder would not see."""
+    lease = _locked(branch_id, session)
+    if lease.holder not in (None, holder) and lease.expires >= now:
+        lease.revoke = True
+        return Refused(lease.expires, f"the branch is leased to another proxy ({lease.holder})")
+    pending = select(PendingRecord.ticket).where(PendingRecord.branch_id == branch_id).limit(1)
+    if lease.holder != holder and session.execute(pending).first() is not None:
+        return Refused(0.0, "a live call of the branch is in flight; ask the resolver meanwhile")
+    if lease.holder != holder:
+        lease.epoch += 1
+        lease.holder = holder
+    lease.revoke = False
+    lease.expires = now + lease_seconds
+    session.flush()
+    return Granted(lease.epoch, lease.expires)
+
+
+def branch_state(branch_id: int, *, session: Session) -> tuple[dict[str, int], dict[str, str]]:
+    """The branch's occurrence counts by key and resource versions: what a holder serves from."""
+    counts = session.execute(
+        select(OccurrenceCounter.key_hash, OccurrenceCounter.count).where(
+            OccurrenceCounter.branch_id == branch_id
+        )
+    )
+    versions = session.execute(
+        select(ResourceVersion.resource, ResourceVersion.version).where(
+            ResourceVersion.branch_id == branch_id
+        )
+    )
+    return {key: int(count) for key, count in counts}, {r: str(v) for r, v in versions}
+
+
+def renew(
+    holder: str,
+    held: Iterable[tuple[int, int]],
+    *,
+    now: float,
+    lease_seconds: float,
+    session: Session,
+) -> tuple[list[int], list[int], list[int]]:
+    """Extend each (branch id, epoch) `holder` still holds; (renewed, revoke asked, lost).
+
+    A lease someone asked back is not extended: the holder flushes and releases it."""
+    renewed: list[int] = []
+    revoked: list[int] = []
+    lost: list[int] = []
+    for branch_id, epoch in held:
+        lease = session.get(BranchLease, branch_id, with_for_update=True)
+        if lease is None or lease.holder != holder or lease.epoch != epoch:
+            lost.append(branch_id)
+        elif lease.revoke:
+            revoked.append(branch_id)
+        else:
+            lease.expires = now + lease_seconds
+            renewed.append(branch_id)
+    session.flush()
+    return renewed, revoked, lost
+
+
+def release(branch_id: int, holder: str, epoch: int, *, session: Session) -> bool:
+    """End `holder`'s lease (its events shipped first); False if it no longer held it."""
+    result = session.execute(
+        update(BranchLease)
+        .where(
+            BranchLease.branch_id == branch_id,
+            BranchLease.holder == holder,
+            BranchLease.epoch == epoch,
+        )
+        .values(holder=None, revoke=False, expires=0.0)
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def void_expired(branch_id: int, holder: str, *, session: Session) -> None:
+    """Another asker moves the branch on after `holder`'s lease expired: its events are
+    refused from now on (a re-grant raises the epoch)."""
+    session.execute(
+        update(BranchLease)
+        .where(BranchLease.branch_id == branch_id, BranchLease.holder == holder)
+        .values(holder=None, revoke=False, expires=0.0)
+    )
+
+
+def ask_back(branch_ids: Sequence[int], *, now: float, session: Session) -> float:
+    """Ask the holders of these branches' live leases to flush and release; the latest expiry
+    among them (0.0 when none is held)."""
+    if not branch_ids:
+        return 0.0
+    held = session.execute(
+        update(BranchLease)
+        .where(
+            BranchLease.branch_id.in_(branch_ids),
+            BranchLease.holder.is_not(None),
+            BranchLease.expires >= now,
+        )
+        .values(revoke=True)
+        .returning(BranchLease.expires)
+    )
+    return max((float(expires) for (expires,) in held), default=0.0)
+
+
+def any_held(branch_ids: Sequence[int], *, now: float, session: Session) -> bool:
+    """Whether any of these branches is still leased (unexpired)."""
+    if not branch_ids:
+        return False
+    query = (
+        select(BranchLease.branch_id)
+        .where(
+            BranchLease.branch_id.in_(branch_ids),
+            BranchLease.holder.is_not(None),
+            BranchLease.expires >= now,
+        )
+        .limit(1)
+    )
+    return session.execute(query).first() is not None
+
+
+def apply_events(
+    branch_id: int,
+    holder: str,
+    epoch: int,
+    events: Sequence[dict[str, Any]],
+    *,
+    session: Session,
+) -> bool:
+    """The events a holder served, written as a resolve writes a hit's: each its event and its
+    occurrence (advanced, never back). False, and nothing written, if `holder` no longer holds
+    the lease at `epoch` (an expired lease nobody took is still its own)."""
+    lease = session.get(BranchLease, branch_id, with_for_update=True)
+    if lease is None or lease.holder != holder or lease.epoch != epoch:
+        return False
+    for event in events:
+        attempt = event.pop("attempt", None)
+        exchanges.add_next_event(session=session, branch_id=branch_id, **event)
+        counters.advance_occurrence(
+            branch_id, event["key_hash"], event["occurrence"], attempt=attempt, session=session
+        )
+    return True

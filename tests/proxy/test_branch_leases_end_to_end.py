@@ -1,0 +1,162 @@
+"""Branch leases through the real proxy and resolver: leased hits cost the resolver nothing, a
+fork of a leased branch sees them, a proxy killed before shipping ships them when it restarts,
+and another proxy's ask for a leased branch waits for the holder to release."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.proxy.stack import Stack, running_stack
+from tests.proxy.test_end_to_end import ask
+from tests.proxy.upstream_server import Upstream
+from tests.support.servers import start_server, wait_until
+
+LEASES = ("--set", "groundhog_branch_leases=true")
+
+
+@pytest.fixture
+def leased(tmp_path: Path) -> Iterator[Stack]:
+    """A resolver with short branch leases and a proxy that takes them; the proxy's hits wait
+    a minute to be shipped, so a test sees them unshipped (its log holds them meanwhile)."""
+    env = {"GROUNDHOG_BRANCH_LEASE_SECONDS": "3"}
+    ship = ("--set", "groundhog_lease_ship_seconds=60")
+    with running_stack(tmp_path / "data", *LEASES, *ship, resolver_env=env) as stack:
+        yield stack
+
+
+def resolves(stack: Stack) -> float:
+    """How many `/v1/resolve` calls the resolver has answered (its own metric)."""
+    text = httpx.get(stack.resolver.url + "/metrics", timeout=30, trust_env=False).text
+    found = re.search(r"^groundhog_resolve_seconds_count (\S+)$", text, re.MULTILINE)
+    assert found is not None, text
+    return float(found.group(1))
+
+
+def events(stack: Stack, tape: str, branch: str) -> list[dict]:
+    route = f"/v1/tapes/{tape}/events"
+    return stack.admin("GET", route, params={"branch": branch}).json()["events"]
+
+
+def warm(stack: Stack, tape: str, upstream: Upstream, paths: list[str]) -> list[str]:
+    """Record `paths` on root/b0 and share them with root/b1 (whose proxy then keeps their
+    answers): the remaining children of root start where they did."""
+    children = stack.fork(tape, 4)
+    for branch in children[:2]:
+        for path in paths:
+            reply = ask(stack, tape, branch, f"{upstream.url}{path}")
+            assert reply.status == 200, reply.body
+    return children
+
+
+def test_a_leased_branch_serves_its_recorded_reads_without_asking_the_resolver(
+    leased: Stack, upstream: Upstream
+) -> None:
+    tape = leased.open_tape()
+    paths = ["/item/a", "/item/b", "/item/c"]
+    children = warm(leased, tape, upstream, paths)
+    before = resolves(leased)
+
+    served = [ask(leased, tape, children[2], f"{upstream.url}{path}") for path in paths]
+
+    assert resolves(leased) == before, "a leased hit asked the resolver"
+    assert [reply.headers["x-groundhog-decision"] for reply in served] == ["shared"] * 3
+    assert upstream.state.count() == len(paths), "the world was asked once per address"
+    # The events route settles the lease first: the hits are shipped and counted.
+    shipped = events(leased, tape, children[2])
+    assert [(e["decision"], e["occurrence"]) for e in shipped] == [("shared", 0)] * 3
+    assert leased.branch(tape, children[2])["events"] == 3
+    assert [e["exchange_id"] for e in shipped] == [
+        e["exchange_id"] for e in events(leased, tape, children[0])
+    ]
+
+
+def test_bytes_served_from_the_lease_are_the_recorded_bytes(
+    leased: Stack, upstream: Upstream
+) -> None:
+    tape = leased.open_tape()
+    b0, b1, b2, _ = leased.fork(tape, 4)
+    url = f"{upstream.url}/item/x"
+    recorded = [ask(leased, tape, b0, url) for _ in range(2)]  # occurrences 0 and 1
+    assert [reply.headers["x-groundhog-decision"] for reply in recorded] == ["recorded"] * 2
+    assert recorded[0].body != recorded[1].body  # the world answers each call anew
+    assert ask(leased, tape, b1, url).body == recorded[0].body  # the proxy keeps it
+    before = resolves(leased)
+    leased_hit = ask(leased, tape, b2, url)
+    assert resolves(leased) == before
+    assert leased_hit.body == recorded[0].body
+    # Occurrence 1 was never served through this proxy: the resolver answers it.
+    assert ask(leased, tape, b2, url).body == recorded[1].body
+    assert resolves(leased) == before + 1
+
+
+def test_a_fork_of_a_leased_branch_starts_after_the_hits_its_sidecar_served(
+    leased: Stack, upstream: Upstream
+) -> None:
+    tape = leased.open_tape()
+    children = warm(leased, tape, upstream, ["/item/a"])
+    before = ask(leased, tape, children[2], f"{upstream.url}/item/a")
+    assert before.headers["x-groundhog-decision"] == "shared"
+
+    # The hit is still in the proxy (shipped in a minute): the fork asks for it first.
+    grandchild = leased.fork(tape, 1, parent=children[2])[0]
+    after = ask(leased, tape, grandchild, f"{upstream.url}/item/a")
+
+    assert after.headers["x-groundhog-decision"] == "recorded"  # occurrence 1, not 0 again
+    assert after.body != before.body
+    assert upstream.state.count("/item/a") == 2
+
+
+def test_a_proxy_killed_before_shipping_ships_its_hits_when_it_restarts(
+    leased: Stack, upstream: Upstream
+) -> None:
+    tape = leased.open_tape()
+    children = warm(leased, tape, upstream, ["/item/a", "/item/b"])
+    for path in ["/item/a", "/item/b"]:
+        assert ask(leased, tape, children[2], f"{upstream.url}{path}").status == 200
+    leased.crash_proxy()  # its hits are in its log only
+    # Nothing shipped: the resolver's count of the branch is as the fork left it.
+    assert leased.branch(tape, children[2])["events"] == 0
+
+    leased.restart_proxy()
+    wait_until(lambda: leased.branch(tape, children[2])["events"] == 2, timeout=60)
+    shipped = events(leased, tape, children[2])
+    assert [(e["decision"], e["occurrence"]) for e in shipped] == [("shared", 0)] * 2
+    # And the branch goes on from there: its next ask of /item/a is occurrence 1.
+    again = ask(leased, tape, children[2], f"{upstream.url}/item/a")
+    assert again.headers["x-groundhog-decision"] == "recorded"
+
+
+def test_another_proxy_asking_a_leased_branch_is_answered_once_the_holder_released(
+    leased: Stack, upstream: Upstream, tmp_path: Path
+) -> None:
+    tape = leased.open_tape()
+    children = warm(leased, tape, upstream, ["/item/a"])
+    held = ask(leased, tape, children[2], f"{upstream.url}/item/a")
+    assert held.headers["x-groundhog-decision"] == "shared"
+    other = start_server(
+        [
+            "proxy",
+            "--resolver-url",
+            leased.resolver.url,
+            "--data",
+            str(tmp_path / "other"),
+            "--ca-dir",
+            str(leased.data_dir / "ca"),
+            "--ssl-insecure",
+        ],
+        health_path=None,
+    )
+    try:
+        second = Stack(leased.resolver, other, leased.data_dir)
+        reply = ask(second, tape, children[2], f"{upstream.url}/item/a")
+    finally:
+        other.stop()
+    # The holder shipped its hit first: the other proxy's ask is the branch's second.
+    assert reply.status == 200, reply.body
+    assert reply.headers["x-groundhog-decision"] == "recorded"
+    assert [e["occurrence"] for e in events(leased, tape, children[2])] == [0, 1]

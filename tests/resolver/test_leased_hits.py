@@ -1,0 +1,144 @@
+"""A lease holder's local decision is the resolver's: the same address for a hit, and `None`
+wherever the resolver would do anything but serve a plain hit (or needs what the copy lacks)."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy.orm import Session
+
+from resolver import answers
+from resolver.branch_leases import LeaseSettings, take
+from resolver.cache import Recorded
+from resolver.leased_hits import BranchCopy, local_hit
+from resolver.policy import Action, Decision
+from resolver.recording import Recorder
+from resolver.resolution import Resolver
+from resolver.resolve_results import Resolution
+from resolver.schemas import LeaseTakeRequest, RecordRequest, ResolveRequest, ResponseIn
+from resolver.wakeups import Address
+from store import exchanges
+from store.branches import fork_branch, get_branch
+from store.db import Store, open_store, transaction
+from store.tapes import create_tape
+
+
+def make_tape(session: Session, name: str, *, model: str = "closure", config=None) -> None:
+    tape = create_tape(
+        session=session,
+        name=name,
+        world_seed=1,
+        mode="groundhog",
+        online=True,
+        dependency_model=model,
+        config=config or {},
+    )
+    root = get_branch(tape.id, "root", session=session)
+    assert root is not None
+    for child in ("root/a", "root/b"):
+        fork_branch(root, child, {}, session=session)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    opened = open_store(f"sqlite:///{tmp_path / 'leased.sqlite3'}")
+    with transaction(opened.write) as session:
+        make_tape(session, "t")
+        make_tape(session, "hinted", model="hints")
+        make_tape(session, "faulty", config={"faults": [{"kind": "429", "rate": 1.0}]})
+    yield opened
+    opened.dispose()
+
+
+def wire(tape: str, branch: str, path: str, **fields) -> ResolveRequest:
+    """A resolve body; asked as holder `h`, which `copy_of` leases the branch to."""
+    fields.setdefault("method", "GET")
+    return ResolveRequest(
+        tape=tape, branch=branch, scheme="http", host="w.example", port=80, path=path,
+        lease_holder="h", **fields,
+    )  # fmt: skip
+
+
+def record(resolver: Resolver, store: Store, ask: ResolveRequest, body: bytes) -> None:
+    forward = resolver.resolve(ask)
+    assert isinstance(forward, Resolution) and forward.action is Action.FORWARD
+    response = ResponseIn(status=200, body=base64.b64encode(body).decode())
+    Recorder(store, max_body_bytes=1024).record(
+        RecordRequest(ticket=forward.ticket, response=response)
+    )
+
+
+def copy_of(store: Store, tape: str, branch: str) -> BranchCopy:
+    grant = take(store, LeaseTakeRequest(tape=tape, branch=branch, holder="h"), LeaseSettings(5))
+    return BranchCopy.from_grant(grant)
+
+
+def finder(store: Store):
+    def find(address: Address) -> Recorded | None:
+        with transaction(store.read) as session:
+            answer = exchanges.find_answer(*address, session=session)
+        if answer is None:
+            return None
+        return Recorded(answer.exchange_id, answers.from_answer(answer), answer.headers)
+
+    return find
+
+
+def test_a_local_hit_is_the_resolvers_hit_at_the_same_address(store: Store) -> None:
+    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    for body in (b"first", b"second"):
+        record(resolver, store, wire("t", "root/a", "/x"), body)
+    copy = copy_of(store, "t", "root/b")
+    hit = local_hit(copy, wire("t", "root/b", "/x"), b"", finder(store))
+    served = resolver.resolve(wire("t", "root/b", "/x"))
+    assert hit is not None and isinstance(served, Resolution)
+    assert served.decision is Decision.SHARED
+    assert (hit.ask.key, hit.ask.occurrence, hit.ask.fingerprint) == (
+        served.ask.key,
+        served.ask.occurrence,
+        served.ask.fingerprint,
+    )
+    assert hit.recorded.exchange_id == served.exchange_id
+    assert hit.recorded.response == served.response
+    # Counted in the copy, the next ask is the next occurrence, as at the resolver.
+    copy.counts[hit.ask.key.hash] = hit.ask.occurrence + 1
+    second = local_hit(copy, wire("t", "root/b", "/x"), b"", finder(store))
+    assert second is not None and second.ask.occurrence == 1
+    assert base64.b64decode(second.recorded.response["body"]) == b"second"
+
+
+def test_nothing_recorded_or_a_write_is_the_resolvers_to_decide(store: Store) -> None:
+    copy = copy_of(store, "t", "root/b")
+    find = finder(store)
+    assert local_hit(copy, wire("t", "root/b", "/never"), b"", find) is None
+    post = wire("t", "root/b", "/x", method="POST", body=base64.b64encode(b"{}").decode())
+    assert local_hit(copy, post, b"{}", find) is None
+
+
+def test_a_branch_that_wrote_reads_at_its_own_fingerprint(store: Store) -> None:
+    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    record(resolver, store, wire("t", "root/a", "/doc"), b"base")
+    post = wire("t", "root/b", "/doc", method="POST")
+    record(resolver, store, post, b"written")
+    copy = copy_of(store, "t", "root/b")
+    assert copy.versions, "the grant carries the branch's versions"
+    # root/a's recording is at the unwritten fingerprint: root/b must not be served it.
+    assert local_hit(copy, wire("t", "root/b", "/doc"), b"", finder(store)) is None
+    refetched = resolver.resolve(wire("t", "root/b", "/doc"))
+    assert isinstance(refetched, Resolution) and refetched.decision is Decision.REFETCHED
+
+
+def test_what_the_copy_cannot_tell_is_left_to_the_resolver(store: Store) -> None:
+    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    for tape in ("hinted", "faulty"):
+        copy = copy_of(store, tape, "root/b")
+        assert local_hit(copy, wire(tape, "root/b", "/x"), b"", finder(store)) is None
+    # A request carrying a secret is keyed by the deployment's key, which the copy lacks.
+    record(resolver, store, wire("t", "root/a", "/s", headers=[("Authorization", "Bearer k")]), b"")
+    copy = copy_of(store, "t", "root/b")
+    secret = wire("t", "root/b", "/s", headers=[("Authorization", "Bearer k")])
+    assert local_hit(copy, secret, b"", finder(store)) is None
+    assert isinstance(resolver.resolve(secret), Resolution)

@@ -1,0 +1,123 @@
+"""store/branch_leases.py on SQLite and PostgreSQL: one holder at a time, epochs fence a stale
+holder's events out, a lease asked back is not renewed, and events move the branch on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy.orm import Session
+
+from store import branch_leases
+from store.branches import get_branch
+from store.db import Store, transaction
+from store.models import Branch
+from store.tapes import create_tape
+from tests.support.store_databases import store_of_kind
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    with store_of_kind(request, tmp_path / "leases.sqlite3") as opened:
+        yield opened
+
+
+@pytest.fixture
+def branch_id(any_store: Store) -> int:
+    with transaction(any_store.write) as session:
+        tape = create_tape(
+            session=session,
+            name="t",
+            world_seed=1,
+            mode="groundhog",
+            online=True,
+            dependency_model="closure",
+            config={},
+        )
+        root = get_branch(tape.id, "root", session=session)
+        assert root is not None
+        return root.id
+
+
+def grant(store: Store, branch_id: int, holder: str, now: float):
+    with transaction(store.write) as session:
+        return branch_leases.grant(branch_id, holder, now=now, lease_seconds=5, session=session)
+
+
+def event(key: str, occurrence: int) -> dict:
+    return {
+        "method": "GET",
+        "url": f"http://w/{key}",
+        "key_hash": key,
+        "occurrence": occurrence,
+        "fingerprint": "",
+        "decision": "shared",
+        "is_read": True,
+        "true_fingerprint_nonempty": False,
+        "exchange_id": None,
+    }
+
+
+def test_one_holder_at_a_time_and_each_new_holder_a_new_epoch(
+    any_store: Store, branch_id: int
+) -> None:
+    first = grant(any_store, branch_id, "p", now=100.0)
+    assert isinstance(first, branch_leases.Granted) and first.expires == 105.0
+    again = grant(any_store, branch_id, "p", now=101.0)
+    assert isinstance(again, branch_leases.Granted) and again.epoch == first.epoch
+    refused = grant(any_store, branch_id, "q", now=102.0)
+    assert isinstance(refused, branch_leases.Refused) and refused.expires == 106.0
+    # Refused, q asked p back: p's renewal hears it and is not extended.
+    with transaction(any_store.write) as session:
+        renewed, revoked, lost = branch_leases.renew(
+            "p", [(branch_id, first.epoch)], now=103.0, lease_seconds=5, session=session
+        )
+    assert (renewed, revoked, lost) == ([], [branch_id], [])
+    taken = grant(any_store, branch_id, "q", now=107.0)  # p's lease expired
+    assert isinstance(taken, branch_leases.Granted) and taken.epoch == first.epoch + 1
+
+
+def test_a_stale_holders_events_are_refused_and_a_holders_move_the_branch_on(
+    any_store: Store, branch_id: int
+) -> None:
+    p = grant(any_store, branch_id, "p", now=100.0)
+    assert isinstance(p, branch_leases.Granted)
+    with transaction(any_store.write) as session:
+        applied = branch_leases.apply_events(
+            branch_id, "p", p.epoch, [event("k", 0), event("k", 1)], session=session
+        )
+    assert applied
+    with transaction(any_store.read) as session:
+        counts, _versions = branch_leases.branch_state(branch_id, session=session)
+        assert get_branch_events(session, branch_id) == 2
+    assert counts == {"k": 2}
+    with transaction(any_store.write) as session:
+        branch_leases.void_expired(branch_id, "p", session=session)  # someone moved it on
+    q = grant(any_store, branch_id, "q", now=200.0)
+    assert isinstance(q, branch_leases.Granted)
+    with transaction(any_store.write) as session:
+        late = branch_leases.apply_events(branch_id, "p", p.epoch, [event("k", 2)], session=session)
+    assert not late
+    with transaction(any_store.read) as session:
+        assert branch_leases.branch_state(branch_id, session=session)[0] == {"k": 2}
+
+
+def test_asking_back_names_the_latest_expiry_and_release_ends_the_lease(
+    any_store: Store, branch_id: int
+) -> None:
+    p = grant(any_store, branch_id, "p", now=100.0)
+    assert isinstance(p, branch_leases.Granted)
+    with transaction(any_store.write) as session:
+        assert branch_leases.ask_back([branch_id], now=101.0, session=session) == 105.0
+        assert branch_leases.any_held([branch_id], now=101.0, session=session)
+        assert branch_leases.release(branch_id, "p", p.epoch, session=session)
+        assert not branch_leases.any_held([branch_id], now=101.0, session=session)
+        assert branch_leases.ask_back([branch_id], now=101.0, session=session) == 0.0
+        assert not branch_leases.release(branch_id, "p", p.epoch, session=session)
+
+
+def get_branch_events(session: Session, branch_id: int) -> int:
+    branch = session.get(Branch, branch_id)
+    assert branch is not None
+    return branch.event_count

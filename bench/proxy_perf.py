@@ -4,7 +4,9 @@ Every worker request goes through the proxy, so its latency and throughput bound
 speed. This script measures, at 1 and 8 concurrent clients over plain HTTP on loopback:
 the upstream directly; mitmdump with no addon; mitmdump's own server replay
 (`server_replay_reuse`); Groundhog's record path (resolve, live fetch, record) and hit path
-(served from tape) through the real resolver; four sibling branches asking one new address
+(served from tape) through the real resolver, and through a proxy taking branch leases
+(`groundhog_branch_leases`: its first ask of an address, then a sibling's, which it answers
+itself); four sibling branches asking one new address
 at once (one records, three wait on it; latency is the group's last answer, against one plain
 forward through mitmdump) and, taking turns with it, four concurrent plain forwards of four new
 addresses through mitmdump with no addon (the group's last answer): mitmproxy spends several ms
@@ -80,6 +82,9 @@ MCP_RECORD = "groundhog MCP tools/call record path"
 MCP_HIT = "groundhog MCP tools/call hit path"
 MCP_NO_ADDON = "mitmproxy (no addon), MCP tools/call"
 PROXY_CLIENT = "proxy's client"
+LEASED_FIRST = "groundhog hit path, leased sidecar, first ask of an address"
+LEASED_HIT = "groundhog hit path, leased sidecar"
+LEASES_ON = ("--set", "groundhog_branch_leases=true")
 
 
 def measure(quick: bool = False, database_url: str | None = None) -> list[dict[str, Any]]:
@@ -106,6 +111,8 @@ def measure(quick: bool = False, database_url: str | None = None) -> list[dict[s
         kids.append(resolver)
         proxy = start_proxy("proxy", resolver.url, work)
         kids.append(proxy)
+        leased = start_proxy("leased-proxy", resolver.url, work, *LEASES_ON)
+        kids.append(leased)
         plain = start_mitmdump("mitmdump", [], work)
         kids.append(plain)
         instant = start_child(
@@ -125,7 +132,7 @@ def measure(quick: bool = False, database_url: str | None = None) -> list[dict[s
                 warm = urls_for(upstream.url, clients, 5, f"warm{clients}")
                 measured = _mitmproxy_conditions(urls, warm, work)
                 measured |= _groundhog_conditions(
-                    resolver.url, proxy.port, plain.url, urls, warm, tapes[clients]
+                    resolver.url, (proxy.port, leased.port), plain.url, urls, warm, tapes[clients]
                 )
                 # The proxy's own cost: a hit answered by a resolver stand-in that does no work.
                 lone = [proxy_with_identity(lone_proxy.port, "perf", "root")] * clients
@@ -188,29 +195,36 @@ def _mitmproxy_conditions(
 
 def _groundhog_conditions(
     resolver_url: str,
-    proxy_port: int,
+    proxy_ports: tuple[int, int],
     plain_url: str,
     urls: list[list[str]],
     warm: list[list[str]],
     tape: str,
 ) -> dict[str, dict[str, float]]:
-    """Record and hit paths, taking turns with their baseline (mitmdump with no addon)."""
+    """Record and hit paths, taking turns with their baseline (mitmdump with no addon).
+
+    `proxy_ports`: the proxy as deployed by default, and one taking branch leases: its first
+    ask of an address is a resolver hit it keeps; a sibling's next one is answered by it."""
     clients = len(urls)
-    branches = open_tape(resolver_url, tape, 5 * clients + 2)
-    recorders, hitters, by_proxy_client, by_aiohttp, by_httpx = (
-        branches[k * clients : (k + 1) * clients] for k in range(5)
+    proxy_port, leased_port = proxy_ports
+    branches = open_tape(resolver_url, tape, 7 * clients + 3)
+    recorders, hitters, by_proxy_client, by_aiohttp, by_httpx, first_leased, leased_hitters = (
+        branches[k * clients : (k + 1) * clients] for k in range(7)
     )
 
-    def as_branches(names: list[str]) -> list[str | None]:
-        return [proxy_with_identity(proxy_port, tape, name) for name in names]
+    def as_branches(names: list[str], port: int = proxy_port) -> list[str | None]:
+        return [proxy_with_identity(port, tape, name) for name in names]
 
     asyncio.run(load([plain_url] * clients, warm))
     asyncio.run(load(as_branches([branches[-2]] * clients), warm))
     asyncio.run(load(as_branches([branches[-1]] * clients), warm))
+    asyncio.run(load(as_branches([branches[-3]] * clients, leased_port), warm))
     conditions: list[tuple[str, Sequence[str | None]]] = [
         (NO_ADDON, [plain_url] * clients),
         ("groundhog record path", as_branches(recorders)),
         ("groundhog hit path", as_branches(hitters)),
+        (LEASED_FIRST, as_branches(first_leased, leased_port)),
+        (LEASED_HIT, as_branches(leased_hitters, leased_port)),
     ]
     measured = asyncio.run(interleaved(conditions, urls))
     # An MCP tools/call of a read-only tool (the operation read from the body, its id left

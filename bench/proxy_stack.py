@@ -168,8 +168,10 @@ def delete_tapes(resolver_url: str, tapes: Sequence[str]) -> None:
             logger.warning("could not delete tape %s: %s", tape, answer.status_code)
 
 
-def start_proxy(name: str, resolver_url: str, work: Path) -> ChildService:
-    return start_child(name, proxy_arguments(resolver_url, work), health="tcp", log_dir=work)
+def start_proxy(name: str, resolver_url: str, work: Path, *extra: str) -> ChildService:
+    """A Groundhog proxy on the resolver (`extra`: more flags, e.g. `--set` options)."""
+    command = [*proxy_arguments(resolver_url, work), *extra]
+    return start_child(name, command, health="tcp", log_dir=work)
 
 
 def start_sidecars(

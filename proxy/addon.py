@@ -14,18 +14,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from pathlib import Path
+from functools import partial
 
 from mitmproxy import connection, ctx, http
 from mitmproxy.addonmanager import Loader
-from mitmproxy.exceptions import OptionsError
 from mitmproxy.proxy import layer, server_hooks
 
 from groundhog.protocol.decisions import Action, Decision
-from groundhog.protocol.wire import ResolveAnswer, ResolveAsk, WireResponse
+from groundhog.protocol.wire import RecordAnswer, ResolveAnswer, ResolveAsk, WireResponse
 from proxy import faults, native, problems
 from proxy.attempts import Attempts
-from proxy.branch_leases import LeaseBook
+from proxy.branch_leases import LeaseBook, configured_leases
 from proxy.h2c import PriorKnowledgeH2
 from proxy.identity import (
     HEADER_BRANCH,
@@ -69,7 +68,7 @@ class GroundhogAddon:
     def __init__(self) -> None:
         self.resolver: ResolverClient | None = None
         self.attempts = Attempts()
-        self.live = LiveRecorder(self._resolver, self.attempts)
+        self.live = LiveRecorder(self._resolver, self.attempts, self._recorded)
         self.addons = [WebSocketTape(self._resolver)]  # mitmproxy calls nested addons' hooks
         self._tunnel_credentials: dict[str, Credentials] = {}
         self._connect_timers: dict[str, asyncio.TimerHandle] = {}
@@ -109,25 +108,15 @@ class GroundhogAddon:
             )
         if updated & {"groundhog_resolver_url", "groundhog_admin_addresses", "listen_port"}:
             self._build_guard(self._option_listen())
-        if updated & {"groundhog_branch_leases", "groundhog_lease_dir"}:
+        if updated & {
+            "groundhog_branch_leases",
+            "groundhog_lease_dir",
+            "groundhog_lease_ship_seconds",
+        }:
             self._configure_leases()
-        if self.leases is not None:
-            self.leases.ship_window = seconds(options, "groundhog_lease_ship_seconds")
 
     def _configure_leases(self) -> None:
-        options = ctx.options
-        if not options.groundhog_branch_leases:
-            self.leases = None
-            return
-        if not options.groundhog_lease_dir:
-            raise OptionsError(
-                "groundhog_branch_leases needs groundhog_lease_dir: a directory for the holder "
-                "id and the log of served hits (e.g. --set groundhog_lease_dir=.groundhog/leases)"
-            )
-        if self.leases is None:
-            window = seconds(options, "groundhog_lease_ship_seconds")
-            directory = Path(options.groundhog_lease_dir)
-            self.leases = LeaseBook(self._resolver, directory, ship_window=window)
+        self.leases = configured_leases(self.leases, ctx.options, self._resolver)
 
     async def running(self) -> None:
         # The addresses the proxy really listens at (an ephemeral port is known only now).
@@ -263,6 +252,7 @@ class GroundhogAddon:
             state.decision = str(answer["decision"])
             state.occurrence = answer.get("occurrence")
             state.fingerprint = answer.get("fingerprint") or ""
+            state.request_key = answer.get("request_key") or ""
             state.ticket = answer.get("ticket")
             state.lease_seconds = answer.get("lease_seconds")
             state.is_write = state.decision == Decision.WRITE
@@ -296,17 +286,14 @@ class GroundhogAddon:
 
     async def _answer(self, flow: http.HTTPFlow, payload: ResolveAsk) -> ResolveAnswer | None:
         """The branch's lease holder's own answer to a hit, else the resolver's."""
-        leases = self.leases
-        if leases is None:
-            return await self._ask(flow, self._resolver().resolve, payload)
-        local = await leases.serve(payload)
-        if local is not None:
-            return local
-        await leases.before_remote(payload)
-        answer = await self._ask(flow, self._resolver().resolve, payload)
-        if answer is not None:
-            leases.learn(payload, answer)
-        return answer
+        ask = partial(self._ask, flow, self._resolver().resolve)
+        if self.leases is None:
+            return await ask(payload)
+        return await self.leases.answer(payload, ask)
+
+    def _recorded(self, state: FlowState, answer: RecordAnswer, sent_body: bytes) -> None:
+        if self.leases is not None:
+            self.leases.learn_recorded(state, answer, sent_body)
 
     def _serve(self, flow: http.HTTPFlow, state: FlowState, recorded: WireResponse | None) -> None:
         if recorded is None:

@@ -19,14 +19,18 @@ import asyncio
 import base64
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mitmproxy.exceptions import OptionsError
+
 from groundhog.protocol.decisions import Action, Decision
-from groundhog.protocol.wire import ResolveAnswer, ResolveAsk
+from groundhog.protocol.wire import RecordAnswer, ResolveAnswer, ResolveAsk, wire_response
 from proxy.lease_log import Lease, LeaseLog, holder_id
+from proxy.live import FlowState
+from proxy.options import seconds
 from proxy.resolver_client import (
     ResolverClient,
     ResolverProtocolError,
@@ -46,6 +50,25 @@ COOL_DOWN_SECONDS = 1.0
 CACHE_BUDGET_BYTES = 64 * 1024 * 1024
 # Decisions whose served answer took the ask's occurrence (an `upstream-failed` took none).
 _COUNTED = {Decision.SHARED, Decision.STALE, Decision.INJECTED, Decision.SIMULATED}
+
+
+def configured_leases(
+    current: LeaseBook | None, options: Any, resolver: Callable[[], ResolverClient]
+) -> LeaseBook | None:
+    """The proxy's lease book as its options want it: None with `groundhog_branch_leases` off,
+    the one it has (its ship window updated) or a new one on `groundhog_lease_dir`."""
+    if not options.groundhog_branch_leases:
+        return None
+    if not options.groundhog_lease_dir:
+        raise OptionsError(
+            "groundhog_branch_leases needs groundhog_lease_dir: a directory for the holder "
+            "id and the log of served hits (e.g. --set groundhog_lease_dir=.groundhog/leases)"
+        )
+    window = seconds(options, "groundhog_lease_ship_seconds")
+    if current is None:
+        current = LeaseBook(resolver, Path(options.groundhog_lease_dir), ship_window=window)
+    current.ship_window = window
+    return current
 
 
 @dataclass
@@ -86,6 +109,20 @@ class LeaseBook:
         self.local_hits = 0
 
     # -- the request path -----------------------------------------------------------------
+
+    async def answer(
+        self, payload: ResolveAsk, ask: Callable[[ResolveAsk], Awaitable[ResolveAnswer | None]]
+    ) -> ResolveAnswer | None:
+        """This proxy's own answer to a hit of a branch it holds, else `ask`'s (the resolver's,
+        after the branch's unshipped hits), learnt from."""
+        local = await self.serve(payload)
+        if local is not None:
+            return local
+        await self.before_remote(payload)
+        answer = await ask(payload)
+        if answer is not None:
+            self.learn(payload, answer)
+        return answer
 
     async def serve(self, payload: ResolveAsk) -> ResolveAnswer | None:
         """The answer for a hit of a branch this proxy holds (taking the lease at the branch's
@@ -164,6 +201,27 @@ class LeaseBook:
             address = (held.copy.tape.id, key, occurrence, str(answer.get("fingerprint") or ""))
             headers = [list(pair) for pair in response.get("headers") or []]
             self.cache.put(address, Recorded(exchange_id, response, headers))
+
+    def learn_recorded(self, state: FlowState, answer: RecordAnswer, sent_body: bytes) -> None:
+        """A read recorded through this proxy: its occurrence is counted, and its stored form
+        (what its siblings will be served) kept for them."""
+        held = self._held.get((state.tape, state.branch))
+        key, occurrence, fingerprint = state.request_key, state.occurrence, state.fingerprint
+        if held is None or not key or occurrence is None:
+            return
+        counts = held.copy.counts
+        counts[key] = max(counts.get(key, 0), occurrence + 1)
+        held.unknown.discard(key)
+        stored, exchange_id = answer.get("response"), answer.get("exchange_id")
+        if stored is None or not isinstance(exchange_id, int):
+            return
+        body = stored["body"]
+        if body is None:  # byte-identical to what was sent
+            body = base64.b64encode(sent_body).decode()
+        headers = [list(pair) for pair in stored["headers"]]
+        response = wire_response(stored["status"], headers, body)
+        address = (held.copy.tape.id, key, occurrence, fingerprint)
+        self.cache.put(address, Recorded(exchange_id, response, headers))
 
     # -- taking, shipping, renewing, releasing --------------------------------------------
 

@@ -73,6 +73,7 @@ class FlowState:
     decision: str = ""
     occurrence: int | None = None
     fingerprint: str = ""
+    request_key: str = ""
     ticket: str | None = None
     lease_seconds: float | None = None
     is_write: bool = False
@@ -137,11 +138,22 @@ def failure_kind(flow: http.HTTPFlow, state: FlowState) -> tuple[str, str]:
     return "other", message
 
 
+# Told of each read recorded through this proxy: its flow's state, the record's answer, and
+# the body sent (a lease holder keeps the recording to serve again: proxy/branch_leases.py).
+OnRecorded = Callable[[FlowState, RecordAnswer, bytes], None]
+
+
 class LiveRecorder:
-    def __init__(self, resolver: Callable[[], ResolverClient], attempts: Attempts) -> None:
+    def __init__(
+        self,
+        resolver: Callable[[], ResolverClient],
+        attempts: Attempts,
+        on_recorded: OnRecorded | None = None,
+    ) -> None:
         self._resolver = resolver
         # The addon's memory of unanswered asks: a failed read's record is one of them.
         self.attempts = attempts
+        self.on_recorded = on_recorded
 
     def _unanswered(self, state: FlowState) -> None:
         """A read's record failed, so the worker gets no answer: its retry of the request is
@@ -292,6 +304,8 @@ class LiveRecorder:
                     flow.request, served, state.tape, state.branch, occurrence=state.occurrence
                 )
             state.decision = ack.get("decision") or state.decision
+            if stored and not state.is_write and self.on_recorded is not None:
+                self.on_recorded(state, ack, body)
         except (*RESOLVER_ERRORS, KeyError, TypeError, ValueError) as error:
             log.error("could not record %s: %s", flow.request.pretty_url, error)
             if not state.is_write:

@@ -15,17 +15,29 @@ from tests.proxy.stack import Stack, running_stack
 from tests.proxy.test_end_to_end import ask
 from tests.proxy.upstream_server import Upstream
 from tests.support.servers import start_server, wait_until
+from tests.support.store_databases import private_schema_url
 
 LEASES = ("--set", "groundhog_branch_leases=true")
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def resolver_args(request: pytest.FixtureRequest) -> Iterator[tuple[str, ...]]:
+    if request.param == "sqlite":
+        yield ()
+        return
+    with private_schema_url(request.getfixturevalue("postgres_url")) as url:
+        yield ("--database-url", url)
+
+
 @pytest.fixture
-def leased(tmp_path: Path) -> Iterator[Stack]:
+def leased(tmp_path: Path, resolver_args: tuple[str, ...]) -> Iterator[Stack]:
     """A resolver with short branch leases and a proxy that takes them; the proxy's hits wait
     a minute to be shipped, so a test sees them unshipped (its log holds them meanwhile)."""
     env = {"GROUNDHOG_BRANCH_LEASE_SECONDS": "3"}
     ship = ("--set", "groundhog_lease_ship_seconds=60")
-    with running_stack(tmp_path / "data", *LEASES, *ship, resolver_env=env) as stack:
+    with running_stack(
+        tmp_path / "data", *LEASES, *ship, resolver_env=env, resolver_args=resolver_args
+    ) as stack:
         yield stack
 
 

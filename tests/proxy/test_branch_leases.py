@@ -1,0 +1,71 @@
+"""proxy/branch_leases.py under mitmproxy's test context: leases are off unless asked for, need
+a directory for their log, and a resolver's answer teaches the copy what it says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mitmproxy.exceptions import OptionsError
+from mitmproxy.test import taddons
+
+from proxy.addon import GroundhogAddon
+from proxy.branch_leases import HeldBranch, LeaseBook
+from resolver.leased_hits import BranchCopy
+from store.refs import BranchRef, TapeRef
+
+
+def test_leases_are_off_by_default_and_on_need_a_directory(tmp_path: Path) -> None:
+    addon = GroundhogAddon()
+    with taddons.context(addon) as context:
+        assert addon.leases is None
+        with pytest.raises(OptionsError, match="groundhog_lease_dir"):
+            context.options.update(groundhog_branch_leases=True, groundhog_lease_dir=None)
+        context.options.update(
+            groundhog_branch_leases=True,
+            groundhog_lease_dir=str(tmp_path),
+            groundhog_lease_ship_seconds="0.5",
+        )
+        assert addon.leases is not None and addon.leases.ship_window == 0.5
+        assert (tmp_path / "holder").read_text().strip() == addon.leases.holder
+        context.options.update(groundhog_branch_leases=False)
+        assert addon.leases is None
+
+
+def held_book(tmp_path: Path) -> tuple[LeaseBook, HeldBranch]:
+    book = LeaseBook(lambda: pytest.fail("no resolver call expected"), tmp_path, ship_window=1)
+    tape = TapeRef(1, "t", 0, "groundhog", True, "closure", {})
+    held = HeldBranch(epoch=1, copy=BranchCopy(tape, BranchRef(5, "root/a"), {"k": 1}, {}))
+    book._held[("t", "root/a")] = held
+    return book, held
+
+
+def payload() -> dict:
+    return {"tape": "t", "branch": "root/a"}
+
+
+def test_a_served_answer_counts_its_occurrence_and_keeps_its_recording(tmp_path: Path) -> None:
+    book, held = held_book(tmp_path)
+    response = {"status": 200, "headers": [["A", "b"]], "body": "eA=="}
+    book.learn(
+        payload(),
+        {"action": "serve", "decision": "shared", "request_key": "k", "occurrence": 3,
+         "fingerprint": "", "exchange_id": 9, "response": response},
+    )  # fmt: skip
+    assert held.copy.counts["k"] == 4
+    kept = book.cache.get((1, "k", 3, ""))
+    assert kept is not None and kept.exchange_id == 9 and kept.response == response
+
+
+def test_a_live_read_leaves_its_key_unknown_and_a_write_ends_the_copy(tmp_path: Path) -> None:
+    book, held = held_book(tmp_path)
+    book.learn(
+        payload(),
+        {"action": "forward", "decision": "recorded", "request_key": "k", "occurrence": 1},
+    )
+    assert held.unknown == {"k"} and held.copy.counts["k"] == 1
+    book._drop = lambda name, why: book._held.pop(name)  # type: ignore[method-assign]
+    book.learn(
+        payload(), {"action": "forward", "decision": "write", "request_key": "w", "occurrence": 0}
+    )
+    assert ("t", "root/a") not in book._held

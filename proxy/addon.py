@@ -75,6 +75,8 @@ class GroundhogAddon:
         self._retired: list[ResolverClient] = []
         self.guard = SelfGuard()
         self.leases: LeaseBook | None = None
+        self._running = False
+        self._recovery: asyncio.Future[None] | None = None
 
     def _resolver(self) -> ResolverClient:
         assert self.resolver is not None
@@ -116,13 +118,17 @@ class GroundhogAddon:
             self._configure_leases()
 
     def _configure_leases(self) -> None:
-        self.leases = configured_leases(self.leases, ctx.options, self._resolver)
+        before = self.leases
+        self.leases = configured_leases(before, ctx.options, self._resolver)
+        if self._running and self.leases is not None and self.leases is not before:
+            self._recovery = asyncio.ensure_future(self.leases.recover())  # turned on live
 
     async def running(self) -> None:
         # The addresses the proxy really listens at (an ephemeral port is known only now).
         server = ctx.master.addons.get("proxyserver")
         bound = [(str(a[0]), int(a[1])) for a in server.listen_addrs()] if server else []
         self._build_guard([*self._option_listen(), *bound])
+        self._running = True
         if self.leases is not None:
             await self.leases.recover()  # hits served before a restart, shipped first
 

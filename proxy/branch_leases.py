@@ -107,6 +107,8 @@ class LeaseBook:
         self._renewer: asyncio.Task[None] | None = None
         self._lease_seconds = 6.0
         self.local_hits = 0
+        # Set once the log of a previous life is shipped: nothing is served or asked before.
+        self.recovered = asyncio.Event()
 
     # -- the request path -----------------------------------------------------------------
 
@@ -127,6 +129,7 @@ class LeaseBook:
     async def serve(self, payload: ResolveAsk) -> ResolveAnswer | None:
         """The answer for a hit of a branch this proxy holds (taking the lease at the branch's
         first ask), or None: ask the resolver (after `before_remote`)."""
+        await self.recovered.wait()
         name = (payload["tape"], payload["branch"])
         held = self._held.get(name) or await self._take(name)
         if held is None or payload.get("body_too_large"):
@@ -347,6 +350,12 @@ class LeaseBook:
     async def recover(self, *, patience: float = 30.0) -> None:
         """Ship what the log holds from before a restart (its leases then released), asking
         a resolver that is not there yet again for up to `patience` seconds."""
+        try:
+            await self._recover(patience)
+        finally:
+            self.recovered.set()
+
+    async def _recover(self, patience: float) -> None:
         left = self.log.unshipped()
         give_up = time.monotonic() + patience
         while left:

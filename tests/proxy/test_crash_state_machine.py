@@ -49,6 +49,7 @@ RESOLVER_ENV = {
     "GROUNDHOG_CLAIM_LEASE_SECONDS": "1.5",  # a dead proxy's claim lapses soon
     "GROUNDHOG_RESOLVE_WAIT_SECONDS": "1",
     "GROUNDHOG_WAIT_POLL_SECONDS": "0.1",
+    "GROUNDHOG_BRANCH_LEASE_SECONDS": "1.5",  # a dead proxy's branch leases lapse soon
 }
 # The resolver's next life: no failpoint, or one that kills it on its N-th reach.
 SPECS = st.one_of(
@@ -219,13 +220,18 @@ def resolver_args(request: pytest.FixtureRequest) -> Iterator[tuple[str, ...]]:
         yield ("--database-url", url)
 
 
+@pytest.mark.parametrize("leases", ["off", "on"])
 def test_the_lifecycle_survives_the_resolver_and_the_proxy_dying(
-    tmp_path: Path, upstream: Upstream, resolver_args: tuple[str, ...]
+    tmp_path: Path, upstream: Upstream, resolver_args: tuple[str, ...], leases: str
 ) -> None:
+    """With branch leases on too (proxy/branch_leases.py): the proxy then answers hits itself
+    and its kill can leave served hits in its log only, which its restart ships."""
+    lease_flags = ("--set", "groundhog_branch_leases=true") if leases == "on" else ()
     with running_stack(
         tmp_path,
         "--set",
         "groundhog_resolve_retry=0",
+        *lease_flags,
         resolver_env=dict(RESOLVER_ENV),
         resolver_args=resolver_args,
     ) as stack:

@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import BindParameter, Insert, String, bindparam, case, func, null, update
+from sqlalchemy.orm import Session
 
 from store.models import Branch, OccurrenceCounter
 from store.prepared import Executor, Prepared
@@ -153,6 +154,21 @@ def advance_occurrence(
     asks this occurrence again."""
     parameters = _advance_parameters(branch_id, key_hash, occurrence, attempt)
     _ADVANCE_OCCURRENCE.rows(parameters, session=session)
+
+
+def advance_occurrences(
+    branch_id: int, answered: dict[str, tuple[int, str | None]], *, session: Session
+) -> None:
+    """`advance_occurrence` for many keys at once, one statement (a lease holder's batch of
+    hits: store/branch_leases.py); `answered`: each key's latest occurrence and its attempt."""
+    if not answered:
+        return
+    statement = _advance_statement(session.get_bind().dialect.name)
+    parameters = [
+        _advance_parameters(branch_id, key, occurrence, attempt)
+        for key, (occurrence, attempt) in answered.items()
+    ]
+    session.execute(statement, parameters)
 
 
 def advance_occurrence_later(

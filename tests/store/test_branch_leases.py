@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import event as sqlalchemy_event
 from sqlalchemy.orm import Session
 
 from store import branch_leases
@@ -121,3 +122,29 @@ def get_branch_events(session: Session, branch_id: int) -> int:
     branch = session.get(Branch, branch_id)
     assert branch is not None
     return branch.event_count
+
+
+def test_a_batch_of_events_costs_the_same_statements_whatever_its_size(
+    any_store: Store, branch_id: int
+) -> None:
+    p = grant(any_store, branch_id, "p", now=100.0)
+    assert isinstance(p, branch_leases.Granted)
+    statements: list[str] = []
+
+    def count(_connection, _cursor, statement, _parameters, _context, _many) -> None:  # type: ignore[no-untyped-def]
+        statements.append(statement)
+
+    sizes = {}
+    sqlalchemy_event.listen(any_store.engine, "before_cursor_execute", count)
+    try:
+        for size, start in ((5, 0), (50, 5)):
+            statements.clear()
+            batch = [event(f"k{n % 7}", start + n) for n in range(size)]
+            with transaction(any_store.write) as session:
+                assert branch_leases.apply_events(branch_id, "p", p.epoch, batch, session=session)
+            sizes[size] = len(statements)
+    finally:
+        sqlalchemy_event.remove(any_store.engine, "before_cursor_execute", count)
+    assert sizes[50] == sizes[5] <= 6, sizes
+    with transaction(any_store.read) as session:
+        assert get_branch_events(session, branch_id) == 55

@@ -88,6 +88,13 @@ class ChildService:
         stop_process(self.process)
 
 
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user and system, all threads) process `pid` has used so far (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    user, system = int(fields[11]), int(fields[12])  # utime, stime: fields 14 and 15
+    return (user + system) / os.sysconf("SC_CLK_TCK")
+
+
 def wait_until(predicate: Callable[[], bool], *, timeout: float, what: str) -> None:
     """Poll ``predicate`` until true, or raise ServiceError naming ``what`` at the deadline."""
     deadline = time.monotonic() + timeout

@@ -48,7 +48,7 @@ from typing import Any, cast
 import aiohttp
 import httpx
 
-from bench.harness import LOOPBACK, start_child
+from bench.harness import LOOPBACK, ChildService, cpu_seconds, start_child
 from bench.load import timed_concurrently
 from bench.proxy_groups import GROUP, group_conditions
 from bench.proxy_load import (
@@ -85,6 +85,9 @@ PROXY_CLIENT = "proxy's client"
 LEASED_FIRST = "groundhog hit path, leased sidecar, first ask of an address"
 LEASED_HIT = "groundhog hit path, leased sidecar"
 LEASES_ON = ("--set", "groundhog_branch_leases=true")
+RESOLVER_CPU = "resolver CPU per 1000 hits"
+# After the leased hits, their shipped batches land within a few ship windows.
+SHIPPED_WITHIN_SECONDS = 0.5
 
 
 def measure(quick: bool = False, database_url: str | None = None) -> list[dict[str, Any]]:
@@ -131,9 +134,11 @@ def measure(quick: bool = False, database_url: str | None = None) -> list[dict[s
                 urls = urls_for(upstream.url, clients, per_client, f"n{clients}")
                 warm = urls_for(upstream.url, clients, 5, f"warm{clients}")
                 measured = _mitmproxy_conditions(urls, warm, work)
-                measured |= _groundhog_conditions(
-                    resolver.url, (proxy.port, leased.port), plain.url, urls, warm, tapes[clients]
+                groundhog, cpu = _groundhog_conditions(
+                    resolver, (proxy.port, leased.port), plain.url, urls, warm, tapes[clients]
                 )
+                measured |= groundhog
+                rows += [{**row, "clients": clients} for row in cpu]
                 # The proxy's own cost: a hit answered by a resolver stand-in that does no work.
                 lone = [proxy_with_identity(lone_proxy.port, "perf", "root")] * clients
                 asyncio.run(load(lone, warm))
@@ -156,6 +161,7 @@ def measure(quick: bool = False, database_url: str | None = None) -> list[dict[s
                     ratio_row(name, clients, numbers, measured)
                     for name, numbers in measured.items()
                 ]
+                rows.sort(key=lambda row: "cpu_ms" in row)  # the CPU rows after the timed ones
         finally:
             if database_url:  # a database outlives the run: leave it as it was
                 mcp_tapes = [f"{tape}-mcp" for tape in tapes.values()]
@@ -194,23 +200,33 @@ def _mitmproxy_conditions(
 
 
 def _groundhog_conditions(
-    resolver_url: str,
+    resolver: ChildService,
     proxy_ports: tuple[int, int],
     plain_url: str,
     urls: list[list[str]],
     warm: list[list[str]],
     tape: str,
-) -> dict[str, dict[str, float]]:
-    """Record and hit paths, taking turns with their baseline (mitmdump with no addon).
+) -> tuple[dict[str, dict[str, float]], list[dict[str, Any]]]:
+    """Record and hit paths, taking turns with their baseline (mitmdump with no addon); and
+    the resolver's CPU per 1000 hits through each proxy.
 
     `proxy_ports`: the proxy as deployed by default, and one taking branch leases: its first
     ask of an address is a resolver hit it keeps; a sibling's next one is answered by it."""
+    resolver_url = resolver.url
     clients = len(urls)
     proxy_port, leased_port = proxy_ports
-    branches = open_tape(resolver_url, tape, 7 * clients + 3)
-    recorders, hitters, by_proxy_client, by_aiohttp, by_httpx, first_leased, leased_hitters = (
-        branches[k * clients : (k + 1) * clients] for k in range(7)
-    )
+    branches = open_tape(resolver_url, tape, 9 * clients + 3)
+    (
+        recorders,
+        hitters,
+        by_proxy_client,
+        by_aiohttp,
+        by_httpx,
+        first_leased,
+        leased_hitters,
+        cpu_plain,
+        cpu_leased,
+    ) = (branches[k * clients : (k + 1) * clients] for k in range(9))
 
     def as_branches(names: list[str], port: int = proxy_port) -> list[str | None]:
         return [proxy_with_identity(port, tape, name) for name in names]
@@ -250,7 +266,24 @@ def _groundhog_conditions(
         measured[f"resolver hit alone ({library})"] = asyncio.run(
             _resolve_directly(resolver_url, tape, group, urls, library)
         )
-    return measured
+    cpu = [
+        _resolver_cpu(resolver, "plain proxy", as_branches(cpu_plain), urls),
+        _resolver_cpu(resolver, "leased sidecar", as_branches(cpu_leased, leased_port), urls),
+    ]
+    return measured, cpu
+
+
+def _resolver_cpu(
+    resolver: ChildService, through: str, proxies: Sequence[str | None], urls: list[list[str]]
+) -> dict[str, Any]:
+    """The resolver's CPU per 1000 hits of `urls` through `proxies` (fresh branches: every ask
+    a hit), counted until a leased sidecar's batches have landed too."""
+    before = cpu_seconds(resolver.process.pid)
+    asyncio.run(load(proxies, urls))
+    time.sleep(SHIPPED_WITHIN_SECONDS)
+    used = cpu_seconds(resolver.process.pid) - before
+    hits = sum(len(sequence) for sequence in urls)
+    return {"condition": f"{RESOLVER_CPU} ({through})", "cpu_ms": 1e6 * used / hits}
 
 
 async def _resolve_directly(

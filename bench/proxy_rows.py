@@ -79,14 +79,19 @@ def table(rows: list[dict[str, Any]]) -> str:
         "| p50 vs replay | req/s vs replay |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for row in rows:
+    timed = [row for row in rows if "cpu_ms" not in row]
+    for row in timed:
         lines.append(
             f"| {row['condition']} | {row['clients']} | {row['p50_ms']:.2f} | {row['p90_ms']:.2f} "
             f"| {row['throughput_rps']:.0f} | {row['p50_vs_no_addon']:.2f}x "
             f"| {row['throughput_vs_no_addon']:.2f}x | {row['p50_vs_replay']:.2f}x "
             f"| {row['throughput_vs_replay']:.2f}x |"
         )
-    for row in rows:
+    cpu = [row for row in rows if "cpu_ms" in row]
+    if cpu:
+        lines += ["", "| the resolver's CPU | clients | ms per 1000 hits |", "|---|---|---|"]
+        lines += [f"| {row['condition']} | {row['clients']} | {row['cpu_ms']:.0f} |" for row in cpu]
+    for row in timed:
         if row["condition"] in GROUP_BASELINES:
             how = "through one proxy" if row["condition"] == SIBLINGS else "one sidecar each"
             lines += [

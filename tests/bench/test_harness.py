@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 import types
 
 import pytest
@@ -54,3 +56,11 @@ def test_speed_can_be_skipped() -> None:
 
     rows = speed.measure(replace(quick_config(), measure_speed=False), lambda _: None)
     assert all(value.startswith("not measured") for value in rows.values())
+
+
+def test_cpu_seconds_counts_what_a_process_spent() -> None:
+    before = harness.cpu_seconds(os.getpid())
+    deadline = time.process_time() + 0.05
+    while time.process_time() < deadline:
+        pass
+    assert harness.cpu_seconds(os.getpid()) - before >= 0.03

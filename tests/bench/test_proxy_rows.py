@@ -115,3 +115,19 @@ def test_median_rows_take_each_number_over_runs() -> None:
     ]
     with pytest.raises(ValueError, match="different conditions"):
         median_rows([run(1.0, 1.0), [{**run(1.0, 1.0)[0], "condition": "y"}]])
+
+
+def test_the_resolvers_cpu_rows_follow_the_timed_ones_in_a_table_of_their_own() -> None:
+    measured = {NO_ADDON: numbers(2.0, 1000.0), REPLAY: numbers(4.0, 500.0)}
+    rows = [
+        {**ratio_row("direct", 1, numbers(1.0, 2000.0), measured), "store": "s"},
+        {"condition": "resolver CPU per 1000 hits (leased sidecar)", "clients": 8,
+         "cpu_ms": 41.6, "store": "s"},
+    ]  # fmt: skip
+    lines = table(rows).splitlines()
+    assert lines[4].startswith("| direct | 1 |")
+    assert lines[-3:] == [
+        "| the resolver's CPU | clients | ms per 1000 hits |",
+        "|---|---|---|",
+        "| resolver CPU per 1000 hits (leased sidecar) | 8 | 42 |",
+    ]

@@ -13,7 +13,7 @@ the answers. Without it the benchmark would have no rollout whose reward comes o
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any, Protocol
@@ -179,5 +179,3 @@ class DeskTools:
     async def call(self, tool: str, arguments: dict[str, object]) -> ToolReply:
         return ToolReply(self._call(tool, arguments))
 
-
-Runner = Callable[[ToolCaller], Awaitable[Rollout]]

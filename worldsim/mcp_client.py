@@ -99,7 +99,7 @@ class McpTools:
 
 def endpoint(world_url: str, day: int | None) -> str:
     """The world's MCP endpoint for one day (the slow state a group shares)."""
-    base = f"{world_url.rstrip('/')}{'/mcp'}"
+    base = f"{world_url.rstrip('/')}/mcp"
     return base if day is None else f"{base}?day={day}"
 
 

@@ -178,4 +178,3 @@ class DeskTools:
 
     async def call(self, tool: str, arguments: dict[str, object]) -> ToolReply:
         return ToolReply(self._call(tool, arguments))
-

@@ -12,11 +12,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from worldsim import mcp_agent, mcp_desk, mcp_world
+from worldsim import mcp_agent, mcp_desk, mcp_state
 
 
 async def _rewards(
-    desk: mcp_world.Desk, days: Sequence[int], agent_seed_base: int
+    desk: mcp_state.Desk, days: Sequence[int], agent_seed_base: int
 ) -> dict[str, list[float]]:
     rewards: dict[str, list[float]] = {str(s): [] for s in mcp_agent.Strategy}
     for day in days:
@@ -37,7 +37,7 @@ def in_process_rewards(
     days: Sequence[int], *, world_seed: int = 0, agent_seed_base: int = 7
 ) -> dict[str, list[float]]:
     """Each strategy's reward on each day, every rollout with independent per-call noise."""
-    return asyncio.run(_rewards(mcp_world.Desk(world_seed), days, agent_seed_base))
+    return asyncio.run(_rewards(mcp_state.Desk(world_seed), days, agent_seed_base))
 
 
 class _SharedReads:
@@ -55,7 +55,7 @@ class _SharedReads:
 class _Rollout:
     """One rollout's tool calls in process: its own session, occurrences and writes."""
 
-    def __init__(self, desk: mcp_world.Desk, session: str, shared: _SharedReads | None) -> None:
+    def __init__(self, desk: mcp_state.Desk, session: str, shared: _SharedReads | None) -> None:
         self.desk = desk
         self.session = session
         self.shared = shared
@@ -78,7 +78,7 @@ class _Rollout:
 
 
 async def _group(
-    desk: mcp_world.Desk,
+    desk: mcp_state.Desk,
     day: int,
     strategies: Sequence[mcp_agent.Strategy],
     agent_seed_base: int,
@@ -102,7 +102,7 @@ def group_contrasts(
     days: Sequence[int], *, shared: bool, world_seed: int = 0, agent_seed_base: int = 7
 ) -> list[float]:
     """Per day, `upgrade - compare` in one group: independent reads (A) or shared ones (C)."""
-    desk = mcp_world.Desk(world_seed)
+    desk = mcp_state.Desk(world_seed)
     strategies = (mcp_agent.Strategy.COMPARE, mcp_agent.Strategy.UPGRADE)
 
     async def every() -> list[float]:

@@ -19,7 +19,7 @@ import pytest
 
 from bench import claims
 from tests.support.servers import ServerProcess, running_server, start_server
-from worldsim import mcp_check, mcp_client, mcp_desk, mcp_world
+from worldsim import mcp_check, mcp_client, mcp_desk, mcp_state
 from worldsim.agent import LATENCY_COST_PER_SECOND
 
 DAY = 4242
@@ -125,7 +125,7 @@ def test_each_mcp_session_has_its_own_trip(mcp_server: ServerProcess) -> None:
     assert other_id in control(mcp_server, "GET", "/_branches")["branches"]
 
 
-def _play(desk: mcp_world.Desk) -> list[dict[str, object]]:
+def _play(desk: mcp_state.Desk) -> list[dict[str, object]]:
     """A fixed sequence of calls in one session on DAY, in process."""
     desk.open_session("s", DAY)
     answers = [desk.call("s", "search_flights", {}), desk.call("s", "search_flights", {})]
@@ -144,9 +144,9 @@ async def _play_over_mcp(url: str) -> list[dict[str, object]]:
 
 def test_noise_is_seeded_per_call_and_the_same_over_tcp_as_in_process() -> None:
     first, twin, other = (
-        _play(mcp_world.Desk(11)),
-        _play(mcp_world.Desk(11)),
-        _play(mcp_world.Desk(12)),
+        _play(mcp_state.Desk(11)),
+        _play(mcp_state.Desk(11)),
+        _play(mcp_state.Desk(12)),
     )
     assert first == twin  # the same seed and calls: the same answers, ids included
     assert first != other  # another seed: another draw

@@ -8,7 +8,8 @@ one trip per MCP session. It is uncooperative: it reads no `X-Groundhog-*` heade
 own noise per call (the day, `?day=N` in the endpoint URL, is the slow state a group shares).
 Beside `/mcp` it serves the control routes the benchmark reads (`/healthz`, `/_stats`,
 `/_reset`, `/_oracle/served`), as the HTTP worlds do. Start it with
-`python -m worldsim --world mcp --port P` (or `python -m worldsim.mcp_world`). Without it the
+`python -m worldsim --world mcp --port P` (or `python -m worldsim.mcp_world`); its state lives
+in worldsim/mcp_state.py, what its tools compute in worldsim/mcp_desk.py. Without it the
 benchmark could not show Groundhog sharing an MCP agent's tool reads while keeping its writes.
 """
 

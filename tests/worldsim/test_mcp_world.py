@@ -45,7 +45,7 @@ def test_health_answers_ok(mcp_server: ServerProcess) -> None:
     assert (answer.status_code, answer.json()) == (200, {"status": "ok"})
 
 
-def test_tools_declare_which_only_read() -> None:
+def test_tools_declare_which_only_read(mcp_server: ServerProcess) -> None:
     async def listed(url: str) -> dict[str, bool | None]:
         async with mcp_client.open_tools(url) as tools:
             result = await tools.session.list_tools()
@@ -54,8 +54,7 @@ def test_tools_declare_which_only_read() -> None:
             for tool in result.tools
         }
 
-    with running_server(["worldsim", "--world", "mcp"]) as server:
-        hints = asyncio.run(listed(mcp_client.endpoint(server.url, DAY)))
+    hints = asyncio.run(listed(mcp_client.endpoint(mcp_server.url, DAY)))
     assert hints == {
         "search_flights": True,
         "flight_details": True,

@@ -361,6 +361,7 @@ def assemble(
                 "uncooperative_world_url": services.uncooperative_world_url,
                 "shop_world_url": services.shop_world_url,
                 "shop_uncooperative_world_url": services.shop_uncooperative_world_url,
+                "mcp_world_url": services.mcp_world_url,
                 "resolver_url": services.resolver_url,
                 "proxy_url": services.proxy_url,
             },

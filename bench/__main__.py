@@ -9,7 +9,6 @@ three conditions and every other row, and writes benchmark.json, benchmark.md an
 from __future__ import annotations
 
 import argparse
-import itertools
 import logging
 import sys
 from collections.abc import Sequence
@@ -41,10 +40,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--shop-uncooperative-world-url", help="a running worldsim --world shop --uncooperative"
     )
     parser.add_argument(
+        "--mcp-world-url", help="a running MCP world (python -m worldsim --world mcp)"
+    )
+    parser.add_argument(
         "--worlds-run",
         default=None,
-        help="comma-separated worlds to run (default: research,shop; without shop URLs under "
-        "--world-url, research only)",
+        help="comma-separated worlds to run: research, shop, mcp (default: research,shop; "
+        "without shop URLs under --world-url, research only)",
     )
     parser.add_argument("--resolver-url", help="a running resolver")
     parser.add_argument(
@@ -116,9 +118,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 uncooperative_world_url=args.uncooperative_world_url,
                 shop_world_url=args.shop_world_url,
                 shop_uncooperative_world_url=args.shop_uncooperative_world_url,
+                mcp_world_url=args.mcp_world_url,
             )
             if all(urls)
-            else started_services(cells=list(itertools.product(config.worlds_run, config.modes)))
+            else started_services(cells=bench_config.cells(config))
         )
         with services as running:
             results = run_benchmark(config, running, args.out, show_progress=not args.no_progress)

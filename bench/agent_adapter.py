@@ -14,6 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any, Protocol
 
 import httpx
 
@@ -33,7 +34,21 @@ class AgentOutcome:
     decisions: tuple[str | None, ...]
 
 
-def outcome(rollout: agent.Rollout) -> AgentOutcome:
+class RolloutLike(Protocol):
+    """What every world's agent returns (worldsim's agent, shop_agent and mcp_agent Rollouts)."""
+
+    @property
+    def reward(self) -> float: ...
+    @property
+    def attention(self) -> Any: ...
+    @property
+    def saw_own_write(self) -> bool | None: ...
+    @property
+    def steps(self) -> Any: ...
+    def to_json(self) -> dict[str, object]: ...
+
+
+def outcome(rollout: RolloutLike) -> AgentOutcome:
     """The fields the statistics use, and a digest of everything the reward came from."""
     record = json.dumps(rollout.to_json(), sort_keys=True, default=repr, separators=(",", ":"))
     observed = json.loads(record)

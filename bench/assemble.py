@@ -45,6 +45,12 @@ NOTES = [
     "by writes (the checkout's quote and shipping fee), which are always live, so no proxy can "
     "share it; its write-read dependency is the cart's offer. Its constants and claims were "
     "declared in bench/protocol.toml before its first benchmark run.",
+    "The MCP world (worldsim/mcp_world.py) serves its tools over MCP streamable HTTP; each "
+    "rollout is the official MCP client through the proxy, one MCP session (its sandbox) per "
+    "branch. It is uncooperative only (no ceiling cell): its read-only tools carry per-call "
+    "fare noise the booking charges, its `my_trip` shows a voucher only after the branch's own "
+    "`hold`. (C) uses the tape's `mcp_tools` and `rules` with `{session}`. Its constants, sizes "
+    "and claims were declared in protocol version 3 before its first run.",
 ]
 
 
@@ -355,6 +361,7 @@ def assemble(
                 "uncooperative_world_url": services.uncooperative_world_url,
                 "shop_world_url": services.shop_world_url,
                 "shop_uncooperative_world_url": services.shop_uncooperative_world_url,
+                "mcp_world_url": services.mcp_world_url,
                 "resolver_url": services.resolver_url,
                 "proxy_url": services.proxy_url,
             },

@@ -16,6 +16,7 @@ from typing import Any
 from bench import agent_adapter
 from bench.config import BenchConfig
 from bench.groups import GroupResult, RunContext, agent_seed, run_group, run_live
+from bench.mcp_groups import MCP_RULES
 from bench.measurements import (
     ConditionData,
     EquivalenceCheck,
@@ -54,6 +55,8 @@ SHOP_RULES: list[dict[str, Any]] = [
 
 
 def rules_for(context: RunContext) -> list[dict[str, Any]]:
+    if context.world_kind == "mcp":
+        return MCP_RULES
     return SHOP_RULES if context.world_kind == "shop" else RULES
 
 

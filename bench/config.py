@@ -19,7 +19,16 @@ WORLDS: dict[str, dict[str, object]] = {
         "better_action": "deal",
         "worse_action": "compare",
     },
+    # The MCP world (worldsim/mcp_world.py): tools over MCP streamable HTTP, always uncooperative.
+    "mcp": {
+        "actions": ("first", "compare", "upgrade"),
+        "better_action": "upgrade",
+        "worse_action": "compare",
+    },
 }
+# The modes a world runs in, where not every mode: the MCP world reads no X-Groundhog-* header
+# and cannot announce hints in a tool's answer, so it has no cooperative (ceiling) cell.
+WORLD_MODES: dict[str, tuple[str, ...]] = {"mcp": ("uncooperative",)}
 CONDITIONS: tuple[str, ...] = ("naive", "replay", "groundhog")
 
 
@@ -83,6 +92,16 @@ class BenchConfig:
         return data
 
 
+def cells(config: BenchConfig) -> list[tuple[str, str]]:
+    """The (world, mode) cells ``config`` runs, in order: each world in the modes it has."""
+    return [
+        (world, mode)
+        for world in config.worlds_run
+        for mode in config.modes
+        if mode in WORLD_MODES.get(world, (mode,))
+    ]
+
+
 def for_world(config: BenchConfig, world: str) -> BenchConfig:
     """``config`` with ``world``'s actions and contrast."""
     return replace(config, **WORLDS[world])  # type: ignore[arg-type]
@@ -142,7 +161,8 @@ def full_config() -> BenchConfig:
 def quick_config() -> BenchConfig:
     """A smoke run: the research world in both modes, the fewest worlds the statistics accept.
 
-    The shop joins with `--worlds-run research,shop`. Its numbers are directions, not results.
+    The shop and the MCP world join with `--worlds-run research,shop,mcp`. Its numbers are
+    directions, not results.
     """
     return BenchConfig(
         quick=True,

@@ -224,8 +224,26 @@ def run_group(
     them in order). Each branch obtains its own session on day ``world_seed`` with an
     idempotency key from ``branch_label``, so two recordings of one world use the same names.
     With ``reread`` each branch, after its rollout, reads every URL it read once more: reads
-    after its writes, for scoring the dependency model against the oracle.
+    after its writes, for scoring the dependency model against the oracle. The MCP world's
+    groups run its MCP agent instead (bench/mcp_groups.py), with the same arguments.
     """
+    if context.world_kind == "mcp":
+        from bench import mcp_groups  # imports this module: only when an MCP cell runs
+
+        return mcp_groups.run_group(
+            context,
+            tape=tape,
+            world_seed=world_seed,
+            mode=mode,
+            dependency_model=dependency_model,
+            strategies=strategies,
+            seed_base=seed_base,
+            probe=probe,
+            reread=reread,
+            rules=rules,
+            branch_label=branch_label,
+            concurrent=concurrent,
+        )
     open_group_tape(context, tape, world_seed, mode, dependency_model, rules)
     stem = f"{branch_label}-"
     names = [f"{stem}{index}-{strategy}" for index, strategy in enumerate(strategies)]
@@ -293,6 +311,12 @@ def run_live(
     A cooperative world is given the world seed for its per-call noise (as the proxy would);
     an uncooperative one draws its own.
     """
+    if context.world_kind == "mcp":
+        from bench import mcp_groups
+
+        return mcp_groups.run_live(
+            context, world_seed=world_seed, strategy=strategy, seed=seed, client_key=client_key
+        )
     headers = {protocol_headers.SEED: str(world_seed)} if context.cooperative else {}
     grader = Grader(context.world, enabled=False)
     try:

@@ -49,17 +49,21 @@ class Services:
     uncooperative_world_url: str | None = None
     shop_world_url: str | None = None
     shop_uncooperative_world_url: str | None = None
+    mcp_world_url: str | None = None
 
     def world(self, mode: str, kind: str = "research") -> str:
-        """The world ``kind`` ("research" or "shop") serving ``mode``."""
+        """The world ``kind`` ("research", "shop" or "mcp") serving ``mode``."""
         urls = {
             ("research", "cooperative"): self.world_url,
             ("research", "uncooperative"): self.uncooperative_world_url,
             ("shop", "cooperative"): self.shop_world_url,
             ("shop", "uncooperative"): self.shop_uncooperative_world_url,
+            ("mcp", "uncooperative"): self.mcp_world_url,
         }
         url = urls.get((kind, mode))
         if url is None:
+            if kind == "mcp":
+                raise ServiceError(f"no {mode} MCP world: give --mcp-world-url (uncooperative)")
             shop = "shop-" if kind == "shop" else ""
             uncooperative = "uncooperative-" if mode == "uncooperative" else ""
             flag = f"--{shop}{uncooperative}world-url"
@@ -219,8 +223,9 @@ def start_child(
     )
 
 
-ALL_CELLS: tuple[tuple[str, str], ...] = tuple(
-    itertools.product(("research", "shop"), ("cooperative", "uncooperative"))
+ALL_CELLS: tuple[tuple[str, str], ...] = (
+    *itertools.product(("research", "shop"), ("cooperative", "uncooperative")),
+    ("mcp", "uncooperative"),
 )
 
 
@@ -278,6 +283,7 @@ def started_services(
             uncooperative_world_url=url("research", "uncooperative"),
             shop_world_url=url("shop", "cooperative"),
             shop_uncooperative_world_url=url("shop", "uncooperative"),
+            mcp_world_url=url("mcp", "uncooperative"),
         )
 
 
@@ -290,10 +296,17 @@ def connected_services(
     uncooperative_world_url: str | None = None,
     shop_world_url: str | None = None,
     shop_uncooperative_world_url: str | None = None,
+    mcp_world_url: str | None = None,
     timeout: float = 30.0,
 ) -> Iterator[Services]:
     """Use services someone else runs (docker-compose); check each answers first."""
-    worlds = (world_url, uncooperative_world_url, shop_world_url, shop_uncooperative_world_url)
+    worlds = (
+        world_url,
+        uncooperative_world_url,
+        shop_world_url,
+        shop_uncooperative_world_url,
+        mcp_world_url,
+    )
     for url in filter(None, worlds):
         wait_until(functools.partial(healthy, url), timeout=timeout, what=f"worldsim at {url}")
     wait_until(lambda: healthy(resolver_url), timeout=timeout, what=f"resolver at {resolver_url}")
@@ -306,4 +319,5 @@ def connected_services(
         uncooperative_world_url=uncooperative_world_url,
         shop_world_url=shop_world_url,
         shop_uncooperative_world_url=shop_uncooperative_world_url,
+        mcp_world_url=mcp_world_url,
     )

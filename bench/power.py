@@ -4,8 +4,10 @@ Version 1 of the protocol fixed no sizes; they were raised after two runs in whi
 failed (optional stopping), and its bias test passed a truly unbiased (C) a quarter of the
 time. Here the sizes come from arithmetic on the committed run's variances, printed beside
 them in bench/protocol.toml (`python -m bench.power`), so a claim that cannot pass at its size
-is visible before the run. The power functions are pure and checked against a seeded
-simulation of the gates themselves (tests/bench/test_power.py).
+is visible before the run; the MCP world, declared before its first run, takes its variances
+from its in-process simulation (`python -m bench.power --simulated-mcp`). The power functions
+are pure and checked against a seeded simulation of the gates themselves
+(tests/bench/test_power.py).
 """
 
 from __future__ import annotations
@@ -224,11 +226,64 @@ def plan(results: Mapping[str, Any], constants: Mapping[str, Any]) -> dict[str, 
     return plans
 
 
-def main() -> int:
+SIMULATED_DAYS = 600  # days of the MCP world's in-process simulation (seeded, about 3 s)
+SIMULATED_FIRST_DAY = 7_000_000  # far from every day a benchmark phase runs on
+
+
+def simulated_mcp_inputs(days: int = SIMULATED_DAYS) -> dict[str, float]:
+    """The MCP cell's variances predicted in process (worldsim/mcp_check.py), before any run.
+
+    The MCP world had no run to read variances from when its sizes were declared; its agent
+    against the desk in process gives them: (C)'s contrast with the group's reads shared, (A)'s
+    with each rollout's own, and the reference's across the two worlds of a pair.
+    """
+    from worldsim import mcp_check
+
+    span = range(SIMULATED_FIRST_DAY, SIMULATED_FIRST_DAY + days)
+    shared = mcp_check.group_contrasts(span, shared=True)
+    independent = mcp_check.group_contrasts(span, shared=False)
+    rewards = mcp_check.in_process_rewards(range(span.stop, span.stop + 2 * days))
+    pairs = [
+        better - worse
+        for better, worse in zip(rewards["upgrade"][::2], rewards["compare"][1::2], strict=True)
+    ]
+    return {
+        "pair_variance": float(np.var(pairs, ddof=1)),
+        "groundhog_variance": float(np.var(shared, ddof=1)),
+        "naive_calibrated_variance": float(np.var(independent, ddof=1)),
+    }
+
+
+def simulated_mcp_plan(constants: Mapping[str, Any], days: int = SIMULATED_DAYS) -> dict[str, Any]:
+    """The MCP cell's sizes and powers (equivalence, calibration) from the simulated variances."""
+    inputs = simulated_mcp_inputs(days)
+    required = {
+        name: smallest(lambda n, name=name: claim_power(name, n, inputs, constants))
+        for name in ("equivalence", "calibration")
+    }
+    worlds = max((n for n in required.values() if n is not None), default=MAX_WORLDS)
+    return {
+        "worlds": worlds,
+        "reference_pairs": PAIRS_PER_WORLD * worlds,
+        "needs": required,
+        "inputs": {name: round(value, 5) for name, value in inputs.items()},
+        "power": {
+            name: round(claim_power(name, worlds, inputs, constants), 3)
+            for name, n in required.items()
+            if n is not None
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
     from bench import claims
 
-    results = json.loads(COMMITTED.read_text())
-    plans = plan(results, claims.load()["constants"])
+    arguments = sys.argv[1:] if argv is None else argv
+    constants = claims.load()["constants"]
+    if "--simulated-mcp" in arguments:
+        plans = {"mcp/uncooperative": simulated_mcp_plan(constants)}
+    else:
+        plans = plan(json.loads(COMMITTED.read_text()), constants)
     sys.stdout.write(json.dumps(plans, indent=2) + "\n")
     return 0
 

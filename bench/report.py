@@ -422,7 +422,10 @@ def summary_block(results: Mapping[str, Any]) -> str:
     lines = [header, ""]
     for world in worlds(results):
         cooperative = results["cells"].get(f"{world}/cooperative", {})
-        better, worse = cooperative.get("contrast") or ["verify", "deep"]
+        # A world with no cooperative cell (the MCP world) names its contrast in its other cell.
+        uncooperative = results["cells"].get(f"{world}/uncooperative", {})
+        contrast = cooperative.get("contrast") or uncooperative.get("contrast")
+        better, worse = contrast or ["verify", "deep"]
         lines += [f"### World `{world}` (contrast: {better} - {worse})", ""]
         ceiling = cooperative.get("reference", {}).get("ceiling_interval")
         if ceiling:

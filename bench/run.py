@@ -9,7 +9,6 @@ another so the world's call counter can be read as a per-phase difference.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import logging
 import secrets
 import time
@@ -26,6 +25,7 @@ from bench import claims as protocol_claims
 from bench import collect, faults, figures, grpo_fresh, noise_curve, report, speed
 from bench.assemble import assemble
 from bench.config import BenchConfig, for_cell
+from bench.config import cells as config_cells
 from bench.groups import RunContext, cell_context
 from bench.harness import Services
 from bench.world_client import WorldControl
@@ -145,7 +145,7 @@ def run_benchmark(
 
         # Each cell has its own world process (whose call counter its phases read) and its own
         # tapes, so cells may overlap; only --quick overlaps them (see BenchConfig.cell_workers).
-        cells = list(itertools.product(config.worlds_run, config.modes))
+        cells = config_cells(config)
         with ThreadPoolExecutor(max_workers=max(1, config.cell_workers)) as pool:
             futures = [pool.submit(run_cell, kind, mode) for kind, mode in cells]
             for (kind, mode), future in zip(cells, futures, strict=True):

@@ -1,7 +1,8 @@
 """`python -m worldsim --host H --port P --seed N`: start the seeded mock world.
 
 A separate process is the point: the benchmark drives the agent through the real proxy over TCP
-to this server, as it would to a real service.
+to this server, as it would to a real service. `--world mcp` starts the MCP world instead
+(worldsim/mcp_world.py: tools over MCP streamable HTTP at /mcp; always uncooperative).
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="omit X-Groundhog-Reads/-Writes dependency hints",
     )
     parser.add_argument(
-        "--world", choices=("research", "shop"), default=None, help="which world (research)"
+        "--world",
+        choices=("research", "shop", "mcp"),
+        default=None,
+        help="which world (research); mcp: the MCP tool server, always uncooperative",
     )
     parser.add_argument(
         "--uncooperative",
@@ -58,6 +62,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level.upper())
+    if args.world == "mcp":
+        # Imported here: the MCP SDK costs the HTTP worlds' start nothing.
+        from worldsim import mcp_world
+
+        mcp_world.run(
+            args.host, args.port, args.seed, sandbox_cap=args.sandbox_cap, log_level=args.log_level
+        )
+        return
     try:
         server.run(
             args.host,

@@ -58,11 +58,13 @@ def fence_out(session: Session, branch: BranchRef, asker: str | None, *, now: fl
     branch_leases.void_expired(branch.id, holder, session=session)
 
 
-def ask_back(store: Store, tape: str, branch: str, *, notify: Callable[[], None]) -> None:
+def ask_back(
+    store: Store, tape: str, branch: str, *, grace: float, notify: Callable[[], None]
+) -> None:
     """Ask the holder of `tape`/`branch`'s lease to ship and release (after a refused ask)."""
     with transaction(store.write) as session:
         _, found = load_tape_and_branch(session, tape, branch)
-        branch_leases.ask_back([found.id], now=time.time(), session=session)
+        branch_leases.ask_back([found.id], now=time.time(), grace=grace, session=session)
     notify()
 
 
@@ -146,26 +148,36 @@ def renew(store: Store, body: LeaseRenewRequest, settings: LeaseSettings) -> dic
 
 
 def settle(
-    store: Store, tape: str, branch: str | None = None, *, notify: Callable[[], None]
+    store: Store,
+    tape: str,
+    branch: str | None = None,
+    *,
+    grace: float,
+    notify: Callable[[], None],
 ) -> None:
     """Before a branch's state is read or copied: ask the holders of the tape's leases (or of
-    `branch`'s alone) to ship and release, and wait until they have or their leases expired.
+    `branch`'s alone) to ship and release, and wait until they have, or until their leases
+    lapsed `grace` ago (a holder that lost the store for a while ships when it is back); those
+    are then ended, and what their holders ship later is refused.
 
-    Runs in the route's worker thread; a tape with no lease held costs one read."""
+    Runs in the route's worker thread; a tape with no lease held costs one write."""
     with transaction(store.write) as session:
         branch_ids = _branch_ids(session, tape, branch)
-        deadline = branch_leases.ask_back(branch_ids, now=time.time(), session=session)
+        deadline = branch_leases.ask_back(branch_ids, now=time.time(), grace=grace, session=session)
     if deadline == 0.0:
         return
     notify()
     while True:
         now = time.time()
         with transaction(store.read) as session:
-            if not branch_leases.any_held(branch_ids, now=now, session=session):
+            if not branch_leases.any_held(branch_ids, now=now, grace=grace, session=session):
                 return
         if now > deadline:
-            return
+            break
         time.sleep(SETTLE_POLL_SECONDS)
+    log.warning("branch leases of tape %r not released in time: ended", tape)
+    with transaction(store.write) as session:
+        branch_leases.void_lapsed(branch_ids, before=time.time() - grace, session=session)
 
 
 def _branch_ids(session: Session, tape: str, branch: str | None) -> list[int]:

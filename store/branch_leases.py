@@ -149,9 +149,11 @@ def void_expired(branch_id: int, holder: str, *, session: Session) -> None:
     )
 
 
-def ask_back(branch_ids: Sequence[int], *, now: float, session: Session) -> float:
-    """Ask the holders of these branches' live leases to flush and release; the latest expiry
-    among them (0.0 when none is held)."""
+def ask_back(branch_ids: Sequence[int], *, now: float, grace: float, session: Session) -> float:
+    """Ask the holders of these branches' leases to flush and release; when to stop waiting
+    for them (0.0 when none is held). A lease that lapsed less than `grace` ago is asked too:
+    its holder may only have lost the store for a while (its renewals failed), and still hold
+    hits it served; a restarted one ships them."""
     if not branch_ids:
         return 0.0
     held = session.execute(
@@ -159,16 +161,16 @@ def ask_back(branch_ids: Sequence[int], *, now: float, session: Session) -> floa
         .where(
             BranchLease.branch_id.in_(branch_ids),
             BranchLease.holder.is_not(None),
-            BranchLease.expires >= now,
+            BranchLease.expires + grace >= now,
         )
         .values(revoke=True)
         .returning(BranchLease.expires)
     )
-    return max((float(expires) for (expires,) in held), default=0.0)
+    return max((float(expires) + grace for (expires,) in held), default=0.0)
 
 
-def any_held(branch_ids: Sequence[int], *, now: float, session: Session) -> bool:
-    """Whether any of these branches is still leased (unexpired)."""
+def any_held(branch_ids: Sequence[int], *, now: float, grace: float, session: Session) -> bool:
+    """Whether any of these branches is still leased, or lapsed less than `grace` ago."""
     if not branch_ids:
         return False
     query = (
@@ -176,11 +178,22 @@ def any_held(branch_ids: Sequence[int], *, now: float, session: Session) -> bool
         .where(
             BranchLease.branch_id.in_(branch_ids),
             BranchLease.holder.is_not(None),
-            BranchLease.expires >= now,
+            BranchLease.expires + grace >= now,
         )
         .limit(1)
     )
     return session.execute(query).first() is not None
+
+
+def void_lapsed(branch_ids: Sequence[int], *, before: float, session: Session) -> None:
+    """End the leases of these branches that lapsed before `before`: their holders are gone,
+    and what they ship late is refused."""
+    if branch_ids:
+        session.execute(
+            update(BranchLease)
+            .where(BranchLease.branch_id.in_(branch_ids), BranchLease.expires < before)
+            .values(holder=None, revoke=False)
+        )
 
 
 def apply_events(

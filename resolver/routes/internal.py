@@ -25,6 +25,7 @@ document still describes the bodies.
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import Any, cast
 
 from fastapi import APIRouter, Depends, FastAPI, Request, Response
@@ -181,9 +182,15 @@ async def resolve_reply(state: Any, raw: bytes) -> bytes:
         result = await resolve_tx.resolve(state.resolver, body)
     except BranchLeased:
         # Nothing was taken; the holder is asked to ship and release, for the retry.
-        notify = state.revocations.notify
         await run_in_threadpool(
-            branch_leases.ask_back, state.store, body.tape, body.branch, notify=notify
+            partial(
+                branch_leases.ask_back,
+                grace=state.settings.branch_lease_seconds,
+                notify=state.revocations.notify,
+            ),
+            state.store,
+            body.tape,
+            body.branch,
         )
         raise
     if isinstance(result, Waiting):

@@ -172,3 +172,24 @@ def test_another_proxy_asking_a_leased_branch_is_answered_once_the_holder_releas
     assert reply.status == 200, reply.body
     assert reply.headers["x-groundhog-decision"] == "recorded"
     assert [e["occurrence"] for e in events(leased, tape, children[2])] == [0, 1]
+
+
+def test_a_sidecar_that_loses_the_resolver_serves_held_hits_and_refuses_misses(
+    leased: Stack, upstream: Upstream
+) -> None:
+    tape = leased.open_tape()
+    children = warm(leased, tape, upstream, ["/item/a", "/item/b"])
+    assert ask(leased, tape, children[2], f"{upstream.url}/item/a").status == 200  # leased
+    calls = upstream.state.count()
+    leased.crash_resolver()
+
+    held = ask(leased, tape, children[2], f"{upstream.url}/item/b")
+    miss = ask(leased, tape, children[2], f"{upstream.url}/item/new")
+
+    assert held.status == 200 and held.headers["x-groundhog-decision"] == "shared"
+    assert miss.status == 503  # fail closed: nothing goes to the world unrecorded
+    assert upstream.state.count() == calls
+    leased.restart_resolver()
+    # Asked for the branch's state, the sidecar ships what it served meanwhile.
+    shipped = events(leased, tape, children[2])
+    assert [(e["decision"], e["occurrence"]) for e in shipped] == [("shared", 0)] * 2

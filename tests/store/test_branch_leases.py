@@ -110,12 +110,27 @@ def test_asking_back_names_the_latest_expiry_and_release_ends_the_lease(
     p = grant(any_store, branch_id, "p", now=100.0)
     assert isinstance(p, branch_leases.Granted)
     with transaction(any_store.write) as session:
-        assert branch_leases.ask_back([branch_id], now=101.0, session=session) == 105.0
-        assert branch_leases.any_held([branch_id], now=101.0, session=session)
+        assert branch_leases.ask_back([branch_id], now=101.0, grace=2, session=session) == 107.0
+        # Lapsed (105) but within the grace: its holder may be back and ship.
+        assert branch_leases.any_held([branch_id], now=106.0, grace=2, session=session)
+        assert not branch_leases.any_held([branch_id], now=108.0, grace=2, session=session)
         assert branch_leases.release(branch_id, "p", p.epoch, session=session)
-        assert not branch_leases.any_held([branch_id], now=101.0, session=session)
-        assert branch_leases.ask_back([branch_id], now=101.0, session=session) == 0.0
+        assert not branch_leases.any_held([branch_id], now=101.0, grace=2, session=session)
+        assert branch_leases.ask_back([branch_id], now=101.0, grace=2, session=session) == 0.0
         assert not branch_leases.release(branch_id, "p", p.epoch, session=session)
+
+
+def test_a_lease_lapsed_past_the_grace_is_ended_and_its_holder_refused(
+    any_store: Store, branch_id: int
+) -> None:
+    p = grant(any_store, branch_id, "p", now=100.0)
+    assert isinstance(p, branch_leases.Granted)
+    with transaction(any_store.write) as session:
+        branch_leases.void_lapsed([branch_id], before=104.0, session=session)  # still running
+        assert branch_leases.any_held([branch_id], now=104.0, grace=0, session=session)
+        branch_leases.void_lapsed([branch_id], before=106.0, session=session)
+        assert not branch_leases.any_held([branch_id], now=104.0, grace=0, session=session)
+        assert not branch_leases.apply_events(branch_id, "p", p.epoch, [], session=session)
 
 
 def get_branch_events(session: Session, branch_id: int) -> int:

@@ -42,8 +42,9 @@ from store.refs import BranchRef, TapeRef
 _UNUSED_KEY = secrets.token_bytes(32)
 
 
-class NotLocal(Exception):
-    """The copy cannot tell what the store would: the resolver decides this ask."""
+class NotLocal(ResolverError):
+    """The copy cannot tell what the store would: the resolver decides this ask (never leaves
+    this module: `local_hit` answers None)."""
 
 
 @dataclass
@@ -123,7 +124,7 @@ def local_hit(
         ask = build_ask(
             copy.tape, copy.branch, wire, body, redaction_key=_UNUSED_KEY, lookups=CopyLookups(copy)
         )
-    except (NotLocal, ResolverError):
+    except ResolverError:  # NotLocal among them
         return None  # the resolver says the same, or what the copy cannot
     if ask.findings:
         return None

@@ -322,15 +322,20 @@ class LeaseTakeRequest(BaseModel):
     holder: str = Field(min_length=1, max_length=64, pattern=ATTEMPT_PATTERN)
 
 
+# Ids are BIGINT (SQLite's INTEGER); epochs and occurrences INTEGER on PostgreSQL.
+_MAX_ID = 2**63 - 1
+_MAX_INT = 2**31 - 1
+
+
 class LeaseEvent(BaseModel):
     """One hit a lease holder served: the event a resolve would have written for it."""
 
     method: str = Field(min_length=1, max_length=20)
     url: str = Field(max_length=8000)
     key_hash: str = Field(min_length=1, max_length=64)
-    occurrence: int = Field(ge=0)
+    occurrence: int = Field(ge=0, le=_MAX_INT)
     fingerprint: str = Field(max_length=100)
-    exchange_id: int = Field(ge=1)
+    exchange_id: int = Field(ge=1, le=_MAX_ID)
     true_fingerprint_nonempty: bool = False
     attempt: str | None = Field(default=None, min_length=1, max_length=64, pattern=ATTEMPT_PATTERN)
 
@@ -338,17 +343,17 @@ class LeaseEvent(BaseModel):
 class LeaseEventsRequest(BaseModel):
     """`POST /v1/leases/events`: a holder ships the hits it served, in the order served."""
 
-    branch_id: int = Field(ge=1)
+    branch_id: int = Field(ge=1, le=_MAX_ID)
     holder: str = Field(min_length=1, max_length=64, pattern=ATTEMPT_PATTERN)
-    epoch: int = Field(ge=1)
+    epoch: int = Field(ge=1, le=_MAX_INT)
     events: list[LeaseEvent] = Field(max_length=10_000)
     # Ship and end the lease in one call (the holder was asked to release, or is idle).
     release: bool = False
 
 
 class HeldLease(BaseModel):
-    branch_id: int = Field(ge=1)
-    epoch: int = Field(ge=1)
+    branch_id: int = Field(ge=1, le=_MAX_ID)
+    epoch: int = Field(ge=1, le=_MAX_INT)
 
 
 class LeaseRenewRequest(BaseModel):

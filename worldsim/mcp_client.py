@@ -23,6 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from groundhog.protocol.headers import DECISION, FINGERPRINT
 from worldsim import mcp_desk
+from worldsim.errors import WorldError
 from worldsim.mcp_agent import ToolReply
 
 SESSION_HEADER = "mcp-session-id"
@@ -32,7 +33,7 @@ OnRead = Callable[[str, ToolReply, bool], None]
 """Called after each read-only tool's answer: (tool, reply, whether this session wrote before)."""
 
 
-class ToolCallFailed(RuntimeError):
+class ToolCallFailed(WorldError):
     """A tool answered with an error (`isError`); the message names the tool and its text."""
 
 

@@ -164,6 +164,7 @@ def test_the_bench_service_runs_the_quick_benchmark_through_the_services(
         "shop_uncooperative_world_url": running["worldsim-shop-uncooperative"].url,
         "resolver_url": running["resolver"].url,
         "proxy_url": running["proxy"].url,
+        "mcp_world_url": None,  # compose runs no MCP world: its cell is not in --quick
     }
     for name, server in running.items():
         assert server.process.poll() is None, f"{name} exited during the benchmark:\n{server.log()}"

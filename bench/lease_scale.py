@@ -1,0 +1,219 @@
+"""N sidecar proxies against one shared resolver: what branch leases change at scale.
+
+Every hit through a plain Groundhog proxy is a round trip to the one resolver and its store, so
+at many concurrent rollouts the shared resolver, not the sidecars, runs out. This script starts
+one resolver (on a fresh SQLite file, or the database `--database-url` names) and, for each N,
+N sidecar proxies, first as deployed by default and then taking branch leases
+(`groundhog_branch_leases`). Through each sidecar one branch records its own addresses and a
+sibling then asks them all, one client per sidecar, every sidecar at once. Per N and mode it
+reports the siblings' aggregate hit throughput, their p50, the resolver's CPU per 1000 hits
+(from /proc, shipped batches included) and how many `/v1/resolve` calls the hits cost (a
+count from the resolver's own metrics: every hit with plain proxies, none with leases).
+Ratios are leased against plain at the same N, measured in the same run.
+
+    python -m bench.lease_scale [--sidecars 1,2,4,8] [--requests 200] [--database-url URL]
+                                [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.harness import ChildService, await_child, cpu_seconds, spawn_child, start_child
+from bench.proxy_load import load, proxy_with_identity, urls_for
+from bench.proxy_rows import store_label
+from bench.proxy_stack import (
+    child_processes,
+    delete_tapes,
+    open_tape,
+    proxy_arguments,
+    resolver_arguments,
+)
+
+logger = logging.getLogger("bench.lease_scale")
+
+MODES = {"plain": (), "leased": ("--set", "groundhog_branch_leases=true")}
+SHIPPED_WITHIN_SECONDS = 0.5  # a leased sidecar's batches land within a few ship windows
+_RESOLVES = re.compile(r"^groundhog_resolve_seconds_count (\S+)$", re.MULTILINE)
+
+
+def resolves(resolver_url: str) -> int:
+    """How many `/v1/resolve` calls the resolver has answered (its own metric)."""
+    text = httpx.get(f"{resolver_url}/metrics", trust_env=False, timeout=30).text
+    found = _RESOLVES.search(text)
+    if found is None:
+        raise RuntimeError("the resolver's /metrics has no groundhog_resolve_seconds_count")
+    return int(float(found.group(1)))
+
+
+def start_sidecars(
+    resolver_url: str, work: Path, count: int, mode: str, kids: list[ChildService]
+) -> list[ChildService]:
+    """`count` Groundhog proxies on the resolver, each with a data directory of its own."""
+    started = []
+    for index in range(count):
+        data = work / f"{mode}-{count}-{index}"
+        data.mkdir()
+        command = [*proxy_arguments(resolver_url, data), *MODES[mode]]
+        child = spawn_child(f"{mode}-{count}-{index}", command, log_dir=work)
+        kids.append(child)
+        started.append(child)
+    return [await_child(child, health="tcp") for child in started]
+
+
+def measure_one(
+    resolver: ChildService,
+    upstream_url: str,
+    sidecars: list[ChildService],
+    mode: str,
+    per_sidecar: int,
+    tape: str,
+) -> dict[str, Any]:
+    """One sidecar count in one mode: each sidecar's recorder, then its sibling timed."""
+    count = len(sidecars)
+    branches = open_tape(resolver.url, tape, 2 * count)
+    recorders, siblings = branches[:count], branches[count:]
+    urls = urls_for(upstream_url, count, per_sidecar, tape)
+
+    def through(names: list[str]) -> list[str | None]:
+        pairs = zip(sidecars, names, strict=True)
+        return [proxy_with_identity(child.port, tape, name) for child, name in pairs]
+
+    asyncio.run(load(through(recorders), urls))  # recorded through each sidecar (kept if leased)
+    hitters = through(siblings)
+    asked_before, cpu_before = resolves(resolver.url), cpu_seconds(resolver.process.pid)
+    numbers = asyncio.run(load(hitters, urls))
+    time.sleep(SHIPPED_WITHIN_SECONDS)
+    cpu_used = cpu_seconds(resolver.process.pid) - cpu_before
+    hits = count * per_sidecar
+    return {
+        "sidecars": count,
+        "mode": mode,
+        "hits": hits,
+        "p50_ms": numbers["p50_ms"],
+        "throughput_rps": numbers["throughput_rps"],
+        "resolver_cpu_ms_per_1000": round(1e6 * cpu_used / hits, 1),
+        "resolves_per_hit": round((resolves(resolver.url) - asked_before) / hits, 3),
+    }
+
+
+def measure(
+    counts: Sequence[int], per_sidecar: int, database_url: str | None
+) -> list[dict[str, Any]]:
+    run = time.time_ns()
+    rows: list[dict[str, Any]] = []
+    tapes: list[str] = []
+    with (
+        tempfile.TemporaryDirectory(prefix="gh-lease-scale-") as temporary,
+        child_processes() as kids,
+    ):
+        work = Path(temporary)
+        upstream = start_child(
+            "upstream", ["bench.proxy_perf", "--serve-upstream"], health="tcp", log_dir=work
+        )
+        kids.append(upstream)
+        resolver = start_child(
+            "resolver", resolver_arguments(work, database_url), health="http", log_dir=work
+        )
+        kids.append(resolver)
+        try:
+            for count in counts:
+                for mode in MODES:
+                    sidecars = start_sidecars(resolver.url, work, count, mode, kids)
+                    tape = f"scale-{mode}-{count}-{run}"
+                    tapes.append(tape)
+                    try:
+                        rows.append(
+                            measure_one(resolver, upstream.url, sidecars, mode, per_sidecar, tape)
+                        )
+                    finally:
+                        for child in sidecars:
+                            child.stop()
+                            kids.remove(child)
+        finally:
+            if database_url:  # a database outlives the run: leave it as it was
+                delete_tapes(resolver.url, tapes)
+    return [{**row, "store": store_label(database_url)} for row in with_ratios(rows)]
+
+
+def with_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each leased row with its throughput and resolver CPU against the plain row at its N."""
+    plain = {row["sidecars"]: row for row in rows if row["mode"] == "plain"}
+    out = []
+    for row in rows:
+        base = plain.get(row["sidecars"])
+        if row["mode"] == "leased" and base is not None:
+            row = {
+                **row,
+                "throughput_vs_plain": round(row["throughput_rps"] / base["throughput_rps"], 3),
+                "resolver_cpu_vs_plain": round(
+                    row["resolver_cpu_ms_per_1000"] / base["resolver_cpu_ms_per_1000"], 3
+                ),
+            }
+        out.append(row)
+    return out
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    stores = ", ".join(dict.fromkeys(str(row["store"]) for row in rows))
+    lines = [
+        f"N sidecars against one resolver; the resolver's store: {stores}",
+        "",
+        "| sidecars | mode | hits | p50 ms | hits/s | resolver CPU ms / 1000 hits "
+        "| resolves per hit | hits/s vs plain | resolver CPU vs plain |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        versus = (
+            f"{row['throughput_vs_plain']:.2f}x | {row['resolver_cpu_vs_plain']:.2f}x"
+            if "throughput_vs_plain" in row
+            else "— | —"
+        )
+        lines.append(
+            f"| {row['sidecars']} | {row['mode']} | {row['hits']} | {row['p50_ms']:.2f} "
+            f"| {row['throughput_rps']:.0f} | {row['resolver_cpu_ms_per_1000']:.0f} "
+            f"| {row['resolves_per_hit']:.2f} | {versus} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.lease_scale", description=__doc__)
+    parser.add_argument(
+        "--sidecars",
+        default="1,2,4,8",
+        help="comma-separated numbers of sidecar proxies (default 1,2,4,8)",
+    )
+    parser.add_argument("--requests", type=int, default=200, help="hits per sidecar")
+    parser.add_argument("--database-url", metavar="URL", help="the resolver's store")
+    parser.add_argument("--json", type=Path, help="also write the rows here")
+    args = parser.parse_args(argv)
+    try:
+        counts = [int(part) for part in args.sidecars.split(",") if part.strip()]
+    except ValueError:
+        parser.error(
+            f"--sidecars takes numbers separated by commas (e.g. 1,2,4): {args.sidecars!r}"
+        )
+    if not counts or min(counts) < 1 or args.requests < 1:
+        parser.error("--sidecars needs numbers of at least 1, --requests at least 1")
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    rows = measure(counts, args.requests, args.database_url)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2))
+    sys.stdout.write(table(rows) + "\n")
+
+
+if __name__ == "__main__":
+    main()

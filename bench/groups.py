@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -291,16 +291,22 @@ def run_group(
                     sessions.extend([grader.session] if grader.session else [])
             return BranchResult(branches[index], strategy, seed, outcome, grader.grades)
 
-        indices = range(len(strategies))
-        if concurrent and len(strategies) > 1:
-            with ThreadPoolExecutor(max_workers=len(strategies)) as pool:
-                result.branches = list(pool.map(one, indices))
-        else:
-            result.branches = [one(index) for index in indices]
+        result.branches = run_branches(one, len(strategies), concurrent=concurrent)
         result.report = dataclasses.asdict(context.admin.report(tape))
     finally:
         context.world.drop_sandboxes(sessions)
     return result
+
+
+def run_branches(
+    one: Callable[[int], BranchResult], count: int, *, concurrent: bool
+) -> list[BranchResult]:
+    """`one(i)` for each of a group's `count` branches: all at once, as siblings run in
+    training (one thread each), or one after another."""
+    if concurrent and count > 1:
+        with ThreadPoolExecutor(max_workers=count) as pool:
+            return list(pool.map(one, range(count)))
+    return [one(index) for index in range(count)]
 
 
 def run_live(

@@ -17,7 +17,6 @@ import asyncio
 import dataclasses
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from bench import agent_adapter
@@ -29,6 +28,7 @@ from bench.groups import (
     GroupResult,
     RunContext,
     agent_seed,
+    run_branches,
 )
 from bench.world_client import WorldControl
 from groundhog.protocol import headers as protocol_headers
@@ -189,12 +189,7 @@ def run_group(
             outcome = agent_adapter.outcome(rollout)
             return BranchResult(branches[index], strategy, seed, outcome, grader.grades)
 
-        indices = range(len(strategies))
-        if concurrent and len(strategies) > 1:
-            with ThreadPoolExecutor(max_workers=len(strategies)) as pool:
-                result.branches = list(pool.map(one, indices))
-        else:
-            result.branches = [one(index) for index in indices]
+        result.branches = run_branches(one, len(strategies), concurrent=concurrent)
         result.report = dataclasses.asdict(context.admin.report(tape))
     finally:
         context.world.drop_sandboxes(sessions)

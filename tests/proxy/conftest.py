@@ -12,6 +12,7 @@ from tests.proxy.stack import Stack, running_stack
 from tests.proxy.upstream_server import Upstream
 from tests.proxy.websocket_world import World
 from tests.support.certs import write_self_signed
+from tests.support.store_databases import private_schema_url
 
 
 @pytest.fixture(scope="session")
@@ -51,6 +52,17 @@ def _no_ambient_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
         if name in os.environ:
             monkeypatch.delenv(name)
     monkeypatch.setenv("NO_PROXY", "")
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def resolver_args(request: pytest.FixtureRequest) -> Iterator[tuple[str, ...]]:
+    """The resolver's flags for a store of each kind: its own SQLite file, or a private schema
+    of the test PostgreSQL."""
+    if request.param == "sqlite":
+        yield ()
+        return
+    with private_schema_url(request.getfixturevalue("postgres_url")) as url:
+        yield ("--database-url", url)
 
 
 @pytest.fixture(scope="module")

@@ -15,18 +15,8 @@ from tests.proxy.stack import Stack, running_stack
 from tests.proxy.test_end_to_end import ask
 from tests.proxy.upstream_server import Upstream
 from tests.support.servers import start_server, wait_until
-from tests.support.store_databases import private_schema_url
 
 LEASES = ("--set", "groundhog_branch_leases=true")
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def resolver_args(request: pytest.FixtureRequest) -> Iterator[tuple[str, ...]]:
-    if request.param == "sqlite":
-        yield ()
-        return
-    with private_schema_url(request.getfixturevalue("postgres_url")) as url:
-        yield ("--database-url", url)
 
 
 @pytest.fixture

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -39,7 +38,6 @@ from tests.proxy.stack import Stack, running_stack
 from tests.proxy.test_end_to_end import ask
 from tests.proxy.upstream_server import Upstream
 from tests.support.servers import wait_until
-from tests.support.store_databases import private_schema_url
 
 EXAMPLES = int(os.environ.get("GROUNDHOG_CRASH_EXAMPLES", "3"))
 READ_PATHS = ("/item/a", "/gated?k=g")
@@ -209,15 +207,6 @@ class ProxyCrashMachine(RuleBasedStateMachine):
             self.served(branch, path, answered)  # answered before the kill: a read served
         self.revive()
         self.read(branch, path)
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def resolver_args(request: pytest.FixtureRequest) -> Iterator[tuple[str, ...]]:
-    if request.param == "sqlite":
-        yield ()
-        return
-    with private_schema_url(request.getfixturevalue("postgres_url")) as url:
-        yield ("--database-url", url)
 
 
 @pytest.mark.parametrize("leases", ["off", "on"])

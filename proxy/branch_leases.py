@@ -20,7 +20,6 @@ import base64
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,8 @@ from mitmproxy.exceptions import OptionsError
 
 from groundhog.protocol.decisions import Action, Decision
 from groundhog.protocol.wire import RecordAnswer, ResolveAnswer, ResolveAsk, wire_response
-from proxy.lease_log import Lease, LeaseLog, holder_id
+from proxy.lease_log import LeaseLog, holder_id
+from proxy.lease_shipping import HeldBranch, Shipper
 from proxy.live import FlowState
 from proxy.options import seconds
 from proxy.resolver_client import (
@@ -67,26 +67,8 @@ def configured_leases(
     window = seconds(options, "groundhog_lease_ship_seconds")
     if current is None:
         current = LeaseBook(resolver, Path(options.groundhog_lease_dir), ship_window=window)
-    current.ship_window = window
+    current.shipper.window = window
     return current
-
-
-@dataclass
-class HeldBranch:
-    """One leased branch: its copy, and the hits served from it not yet shipped."""
-
-    epoch: int
-    copy: BranchCopy
-    # Keys whose count the copy cannot tell (a live read in flight, or one that failed): asked
-    # of the resolver, whose answer tells it again.
-    unknown: set[str] = field(default_factory=set)
-    pending: list[dict[str, Any]] = field(default_factory=list)
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    shipper: asyncio.Task[None] | None = None
-
-    @property
-    def lease(self) -> Lease:
-        return (self.copy.branch.id, self.epoch)
 
 
 class LeaseBook:
@@ -96,10 +78,11 @@ class LeaseBook:
         self, resolver: Callable[[], ResolverClient], directory: Path, *, ship_window: float
     ) -> None:
         self._resolver = resolver
-        # Served hits wait this long for others to share their shipment (a batch per window).
-        self.ship_window = ship_window
         self.holder = holder_id(directory)
         self.log = LeaseLog(directory)
+        self.shipper = Shipper(
+            resolver, self.holder, self.log, window=ship_window, on_lost=self._forget
+        )
         self.cache = AnswerCache(CACHE_BUDGET_BYTES)
         self._held: dict[tuple[str, str], HeldBranch] = {}
         self._cooling: dict[tuple[str, str], float] = {}
@@ -156,7 +139,7 @@ class LeaseBook:
         self.log.append(held.lease, event)  # before the answer's bytes leave
         held.copy.counts[ask.key.hash] = ask.occurrence + 1
         held.pending.append(event)
-        self._ship_soon(held)
+        self.shipper.soon(held)
         self.local_hits += 1
         return {
             "action": str(Action.SERVE),
@@ -176,7 +159,7 @@ class LeaseBook:
         payload["lease_holder"] = self.holder
         held = self._held.get((payload["tape"], payload["branch"]))
         if held is not None and held.pending:
-            await self._ship(held)
+            await self.shipper.ship(held)
 
     def learn(self, payload: ResolveAsk, answer: ResolveAnswer) -> None:
         """What the resolver's answer tells the copy: a served read's occurrence is counted and
@@ -255,54 +238,6 @@ class LeaseBook:
             self._renewer = asyncio.ensure_future(self._renew_forever())
         return held
 
-    def _ship_soon(self, held: HeldBranch) -> None:
-        if held.shipper is None or held.shipper.done():
-            held.shipper = asyncio.ensure_future(self._ship_after_window(held))
-
-    async def _ship_after_window(self, held: HeldBranch) -> None:
-        await asyncio.sleep(self.ship_window)
-        await self._ship(held)
-
-    async def _ship(self, held: HeldBranch, *, release: bool = False) -> bool:
-        """Ship the branch's served hits (and release the lease); False if it is lost."""
-        async with held.lock:
-            events = list(held.pending)
-            if not events and not release:
-                return True
-            payload = {
-                "branch_id": held.copy.branch.id,
-                "holder": self.holder,
-                "epoch": held.epoch,
-                "events": events,
-                "release": release,
-            }
-            try:
-                await self._resolver().ship_lease_events(payload)
-            except ResolverRejected as rejected:
-                log.error(
-                    "the resolver refused %d served hits of branch %s: %s",
-                    len(events),
-                    held.copy.branch.path,
-                    rejected,
-                )
-                self._forget(held)
-                self.log.shipped(held.lease, len(events))  # refused for good: not again
-                return False
-            except (ResolverUnavailable, ResolverProtocolError) as error:
-                log.warning("could not ship %d served hits yet: %s", len(events), error)
-                self._ship_later(held)
-                return True
-            del held.pending[: len(events)]
-            self.log.shipped(held.lease, len(events))
-            return True
-
-    def _ship_later(self, held: HeldBranch) -> None:
-        async def again() -> None:
-            await asyncio.sleep(0.5)
-            await self._ship(held)
-
-        held.shipper = asyncio.ensure_future(again())
-
     def _forget(self, held: HeldBranch) -> None:
         for name, other in list(self._held.items()):
             if other is held:
@@ -313,16 +248,13 @@ class LeaseBook:
         held = self._held.pop(name, None)
         if held is not None:
             log.debug("releasing %s/%s: %s", *name, why)
-            held.shipper = asyncio.ensure_future(self._ship_released(held))
-
-    async def _ship_released(self, held: HeldBranch) -> None:
-        await self._ship(held, release=True)
+            self.shipper.released_soon(held)
 
     async def release(self, name: tuple[str, str]) -> None:
         held = self._held.pop(name, None)
         if held is not None:
             self._cooling[name] = time.monotonic() + COOL_DOWN_SECONDS
-            await self._ship(held, release=True)
+            await self.shipper.ship(held, release=True)
 
     async def _renew_forever(self) -> None:
         while self._held:
@@ -351,36 +283,9 @@ class LeaseBook:
         """Ship what the log holds from before a restart (its leases then released), asking
         a resolver that is not there yet again for up to `patience` seconds."""
         try:
-            await self._recover(patience)
+            await self.shipper.recover(patience)
         finally:
             self.recovered.set()
-
-    async def _recover(self, patience: float) -> None:
-        left = self.log.unshipped()
-        give_up = time.monotonic() + patience
-        while left:
-            (branch_id, epoch), events = next(iter(left.items()))
-            payload = {
-                "branch_id": branch_id,
-                "holder": self.holder,
-                "epoch": epoch,
-                "events": events,
-                "release": True,
-            }
-            try:
-                await self._resolver().ship_lease_events(payload)
-                log.info("shipped %d hits served before a restart", len(events))
-            except ResolverRejected as rejected:
-                log.error("the resolver refused %d recovered hits: %s", len(events), rejected)
-            except (ResolverUnavailable, ResolverProtocolError) as error:
-                if time.monotonic() > give_up:
-                    log.error("left %d unshipped leases in %s: %s", len(left), self.log.path, error)
-                    return  # the log stays as it is: the next start ships it
-                await asyncio.sleep(0.5)
-                continue
-            self.log.shipped((branch_id, epoch), len(events))
-            del left[(branch_id, epoch)]
-        self.log.recovered()
 
     async def close(self) -> None:
         """Ship everything and release every lease (mitmproxy is shutting down)."""

@@ -10,7 +10,8 @@ from mitmproxy.exceptions import OptionsError
 from mitmproxy.test import taddons
 
 from proxy.addon import GroundhogAddon
-from proxy.branch_leases import HeldBranch, LeaseBook
+from proxy.branch_leases import LeaseBook
+from proxy.lease_shipping import HeldBranch
 from resolver.leased_hits import BranchCopy
 from store.refs import BranchRef, TapeRef
 
@@ -26,7 +27,7 @@ def test_leases_are_off_by_default_and_on_need_a_directory(tmp_path: Path) -> No
             groundhog_lease_dir=str(tmp_path),
             groundhog_lease_ship_seconds="0.5",
         )
-        assert addon.leases is not None and addon.leases.ship_window == 0.5
+        assert addon.leases is not None and addon.leases.shipper.window == 0.5
         assert (tmp_path / "holder").read_text().strip() == addon.leases.holder
         context.options.update(groundhog_branch_leases=False)
         assert addon.leases is None

@@ -1,0 +1,143 @@
+"""Shipping a lease holder's served hits to the resolver: in batches, after a restart, for good.
+
+The sidecar answers a leased branch's hits itself (proxy/branch_leases.py) and writes each to its
+log first (proxy/lease_log.py); this module gets them to the resolver's store, which counts them
+as a resolve would have (`/v1/leases/events`). Hits wait one ship window for others to share
+their batch; a resolver that is not there is asked again every half second (the hits stay in
+the log meanwhile); a refusal (the lease was lost) is final and marked so. A restarted proxy
+ships what the log holds from its previous life before it serves anything. Without it the
+resolver's counters would fall behind what the sidecar's worker was served.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from proxy.lease_log import Lease, LeaseLog
+from proxy.resolver_client import (
+    ResolverClient,
+    ResolverProtocolError,
+    ResolverRejected,
+    ResolverUnavailable,
+)
+from resolver.leased_hits import BranchCopy
+
+log = logging.getLogger(__name__)
+
+# A resolver that could not take a batch is asked again this often.
+RETRY_SECONDS = 0.5
+
+
+@dataclass
+class HeldBranch:
+    """One leased branch: its copy, and the hits served from it not yet shipped."""
+
+    epoch: int
+    copy: BranchCopy
+    # Keys whose count the copy cannot tell (a live read in flight, or one that failed): asked
+    # of the resolver, whose answer tells it again.
+    unknown: set[str] = field(default_factory=set)
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    shipper: asyncio.Future[Any] | None = None
+
+    @property
+    def lease(self) -> Lease:
+        return (self.copy.branch.id, self.epoch)
+
+
+class Shipper:
+    """Ships one holder's hits; `on_lost` hears of a branch whose lease the resolver refused."""
+
+    def __init__(
+        self,
+        resolver: Callable[[], ResolverClient],
+        holder: str,
+        lease_log: LeaseLog,
+        *,
+        window: float,
+        on_lost: Callable[[HeldBranch], None],
+    ) -> None:
+        self._resolver = resolver
+        self.holder = holder
+        self.log = lease_log
+        # Served hits wait this long for others to share their shipment (a batch per window).
+        self.window = window
+        self._on_lost = on_lost
+
+    def soon(self, held: HeldBranch) -> None:
+        """Ship the branch's hits once the window has passed (one batch for all of them)."""
+        if held.shipper is None or held.shipper.done():
+            held.shipper = asyncio.ensure_future(self._after(self.window, held))
+
+    def released_soon(self, held: HeldBranch) -> None:
+        """Ship the branch's hits now and release its lease."""
+        held.shipper = asyncio.ensure_future(self.ship(held, release=True))
+
+    async def _after(self, seconds: float, held: HeldBranch) -> None:
+        await asyncio.sleep(seconds)
+        await self.ship(held)
+
+    async def ship(self, held: HeldBranch, *, release: bool = False) -> bool:
+        """Ship the branch's served hits (and release the lease); False if it is lost."""
+        async with held.lock:
+            events = list(held.pending)
+            if not events and not release:
+                return True
+            try:
+                await self._send(held.lease, events, release=release)
+            except ResolverRejected as rejected:
+                log.error(
+                    "the resolver refused %d served hits of branch %s: %s",
+                    len(events),
+                    held.copy.branch.path,
+                    rejected,
+                )
+                self._on_lost(held)
+                self.log.shipped(held.lease, len(events))  # refused for good: not again
+                return False
+            except (ResolverUnavailable, ResolverProtocolError) as error:
+                log.warning("could not ship %d served hits yet: %s", len(events), error)
+                held.shipper = asyncio.ensure_future(self._after(RETRY_SECONDS, held))
+                return True
+            del held.pending[: len(events)]
+            self.log.shipped(held.lease, len(events))
+            return True
+
+    async def _send(self, lease: Lease, events: list[dict[str, Any]], *, release: bool) -> None:
+        branch_id, epoch = lease
+        payload = {
+            "branch_id": branch_id,
+            "holder": self.holder,
+            "epoch": epoch,
+            "events": events,
+            "release": release,
+        }
+        await self._resolver().ship_lease_events(payload)
+
+    async def recover(self, patience: float) -> None:
+        """Ship what the log holds from before a restart (its leases then released), asking
+        a resolver that is not there yet again for up to `patience` seconds."""
+        left = self.log.unshipped()
+        give_up = time.monotonic() + patience
+        while left:
+            lease, events = next(iter(left.items()))
+            try:
+                await self._send(lease, events, release=True)
+                log.info("shipped %d hits served before a restart", len(events))
+            except ResolverRejected as rejected:
+                log.error("the resolver refused %d recovered hits: %s", len(events), rejected)
+            except (ResolverUnavailable, ResolverProtocolError) as error:
+                if time.monotonic() > give_up:
+                    log.error("left %d unshipped leases in %s: %s", len(left), self.log.path, error)
+                    return  # the log stays as it is: the next start ships it
+                await asyncio.sleep(RETRY_SECONDS)
+                continue
+            self.log.shipped(lease, len(events))
+            del left[lease]
+        self.log.recovered()

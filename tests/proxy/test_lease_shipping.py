@@ -1,0 +1,72 @@
+"""proxy/lease_shipping.py: a shipped batch leaves the pending list and is marked in the log, a
+refusal is final (the lease is lost), and a resolver that is away is asked again later."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from proxy.lease_log import LeaseLog
+from proxy.lease_shipping import HeldBranch, Shipper
+from proxy.resolver_client import ResolverRejected, ResolverUnavailable
+from resolver.leased_hits import BranchCopy
+from store.refs import BranchRef, TapeRef
+
+
+class FakeResolver:
+    """Answers `ship_lease_events` with each of `outcomes` in turn (an exception is raised)."""
+
+    def __init__(self, *outcomes: Any) -> None:
+        self.outcomes = list(outcomes)
+        self.shipped: list[dict[str, Any]] = []
+
+    async def ship_lease_events(self, payload: dict[str, Any]) -> dict[str, Any]:
+        outcome = self.outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        self.shipped.append(payload)
+        return outcome
+
+
+def held_branch() -> HeldBranch:
+    tape = TapeRef(1, "t", 0, "groundhog", True, "closure", {})
+    held = HeldBranch(epoch=3, copy=BranchCopy(tape, BranchRef(5, "root/a")))
+    held.pending = [{"key_hash": "k", "occurrence": 0}, {"key_hash": "k", "occurrence": 1}]
+    return held
+
+
+def shipper(tmp_path: Path, resolver: FakeResolver, lost: list[HeldBranch]) -> Shipper:
+    log = LeaseLog(tmp_path)
+    return Shipper(lambda: resolver, "h", log, window=0.01, on_lost=lost.append)  # type: ignore[arg-type, return-value]
+
+
+def test_a_shipped_batch_is_marked_and_a_refused_one_is_lost_for_good(tmp_path: Path) -> None:
+    resolver = FakeResolver({"applied": 2}, ResolverRejected(409, [], b"lost"))
+    lost: list[HeldBranch] = []
+    ships = shipper(tmp_path, resolver, lost)
+    held = held_branch()
+    for event in held.pending:
+        ships.log.append(held.lease, event)
+    assert asyncio.run(ships.ship(held, release=True))
+    assert held.pending == [] and ships.log.unshipped() == {}
+    assert resolver.shipped[0]["release"] and resolver.shipped[0]["epoch"] == 3
+    held.pending = [{"key_hash": "k", "occurrence": 2}]
+    ships.log.append(held.lease, held.pending[0])
+    assert not asyncio.run(ships.ship(held))
+    assert lost == [held] and ships.log.unshipped() == {}
+
+
+def test_a_resolver_that_is_away_is_asked_again(tmp_path: Path) -> None:
+    resolver = FakeResolver(ResolverUnavailable("down"), {"applied": 2})
+    ships = shipper(tmp_path, resolver, [])
+    held = held_branch()
+
+    async def ship_and_wait() -> None:
+        assert await ships.ship(held)  # not lost: kept for the retry
+        assert len(held.pending) == 2
+        assert held.shipper is not None
+        await held.shipper
+
+    asyncio.run(ship_and_wait())
+    assert held.pending == [] and len(resolver.shipped) == 1

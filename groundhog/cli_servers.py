@@ -61,6 +61,20 @@ TcpPassthroughHost = Annotated[
     ),
 ]
 
+BranchLeases = Annotated[
+    bool,
+    typer.Option(
+        "--branch-leases",
+        help="Take each branch's lease and answer its recorded reads in the proxy, shipping "
+        "their events to the resolver behind (docs/internals.md, 'Branch leases').",
+    ),
+]
+
+
+def lease_args(branch_leases: bool) -> list[str]:
+    """The proxy's flags for branch leases, as `python -m proxy` takes them."""
+    return ["--set", "groundhog_branch_leases=true"] if branch_leases else []
+
 
 def egress_args(
     upstream_ca: list[Path] | None,
@@ -147,12 +161,13 @@ def proxy(
     insecure_upstream: InsecureUpstream = False,
     upstream_proxy: UpstreamProxy = None,
     tcp_passthrough_host: TcpPassthroughHost = None,
+    branch_leases: BranchLeases = False,
 ) -> None:
     """Run the recording proxy (mitmproxy with the Groundhog addon) in the foreground."""
     _require_free_port(host, port)
     args = ["--host", host, "--port", str(port), "--resolver-url", resolver_url]
     egress = egress_args(upstream_ca, insecure_upstream, upstream_proxy, tcp_passthrough_host)
-    _run_module("proxy", [*args, "--data", str(data), *egress])
+    _run_module("proxy", [*args, "--data", str(data), *egress, *lease_args(branch_leases)])
 
 
 def worldsim(
@@ -242,6 +257,7 @@ def up(
     insecure_upstream: InsecureUpstream = False,
     upstream_proxy: UpstreamProxy = None,
     tcp_passthrough_host: TcpPassthroughHost = None,
+    branch_leases: BranchLeases = False,
 ) -> None:
     """Start the resolver and the proxy together on an embedded SQLite store.
 
@@ -260,9 +276,12 @@ def up(
                 proxy_port=proxy_port,
                 data=data,
                 timeout=timeout,
-                proxy_args=egress_args(
-                    upstream_ca, insecure_upstream, upstream_proxy, tcp_passthrough_host
-                ),
+                proxy_args=[
+                    *egress_args(
+                        upstream_ca, insecure_upstream, upstream_proxy, tcp_passthrough_host
+                    ),
+                    *lease_args(branch_leases),
+                ],
             ) as (resolver_child, proxy_child),
         ):
             _print_exports(host, resolver_port, proxy_port, data, resolver_child, proxy_child)

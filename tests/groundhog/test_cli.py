@@ -328,6 +328,37 @@ def test_up_starts_both_prints_exports_and_stops_on_signal(
     wait_until(lambda: not _port_open(resolver_port) and not _port_open(proxy_port), timeout=10)
 
 
+def test_up_with_branch_leases_starts_a_proxy_that_takes_them(tmp_path: Path) -> None:
+    resolver_port, proxy_port = free_ports(2)
+    command = [
+        sys.executable, "-m", "groundhog.cli", "up", "--branch-leases",
+        "--resolver-port", str(resolver_port), "--proxy-port", str(proxy_port),
+        "--data", str(tmp_path / "data"),
+    ]  # fmt: skip
+    env = {**os.environ, "COLUMNS": "200", "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        tied_command(command),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=REPO_ROOT,
+        preexec_fn=_interrupt_by_default,
+    )
+    try:
+        for line in _lines(process.stdout):
+            if "Ctrl-C stops both" in line:
+                break
+        # The proxy made its lease holder id: it runs with groundhog_branch_leases on.
+        assert (tmp_path / "data" / "leases" / "holder").read_text().strip()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=120) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+
+
 def test_up_reports_a_server_that_cannot_start(tmp_path: Path) -> None:
     start = time.monotonic()
     resolver_port, proxy_port = free_ports(2)

@@ -233,10 +233,30 @@ class LeaseBook:
             self._cooling[name] = time.monotonic() + COOL_DOWN_SECONDS
             return None
         self._held[name] = held
+        self._keep_ahead(held, grant.get("ahead") or [])
         self._lease_seconds = float(grant.get("lease_seconds") or 6.0)
         if self._renewer is None or self._renewer.done():
             self._renewer = asyncio.ensure_future(self._renew_forever())
         return held
+
+    def _keep_ahead(self, held: HeldBranch, ahead: list[dict[str, Any]]) -> None:
+        """The recorded answers the grant read ahead (what siblings recorded, through any
+        sidecar, at or past this branch's counts): kept for the branch's first asks."""
+        for entry in ahead:
+            try:
+                address = (
+                    held.copy.tape.id,
+                    str(entry["key"]),
+                    int(entry["occurrence"]),
+                    str(entry["fingerprint"]),
+                )
+                response = entry["response"]
+                headers = [list(pair) for pair in response["headers"]]
+                recorded = Recorded(int(entry["exchange_id"]), response, headers)
+            except (KeyError, TypeError, ValueError) as error:
+                log.warning("skipping a read-ahead answer the resolver sent: %s", error)
+                continue
+            self.cache.put(address, recorded)
 
     def _forget(self, held: HeldBranch) -> None:
         for name, other in list(self._held.items()):

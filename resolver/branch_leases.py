@@ -1,4 +1,5 @@
-"""Branch leases at the resolver: grant one with the branch's state, take a holder's events,
+"""Branch leases at the resolver: grant one with the branch's state (and the recorded answers
+it may ask next), take a holder's events,
 fence other askers out, and settle leases before anyone reads a branch's state.
 
 A sidecar proxy that holds a branch's lease answers the branch's recorded reads itself
@@ -22,6 +23,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from resolver import answers
 from resolver.asks import load_tape_and_branch
 from resolver.errors import BranchLeased, Conflict
 from resolver.schemas import LeaseEventsRequest, LeaseRenewRequest, LeaseTakeRequest
@@ -34,6 +36,9 @@ log = logging.getLogger(__name__)
 
 # How often `settle` looks whether the holders it asked back have released.
 SETTLE_POLL_SECONDS = 0.02
+# A grant hands over this many recorded answers the branch may ask next, small ones only.
+READ_AHEAD_ANSWERS = 256
+READ_AHEAD_BODY_BYTES = 16 * 1024
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,13 @@ def take(store: Store, body: LeaseTakeRequest, settings: LeaseSettings) -> dict[
             refusal = granted
         else:
             counts, versions = branch_leases.branch_state(branch.id, session=session)
+            ahead = branch_leases.answers_ahead(
+                tape.id,
+                branch.id,
+                limit=READ_AHEAD_ANSWERS,
+                body_bytes=READ_AHEAD_BODY_BYTES,
+                session=session,
+            )
             return {
                 "epoch": granted.epoch,
                 "expires": granted.expires,
@@ -101,6 +113,16 @@ def take(store: Store, body: LeaseTakeRequest, settings: LeaseSettings) -> dict[
                 "branch": {"id": branch.id, "path": branch.path},
                 "counts": counts,
                 "versions": versions,
+                "ahead": [
+                    {
+                        "key": key,
+                        "occurrence": occurrence,
+                        "fingerprint": fingerprint,
+                        "exchange_id": answer.exchange_id,
+                        "response": answers.from_answer(answer),
+                    }
+                    for key, occurrence, fingerprint, answer in ahead
+                ],
             }
     raise BranchLeased(
         f"branch {body.branch!r} cannot be leased now: {refusal.reason}",

@@ -16,14 +16,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from store import counters
+from store.exchanges import RecordedAnswer, answer_columns, answer_from_row
 from store.models import (
+    Blob,
     Branch,
     BranchLease,
     Event,
+    Exchange,
     OccurrenceCounter,
     PendingRecord,
     ResourceVersion,
@@ -96,6 +99,48 @@ def branch_state(branch_id: int, *, session: Session) -> tuple[dict[str, int], d
         )
     )
     return {key: int(count) for key, count in counts}, {r: str(v) for r, v in versions}
+
+
+def answers_ahead(
+    tape_id: int, branch_id: int, *, limit: int, body_bytes: int, session: Session
+) -> list[tuple[str, int, str, RecordedAnswer]]:
+    """Recorded answers the branch may ask next: the tape's exchanges of each key at or past
+    the branch's count of it (from any sibling or any sidecar), newest first, small bodies only,
+    no failures; (key, occurrence, fingerprint, answer) each. A new holder keeps them so its
+    first ask of an address a sibling recorded elsewhere is answered locally too."""
+    exchanges_table, blobs = Exchange.__table__, Blob.__table__
+    counted = (
+        select(OccurrenceCounter.count)
+        .where(
+            OccurrenceCounter.branch_id == branch_id,
+            OccurrenceCounter.key_hash == exchanges_table.c.key_hash,
+        )
+        .scalar_subquery()
+    )
+    small = or_(blobs.c.data.is_(None), func.length(blobs.c.data) <= body_bytes)
+    query = (
+        select(
+            exchanges_table.c.key_hash,
+            exchanges_table.c.occurrence,
+            exchanges_table.c.fingerprint,
+            *answer_columns(blobs.c.data),
+        )
+        .outerjoin(blobs, blobs.c.sha256 == exchanges_table.c.response_body_sha)
+        .where(
+            exchanges_table.c.tape_id == tape_id,
+            exchanges_table.c.error_kind.is_(None),
+            exchanges_table.c.occurrence >= func.coalesce(counted, 0),
+            small,
+        )
+        .order_by(exchanges_table.c.id.desc())
+        .limit(limit)
+    )
+    found = []
+    for row in session.execute(query):
+        answer = answer_from_row(row[3:])
+        if answer.servable_as_read:
+            found.append((str(row[0]), int(row[1]), str(row[2]), answer))
+    return found
 
 
 def renew(

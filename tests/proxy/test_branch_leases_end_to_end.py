@@ -183,3 +183,30 @@ def test_a_sidecar_that_loses_the_resolver_serves_held_hits_and_refuses_misses(
     # Asked for the branch's state, the sidecar ships what it served meanwhile.
     shipped = events(leased, tape, children[2])
     assert [(e["decision"], e["occurrence"]) for e in shipped] == [("shared", 0)] * 2
+
+
+def test_a_sidecar_serves_locally_what_a_sibling_recorded_through_another(
+    leased: Stack, upstream: Upstream, tmp_path: Path
+) -> None:
+    tape = leased.open_tape()
+    b0, b1 = leased.fork(tape, 2)
+    paths = ["/item/a", "/item/b"]
+    recorded = [ask(leased, tape, b0, f"{upstream.url}{path}").body for path in paths]
+    other = start_server(
+        [
+            "proxy", "--resolver-url", leased.resolver.url, "--data", str(tmp_path / "other"),
+            "--ca-dir", str(leased.data_dir / "ca"), "--ssl-insecure", *LEASES,
+        ],
+        health_path=None,
+    )  # fmt: skip
+    try:
+        second = Stack(leased.resolver, other, leased.data_dir)
+        before = resolves(leased)
+        # Its first ask takes the lease, whose grant reads ahead what b0 recorded.
+        served = [ask(second, tape, b1, f"{upstream.url}{path}") for path in paths]
+        assert resolves(leased) == before, "the grant's read-ahead answered them"
+    finally:
+        other.stop()
+    assert [reply.body for reply in served] == recorded
+    assert [reply.headers["x-groundhog-decision"] for reply in served] == ["shared"] * 2
+    assert upstream.state.count() == len(paths)

@@ -142,3 +142,29 @@ def test_what_the_copy_cannot_tell_is_left_to_the_resolver(store: Store) -> None
     secret = wire("t", "root/b", "/s", headers=[("Authorization", "Bearer k")])
     assert local_hit(copy, secret, b"", finder(store)) is None
     assert isinstance(resolver.resolve(secret), Resolution)
+
+
+def test_a_grant_reads_ahead_what_the_branch_may_ask_next(store: Store) -> None:
+    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    for path in ("/x", "/x", "/y"):
+        record(resolver, store, wire("t", "root/a", path), path.encode())
+    settings = LeaseSettings(5)
+    grant = take(store, LeaseTakeRequest(tape="t", branch="root/b", holder="h"), settings)
+    ahead = {(entry["occurrence"], entry["response"]["body"]) for entry in grant["ahead"]}
+    encoded = {path: base64.b64encode(path.encode()).decode() for path in ("/x", "/y")}
+    assert ahead == {(0, encoded["/x"]), (1, encoded["/x"]), (0, encoded["/y"])}
+    # Once root/b has read /x once, its occurrence 0 is behind it: not read ahead again.
+    assert isinstance(resolver.resolve(wire("t", "root/b", "/x")), Resolution)
+    again = take(store, LeaseTakeRequest(tape="t", branch="root/b", holder="h"), settings)
+    assert {(e["occurrence"], e["response"]["body"]) for e in again["ahead"]} == {
+        (1, encoded["/x"]),
+        (0, encoded["/y"]),
+    }
+    copy = BranchCopy.from_grant(again)
+    assert copy.counts == {served_key(resolver, store): 1}
+
+
+def served_key(resolver: Resolver, store: Store) -> str:
+    served = resolver.resolve(wire("t", "root/a", "/x"))  # root/a: occurrence 2, a miss
+    assert isinstance(served, Resolution)
+    return served.ask.key.hash

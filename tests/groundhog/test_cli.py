@@ -282,13 +282,11 @@ def _interrupt_by_default() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "ctrl-c"])
-def test_up_starts_both_prints_exports_and_stops_on_signal(
-    tmp_path: Path, stop_signal: signal.Signals
-) -> None:
+def _start_up(tmp_path: Path, *flags: str) -> tuple[subprocess.Popen[str], int, int]:
+    """`groundhog up FLAGS` on free ports and `tmp_path/data`, its output a pipe of text."""
     resolver_port, proxy_port = free_ports(2)
     command = [
-        sys.executable, "-m", "groundhog.cli", "up",
+        sys.executable, "-m", "groundhog.cli", "up", *flags,
         "--resolver-port", str(resolver_port), "--proxy-port", str(proxy_port),
         "--data", str(tmp_path / "data"),
     ]  # fmt: skip
@@ -305,6 +303,14 @@ def test_up_starts_both_prints_exports_and_stops_on_signal(
         # inherited ignore.
         preexec_fn=_interrupt_by_default,
     )
+    return process, resolver_port, proxy_port
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "ctrl-c"])
+def test_up_starts_both_prints_exports_and_stops_on_signal(
+    tmp_path: Path, stop_signal: signal.Signals
+) -> None:
+    process, resolver_port, proxy_port = _start_up(tmp_path)
     output: list[str] = []
     try:
         for line in _lines(process.stdout):
@@ -329,22 +335,7 @@ def test_up_starts_both_prints_exports_and_stops_on_signal(
 
 
 def test_up_with_branch_leases_starts_a_proxy_that_takes_them(tmp_path: Path) -> None:
-    resolver_port, proxy_port = free_ports(2)
-    command = [
-        sys.executable, "-m", "groundhog.cli", "up", "--branch-leases",
-        "--resolver-port", str(resolver_port), "--proxy-port", str(proxy_port),
-        "--data", str(tmp_path / "data"),
-    ]  # fmt: skip
-    env = {**os.environ, "COLUMNS": "200", "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen(
-        tied_command(command),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-        cwd=REPO_ROOT,
-        preexec_fn=_interrupt_by_default,
-    )
+    process, _resolver_port, _proxy_port = _start_up(tmp_path, "--branch-leases")
     try:
         for line in _lines(process.stdout):
             if "Ctrl-C stops both" in line:

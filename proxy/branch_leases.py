@@ -88,6 +88,8 @@ class LeaseBook:
         self._cooling: dict[tuple[str, str], float] = {}
         self._taking: dict[tuple[str, str], asyncio.Task[HeldBranch | None]] = {}
         self._renewer: asyncio.Task[None] | None = None
+        # Leases being shipped and released (a write moved the copy on): taken again after.
+        self._releasing: dict[tuple[str, str], asyncio.Future[Any]] = {}
         self._lease_seconds = 6.0
         self.local_hits = 0
         # Set once the log of a previous life is shipped: nothing is served or asked before.
@@ -135,8 +137,10 @@ class LeaseBook:
             "exchange_id": recorded.exchange_id,
             "true_fingerprint_nonempty": ask.true_fingerprint != "",
             "attempt": payload.get("attempt"),
+            "serial": held.served + 1,
         }
         self.log.append(held.lease, event)  # before the answer's bytes leave
+        held.served += 1
         held.copy.counts[ask.key.hash] = ask.occurrence + 1
         held.pending.append(event)
         self.shipper.soon(held)
@@ -223,11 +227,18 @@ class LeaseBook:
 
     async def _take_now(self, name: tuple[str, str]) -> HeldBranch | None:
         tape, branch = name
+        releasing = self._releasing.pop(name, None)
+        if releasing is not None:
+            await asyncio.shield(releasing)  # its hits shipped first: serials stay in order
         try:
             grant = await self._resolver().take_lease(
                 {"tape": tape, "branch": branch, "holder": self.holder}
             )
-            held = HeldBranch(epoch=int(grant["epoch"]), copy=BranchCopy.from_grant(grant))
+            held = HeldBranch(
+                epoch=int(grant["epoch"]),
+                copy=BranchCopy.from_grant(grant),
+                served=int(grant.get("shipped") or 0),  # the serials it has shipped already
+            )
         except (*RESOLVER_ERRORS, KeyError, TypeError, ValueError) as error:
             log.info("no lease on %s/%s for now: %s", tape, branch, error)
             self._cooling[name] = time.monotonic() + COOL_DOWN_SECONDS
@@ -269,6 +280,8 @@ class LeaseBook:
         if held is not None:
             log.debug("releasing %s/%s: %s", *name, why)
             self.shipper.released_soon(held)
+            if held.shipper is not None:
+                self._releasing[name] = held.shipper
 
     async def release(self, name: tuple[str, str]) -> None:
         held = self._held.pop(name, None)

@@ -43,6 +43,8 @@ class HeldBranch:
     # of the resolver, whose answer tells it again.
     unknown: set[str] = field(default_factory=set)
     pending: list[dict[str, Any]] = field(default_factory=list)
+    # How many hits were served at this epoch: the next one's serial is one more.
+    served: int = 0
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     shipper: asyncio.Future[Any] | None = None
 

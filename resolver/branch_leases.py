@@ -23,7 +23,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from resolver import answers
+from resolver import answers, failpoints
 from resolver.asks import load_tape_and_branch
 from resolver.errors import BranchLeased, Conflict
 from resolver.schemas import LeaseEventsRequest, LeaseRenewRequest, LeaseTakeRequest
@@ -97,9 +97,10 @@ def take(store: Store, body: LeaseTakeRequest, settings: LeaseSettings) -> dict[
                 body_bytes=READ_AHEAD_BODY_BYTES,
                 session=session,
             )
-            return {
+            answer = {
                 "epoch": granted.epoch,
                 "expires": granted.expires,
+                "shipped": granted.shipped,
                 "lease_seconds": settings.lease_seconds,
                 "tape": {
                     "id": tape.id,
@@ -118,12 +119,15 @@ def take(store: Store, body: LeaseTakeRequest, settings: LeaseSettings) -> dict[
                         "key": key,
                         "occurrence": occurrence,
                         "fingerprint": fingerprint,
-                        "exchange_id": answer.exchange_id,
-                        "response": answers.from_answer(answer),
+                        "exchange_id": recorded.exchange_id,
+                        "response": answers.from_answer(recorded),
                     }
-                    for key, occurrence, fingerprint, answer in ahead
+                    for key, occurrence, fingerprint, recorded in ahead
                 ],
             }
+    if not isinstance(granted, branch_leases.Refused):
+        failpoints.reach("lease.take.committed")
+        return answer
     raise BranchLeased(
         f"branch {body.branch!r} cannot be leased now: {refusal.reason}",
         branch=body.branch,
@@ -147,6 +151,8 @@ def ship(store: Store, body: LeaseEventsRequest) -> dict[str, Any]:
             )
         if body.release:
             branch_leases.release(body.branch_id, body.holder, body.epoch, session=session)
+        failpoints.reach("lease.events.before_commit")
+    failpoints.reach("lease.events.committed")
     return {"applied": len(events), "released": body.release}
 
 

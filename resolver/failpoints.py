@@ -29,6 +29,9 @@ NAMES = (
     "wait.committed",  # a waiter's settle is durable; no answer sent
     "record.before_commit",  # the world answered; the record not durable
     "record.committed",  # the record durable; the proxy not told
+    "lease.take.committed",  # a branch's lease granted; its holder not told
+    "lease.events.before_commit",  # a holder's shipped hits applied, not committed
+    "lease.events.committed",  # a holder's shipped hits durable; the holder not told
 )
 
 # name -> hits left before the process dies (absent: not armed).

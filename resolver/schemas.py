@@ -338,6 +338,8 @@ class LeaseEvent(BaseModel):
     exchange_id: int = Field(ge=1, le=_MAX_ID)
     true_fingerprint_nonempty: bool = False
     attempt: str | None = Field(default=None, min_length=1, max_length=64, pattern=ATTEMPT_PATTERN)
+    # Its place among the hits served at this epoch (1, 2, …): a batch shipped again counts once.
+    serial: int = Field(ge=1, le=_MAX_INT)
 
 
 class LeaseEventsRequest(BaseModel):

@@ -36,10 +36,12 @@ from store.upsert import insert_for
 
 @dataclass(frozen=True)
 class Granted:
-    """A lease held: its epoch and wall-time expiry."""
+    """A lease held: its epoch, wall-time expiry, and the serial of the last event applied at
+    the epoch (a holder that takes its own lease again numbers its next hits from there)."""
 
     epoch: int
     expires: float
+    shipped: int = 0
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,7 @@ def _locked(branch_id: int, session: Session) -> BranchLease:
     """The branch's lease row, created empty if it has none, locked for this transaction."""
     session.execute(
         insert_for(session, BranchLease.__table__)
-        .values(branch_id=branch_id, holder=None, epoch=0, expires=0.0, revoke=False)
+        .values(branch_id=branch_id, holder=None, epoch=0, expires=0.0, revoke=False, shipped=0)
         .on_conflict_do_nothing(index_elements=["branch_id"])
     )
     query = select(BranchLease).where(BranchLease.branch_id == branch_id).with_for_update()
@@ -80,10 +82,11 @@ def grant(
     if lease.holder != holder:
         lease.epoch += 1
         lease.holder = holder
+        lease.shipped = 0
     lease.revoke = False
     lease.expires = now + lease_seconds
     session.flush()
-    return Granted(lease.epoch, lease.expires)
+    return Granted(lease.epoch, lease.expires, lease.shipped)
 
 
 def branch_state(branch_id: int, *, session: Session) -> tuple[dict[str, int], dict[str, str]]:
@@ -241,6 +244,10 @@ def void_lapsed(branch_ids: Sequence[int], *, before: float, session: Session) -
         )
 
 
+# What a shipped event carries beside an event's columns.
+_NOT_EVENT_FIELDS = frozenset({"attempt", "serial"})
+
+
 def apply_events(
     branch_id: int,
     holder: str,
@@ -251,13 +258,17 @@ def apply_events(
 ) -> bool:
     """The events a holder served, written as a resolve writes a hit's: each its event (numbered
     in the order served) and its occurrence (advanced, never back), in three statements for the
-    whole batch. False, and nothing written, if `holder` no longer holds the lease at `epoch`
-    (an expired lease nobody took is still its own)."""
+    whole batch. Each event carries its `serial` at this epoch (1, 2, …); those already applied
+    are skipped, so a batch shipped again (its answer was lost) counts once. False, and nothing
+    written, if `holder` no longer holds the lease at `epoch` (an expired lease nobody took is
+    still its own)."""
     lease = session.get(BranchLease, branch_id, with_for_update=True)
     if lease is None or lease.holder != holder or lease.epoch != epoch:
         return False
+    events = [event for event in events if event["serial"] > lease.shipped]
     if not events:
         return True
+    lease.shipped = max(event["serial"] for event in events)
     numbered = session.execute(
         update(Branch)
         .where(Branch.id == branch_id)
@@ -268,7 +279,7 @@ def apply_events(
     answered: dict[str, tuple[int, str | None]] = {}
     rows = []
     for index, event in enumerate(events):
-        fields = {name: value for name, value in event.items() if name != "attempt"}
+        fields = {name: value for name, value in event.items() if name not in _NOT_EVENT_FIELDS}
         rows.append({**fields, "branch_id": branch_id, "seq": first + index})
         key, occurrence = event["key_hash"], event["occurrence"]
         if key not in answered or occurrence >= answered[key][0]:

@@ -83,6 +83,8 @@ class BranchLease(Base):
     epoch: Mapped[int] = mapped_column(Integer)
     expires: Mapped[float] = mapped_column(Float)
     revoke: Mapped[bool] = mapped_column(Boolean)
+    # The serial of the last event applied at this epoch: a batch shipped again is applied once.
+    shipped: Mapped[int] = mapped_column(Integer)
 
 
 class OccurrenceCounter(Base):

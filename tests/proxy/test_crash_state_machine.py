@@ -16,6 +16,9 @@ tape. Invariants, checked after every read served:
 - at most one upstream call per address per attempt: the world saw no more calls of a path
   than the reads served from a live call plus the tries that went unanswered.
 
+With branch leases on (the `leases` parameter) the proxy answers hits itself and ships them; the
+lease failpoints (a grant, a shipped batch before and after its commit) are armed like the rest.
+
 `GROUNDHOG_CRASH_EXAMPLES` sets the number of examples (a few in CI; more for a long run).
 """
 
@@ -26,6 +29,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import httpx
 import pytest
 import requests
 from hypothesis import HealthCheck, settings
@@ -175,10 +179,26 @@ class ProxyCrashMachine(RuleBasedStateMachine):
         if len(self.branches) >= MAX_BRANCHES:
             return
         parent = self.branches[index % len(self.branches)]
-        (child,) = self.stack.fork(self.tape, 1, parent)
+        child = self.fork(parent)
         self.branches.append(child)
         self.answered[child] = dict(self.answered[parent])
         self.wrote[child] = self.wrote[parent]
+
+    def fork(self, parent: str) -> str:
+        """Fork one child, as a trainer would, asking again if the resolver died under it: with
+        leases on, a fork first has the parent's sidecar ship its hits, and the resolver may
+        die at a lease failpoint while it applies them (nothing is forked before they are)."""
+        for _ in range(TRIES):
+            try:
+                (child,) = self.stack.fork(self.tape, 1, parent)
+                return child
+            except httpx.TransportError:
+                wait_until(
+                    lambda: self.stack.resolver.process.poll() is not None,
+                    what="the resolver that dropped the fork to be dead",
+                )
+                self.revive()
+        raise AssertionError(f"no fork of {parent} in {TRIES} tries")
 
     @rule(index=st.integers(0, MAX_BRANCHES - 1))
     def the_proxy_dies_mid_read(self, index: int) -> None:

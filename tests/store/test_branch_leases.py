@@ -46,8 +46,10 @@ def grant(store: Store, branch_id: int, holder: str, now: float):
         return branch_leases.grant(branch_id, holder, now=now, lease_seconds=5, session=session)
 
 
-def event(key: str, occurrence: int) -> dict:
+def event(key: str, occurrence: int, serial: int | None = None) -> dict:
+    """A served hit as a holder ships it (its serial: its occurrence + 1 unless given)."""
     return {
+        "serial": occurrence + 1 if serial is None else serial,
         "method": "GET",
         "url": f"http://w/{key}",
         "key_hash": key,
@@ -163,3 +165,26 @@ def test_a_batch_of_events_costs_the_same_statements_whatever_its_size(
     assert sizes[50] == sizes[5] <= 6, sizes
     with transaction(any_store.read) as session:
         assert get_branch_events(session, branch_id) == 55
+
+
+def test_a_batch_shipped_again_counts_once_and_a_retaking_holder_goes_on_from_it(
+    any_store: Store, branch_id: int
+) -> None:
+    p = grant(any_store, branch_id, "p", now=100.0)
+    assert isinstance(p, branch_leases.Granted) and p.shipped == 0
+    batch = [event("k", 0), event("k", 1)]
+    for _ in range(2):  # the first answer was lost: the holder ships the batch again
+        with transaction(any_store.write) as session:
+            assert branch_leases.apply_events(
+                branch_id, "p", p.epoch, [dict(e) for e in batch], session=session
+            )
+    with transaction(any_store.read) as session:
+        assert get_branch_events(session, branch_id) == 2
+    again = grant(any_store, branch_id, "p", now=101.0)  # a restarted p takes its own lease
+    assert isinstance(again, branch_leases.Granted)
+    assert (again.epoch, again.shipped) == (p.epoch, 2)
+    with transaction(any_store.write) as session:
+        branch_leases.release(branch_id, "p", p.epoch, session=session)
+    anew = grant(any_store, branch_id, "p", now=102.0)
+    assert isinstance(anew, branch_leases.Granted)
+    assert (anew.epoch, anew.shipped) == (p.epoch + 1, 0)  # a new epoch numbers from 1

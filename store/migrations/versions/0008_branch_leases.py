@@ -5,7 +5,8 @@ branch's lease (issue 34) keeps the branch's counters and answers its recorded r
 shipping their events behind. One row per branch ever leased: `holder` (the proxy's holder id,
 NULL once released), `epoch` (raised by every grant to a new holder, kept on release: a stale
 holder's events are refused by it), `expires` (wall time) and `revoke` (someone needs the
-branch's state: the holder flushes and releases).
+branch's state: the holder flushes and releases) and `shipped` (the serial of the last event
+applied at this epoch: a batch shipped again after a lost answer is applied once).
 
 A new table: a resolver of the previous version never reads it, so a rolling upgrade is safe
 while no proxy asks for a lease.
@@ -35,6 +36,7 @@ def upgrade() -> None:
         sa.Column("epoch", sa.Integer(), nullable=False),
         sa.Column("expires", sa.Float(), nullable=False),
         sa.Column("revoke", sa.Boolean(), nullable=False),
+        sa.Column("shipped", sa.Integer(), nullable=False),
         sa.ForeignKeyConstraint(["branch_id"], ["gh_branches.id"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("branch_id"),
     )

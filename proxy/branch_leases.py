@@ -26,7 +26,13 @@ from typing import Any
 from mitmproxy.exceptions import OptionsError
 
 from groundhog.protocol.decisions import Action, Decision
-from groundhog.protocol.wire import RecordAnswer, ResolveAnswer, ResolveAsk, wire_response
+from groundhog.protocol.wire import (
+    RecordAnswer,
+    ResolveAnswer,
+    ResolveAsk,
+    WireResponse,
+    wire_response,
+)
 from proxy.lease_log import LeaseLog, holder_id
 from proxy.lease_shipping import HeldBranch, Shipper
 from proxy.live import FlowState
@@ -183,14 +189,11 @@ class LeaseBook:
         if answer.get("action") != Action.SERVE or decision not in _COUNTED:
             held.unknown.add(key)
             return
-        held.unknown.discard(key)
-        counts = held.copy.counts
-        counts[key] = max(counts.get(key, 0), occurrence + 1)
+        held.answered(key, occurrence)
         exchange_id, response = answer.get("exchange_id"), answer.get("response")
         if isinstance(exchange_id, int) and isinstance(response, dict):
-            address = (held.copy.tape.id, key, occurrence, str(answer.get("fingerprint") or ""))
-            headers = [list(pair) for pair in response.get("headers") or []]
-            self.cache.put(address, Recorded(exchange_id, response, headers))
+            fingerprint = str(answer.get("fingerprint") or "")
+            self._keep(held, (key, occurrence, fingerprint), exchange_id, response)
 
     def learn_recorded(self, state: FlowState, answer: RecordAnswer, sent_body: bytes) -> None:
         """A read recorded through this proxy: its occurrence is counted, and its stored form
@@ -199,19 +202,15 @@ class LeaseBook:
         key, occurrence, fingerprint = state.request_key, state.occurrence, state.fingerprint
         if held is None or not key or occurrence is None:
             return
-        counts = held.copy.counts
-        counts[key] = max(counts.get(key, 0), occurrence + 1)
-        held.unknown.discard(key)
+        held.answered(key, occurrence)
         stored, exchange_id = answer.get("response"), answer.get("exchange_id")
         if stored is None or not isinstance(exchange_id, int):
             return
         body = stored["body"]
         if body is None:  # byte-identical to what was sent
             body = base64.b64encode(sent_body).decode()
-        headers = [list(pair) for pair in stored["headers"]]
-        response = wire_response(stored["status"], headers, body)
-        address = (held.copy.tape.id, key, occurrence, fingerprint)
-        self.cache.put(address, Recorded(exchange_id, response, headers))
+        response = wire_response(stored["status"], stored["headers"], body)
+        self._keep(held, (key, occurrence, fingerprint), exchange_id, response)
 
     # -- taking, shipping, renewing, releasing --------------------------------------------
 
@@ -255,19 +254,22 @@ class LeaseBook:
         sidecar, at or past this branch's counts): kept for the branch's first asks."""
         for entry in ahead:
             try:
-                address = (
-                    held.copy.tape.id,
-                    str(entry["key"]),
-                    int(entry["occurrence"]),
-                    str(entry["fingerprint"]),
-                )
-                response = entry["response"]
-                headers = [list(pair) for pair in response["headers"]]
-                recorded = Recorded(int(entry["exchange_id"]), response, headers)
+                where = (str(entry["key"]), int(entry["occurrence"]), str(entry["fingerprint"]))
+                self._keep(held, where, int(entry["exchange_id"]), entry["response"])
             except (KeyError, TypeError, ValueError) as error:
                 log.warning("skipping a read-ahead answer the resolver sent: %s", error)
-                continue
-            self.cache.put(address, recorded)
+
+    def _keep(
+        self,
+        held: HeldBranch,
+        where: tuple[str, int, str],
+        exchange_id: int,
+        response: WireResponse,
+    ) -> None:
+        """Keep a recorded answer at its address (key, occurrence, fingerprint) of the branch's
+        tape: every hit of it from now on is answered here (recordings never change)."""
+        headers = [list(pair) for pair in response["headers"] or []]
+        self.cache.put((held.copy.tape.id, *where), Recorded(exchange_id, response, headers))
 
     def _forget(self, held: HeldBranch) -> None:
         for name, other in list(self._held.items()):

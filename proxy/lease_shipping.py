@@ -52,6 +52,13 @@ class HeldBranch:
     def lease(self) -> Lease:
         return (self.copy.branch.id, self.epoch)
 
+    def answered(self, key: str, occurrence: int) -> None:
+        """The resolver answered `key` at `occurrence` (a served read, or one recorded through
+        this sidecar): the branch's count of it is past that, and known again."""
+        counts = self.copy.counts
+        counts[key] = max(counts.get(key, 0), occurrence + 1)
+        self.unknown.discard(key)
+
 
 class Shipper:
     """Ships one holder's hits; `on_lost` hears of a branch whose lease the resolver refused."""

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+from groundhog.protocol.problems import TYPE_BASE
 from groundhog.protocol.wire import RecordAnswer, ResolveAnswer, ResolveAsk, TunnelAnswer
 from proxy.errors import ProxyError
 from proxy.resolver_http import ResolverHttp
@@ -70,6 +71,20 @@ class ResolverRejected(ProxyError):
 
     def __str__(self) -> str:
         return f"resolver answered {self.status}: {self.body[:200]!r}"
+
+
+# The resolver's problem while another sidecar holds the branch's lease (resolver/errors.py).
+BRANCH_LEASED = TYPE_BASE + "branch-leased"
+
+
+def _problem_type(body: bytes) -> str | None:
+    """The `type` of a problem+json body, or None for anything else."""
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return None
+    kind = document.get("type") if isinstance(document, dict) else None
+    return kind if isinstance(kind, str) else None
 
 
 class ResolverClient:
@@ -183,7 +198,7 @@ class ResolverClient:
         except OSError as error:
             raise ResolverGone(f"{route}: {type(error).__name__}: {error}") from error
         status = answer.status
-        if status == 503 and b'branch-leased"' in answer.body:  # its problem type's slug
+        if status == 503 and _problem_type(answer.body) == BRANCH_LEASED:
             raise BranchLeasedElsewhere(f"{route}: {answer.body[:300]!r}")
         if status >= 500:
             raise ResolverUnavailable(f"{route} answered {status}: {answer.body[:300]!r}")

@@ -19,7 +19,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from worldsim import mcp_desk, noise
-from worldsim.agent import LATENCY_COST_PER_SECOND, parse_strategy
+from worldsim.agent import LATENCY_COST_PER_SECOND, Step, parse_strategy
 
 COMPARED = 3
 AGENT_NOISE_SD = 0.05
@@ -48,17 +48,6 @@ class ToolReply:
 
 class ToolCaller(Protocol):
     async def call(self, tool: str, arguments: dict[str, object]) -> ToolReply: ...
-
-
-@dataclass(frozen=True)
-class Step:
-    """One tool call of a rollout, for the benchmark's accounting."""
-
-    method: str
-    path: str
-    status: int
-    latency_ms: float
-    decision: str | None
 
 
 @dataclass(frozen=True)

@@ -4,13 +4,12 @@ and another proxy's ask for a leased branch waits for the holder to release."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
+from bench.lease_scale import resolves as resolver_resolves
 from tests.proxy.stack import Stack, running_stack
 from tests.proxy.test_end_to_end import ask
 from tests.proxy.upstream_server import Upstream
@@ -31,12 +30,9 @@ def leased(tmp_path: Path, resolver_args: tuple[str, ...]) -> Iterator[Stack]:
         yield stack
 
 
-def resolves(stack: Stack) -> float:
+def resolves(stack: Stack) -> int:
     """How many `/v1/resolve` calls the resolver has answered (its own metric)."""
-    text = httpx.get(stack.resolver.url + "/metrics", timeout=30, trust_env=False).text
-    found = re.search(r"^groundhog_resolve_seconds_count (\S+)$", text, re.MULTILINE)
-    assert found is not None, text
-    return float(found.group(1))
+    return resolver_resolves(stack.resolver.url)
 
 
 def events(stack: Stack, tape: str, branch: str) -> list[dict]:

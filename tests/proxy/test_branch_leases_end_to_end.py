@@ -146,6 +146,10 @@ def test_another_proxy_asking_a_leased_branch_is_answered_once_the_holder_releas
             "--ca-dir",
             str(leased.data_dir / "ca"),
             "--ssl-insecure",
+            # Told `branch-leased` until the holder has shipped and released: on a loaded
+            # machine that can take longer than the default retry window.
+            "--set",
+            "groundhog_resolve_retry=60",
         ],
         health_path=None,
     )
@@ -206,3 +210,19 @@ def test_a_sidecar_serves_locally_what_a_sibling_recorded_through_another(
     assert [reply.body for reply in served] == recorded
     assert [reply.headers["x-groundhog-decision"] for reply in served] == ["shared"] * 2
     assert upstream.state.count() == len(paths)
+
+
+def test_a_leased_sidecar_serves_https_hits_under_its_private_ca(
+    leased: Stack, tls_upstream: Upstream
+) -> None:
+    tape = leased.open_tape()
+    b0, b1 = leased.fork(tape, 2)
+    url = f"{tls_upstream.url}/item/secure"
+    assert url.startswith("https://")
+    recorded = ask(leased, tape, b0, url)  # TLS to the worker under the proxy's CA
+    before = resolves(leased)
+    shared = ask(leased, tape, b1, url)
+    assert resolves(leased) == before
+    assert shared.status == 200 and shared.body == recorded.body
+    assert shared.headers["x-groundhog-decision"] == "shared"
+    assert tls_upstream.state.count() == 1

@@ -35,7 +35,7 @@ from proxy.identity import (
     identify,
 )
 from proxy.live import META, RESOLVER_ERRORS, FlowState, LiveRecorder, failure_kind
-from proxy.options import check_seconds, declare_options, seconds
+from proxy.options import arm_failpoints, check_seconds, declare_options, seconds
 from proxy.passthrough import Kind, native_passthrough_kind
 from proxy.resolver_client import (
     ResolverClient,
@@ -110,6 +110,8 @@ class GroundhogAddon:
             )
         if updated & {"groundhog_resolver_url", "groundhog_admin_addresses", "listen_port"}:
             self._build_guard(self._option_listen())
+        if "groundhog_failpoints" in updated:
+            arm_failpoints(options.groundhog_failpoints)
         if updated & {
             "groundhog_branch_leases",
             "groundhog_lease_dir",

@@ -33,7 +33,7 @@ from groundhog.protocol.wire import (
     WireResponse,
     wire_response,
 )
-from proxy.lease_log import LeaseLog, holder_id
+from proxy.lease_log import HOLDER_NAME, LeaseLog, holder_id
 from proxy.lease_shipping import HeldBranch, Shipper
 from proxy.live import FlowState
 from proxy.options import seconds
@@ -43,6 +43,7 @@ from proxy.resolver_client import (
     ResolverRejected,
     ResolverUnavailable,
 )
+from resolver import failpoints
 from resolver.cache import AnswerCache, Recorded
 from resolver.leased_hits import BranchCopy, local_hit
 from resolver.schemas import ResolveRequest
@@ -84,6 +85,8 @@ class LeaseBook:
         self, resolver: Callable[[], ResolverClient], directory: Path, *, ship_window: float
     ) -> None:
         self._resolver = resolver
+        # A holder id kept from before: this proxy restarted, and may have left leases held.
+        self.restarted = (directory / HOLDER_NAME).exists()
         self.holder = holder_id(directory)
         self.log = LeaseLog(directory)
         self.shipper = Shipper(
@@ -146,6 +149,7 @@ class LeaseBook:
             "serial": held.served + 1,
         }
         self.log.append(held.lease, event)  # before the answer's bytes leave
+        failpoints.reach("proxy.lease.logged")
         held.served += 1
         held.copy.counts[ask.key.hash] = ask.occurrence + 1
         held.pending.append(event)
@@ -318,7 +322,7 @@ class LeaseBook:
         """Ship what the log holds from before a restart (its leases then released), asking
         a resolver that is not there yet again for up to `patience` seconds."""
         try:
-            await self.shipper.recover(patience)
+            await self.shipper.recover(patience, restarted=self.restarted)
         finally:
             self.recovered.set()
 

@@ -25,6 +25,7 @@ from proxy.resolver_client import (
     ResolverRejected,
     ResolverUnavailable,
 )
+from resolver import failpoints
 from resolver.leased_hits import BranchCopy
 
 log = logging.getLogger(__name__)
@@ -98,8 +99,11 @@ class Shipper:
             events = list(held.pending)
             if not events and not release:
                 return True
+            if release:
+                failpoints.reach("proxy.lease.releasing")
             try:
                 await self._send(held.lease, events, release=release)
+                failpoints.reach("proxy.lease.batch_sent")
             except ResolverRejected as rejected:
                 log.error(
                     "the resolver refused %d served hits of branch %s: %s",
@@ -129,16 +133,24 @@ class Shipper:
         }
         await self._resolver().ship_lease_events(payload)
 
-    async def recover(self, patience: float) -> None:
-        """Ship what the log holds from before a restart (its leases then released), asking
-        a resolver that is not there yet again for up to `patience` seconds."""
-        left = self.log.unshipped()
+    async def recover(self, patience: float, *, restarted: bool) -> None:
+        """Ship what the log holds from before a restart (its leases then released), then, if
+        this holder had a life before, end its other leases (their copies died with it: a fork
+        waiting on them goes on at once), asking a resolver that is not there yet again for up
+        to `patience` seconds."""
+        left: dict[Lease | None, list[dict[str, Any]]] = {}
+        left.update(self.log.unshipped())
+        if restarted:
+            left[None] = []  # last: after the log's own leases are shipped
         give_up = time.monotonic() + patience
         while left:
             lease, events = next(iter(left.items()))
             try:
-                await self._send(lease, events, release=True)
-                log.info("shipped %d hits served before a restart", len(events))
+                if lease is None:
+                    await self._release_unlisted()
+                else:
+                    await self._send(lease, events, release=True)
+                    log.info("shipped %d hits served before a restart", len(events))
             except ResolverRejected as rejected:
                 log.error("the resolver refused %d recovered hits: %s", len(events), rejected)
             except (ResolverUnavailable, ResolverProtocolError) as error:
@@ -147,6 +159,11 @@ class Shipper:
                     return  # the log stays as it is: the next start ships it
                 await asyncio.sleep(RETRY_SECONDS)
                 continue
-            self.log.shipped(lease, len(events))
+            if lease is not None:
+                self.log.shipped(lease, len(events))
             del left[lease]
         self.log.recovered()
+
+    async def _release_unlisted(self) -> None:
+        payload = {"holder": self.holder, "leases": [], "release_unlisted": True}
+        await self._resolver().renew_leases(payload, 0)

@@ -13,6 +13,9 @@ from typing import Any, cast
 from mitmproxy.addonmanager import Loader
 from mitmproxy.exceptions import OptionsError
 
+from resolver import failpoints
+from resolver.errors import InvalidInput
+
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 DEFAULT_RESOLVE_TIMEOUT = 5.0
 DEFAULT_WAIT_TIMEOUT = 30.0
@@ -101,6 +104,13 @@ def declare_options(loader: Loader) -> None:
         "<data>/leases under `python -m proxy`).",
     )
     loader.add_option(
+        "groundhog_failpoints",
+        str,
+        "",
+        "Crash-injection tests only: `name[@N],…` of resolver/failpoints.PROXY_NAMES at which "
+        "this proxy SIGKILLs itself (the N-th time it gets there); empty in production.",
+    )
+    loader.add_option(
         "groundhog_admin_addresses",
         Sequence[str],
         [],
@@ -123,6 +133,14 @@ def seconds(options: Any, name: str) -> float:
             f"{name}=0.5), not {value!r}"
         )
     return parsed
+
+
+def arm_failpoints(spec: str) -> None:
+    """Arm `groundhog_failpoints` (crash-injection tests); a bad spec names the known ones."""
+    try:
+        failpoints.arm(spec)
+    except InvalidInput as error:
+        raise OptionsError(f"groundhog_failpoints: {error}") from error
 
 
 def check_seconds(options: Any, updated: set[str]) -> None:

@@ -165,6 +165,7 @@ def renew(store: Store, body: LeaseRenewRequest, settings: LeaseSettings) -> dic
             held,
             now=time.time(),
             lease_seconds=settings.lease_seconds,
+            release_unlisted=body.release_unlisted,
             session=session,
         )
     return {

@@ -1,4 +1,5 @@
-"""Failpoints: named places in the resolve lifecycle where a test can make the resolver die.
+"""Failpoints: named places in the resolve lifecycle where a test can make the resolver (or a
+lease-holding proxy) die.
 
 Crash consistency is a claim about every transition of the lifecycle (docs/internals.md, "The
 resolve lifecycle"): what is durable when the process dies *there*. A test cannot time a
@@ -7,6 +8,8 @@ resolve lifecycle"): what is durable when the process dies *there*. A test canno
 N-th time the name is reached, counting from 1). Reaching an armed failpoint SIGKILLs the
 process (its whole group when it leads one): no shutdown hook, no last commit. Unset, as in
 production, `reach` is one call and one empty-dict test; nothing else changes.
+The proxy's places (`PROXY_NAMES`, in its branch lease paths) are armed by its option
+`groundhog_failpoints` with the same syntax.
 Without this module the crash-injection test could only kill the resolver at random times,
 which rarely land between a commit and its answer, where the interesting states are.
 """
@@ -33,6 +36,12 @@ NAMES = (
     "lease.events.before_commit",  # a holder's shipped hits applied, not committed
     "lease.events.committed",  # a holder's shipped hits durable; the holder not told
 )
+# The lease-holding proxy's (proxy/branch_leases.py, proxy/lease_shipping.py).
+PROXY_NAMES = (
+    "proxy.lease.logged",  # a hit served locally is in the log; its bytes not sent
+    "proxy.lease.batch_sent",  # a batch of hits shipped; its answer not marked in the log
+    "proxy.lease.releasing",  # asked back (a fork's flush): the release batch not yet sent
+)
 
 # name -> hits left before the process dies (absent: not armed).
 _armed: dict[str, int] = {}
@@ -45,9 +54,10 @@ def parse(spec: str) -> dict[str, int]:
         if not item:
             continue
         name, _, count = item.partition("@")
-        if name not in NAMES:
+        if name not in NAMES and name not in PROXY_NAMES:
+            known = ", ".join((*NAMES, *PROXY_NAMES))
             raise InvalidInput(
-                f"unknown failpoint {name!r} in GROUNDHOG_FAILPOINTS; known: {', '.join(NAMES)}",
+                f"unknown failpoint {name!r} in GROUNDHOG_FAILPOINTS; known: {known}",
                 field="failpoints",
             )
         if count and (not count.isdigit() or int(count) < 1):
@@ -64,7 +74,7 @@ def arm(spec: str) -> None:
     _armed.clear()
     _armed.update(parse(spec))
     if _armed:
-        logger.warning("failpoints armed: the resolver will SIGKILL itself at %s", spec)
+        logger.warning("failpoints armed: this process will SIGKILL itself at %s", spec)
 
 
 def reach(name: str) -> None:
@@ -74,7 +84,7 @@ def reach(name: str) -> None:
     _armed[name] -= 1
     if _armed[name] > 0:
         return
-    logger.warning("failpoint %s reached: killing the resolver", name)
+    logger.warning("failpoint %s reached: killing the process", name)
     if os.getpgrp() == os.getpid():
         os.killpg(os.getpid(), signal.SIGKILL)
     os.kill(os.getpid(), signal.SIGKILL)

@@ -363,3 +363,6 @@ class LeaseRenewRequest(BaseModel):
 
     holder: str = Field(min_length=1, max_length=64, pattern=ATTEMPT_PATTERN)
     leases: list[HeldLease] = Field(max_length=100_000)
+    # End the holder's leases `leases` does not list: a restarted holder, whose copies died with
+    # its last life (its log shipped first), so a fork need not wait for them to lapse.
+    release_unlisted: bool = False

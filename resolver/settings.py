@@ -34,6 +34,9 @@ class Settings(BaseSettings):
     # A sidecar's branch lease (resolver/branch_leases.py) lasts this long unless renewed; its
     # holder renews every third of it, and a dead holder's branches wait this long at most.
     branch_lease_seconds: float = Field(default=6.0, gt=0)
+    # How long past its lapse a lease's holder may still ship and release before a fork or a
+    # seal goes on without its hits (a restarted sidecar ships its log then); None: one lease.
+    branch_lease_grace_seconds: float | None = Field(default=None, gt=0)
     # One `/v1/wait` call holds at most this long before answering `wait` again.
     resolve_wait_seconds: float = Field(default=20.0, gt=0)
     # A waiter not woken by an event looks at the store this often (a record through a replica
@@ -69,6 +72,11 @@ class Settings(BaseSettings):
         if self.disk_reserve_bytes is None:
             self.disk_reserve_bytes = 2 * self.max_body_bytes
         return self
+
+    @property
+    def lease_grace_seconds(self) -> float:
+        """`branch_lease_grace_seconds`, or one lease length when it is not set."""
+        return self.branch_lease_grace_seconds or self.branch_lease_seconds
 
 
 def load_settings(**overrides: Any) -> Settings:

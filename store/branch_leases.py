@@ -152,14 +152,24 @@ def renew(
     *,
     now: float,
     lease_seconds: float,
+    release_unlisted: bool = False,
     session: Session,
 ) -> tuple[list[int], list[int], list[int]]:
     """Extend each (branch id, epoch) `holder` still holds; (renewed, revoke asked, lost).
 
-    A lease someone asked back is not extended: the holder flushes and releases it."""
+    A lease someone asked back is not extended: the holder flushes and releases it. With
+    `release_unlisted` the holder's other leases end (it restarted: their copies are gone)."""
     renewed: list[int] = []
     revoked: list[int] = []
     lost: list[int] = []
+    held = list(held)
+    if release_unlisted:
+        listed = [branch_id for branch_id, _ in held]
+        session.execute(
+            update(BranchLease)
+            .where(BranchLease.holder == holder, BranchLease.branch_id.not_in(listed))
+            .values(holder=None, revoke=False, expires=0.0)
+        )
     for branch_id, epoch in held:
         lease = session.get(BranchLease, branch_id, with_for_update=True)
         if lease is None or lease.holder != holder or lease.epoch != epoch:

@@ -56,7 +56,7 @@ def settle_before(request: Request, tape: str, branch: str | None = None) -> Non
     """For an admin route about to read or copy a branch's state (in its worker thread): the
     tape's (or `branch`'s) lease holders ship what they served and release first."""
     state = request.app.state
-    grace = state.settings.branch_lease_seconds
+    grace = state.settings.lease_grace_seconds
     branch_leases.settle(state.store, tape, branch, grace=grace, notify=state.revocations.notify)
 
 

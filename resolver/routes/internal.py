@@ -185,7 +185,7 @@ async def resolve_reply(state: Any, raw: bytes) -> bytes:
         await run_in_threadpool(
             partial(
                 branch_leases.ask_back,
-                grace=state.settings.branch_lease_seconds,
+                grace=state.settings.lease_grace_seconds,
                 notify=state.revocations.notify,
             ),
             state.store,

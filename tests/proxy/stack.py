@@ -27,6 +27,8 @@ class Stack:
     proxy: ServerProcess
     data_dir: Path
     resolver_args: tuple[str, ...] = ()  # after `--data DIR`: e.g. a PostgreSQL URL
+    # `python -m proxy` and its flags as first started (a restart may add some to these).
+    proxy_args: tuple[str, ...] = ()
 
     @property
     def ca(self) -> Path:
@@ -73,11 +75,13 @@ class Stack:
         """SIGKILL the proxy: what it held in memory (its unanswered attempts) is gone."""
         self.proxy.kill_hard()
 
-    def restart_proxy(self) -> None:
-        """A new proxy on the same port with the same flags, as a supervisor would start it."""
+    def restart_proxy(self, *extra: str) -> None:
+        """A new proxy on the same port with the flags it was first started with (and `extra`
+        ones, e.g. to arm a failpoint), as a supervisor would start it."""
         # `python -m ARGS… --host H --port P`: the same ARGS again.
+        first = self.proxy_args or tuple(self.proxy.command[2:-4])
         self.proxy = start_server(
-            self.proxy.command[2:-4], port=self.proxy.port, health_path=None, env=self.proxy.env
+            [*first, *extra], port=self.proxy.port, health_path=None, env=self.proxy.env
         )
 
     def stop(self) -> None:
@@ -107,23 +111,21 @@ def running_stack(
     resolver_args: tuple[str, ...] = (),
 ) -> Iterator[Stack]:
     resolver = start_resolver(data_dir, resolver_env, extra=resolver_args)
+    command = (
+        "proxy",
+        "--resolver-url",
+        resolver.url,
+        "--data",
+        str(data_dir),
+        "--ssl-insecure",
+        *proxy_args,
+    )
     try:
-        proxy = start_server(
-            [
-                "proxy",
-                "--resolver-url",
-                resolver.url,
-                "--data",
-                str(data_dir),
-                "--ssl-insecure",
-                *proxy_args,
-            ],
-            health_path=None,
-        )
+        proxy = start_server(list(command), health_path=None)
     except BaseException:
         resolver.stop()
         raise
-    stack = Stack(resolver, proxy, data_dir, resolver_args)
+    stack = Stack(resolver, proxy, data_dir, resolver_args, command)
     try:
         yield stack
     finally:

@@ -28,6 +28,10 @@ class FakeResolver:
         self.shipped.append(payload)
         return outcome
 
+    async def renew_leases(self, payload: dict[str, Any], hold: float) -> dict[str, Any]:
+        self.shipped.append(payload)
+        return {"renewed": [], "revoke": [], "lost": []}
+
 
 def held_branch() -> HeldBranch:
     tape = TapeRef(1, "t", 0, "groundhog", True, "closure", {})
@@ -70,3 +74,22 @@ def test_a_resolver_that_is_away_is_asked_again(tmp_path: Path) -> None:
 
     asyncio.run(ship_and_wait())
     assert held.pending == [] and len(resolver.shipped) == 1
+
+
+def test_a_restart_ships_the_log_then_ends_the_holders_other_leases(tmp_path: Path) -> None:
+    resolver = FakeResolver({"applied": 2})
+    ships = shipper(tmp_path, resolver, [])
+    held = held_branch()
+    for event in held.pending:
+        ships.log.append(held.lease, event)
+    asyncio.run(ships.recover(5, restarted=True))
+    shipped, released = resolver.shipped
+    assert shipped["release"] and len(shipped["events"]) == 2
+    assert released == {"holder": "h", "leases": [], "release_unlisted": True}
+    assert ships.log.unshipped() == {}
+
+
+def test_a_first_start_asks_the_resolver_nothing(tmp_path: Path) -> None:
+    resolver = FakeResolver()
+    asyncio.run(shipper(tmp_path, resolver, []).recover(5, restarted=False))
+    assert resolver.shipped == []

@@ -15,6 +15,7 @@ from mitmproxy.test import taddons
 
 from proxy.addon import GroundhogAddon
 from proxy.options import SECONDS_OPTIONS, seconds
+from resolver import failpoints
 from tests.support.servers import accepting, free_port, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -108,3 +109,15 @@ def test_plain_mitmdump_with_the_addon_takes_durations_from_its_command_line(
     finally:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+
+
+def test_failpoints_arm_from_the_option_and_a_bad_name_is_refused() -> None:
+    addon = GroundhogAddon()
+    with taddons.context(addon) as context:
+        try:
+            context.options.set("groundhog_failpoints=proxy.lease.batch_sent@2")
+            assert failpoints._armed == {"proxy.lease.batch_sent": 2}
+            with pytest.raises(OptionsError, match="groundhog_failpoints: unknown failpoint"):
+                context.options.set("groundhog_failpoints=proxy.lease.nowhere")
+        finally:
+            failpoints.arm("")

@@ -21,6 +21,13 @@ def test_a_spec_names_failpoints_and_their_counts() -> None:
     }
 
 
+def test_the_proxys_failpoints_parse_too_and_are_named_when_one_is_unknown() -> None:
+    assert failpoints.parse("proxy.lease.logged@2") == {"proxy.lease.logged": 2}
+    with pytest.raises(InvalidInput) as raised:
+        failpoints.parse("proxy.lease.loged")
+    assert all(name in str(raised.value) for name in failpoints.PROXY_NAMES)
+
+
 @pytest.mark.parametrize("spec", ["resolve.commited", "record.committed@0", "wait.committed@x"])
 def test_a_bad_spec_is_refused_naming_the_failpoints(spec: str) -> None:
     with pytest.raises(InvalidInput) as raised:

@@ -188,3 +188,42 @@ def test_a_batch_shipped_again_counts_once_and_a_retaking_holder_goes_on_from_it
     anew = grant(any_store, branch_id, "p", now=102.0)
     assert isinstance(anew, branch_leases.Granted)
     assert (anew.epoch, anew.shipped) == (p.epoch + 1, 0)  # a new epoch numbers from 1
+
+
+def test_a_restarted_holder_ends_the_leases_it_does_not_list_and_no_one_elses(
+    any_store: Store, branch_id: int
+) -> None:
+    with transaction(any_store.write) as session:
+        tape = create_tape(
+            session=session,
+            name="t2",
+            world_seed=1,
+            mode="groundhog",
+            online=True,
+            dependency_model="closure",
+            config={},
+        )
+        root = get_branch(tape.id, "root", session=session)
+        assert root is not None
+        other_branch = root.id
+    kept = grant(any_store, branch_id, "restarted", now=100.0)
+    dropped = grant(any_store, other_branch, "restarted", now=100.0)
+    assert isinstance(kept, branch_leases.Granted) and isinstance(dropped, branch_leases.Granted)
+    with transaction(any_store.write) as session:
+        renewed, _, lost = branch_leases.renew(
+            "restarted",
+            [(branch_id, kept.epoch)],
+            now=101.0,
+            lease_seconds=5,
+            release_unlisted=True,
+            session=session,
+        )
+    assert renewed == [branch_id] and lost == []
+    # The unlisted lease ended: another holder takes it at once, unexpired as it was.
+    assert isinstance(grant(any_store, other_branch, "next", now=102.0), branch_leases.Granted)
+    assert isinstance(grant(any_store, branch_id, "next", now=102.0), branch_leases.Refused)
+    with transaction(any_store.write) as session:
+        branch_leases.renew(
+            "restarted", [], now=103.0, lease_seconds=5, release_unlisted=True, session=session
+        )
+    assert isinstance(grant(any_store, other_branch, "third", now=104.0), branch_leases.Refused)

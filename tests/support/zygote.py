@@ -70,6 +70,7 @@ class ForkedProcess:
         self.returncode: int | None = None
         self._zygote = zygote
         self._pidfd = os.pidfd_open(pid)
+        self._reaping = threading.Lock()
 
     def poll(self) -> int | None:
         return self._settle(0)
@@ -94,9 +95,11 @@ class ForkedProcess:
     def _settle(self, timeout: float | None) -> int | None:
         if self.returncode is None:
             readable, _, _ = select.select([self._pidfd], [], [], timeout)
-            if readable:
-                self.returncode = self._zygote.reap(self.pid)
-                os.close(self._pidfd)
+            # Two threads may look at once (a test's kill and its client's poll): one reaps.
+            with self._reaping:
+                if readable and self.returncode is None:
+                    self.returncode = self._zygote.reap(self.pid)
+                    os.close(self._pidfd)
         return self.returncode
 
 

@@ -138,13 +138,12 @@ class Shipper:
         this holder had a life before, end its other leases (their copies died with it: a fork
         waiting on them goes on at once), asking a resolver that is not there yet again for up
         to `patience` seconds."""
-        left: dict[Lease | None, list[dict[str, Any]]] = {}
-        left.update(self.log.unshipped())
+        left: list[tuple[Lease | None, list[dict[str, Any]]]] = [*self.log.unshipped().items()]
         if restarted:
-            left[None] = []  # last: after the log's own leases are shipped
+            left.append((None, []))  # last: after the log's own leases are shipped
         give_up = time.monotonic() + patience
         while left:
-            lease, events = next(iter(left.items()))
+            lease, events = left[0]
             try:
                 if lease is None:
                     await self._release_unlisted()
@@ -161,7 +160,7 @@ class Shipper:
                 continue
             if lease is not None:
                 self.log.shipped(lease, len(events))
-            del left[lease]
+            del left[0]
         self.log.recovered()
 
     async def _release_unlisted(self) -> None:

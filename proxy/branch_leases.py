@@ -45,7 +45,7 @@ from proxy.resolver_client import (
 )
 from resolver import failpoints
 from resolver.cache import AnswerCache, Recorded
-from resolver.leased_hits import BranchCopy, local_hit
+from resolver.leased_hits import BranchCopy, DraftMemo, local_hit
 from resolver.schemas import ResolveRequest
 
 log = logging.getLogger(__name__)
@@ -93,6 +93,7 @@ class LeaseBook:
             resolver, self.holder, self.log, window=ship_window, on_lost=self._forget
         )
         self.cache = AnswerCache(CACHE_BUDGET_BYTES)
+        self.drafts = DraftMemo()
         self._held: dict[tuple[str, str], HeldBranch] = {}
         self._cooling: dict[tuple[str, str], float] = {}
         self._taking: dict[tuple[str, str], asyncio.Task[HeldBranch | None]] = {}
@@ -133,7 +134,7 @@ class LeaseBook:
             body = base64.b64decode(wire.body) if wire.body else b""
         except ValueError:
             return None  # the resolver names what is wrong with it
-        hit = local_hit(held.copy, wire, body, self.cache.get)
+        hit = local_hit(held.copy, wire, body, self.cache.get, self.drafts)
         if hit is None or hit.ask.key.hash in held.unknown:
             return None
         ask, recorded = hit.ask, hit.recorded

@@ -14,6 +14,7 @@ opening (resolver/resolve_tx/opening.py `take_ask`), not this module's.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -358,10 +359,13 @@ def build_ask(
     *,
     redaction_key: bytes,
     lookups: AskLookups,
+    drafts: Callable[..., Draft] | None = None,
 ) -> Ask:
     """Draft, classify and take the ask at its occurrence, reading the branch through
-    `lookups` (taking the occurrence is a write in the store; a holder's copy counts later)."""
-    draft = draft_ask(tape, branch, wire, body, redaction_key=redaction_key)
+    `lookups` (taking the occurrence is a write in the store; a holder's copy counts later).
+
+    `drafts`: `draft_ask` itself, or a memo of it (resolver/leased_hits.DraftMemo)."""
+    draft = (drafts or draft_ask)(tape, branch, wire, body, redaction_key=redaction_key)
     hint = None
     if draft.model is DependencyModel.HINTS:
         hint = lookups.hint(tape.id, draft.key.hash)

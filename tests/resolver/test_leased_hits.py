@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from sqlalchemy.orm import Session
 from resolver import answers
 from resolver.branch_leases import LeaseSettings, take
 from resolver.cache import Recorded
-from resolver.leased_hits import BranchCopy, local_hit
+from resolver.leased_hits import BranchCopy, DraftMemo, local_hit
 from resolver.policy import Action, Decision
 from resolver.recording import Recorder
 from resolver.resolution import Resolver
@@ -168,3 +169,23 @@ def served_key(resolver: Resolver, store: Store) -> str:
     served = resolver.resolve(wire("t", "root/a", "/x"))  # root/a: occurrence 2, a miss
     assert isinstance(served, Resolution)
     return served.ask.key.hash
+
+
+def test_a_remembered_draft_decides_as_a_new_one_for_each_branch(store: Store) -> None:
+    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    asked = {"headers": [("x-variant", "2")]}
+    record(resolver, store, wire("t", "root/a", "/x", **asked), b"recorded")
+    drafts = DraftMemo()
+    for branch in ("root/b", "root"):  # drafted for one branch, remembered for the other
+        copy = copy_of(store, "t", branch)
+        fresh = local_hit(copy, wire("t", branch, "/x", **asked), b"", finder(store))
+        remembered = local_hit(copy, wire("t", branch, "/x", **asked), b"", finder(store), drafts)
+        assert fresh is not None and remembered == fresh
+        assert remembered.ask.branch == branch
+    assert len(drafts._drafts) == 1
+    # A copy of the tape with another configuration is drafted anew, not served the old draft.
+    copy = copy_of(store, "t", "root/b")
+    copy.tape = replace(copy.tape, config={"match_headers": ["x-variant"]})
+    assert local_hit(copy, wire("t", "root/b", "/x", **asked), b"", finder(store)) is None
+    again = local_hit(copy, wire("t", "root/b", "/x", **asked), b"", finder(store), drafts)
+    assert again is None  # keyed by its header now: nothing recorded at that key

@@ -89,9 +89,9 @@ class Shipper:
         """Ship the branch's hits now and release its lease."""
         held.shipper = asyncio.ensure_future(self.ship(held, release=True))
 
-    async def _after(self, seconds: float, held: HeldBranch) -> None:
+    async def _after(self, seconds: float, held: HeldBranch, *, release: bool = False) -> None:
         await asyncio.sleep(seconds)
-        await self.ship(held)
+        await self.ship(held, release=release)
 
     async def ship(self, held: HeldBranch, *, release: bool = False) -> bool:
         """Ship the branch's served hits (and release the lease); False if it is lost."""
@@ -116,7 +116,9 @@ class Shipper:
                 return False
             except (ResolverUnavailable, ResolverProtocolError) as error:
                 log.warning("could not ship %d served hits yet: %s", len(events), error)
-                held.shipper = asyncio.ensure_future(self._after(RETRY_SECONDS, held))
+                # A release asked again is a release: else the lease lingers unrenewed.
+                retry = self._after(RETRY_SECONDS, held, release=release)
+                held.shipper = asyncio.ensure_future(retry)
                 return True
             del held.pending[: len(events)]
             self.log.shipped(held.lease, len(events))

@@ -93,3 +93,20 @@ def test_a_first_start_asks_the_resolver_nothing(tmp_path: Path) -> None:
     resolver = FakeResolver()
     asyncio.run(shipper(tmp_path, resolver, []).recover(5, restarted=False))
     assert resolver.shipped == []
+
+
+def test_a_release_the_resolver_could_not_take_is_asked_again_as_a_release(
+    tmp_path: Path,
+) -> None:
+    resolver = FakeResolver(ResolverUnavailable("restarting"), {"applied": 2, "released": True})
+    ships = shipper(tmp_path, resolver, [])
+    held = held_branch()
+
+    async def release_and_wait() -> None:
+        assert await ships.ship(held, release=True)
+        assert held.shipper is not None
+        await held.shipper
+
+    asyncio.run(release_and_wait())
+    (shipped,) = resolver.shipped
+    assert shipped["release"] and len(shipped["events"]) == 2

@@ -94,7 +94,12 @@ class ForkedProcess:
 
     def _settle(self, timeout: float | None) -> int | None:
         if self.returncode is None:
-            readable, _, _ = select.select([self._pidfd], [], [], timeout)
+            try:
+                readable, _, _ = select.select([self._pidfd], [], [], timeout)
+            except (OSError, ValueError):
+                if self.returncode is None:  # not closed by a reap in another thread
+                    raise
+                return self.returncode
             # Two threads may look at once (a test's kill and its client's poll): one reaps.
             with self._reaping:
                 if readable and self.returncode is None:

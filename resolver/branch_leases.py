@@ -21,11 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from resolver import answers, failpoints
 from resolver.asks import load_tape_and_branch
-from resolver.errors import BranchLeased, Conflict
+from resolver.errors import BranchLeased, Conflict, InvalidInput
 from resolver.schemas import LeaseEventsRequest, LeaseRenewRequest, LeaseTakeRequest
 from store import branch_leases
 from store.db import Store, transaction
@@ -137,21 +138,30 @@ def take(store: Store, body: LeaseTakeRequest, settings: LeaseSettings) -> dict[
 
 def ship(store: Store, body: LeaseEventsRequest) -> dict[str, Any]:
     """Apply a holder's events (and release its lease if it asks); `409` if it lost it."""
-    with transaction(store.write) as session:
-        events = [event.model_dump() for event in body.events]
-        for event in events:
-            event.update(decision="shared", is_read=True)
-        if not branch_leases.apply_events(
-            body.branch_id, body.holder, body.epoch, events, session=session
-        ):
-            raise Conflict(
-                f"proxy {body.holder!r} no longer holds the lease of branch {body.branch_id} at "
-                f"epoch {body.epoch}: its {len(events)} events were not applied",
-                branch_id=body.branch_id,
-            )
-        if body.release:
-            branch_leases.release(body.branch_id, body.holder, body.epoch, session=session)
-        failpoints.reach("lease.events.before_commit")
+    events = [event.model_dump() for event in body.events]
+    for event in events:
+        event.update(decision="shared", is_read=True)
+    try:
+        with transaction(store.write) as session:
+            if not branch_leases.apply_events(
+                body.branch_id, body.holder, body.epoch, events, session=session
+            ):
+                raise Conflict(
+                    f"proxy {body.holder!r} no longer holds the lease of branch "
+                    f"{body.branch_id} at epoch {body.epoch}: its {len(events)} events were not "
+                    "applied",
+                    branch_id=body.branch_id,
+                )
+            if body.release:
+                branch_leases.release(body.branch_id, body.holder, body.epoch, session=session)
+            failpoints.reach("lease.events.before_commit")
+    except IntegrityError as error:
+        ids = sorted({event["exchange_id"] for event in events})
+        raise InvalidInput(
+            f"the events name exchanges the store does not hold (one of {ids[:10]}): nothing "
+            "was applied and the lease is as it was",
+            field="events",
+        ) from error
     failpoints.reach("lease.events.committed")
     return {"applied": len(events), "released": body.release}
 

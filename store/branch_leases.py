@@ -158,28 +158,41 @@ def renew(
     """Extend each (branch id, epoch) `holder` still holds; (renewed, revoke asked, lost).
 
     A lease someone asked back is not extended: the holder flushes and releases it. With
-    `release_unlisted` the holder's other leases end (it restarted: their copies are gone)."""
+    `release_unlisted` the holder's other leases end (it restarted: their copies are gone).
+    Two statements whatever the number of leases (a holder renews all of them every few
+    seconds: a statement each would make renewals the resolver's largest cost)."""
+    epochs = dict(held)
+    if release_unlisted:
+        session.execute(
+            update(BranchLease)
+            .where(BranchLease.holder == holder, BranchLease.branch_id.not_in(list(epochs)))
+            .values(holder=None, revoke=False, expires=0.0)
+        )
+    if not epochs:
+        return [], [], []
+    rows = session.execute(
+        select(BranchLease.branch_id, BranchLease.holder, BranchLease.epoch, BranchLease.revoke)
+        .where(BranchLease.branch_id.in_(list(epochs)))
+        .with_for_update()
+    ).all()
+    state = {row.branch_id: row for row in rows}
     renewed: list[int] = []
     revoked: list[int] = []
     lost: list[int] = []
-    held = list(held)
-    if release_unlisted:
-        listed = [branch_id for branch_id, _ in held]
-        session.execute(
-            update(BranchLease)
-            .where(BranchLease.holder == holder, BranchLease.branch_id.not_in(listed))
-            .values(holder=None, revoke=False, expires=0.0)
-        )
-    for branch_id, epoch in held:
-        lease = session.get(BranchLease, branch_id, with_for_update=True)
+    for branch_id, epoch in epochs.items():
+        lease = state.get(branch_id)
         if lease is None or lease.holder != holder or lease.epoch != epoch:
             lost.append(branch_id)
         elif lease.revoke:
             revoked.append(branch_id)
         else:
-            lease.expires = now + lease_seconds
             renewed.append(branch_id)
-    session.flush()
+    if renewed:
+        session.execute(
+            update(BranchLease)
+            .where(BranchLease.branch_id.in_(renewed))
+            .values(expires=now + lease_seconds)
+        )
     return renewed, revoked, lost
 
 

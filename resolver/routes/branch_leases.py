@@ -2,7 +2,8 @@
 
 The proxy's side is proxy/branch_leases.py; the rules are resolver/branch_leases.py and
 store/branch_leases.py. `renew` is a long poll: held up to a third of the lease, it answers at
-once when one of the holder's branches is asked back (a fork, a seal, another proxy's ask), so
+once when one of the holder's branches is asked back in this process (a fork, a seal, another
+proxy's ask; another replica's is seen at the holder's next poll, which follows at once), so
 a holder ships and releases within a round trip instead of at its next renewal. Without these
 routes a proxy could not answer any hit itself.
 """
@@ -43,13 +44,15 @@ class Revocations:
             return
         loop.call_soon_threadsafe(changed.set)
 
-    async def wait(self, timeout: float) -> None:
+    async def wait(self, timeout: float) -> bool:
+        """Whether a lease was asked back in this process within `timeout` seconds."""
         changed = self._event()
         try:
             await asyncio.wait_for(changed.wait(), timeout)
         except TimeoutError:
-            return
+            return False
         changed.clear()
+        return True
 
 
 def settle_before(request: Request, tape: str, branch: str | None = None) -> None:
@@ -87,5 +90,8 @@ async def renew(body: LeaseRenewRequest, request: Request) -> dict[str, Any]:
     answer = await run_in_threadpool(branch_leases.renew, state.store, body, settings)
     if answer["revoke"] or answer["lost"] or not body.leases:
         return answer
-    await state.revocations.wait(settings.lease_seconds / 3)
+    if not await state.revocations.wait(settings.lease_seconds / 3):
+        # Nothing asked back here; another replica's ask is seen by the holder's next poll,
+        # at once, which renews anyway: a second renewal now would only double the cost.
+        return answer
     return await run_in_threadpool(branch_leases.renew, state.store, body, settings)

@@ -11,7 +11,7 @@ from sqlalchemy import event as sqlalchemy_event
 from sqlalchemy.orm import Session
 
 from store import branch_leases
-from store.branches import get_branch
+from store.branches import fork_branch, get_branch
 from store.db import Store, transaction
 from store.models import Branch
 from store.tapes import create_tape
@@ -227,3 +227,46 @@ def test_a_restarted_holder_ends_the_leases_it_does_not_list_and_no_one_elses(
             "restarted", [], now=103.0, lease_seconds=5, release_unlisted=True, session=session
         )
     assert isinstance(grant(any_store, other_branch, "third", now=104.0), branch_leases.Refused)
+
+
+def test_renewing_many_leases_costs_two_statements(any_store: Store) -> None:
+    branch_ids = []
+    with transaction(any_store.write) as session:
+        tape = create_tape(
+            session=session,
+            name="many",
+            world_seed=1,
+            mode="groundhog",
+            online=True,
+            dependency_model="closure",
+            config={},
+        )
+        root = get_branch(tape.id, "root", session=session)
+        assert root is not None
+        branch_ids.append(root.id)
+        for child in range(20):
+            branch_ids.append(fork_branch(root, f"root/{child}", {}, session=session).id)
+    epochs = {}
+    for branch in branch_ids:
+        granted = grant(any_store, branch, "h", now=100.0)
+        assert isinstance(granted, branch_leases.Granted)
+        epochs[branch] = granted.epoch
+    held = [*epochs.items(), (10**9, 1)]  # and one the store never had: lost
+    statements: list[str] = []
+
+    def count(_connection, _cursor, statement, _parameters, _context, _many) -> None:  # type: ignore[no-untyped-def]
+        statements.append(statement)
+
+    sqlalchemy_event.listen(any_store.engine, "before_cursor_execute", count)
+    try:
+        with transaction(any_store.write) as session:
+            renewed, revoked, lost = branch_leases.renew(
+                "h", held, now=101.0, lease_seconds=5, session=session
+            )
+    finally:
+        sqlalchemy_event.remove(any_store.engine, "before_cursor_execute", count)
+    assert (renewed, revoked, lost) == (branch_ids, [], [10**9])
+    work = [s for s in statements if s.split()[0].upper() in ("SELECT", "UPDATE")]
+    assert len(work) == 2, statements
+    # Extended: another holder is refused until the new expiry (106), not the first (105).
+    assert isinstance(grant(any_store, branch_ids[0], "other", now=105.5), branch_leases.Refused)

@@ -27,6 +27,9 @@ from mitmproxy.exceptions import OptionsError
 
 from groundhog.protocol.decisions import Action, Decision
 from groundhog.protocol.wire import (
+    AheadAnswer,
+    LeaseHitEvent,
+    LeaseRenewAsk,
     RecordAnswer,
     ResolveAnswer,
     ResolveAsk,
@@ -134,7 +137,7 @@ class LeaseBook:
         if hit is None or hit.ask.key.hash in held.unknown:
             return None
         ask, recorded = hit.ask, hit.recorded
-        event = {
+        event: LeaseHitEvent = {
             "method": ask.request.method,
             "url": ask.request.url(),
             "key_hash": ask.key.hash,
@@ -249,7 +252,7 @@ class LeaseBook:
             self._renewer = asyncio.ensure_future(self._renew_forever())
         return held
 
-    def _keep_ahead(self, held: HeldBranch, ahead: list[dict[str, Any]]) -> None:
+    def _keep_ahead(self, held: HeldBranch, ahead: list[AheadAnswer]) -> None:
         """The recorded answers the grant read ahead (what siblings recorded, through any
         sidecar, at or past this branch's counts): kept for the branch's first asks."""
         for entry in ahead:
@@ -294,7 +297,7 @@ class LeaseBook:
     async def _renew_forever(self) -> None:
         while self._held:
             held = {h.copy.branch.id: (name, h) for name, h in self._held.items()}
-            payload = {
+            payload: LeaseRenewAsk = {
                 "holder": self.holder,
                 "leases": [{"branch_id": b, "epoch": h.epoch} for b, (_n, h) in held.items()],
             }

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from groundhog.protocol.wire import LeaseEventsAsk, LeaseHitEvent
 from proxy.lease_log import Lease, LeaseLog
 from proxy.resolver_client import (
     ResolverClient,
@@ -42,7 +43,7 @@ class HeldBranch:
     # Keys whose count the copy cannot tell (a live read in flight, or one that failed): asked
     # of the resolver, whose answer tells it again.
     unknown: set[str] = field(default_factory=set)
-    pending: list[dict[str, Any]] = field(default_factory=list)
+    pending: list[LeaseHitEvent] = field(default_factory=list)
     # How many hits were served at this epoch: the next one's serial is one more.
     served: int = 0
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -118,9 +119,9 @@ class Shipper:
             self.log.shipped(held.lease, len(events))
             return True
 
-    async def _send(self, lease: Lease, events: list[dict[str, Any]], *, release: bool) -> None:
+    async def _send(self, lease: Lease, events: list[LeaseHitEvent], *, release: bool) -> None:
         branch_id, epoch = lease
-        payload = {
+        payload: LeaseEventsAsk = {
             "branch_id": branch_id,
             "holder": self.holder,
             "epoch": epoch,

@@ -18,11 +18,11 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from groundhog.protocol.wire import LeaseEventsAnswer, LeaseGrant, LeaseRenewAnswer
 from resolver import answers, failpoints
 from resolver.asks import load_tape_and_branch
 from resolver.errors import BranchLeased, Conflict
@@ -73,7 +73,7 @@ def ask_back(
     notify()
 
 
-def take(store: Store, body: LeaseTakeRequest, settings: LeaseSettings) -> dict[str, Any]:
+def take(store: Store, body: LeaseTakeRequest, settings: LeaseSettings) -> LeaseGrant:
     """Grant the lease and hand the holder what it serves from: the tape as a resolve sees it
     and the branch's counters and versions (a refusal is `branch-leased`)."""
     now = time.time()
@@ -97,7 +97,7 @@ def take(store: Store, body: LeaseTakeRequest, settings: LeaseSettings) -> dict[
                 body_bytes=READ_AHEAD_BODY_BYTES,
                 session=session,
             )
-            answer = {
+            answer: LeaseGrant = {
                 "epoch": granted.epoch,
                 "expires": granted.expires,
                 "shipped": granted.shipped,
@@ -135,7 +135,7 @@ def take(store: Store, body: LeaseTakeRequest, settings: LeaseSettings) -> dict[
     )
 
 
-def ship(store: Store, body: LeaseEventsRequest) -> dict[str, Any]:
+def ship(store: Store, body: LeaseEventsRequest) -> LeaseEventsAnswer:
     """Apply a holder's events (and release its lease if it asks); `409` if it lost it."""
     with transaction(store.write) as session:
         events = [event.model_dump() for event in body.events]
@@ -156,7 +156,7 @@ def ship(store: Store, body: LeaseEventsRequest) -> dict[str, Any]:
     return {"applied": len(events), "released": body.release}
 
 
-def renew(store: Store, body: LeaseRenewRequest, settings: LeaseSettings) -> dict[str, Any]:
+def renew(store: Store, body: LeaseRenewRequest, settings: LeaseSettings) -> LeaseRenewAnswer:
     """Extend a holder's leases; name those asked back (ship and release) and those lost."""
     held = [(lease.branch_id, lease.epoch) for lease in body.leases]
     with transaction(store.write) as session:

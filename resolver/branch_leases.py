@@ -29,6 +29,7 @@ from resolver.errors import BranchLeased, Conflict
 from resolver.schemas import LeaseEventsRequest, LeaseRenewRequest, LeaseTakeRequest
 from store import branch_leases
 from store.db import Store, transaction
+from store.identity import store_token
 from store.models import Branch, Tape
 from store.refs import BranchRef
 
@@ -102,6 +103,7 @@ def take(store: Store, body: LeaseTakeRequest, settings: LeaseSettings) -> Lease
                 "expires": granted.expires,
                 "shipped": granted.shipped,
                 "lease_seconds": settings.lease_seconds,
+                "store": store_token(session=session),
                 "tape": {
                     "id": tape.id,
                     "name": tape.name,

@@ -138,6 +138,9 @@ class LeaseGrant(TypedDict):
     # The serial of the last hit applied at this epoch: the holder numbers on from it.
     shipped: int
     lease_seconds: float
+    # The store's token (store/identity.py): tape ids are unique within one store only, so what
+    # a holder keeps past its process (proxy/answer_disk.py) is filed under it.
+    store: str
     tape: LeaseTape
     branch: LeaseBranch
     counts: dict[str, int]

@@ -35,7 +35,7 @@ from proxy.identity import (
     identify,
 )
 from proxy.live import META, RESOLVER_ERRORS, FlowState, LiveRecorder, failure_kind
-from proxy.options import arm_failpoints, check_seconds, declare_options, seconds
+from proxy.options import arm_failpoints, check_options, declare_options, seconds
 from proxy.passthrough import Kind, native_passthrough_kind
 from proxy.resolver_client import (
     ResolverClient,
@@ -87,7 +87,7 @@ class GroundhogAddon:
 
     def configure(self, updated: set[str]) -> None:
         options = ctx.options
-        check_seconds(options, updated)
+        check_options(options, updated)
         if self.resolver is None or updated & {
             "groundhog_resolver_url",
             "groundhog_proxy_token",
@@ -116,6 +116,7 @@ class GroundhogAddon:
             "groundhog_branch_leases",
             "groundhog_lease_dir",
             "groundhog_lease_ship_seconds",
+            "groundhog_lease_disk_bytes",
         }:
             self._configure_leases()
 

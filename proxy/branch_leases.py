@@ -4,13 +4,14 @@ A branch is worked by one rollout worker at a time, behind one sidecar. With
 `groundhog_branch_leases` on, the sidecar takes the branch's lease at its first ask
 (`/v1/leases/take`: the branch's counters and versions come with it) and from then on decides
 each ask with the resolver's own code (resolver/leased_hits.py) over that copy and the answers it
-has seen: a plain hit is served here, written to the local log first (proxy/lease_log.py),
-counted in the copy and shipped to the resolver behind in batches; anything else — a miss, a
-write, a fault, a key whose count the copy cannot tell — is asked of the resolver as before,
-after the branch's unshipped hits. A renewal long poll keeps the leases and hears when one is
-asked back (a fork, a seal, another proxy's ask): the branch's hits are shipped and the lease
-released at once. Without this module every hit is a round trip to the one shared resolver and
-its store. Off by default: the resolver path is then exactly as before.
+has seen (in memory and on disk: proxy/lease_answers.py): a plain hit is served here, written to
+the local log first (proxy/lease_log.py), counted in the copy and shipped to the resolver behind
+in batches; anything else — a miss, a write, a fault, a key whose count the copy cannot tell —
+is asked of the resolver as before, after the branch's unshipped hits. A renewal long poll keeps
+the leases and hears when one is asked back (a fork, a seal, another proxy's ask): the branch's
+hits are shipped and the lease released at once. Without this module every hit is a round trip
+to the one shared resolver and its store. Off by default: the resolver path is then exactly as
+before.
 """
 
 from __future__ import annotations
@@ -27,16 +28,20 @@ from mitmproxy.exceptions import OptionsError
 
 from groundhog.protocol.decisions import Action, Decision
 from groundhog.protocol.wire import (
+    AheadAnswer,
+    LeaseHitEvent,
+    LeaseRenewAsk,
     RecordAnswer,
     ResolveAnswer,
     ResolveAsk,
     WireResponse,
     wire_response,
 )
+from proxy.lease_answers import LeaseAnswers
 from proxy.lease_log import HOLDER_NAME, LeaseLog, holder_id
 from proxy.lease_shipping import HeldBranch, Shipper
 from proxy.live import FlowState
-from proxy.options import seconds
+from proxy.options import DEFAULT_LEASE_DISK_BYTES, lease_disk_bytes, seconds
 from proxy.resolver_client import (
     ResolverClient,
     ResolverProtocolError,
@@ -44,7 +49,7 @@ from proxy.resolver_client import (
     ResolverUnavailable,
 )
 from resolver import failpoints
-from resolver.cache import AnswerCache, Recorded
+from resolver.cache import Recorded
 from resolver.leased_hits import BranchCopy, DraftMemo, local_hit
 from resolver.schemas import ResolveRequest
 
@@ -53,7 +58,8 @@ log = logging.getLogger(__name__)
 RESOLVER_ERRORS = (ResolverUnavailable, ResolverRejected, ResolverProtocolError)
 # A branch whose lease was refused or asked back is not asked for again this soon.
 COOL_DOWN_SECONDS = 1.0
-# Answers kept for local hits (the resolver's own bounded cache of recordings by address).
+# Answers kept in memory for local hits (the resolver's own bounded cache of recordings by
+# address); `groundhog_lease_disk_bytes` more on disk (proxy/answer_disk.py).
 CACHE_BUDGET_BYTES = 64 * 1024 * 1024
 # Decisions whose served answer took the ask's occurrence (an `upstream-failed` took none).
 _COUNTED = {Decision.SHARED, Decision.STALE, Decision.INJECTED, Decision.SIMULATED}
@@ -72,9 +78,12 @@ def configured_leases(
             "id and the log of served hits (e.g. --set groundhog_lease_dir=.groundhog/leases)"
         )
     window = seconds(options, "groundhog_lease_ship_seconds")
+    disk_bytes = lease_disk_bytes(options)
     if current is None:
-        current = LeaseBook(resolver, Path(options.groundhog_lease_dir), ship_window=window)
+        directory = Path(options.groundhog_lease_dir)
+        return LeaseBook(resolver, directory, ship_window=window, disk_bytes=disk_bytes)
     current.shipper.window = window
+    current.answers.resize(disk_bytes)
     return current
 
 
@@ -82,7 +91,12 @@ class LeaseBook:
     """The leases one proxy holds, keyed by (tape, branch)."""
 
     def __init__(
-        self, resolver: Callable[[], ResolverClient], directory: Path, *, ship_window: float
+        self,
+        resolver: Callable[[], ResolverClient],
+        directory: Path,
+        *,
+        ship_window: float,
+        disk_bytes: int = DEFAULT_LEASE_DISK_BYTES,
     ) -> None:
         self._resolver = resolver
         # A holder id kept from before: this proxy restarted, and may have left leases held.
@@ -92,7 +106,9 @@ class LeaseBook:
         self.shipper = Shipper(
             resolver, self.holder, self.log, window=ship_window, on_lost=self._forget
         )
-        self.cache = AnswerCache(CACHE_BUDGET_BYTES)
+        self.answers = LeaseAnswers(
+            directory, memory_bytes=CACHE_BUDGET_BYTES, disk_bytes=disk_bytes
+        )
         self.drafts = DraftMemo()
         self._held: dict[tuple[str, str], HeldBranch] = {}
         self._cooling: dict[tuple[str, str], float] = {}
@@ -134,11 +150,15 @@ class LeaseBook:
             body = base64.b64decode(wire.body) if wire.body else b""
         except ValueError:
             return None  # the resolver names what is wrong with it
-        hit = local_hit(held.copy, wire, body, self.cache.get, self.drafts)
+        hit = await self.answers.decide(
+            lambda find: local_hit(held.copy, wire, body, find, self.drafts)
+        )
         if hit is None or hit.ask.key.hash in held.unknown:
             return None
+        if self._held.get(name) is not held:
+            return None  # released while its answer was read from disk: the resolver's now
         ask, recorded = hit.ask, hit.recorded
-        event = {
+        event: LeaseHitEvent = {
             "method": ask.request.method,
             "url": ask.request.url(),
             "key_hash": ask.key.hash,
@@ -248,13 +268,14 @@ class LeaseBook:
             self._cooling[name] = time.monotonic() + COOL_DOWN_SECONDS
             return None
         self._held[name] = held
+        self.answers.bind(grant.get("store"))
         self._keep_ahead(held, grant.get("ahead") or [])
         self._lease_seconds = float(grant.get("lease_seconds") or 6.0)
         if self._renewer is None or self._renewer.done():
             self._renewer = asyncio.ensure_future(self._renew_forever())
         return held
 
-    def _keep_ahead(self, held: HeldBranch, ahead: list[dict[str, Any]]) -> None:
+    def _keep_ahead(self, held: HeldBranch, ahead: list[AheadAnswer]) -> None:
         """The recorded answers the grant read ahead (what siblings recorded, through any
         sidecar, at or past this branch's counts): kept for the branch's first asks."""
         for entry in ahead:
@@ -274,7 +295,7 @@ class LeaseBook:
         """Keep a recorded answer at its address (key, occurrence, fingerprint) of the branch's
         tape: every hit of it from now on is answered here (recordings never change)."""
         headers = [list(pair) for pair in response["headers"] or []]
-        self.cache.put((held.copy.tape.id, *where), Recorded(exchange_id, response, headers))
+        self.answers.keep((held.copy.tape.id, *where), Recorded(exchange_id, response, headers))
 
     def _forget(self, held: HeldBranch) -> None:
         for name, other in list(self._held.items()):
@@ -299,7 +320,7 @@ class LeaseBook:
     async def _renew_forever(self) -> None:
         while self._held:
             held = {h.copy.branch.id: (name, h) for name, h in self._held.items()}
-            payload = {
+            payload: LeaseRenewAsk = {
                 "holder": self.holder,
                 "leases": [{"branch_id": b, "epoch": h.epoch} for b, (_n, h) in held.items()],
             }
@@ -323,6 +344,7 @@ class LeaseBook:
         """Ship what the log holds from before a restart (its leases then released), asking
         a resolver that is not there yet again for up to `patience` seconds."""
         try:
+            await self.answers.open()
             await self.shipper.recover(patience, restarted=self.restarted)
         finally:
             self.recovered.set()
@@ -336,4 +358,5 @@ class LeaseBook:
                 log.error("could not release %s/%s: %s", *name, error)
         if self._renewer is not None:
             self._renewer.cancel()
+        await self.answers.settle()
         self.log.close()

@@ -19,8 +19,11 @@ import logging
 import os
 import secrets
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+
+from groundhog.protocol.wire import LeaseHitEvent
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +60,7 @@ class LeaseLog:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         self._unshipped = 0
 
-    def append(self, lease: Lease, event: dict[str, Any]) -> None:
+    def append(self, lease: Lease, event: LeaseHitEvent) -> None:
         """Write one served event (before the answer is sent)."""
         self._write({"lease": list(lease), "event": event})
         self._unshipped += 1
@@ -69,16 +72,16 @@ class LeaseLog:
             os.ftruncate(self._fd, 0)
             self._unshipped = 0
 
-    def _write(self, line: dict[str, Any]) -> None:
+    def _write(self, line: Mapping[str, Any]) -> None:
         data = (json.dumps(line, separators=(",", ":")) + "\n").encode()
         os.write(self._fd, data)  # one append: to the page cache, no flush
 
-    def unshipped(self) -> dict[Lease, list[dict[str, Any]]]:
+    def unshipped(self) -> dict[Lease, list[LeaseHitEvent]]:
         """The events the log holds that no batch marked shipped, per lease, in order served.
 
         A torn last line (the proxy died inside its write) was never acknowledged to a worker
         — the write precedes the answer — and is skipped."""
-        served: dict[Lease, list[dict[str, Any]]] = defaultdict(list)
+        served: dict[Lease, list[LeaseHitEvent]] = defaultdict(list)
         shipped: dict[Lease, int] = defaultdict(int)
         try:
             lines = self.path.read_bytes().splitlines()
@@ -92,7 +95,8 @@ class LeaseLog:
                 log.warning("skipping an unreadable line of %s", self.path)
                 continue
             if "event" in line:
-                served[lease].append(line["event"])
+                # As it was written; one the resolver cannot read is refused when shipped.
+                served[lease].append(cast(LeaseHitEvent, line["event"]))
             else:
                 shipped[lease] += int(line.get("shipped", 0))
         left = {lease: events[shipped[lease] :] for lease, events in served.items()}

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from groundhog.protocol.wire import LeaseEventsAsk, LeaseHitEvent, LeaseRenewAsk
 from proxy.lease_log import Lease, LeaseLog
 from proxy.resolver_client import (
     ResolverClient,
@@ -43,7 +44,7 @@ class HeldBranch:
     # Keys whose count the copy cannot tell (a live read in flight, or one that failed): asked
     # of the resolver, whose answer tells it again.
     unknown: set[str] = field(default_factory=set)
-    pending: list[dict[str, Any]] = field(default_factory=list)
+    pending: list[LeaseHitEvent] = field(default_factory=list)
     # How many hits were served at this epoch: the next one's serial is one more.
     served: int = 0
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -124,9 +125,9 @@ class Shipper:
             self.log.shipped(held.lease, len(events))
             return True
 
-    async def _send(self, lease: Lease, events: list[dict[str, Any]], *, release: bool) -> None:
+    async def _send(self, lease: Lease, events: list[LeaseHitEvent], *, release: bool) -> None:
         branch_id, epoch = lease
-        payload = {
+        payload: LeaseEventsAsk = {
             "branch_id": branch_id,
             "holder": self.holder,
             "epoch": epoch,
@@ -140,7 +141,7 @@ class Shipper:
         this holder had a life before, end its other leases (their copies died with it: a fork
         waiting on them goes on at once), asking a resolver that is not there yet again for up
         to `patience` seconds."""
-        left: list[tuple[Lease | None, list[dict[str, Any]]]] = [*self.log.unshipped().items()]
+        left: list[tuple[Lease | None, list[LeaseHitEvent]]] = [*self.log.unshipped().items()]
         if restarted:
             left.append((None, []))  # last: after the log's own leases are shipped
         give_up = time.monotonic() + patience
@@ -166,5 +167,5 @@ class Shipper:
         self.log.recovered()
 
     async def _release_unlisted(self) -> None:
-        payload = {"holder": self.holder, "leases": [], "release_unlisted": True}
+        payload: LeaseRenewAsk = {"holder": self.holder, "leases": [], "release_unlisted": True}
         await self._resolver().renew_leases(payload, 0)

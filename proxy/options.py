@@ -21,6 +21,7 @@ DEFAULT_RESOLVE_TIMEOUT = 5.0
 DEFAULT_WAIT_TIMEOUT = 30.0
 DEFAULT_WAIT_LIMIT = 180.0
 DEFAULT_RESOLVE_RETRY = 3.0
+DEFAULT_LEASE_DISK_BYTES = 1024**3
 # Durations are declared as text: mitmproxy's `--set` parses only str, int, bool and sequences,
 # so a float option could not be set from mitmdump's command line. `seconds` reads them.
 SECONDS_OPTIONS: dict[str, tuple[float, str]] = {
@@ -111,6 +112,14 @@ def declare_options(loader: Loader) -> None:
         "this proxy SIGKILLs itself (the N-th time it gets there); empty in production.",
     )
     loader.add_option(
+        "groundhog_lease_disk_bytes",
+        int,
+        DEFAULT_LEASE_DISK_BYTES,
+        "Bytes of recorded answers a lease holder keeps on disk (<lease dir>/answers), beyond "
+        "the 64 MiB in memory and across restarts; least recently used first out; 0 keeps "
+        "them in memory only.",
+    )
+    loader.add_option(
         "groundhog_admin_addresses",
         Sequence[str],
         [],
@@ -143,7 +152,21 @@ def arm_failpoints(spec: str) -> None:
         raise OptionsError(f"groundhog_failpoints: {error}") from error
 
 
-def check_seconds(options: Any, updated: set[str]) -> None:
-    """Refuse an update that sets a duration option to something that is not one."""
+def lease_disk_bytes(options: Any) -> int:
+    """`groundhog_lease_disk_bytes`, refused naming the fix if it is no size (below 0)."""
+    value = options.groundhog_lease_disk_bytes
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise OptionsError(
+            "groundhog_lease_disk_bytes must be a number of bytes, 0 or more (0 keeps recorded "
+            "answers in memory only), e.g. --set groundhog_lease_disk_bytes=1073741824 for "
+            f"1 GiB, not {value!r}"
+        )
+    return value
+
+
+def check_options(options: Any, updated: set[str]) -> None:
+    """Refuse an update that sets a duration or size option to something that is not one."""
     for name in updated & SECONDS_OPTIONS.keys():
         seconds(options, name)
+    if "groundhog_lease_disk_bytes" in updated:
+        lease_disk_bytes(options)

@@ -31,7 +31,18 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from groundhog.protocol.problems import TYPE_BASE
-from groundhog.protocol.wire import RecordAnswer, ResolveAnswer, ResolveAsk, TunnelAnswer
+from groundhog.protocol.wire import (
+    LeaseEventsAnswer,
+    LeaseEventsAsk,
+    LeaseGrant,
+    LeaseRenewAnswer,
+    LeaseRenewAsk,
+    LeaseTakeAsk,
+    RecordAnswer,
+    ResolveAnswer,
+    ResolveAsk,
+    TunnelAnswer,
+)
 from proxy.errors import ProxyError
 from proxy.resolver_http import ResolverHttp
 
@@ -171,17 +182,23 @@ class ResolverClient:
     async def record(self, payload: dict[str, Any]) -> RecordAnswer:
         return cast(RecordAnswer, await self._post("/v1/record", payload, self.record_timeout))
 
-    async def take_lease(self, payload: dict[str, Any]) -> dict[str, Any]:
+    # The lease answers are cast, not checked, as every answer here is: their reader
+    # (proxy/branch_leases.py) takes what it needs and treats a missing or odd field as a
+    # resolver that does not follow the protocol.
+    async def take_lease(self, payload: LeaseTakeAsk) -> LeaseGrant:
         """`/v1/leases/take`: the branch's lease and its state (proxy/branch_leases.py)."""
-        return await self._post("/v1/leases/take", payload, self.record_timeout)
+        answer = await self._post("/v1/leases/take", payload, self.record_timeout)
+        return cast(LeaseGrant, answer)
 
-    async def ship_lease_events(self, payload: dict[str, Any]) -> dict[str, Any]:
+    async def ship_lease_events(self, payload: LeaseEventsAsk) -> LeaseEventsAnswer:
         """`/v1/leases/events`: the hits a lease holder served (`409`: the lease is lost)."""
-        return await self._post("/v1/leases/events", payload, self.record_timeout)
+        answer = await self._post("/v1/leases/events", payload, self.record_timeout)
+        return cast(LeaseEventsAnswer, answer)
 
-    async def renew_leases(self, payload: dict[str, Any], hold: float) -> dict[str, Any]:
+    async def renew_leases(self, payload: LeaseRenewAsk, hold: float) -> LeaseRenewAnswer:
         """`/v1/leases/renew`, a long poll the resolver holds up to `hold` seconds."""
-        return await self._post("/v1/leases/renew", payload, hold + self.resolve_timeout)
+        answer = await self._post("/v1/leases/renew", payload, hold + self.resolve_timeout)
+        return cast(LeaseRenewAnswer, answer)
 
     async def tunnel(self, payload: dict[str, Any]) -> TunnelAnswer:
         """May a raw tunnel reach the world (`/v1/tunnel`)? No single flight: a short call."""

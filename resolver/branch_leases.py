@@ -18,18 +18,19 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from groundhog.protocol.wire import LeaseEventsAnswer, LeaseGrant, LeaseRenewAnswer
 from resolver import answers, failpoints
 from resolver.asks import load_tape_and_branch
 from resolver.errors import BranchLeased, Conflict, InvalidInput
 from resolver.schemas import LeaseEventsRequest, LeaseRenewRequest, LeaseTakeRequest
 from store import branch_leases
 from store.db import Store, transaction
+from store.identity import store_token
 from store.models import Branch, Tape
 from store.refs import BranchRef
 
@@ -74,7 +75,7 @@ def ask_back(
     notify()
 
 
-def take(store: Store, body: LeaseTakeRequest, settings: LeaseSettings) -> dict[str, Any]:
+def take(store: Store, body: LeaseTakeRequest, settings: LeaseSettings) -> LeaseGrant:
     """Grant the lease and hand the holder what it serves from: the tape as a resolve sees it
     and the branch's counters and versions (a refusal is `branch-leased`)."""
     now = time.time()
@@ -98,11 +99,12 @@ def take(store: Store, body: LeaseTakeRequest, settings: LeaseSettings) -> dict[
                 body_bytes=READ_AHEAD_BODY_BYTES,
                 session=session,
             )
-            answer = {
+            answer: LeaseGrant = {
                 "epoch": granted.epoch,
                 "expires": granted.expires,
                 "shipped": granted.shipped,
                 "lease_seconds": settings.lease_seconds,
+                "store": store_token(session=session),
                 "tape": {
                     "id": tape.id,
                     "name": tape.name,
@@ -136,7 +138,7 @@ def take(store: Store, body: LeaseTakeRequest, settings: LeaseSettings) -> dict[
     )
 
 
-def ship(store: Store, body: LeaseEventsRequest) -> dict[str, Any]:
+def ship(store: Store, body: LeaseEventsRequest) -> LeaseEventsAnswer:
     """Apply a holder's events (and release its lease if it asks); `409` if it lost it."""
     events = [event.model_dump() for event in body.events]
     for event in events:
@@ -166,7 +168,7 @@ def ship(store: Store, body: LeaseEventsRequest) -> dict[str, Any]:
     return {"applied": len(events), "released": body.release}
 
 
-def renew(store: Store, body: LeaseRenewRequest, settings: LeaseSettings) -> dict[str, Any]:
+def renew(store: Store, body: LeaseRenewRequest, settings: LeaseSettings) -> LeaseRenewAnswer:
     """Extend a holder's leases; name those asked back (ship and release) and those lost."""
     held = [(lease.branch_id, lease.epoch) for lease in body.leases]
     with transaction(store.write) as session:

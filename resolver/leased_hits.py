@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from groundhog.protocol.wire import LeaseGrant
 from resolver.asks import (
     Ask,
     Draft,
@@ -60,7 +61,7 @@ class BranchCopy:
     versions: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def from_grant(cls, grant: dict[str, Any]) -> BranchCopy:
+    def from_grant(cls, grant: LeaseGrant) -> BranchCopy:
         tape = grant["tape"]
         return cls(
             tape=TapeRef(

@@ -87,6 +87,20 @@ class BranchLease(Base):
     shipped: Mapped[int] = mapped_column(Integer)
 
 
+class StoreIdentity(Base):
+    """One row naming this store, made with it (migration 0009; store/identity.py).
+
+    Row ids are unique within one store only: a fresh database numbers its tapes from 1 again.
+    What a sidecar keeps by tape id beyond its own process (its answers on disk,
+    proxy/answer_disk.py) is filed under this token, so a new store is never served another's
+    recordings. Not tape content: never exported."""
+
+    __tablename__ = "gh_store"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    token: Mapped[str] = mapped_column(String(64))
+
+
 class OccurrenceCounter(Base):
     """How many times a branch's lineage asked a key; a fork copies the parent's rows."""
 

@@ -1,5 +1,5 @@
 """The proxy↔resolver wire shapes (`/v1/resolve`, `/v1/wait`, `/v1/renew`, `/v1/record`,
-`/v1/tunnel`; docs/internals.md), as TypedDicts.
+`/v1/tunnel`, `/v1/leases/*`; docs/internals.md), as TypedDicts.
 
 They type the JSON both sides exchange without costing anything at run time: resolve is the
 hot path, where the resolver validates straight from bytes (resolver/schemas.py holds the
@@ -11,7 +11,7 @@ ordered `[name, value]` pairs of latin-1 text. `wire_response` is the one constr
 
 from __future__ import annotations
 
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 HeaderPairs = list[list[str]]
 
@@ -87,6 +87,117 @@ class RenewAnswer(TypedDict):
 class TunnelAnswer(TypedDict):
     decision: str
     detail: str
+
+
+# -- branch leases (proxy/branch_leases.py, resolver/branch_leases.py) ---------------------
+# The request bodies are validated by resolver/schemas.py's Lease* models, held to these by
+# tests/resolver/test_schemas.py (a field the proxy always sends may have a default there, never
+# the other way round); the answers are built by resolver/branch_leases.py as these.
+
+
+class LeaseTakeAsk(TypedDict):
+    """The body of `POST /v1/leases/take`."""
+
+    tape: str
+    branch: str
+    holder: str
+
+
+class LeaseTape(TypedDict):
+    """The tape as a resolve sees it (`store.refs.TapeRef`'s fields)."""
+
+    id: int
+    name: str
+    world_seed: int
+    mode: str
+    online: bool
+    dependency_model: str
+    config: dict[str, Any] | None
+
+
+class LeaseBranch(TypedDict):
+    id: int
+    path: str
+
+
+class AheadAnswer(TypedDict):
+    """A recorded answer the grant reads ahead, at its address in the grant's tape."""
+
+    key: str
+    occurrence: int
+    fingerprint: str
+    exchange_id: int
+    response: WireResponse
+
+
+class LeaseGrant(TypedDict):
+    """The answer of `/v1/leases/take`: the lease, and the branch's state to serve it from."""
+
+    epoch: int
+    expires: float
+    # The serial of the last hit applied at this epoch: the holder numbers on from it.
+    shipped: int
+    lease_seconds: float
+    # The store's token (store/identity.py): tape ids are unique within one store only, so what
+    # a holder keeps past its process (proxy/answer_disk.py) is filed under it.
+    store: str
+    tape: LeaseTape
+    branch: LeaseBranch
+    counts: dict[str, int]
+    versions: dict[str, str]
+    ahead: list[AheadAnswer]
+
+
+class LeaseHitEvent(TypedDict):
+    """One hit a lease holder served, as it ships it (and keeps it in its log)."""
+
+    method: str
+    url: str
+    key_hash: str
+    occurrence: int
+    fingerprint: str
+    exchange_id: int
+    true_fingerprint_nonempty: bool
+    attempt: str | None
+    serial: int
+
+
+class LeaseEventsAsk(TypedDict):
+    """The body of `POST /v1/leases/events`."""
+
+    branch_id: int
+    holder: str
+    epoch: int
+    events: list[LeaseHitEvent]
+    release: bool
+
+
+class LeaseEventsAnswer(TypedDict):
+    applied: int
+    released: bool
+
+
+class HeldLeaseRef(TypedDict):
+    branch_id: int
+    epoch: int
+
+
+class LeaseRenewAsk(TypedDict):
+    """The body of `POST /v1/leases/renew`."""
+
+    holder: str
+    leases: list[HeldLeaseRef]
+    # End the holder's leases `leases` does not list (it restarted: their copies died).
+    release_unlisted: NotRequired[bool]
+
+
+class LeaseRenewAnswer(TypedDict):
+    """Branch ids: renewed, asked back (ship and release), and lost (another holder's now)."""
+
+    lease_seconds: float
+    renewed: list[int]
+    revoke: list[int]
+    lost: list[int]
 
 
 def wire_response(status: int, headers: HeaderPairs, body: str | None) -> WireResponse:

@@ -11,11 +11,11 @@ routes a proxy could not answer any hit itself.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 
+from groundhog.protocol.wire import LeaseEventsAnswer, LeaseGrant, LeaseRenewAnswer
 from resolver import branch_leases
 from resolver.auth import require_proxy
 from resolver.schemas import LeaseEventsRequest, LeaseRenewRequest, LeaseTakeRequest
@@ -67,8 +67,10 @@ def _settings(request: Request) -> branch_leases.LeaseSettings:
     return branch_leases.LeaseSettings(request.app.state.settings.branch_lease_seconds)
 
 
-@router.post("/take")
-async def take(body: LeaseTakeRequest, request: Request) -> dict[str, Any]:
+# The answers are the wire TypedDicts, passed through as built (`response_model=None`: no
+# second validation of what resolver/branch_leases.py typed already).
+@router.post("/take", response_model=None)
+async def take(body: LeaseTakeRequest, request: Request) -> LeaseGrant:
     """Grant the branch's lease to `holder`, with the branch's counters and versions."""
     state = request.app.state
     try:
@@ -77,14 +79,14 @@ async def take(body: LeaseTakeRequest, request: Request) -> dict[str, Any]:
         state.revocations.notify()  # a refused grant asked the holder back
 
 
-@router.post("/events")
-async def events(body: LeaseEventsRequest, request: Request) -> dict[str, Any]:
+@router.post("/events", response_model=None)
+async def events(body: LeaseEventsRequest, request: Request) -> LeaseEventsAnswer:
     """Apply the hits a holder served, in order; `release` ends its lease after them."""
     return await run_in_threadpool(branch_leases.ship, request.app.state.store, body)
 
 
-@router.post("/renew")
-async def renew(body: LeaseRenewRequest, request: Request) -> dict[str, Any]:
+@router.post("/renew", response_model=None)
+async def renew(body: LeaseRenewRequest, request: Request) -> LeaseRenewAnswer:
     """Extend the holder's leases; held until one is asked back or a third of a lease passed."""
     state, settings = request.app.state, _settings(request)
     answer = await run_in_threadpool(branch_leases.renew, state.store, body, settings)

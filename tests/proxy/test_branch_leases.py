@@ -1,19 +1,25 @@
 """proxy/branch_leases.py under mitmproxy's test context: leases are off unless asked for, need
-a directory for their log, and a resolver's answer teaches the copy what it says."""
+a directory for their log, a resolver's answer teaches the copy what it says, and a hit whose
+answer is on the disk tier only is served from it, unless the lease went while it was read."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 from mitmproxy.exceptions import OptionsError
 from mitmproxy.test import taddons
 
+from groundhog.protocol.wire import ResolveAsk
 from proxy.addon import GroundhogAddon
 from proxy.branch_leases import LeaseBook
 from proxy.lease_shipping import HeldBranch
-from resolver.leased_hits import BranchCopy
+from resolver.cache import Address, Recorded
+from resolver.leased_hits import BranchCopy, local_hit
+from resolver.schemas import ResolveRequest
 from store.refs import BranchRef, TapeRef
+from tests.proxy.test_answer_disk import answer
 
 
 def test_leases_are_off_by_default_and_on_need_a_directory(tmp_path: Path) -> None:
@@ -54,7 +60,7 @@ def test_a_served_answer_counts_its_occurrence_and_keeps_its_recording(tmp_path:
          "fingerprint": "", "exchange_id": 9, "response": response},
     )  # fmt: skip
     assert held.copy.counts["k"] == 4
-    kept = book.cache.get((1, "k", 3, ""))
+    kept = book.answers.get((1, "k", 3, ""))
     assert kept is not None and kept.exchange_id == 9 and kept.response == response
 
 
@@ -70,3 +76,54 @@ def test_a_live_read_leaves_its_key_unknown_and_a_write_ends_the_copy(tmp_path: 
         payload(), {"action": "forward", "decision": "write", "request_key": "w", "occurrence": 0}
     )
     assert ("t", "root/a") not in book._held
+
+
+def ask_of_x() -> ResolveAsk:
+    return {
+        "tape": "t", "branch": "root/a", "method": "GET", "scheme": "http", "host": "w.example",
+        "port": 80, "path": "/x", "query": [], "headers": [], "body": "", "body_too_large": False,
+    }  # fmt: skip
+
+
+def address_of_x(held: HeldBranch) -> Address:
+    """The address the copy's decision looks up for `ask_of_x` (nothing found there)."""
+    looked: list[Address] = []
+    local_hit(held.copy, ResolveRequest.model_validate(ask_of_x()), b"", looked.append)  # type: ignore[arg-type, func-returns-value]
+    return looked[0]
+
+
+def on_disk_only(tmp_path: Path) -> tuple[LeaseBook, HeldBranch, Address]:
+    """A held branch whose answer of /x is on the disk tier only, as after a restart."""
+    book, held = held_book(tmp_path)
+    book.answers.bind("s1")
+    book.recovered.set()
+    address = address_of_x(held)
+    assert book.answers.disk is not None
+    book.answers.disk.put(("s1", *address), answer(b"recorded before the restart", 41))
+    return book, held, address
+
+
+def test_a_hit_missing_from_memory_is_served_from_the_disk_tier(tmp_path: Path) -> None:
+    book, held, address = on_disk_only(tmp_path)
+
+    served = asyncio.run(book.serve(ask_of_x()))
+
+    assert served is not None and served["decision"] == "shared"
+    assert served["response"] == answer(b"recorded before the restart", 41).response
+    assert [event["exchange_id"] for event in held.pending] == [41]
+    assert book.answers.get(address) is not None, "promoted to memory"
+
+
+def test_a_lease_released_while_its_answer_is_read_from_disk_is_not_served(
+    tmp_path: Path,
+) -> None:
+    book, held, _ = on_disk_only(tmp_path)
+    fetch = book.answers.fetch
+
+    async def released_meanwhile(address: Address) -> Recorded | None:
+        book._held.pop(("t", "root/a"))  # asked back: its pending hits are being shipped
+        return await fetch(address)
+
+    book.answers.fetch = released_meanwhile  # type: ignore[method-assign]
+    assert asyncio.run(book.serve(ask_of_x())) is None
+    assert held.pending == [] and book.log.unshipped() == {}

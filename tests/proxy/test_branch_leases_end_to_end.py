@@ -1,6 +1,7 @@
 """Branch leases through the real proxy and resolver: leased hits cost the resolver nothing, a
-fork of a leased branch sees them, a proxy killed before shipping ships them when it restarts,
-and another proxy's ask for a leased branch waits for the holder to release."""
+fork of a leased branch sees them, a proxy killed before shipping ships them when it restarts
+(and serves from its disk tier the answers it kept before), and another proxy's ask for a
+leased branch waits for the holder to release."""
 
 from __future__ import annotations
 
@@ -127,6 +128,35 @@ def test_a_proxy_killed_before_shipping_ships_its_hits_when_it_restarts(
     # And the branch goes on from there: its next ask of /item/a is occurrence 1.
     again = ask(leased, tape, children[2], f"{upstream.url}/item/a")
     assert again.headers["x-groundhog-decision"] == "recorded"
+
+
+def kept_on_disk(stack: Stack) -> list[Path]:
+    """The recorded answers the proxy's disk tier holds (proxy/answer_disk.py)."""
+    return sorted((stack.data_dir / "leases" / "answers").glob("*.answer"))
+
+
+def test_a_restarted_proxy_serves_from_its_disk_what_the_read_ahead_does_not_carry(
+    leased: Stack, upstream: Upstream
+) -> None:
+    tape = leased.open_tape()
+    b0, b1 = leased.fork(tape, 2)
+    # Over the grant's read-ahead limit (16 KiB): after a restart only the disk tier has it.
+    url = f"{upstream.url}/big?size=65536"
+    recorded = ask(leased, tape, b0, url)
+    assert recorded.headers["x-groundhog-decision"] == "recorded"
+    assert len(recorded.body) == 65536
+    wait_until(lambda: len(kept_on_disk(leased)) == 1, what="the answer written to disk")
+
+    leased.crash_proxy()  # memory gone; the disk keeps what was written
+    leased.restart_proxy()
+    before = resolves(leased)
+    shared = ask(leased, tape, b1, url)
+
+    assert resolves(leased) == before, "the restarted proxy asked the resolver for it"
+    assert shared.status == 200 and shared.headers["x-groundhog-decision"] == "shared"
+    assert shared.body == recorded.body
+    assert upstream.state.count("/big") == 1
+    assert [e["occurrence"] for e in events(leased, tape, b1)] == [0]
 
 
 def test_another_proxy_asking_a_leased_branch_is_answered_once_the_holder_released(

@@ -1,5 +1,6 @@
 """proxy/options.py: every duration option can be set as mitmdump's `--set` sets it (text),
-is read as seconds, and an unusable value is refused naming the option and the fix."""
+is read as seconds, and an unusable value is refused naming the option and the fix; the lease
+disk tier's byte budget likewise, with 0 for no disk tier."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from mitmproxy.exceptions import OptionsError
 from mitmproxy.test import taddons
 
 from proxy.addon import GroundhogAddon
-from proxy.options import SECONDS_OPTIONS, seconds
+from proxy.options import DEFAULT_LEASE_DISK_BYTES, SECONDS_OPTIONS, seconds
 from resolver import failpoints
 from tests.support.servers import accepting, free_port, wait_until
 
@@ -121,3 +122,43 @@ def test_failpoints_arm_from_the_option_and_a_bad_name_is_refused() -> None:
                 context.options.set("groundhog_failpoints=proxy.lease.nowhere")
         finally:
             failpoints.arm("")
+
+
+def test_the_lease_disk_tier_takes_its_budget_and_0_turns_it_off(tmp_path: Path) -> None:
+    addon = GroundhogAddon()
+    with taddons.context(addon) as context:
+        context.options.update(groundhog_branch_leases=True, groundhog_lease_dir=str(tmp_path))
+        assert addon.leases is not None
+        disk = addon.leases.answers.disk
+        assert disk is not None and disk.budget_bytes == DEFAULT_LEASE_DISK_BYTES == 1024**3
+        assert disk.directory == tmp_path / "answers"
+        context.options.set("groundhog_lease_disk_bytes=4096")  # as --set sets it
+        assert addon.leases.answers.disk is disk and disk.budget_bytes == 4096
+        context.options.set("groundhog_lease_disk_bytes=0")
+        assert addon.leases.answers.disk is None
+
+
+def test_a_lease_book_made_with_no_disk_bytes_has_no_disk_tier(tmp_path: Path) -> None:
+    addon = GroundhogAddon()
+    with taddons.context(addon) as context:
+        context.options.update(
+            groundhog_lease_disk_bytes=0,
+            groundhog_branch_leases=True,
+            groundhog_lease_dir=str(tmp_path),
+        )
+        assert addon.leases is not None and addon.leases.answers.disk is None
+
+
+@pytest.mark.parametrize(
+    ("value", "refusal"),
+    [
+        ("-1", r"groundhog_lease_disk_bytes must be a number of bytes, 0 or more .* not -1"),
+        ("1GiB", r"groundhog_lease_disk_bytes: not an integer: 1GiB"),  # mitmproxy's own
+    ],
+)
+def test_an_unusable_disk_budget_is_refused_naming_the_option(value: str, refusal: str) -> None:
+    addon = GroundhogAddon()
+    with taddons.context(addon) as context:
+        with pytest.raises(OptionsError, match=refusal):
+            context.options.set(f"groundhog_lease_disk_bytes={value}")
+        assert context.options.groundhog_lease_disk_bytes == DEFAULT_LEASE_DISK_BYTES

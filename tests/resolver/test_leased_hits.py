@@ -7,19 +7,35 @@ import base64
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import get_type_hints
 
 import pytest
 from sqlalchemy.orm import Session
 
+from groundhog.protocol.wire import (
+    AheadAnswer,
+    LeaseBranch,
+    LeaseEventsAnswer,
+    LeaseGrant,
+    LeaseRenewAnswer,
+    LeaseTape,
+)
 from resolver import answers
-from resolver.branch_leases import LeaseSettings, take
+from resolver.branch_leases import LeaseSettings, renew, ship, take
 from resolver.cache import Recorded
 from resolver.leased_hits import BranchCopy, DraftMemo, local_hit
 from resolver.policy import Action, Decision
 from resolver.recording import Recorder
 from resolver.resolution import Resolver
 from resolver.resolve_results import Resolution
-from resolver.schemas import LeaseTakeRequest, RecordRequest, ResolveRequest, ResponseIn
+from resolver.schemas import (
+    LeaseEventsRequest,
+    LeaseRenewRequest,
+    LeaseTakeRequest,
+    RecordRequest,
+    ResolveRequest,
+    ResponseIn,
+)
 from resolver.wakeups import Address
 from store import exchanges
 from store.branches import fork_branch, get_branch
@@ -189,3 +205,24 @@ def test_a_remembered_draft_decides_as_a_new_one_for_each_branch(store: Store) -
     assert local_hit(copy, wire("t", "root/b", "/x", **asked), b"", finder(store)) is None
     again = local_hit(copy, wire("t", "root/b", "/x", **asked), b"", finder(store), drafts)
     assert again is None  # keyed by its header now: nothing recorded at that key
+
+
+def test_the_lease_answers_are_the_wire_shapes_key_for_key(store: Store) -> None:
+    """What the proxy reads as groundhog/protocol/wire.py's Lease* shapes is what is sent (mypy
+    holds the literal dicts to them too; this holds what reaches the wire)."""
+    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    record(resolver, store, wire("t", "root/a", "/x"), b"x")
+    settings = LeaseSettings(5)
+    grant = take(store, LeaseTakeRequest(tape="t", branch="root/b", holder="h"), settings)
+    assert set(grant) == set(get_type_hints(LeaseGrant))
+    assert set(grant["tape"]) == set(get_type_hints(LeaseTape))
+    assert set(grant["branch"]) == set(get_type_hints(LeaseBranch))
+    assert [set(entry) for entry in grant["ahead"]] == [set(get_type_hints(AheadAnswer))]
+    branch_id, epoch = grant["branch"]["id"], grant["epoch"]
+    held = {"holder": "h", "leases": [{"branch_id": branch_id, "epoch": epoch}]}
+    renewed = renew(store, LeaseRenewRequest.model_validate(held), settings)
+    assert set(renewed) == set(get_type_hints(LeaseRenewAnswer))
+    assert renewed["renewed"] == [branch_id]
+    body = {"branch_id": branch_id, "holder": "h", "epoch": epoch, "events": [], "release": True}
+    shipped = ship(store, LeaseEventsRequest.model_validate(body))
+    assert set(shipped) == set(get_type_hints(LeaseEventsAnswer))

@@ -3,22 +3,113 @@ tape config's operation rules, protocol pins, tool overrides and sandbox identit
 
 `groundhog/protocol/wire.py` declares the proxy↔resolver JSON once (the proxy builds its bodies
 from it); `resolver/schemas.py` validates them. A field added to one and not the other would be
-dropped silently (pydantic ignores unknown fields) or refused: this test fails first.
+dropped silently (pydantic ignores unknown fields) or refused, and a field the resolver requires
+that the proxy may leave out would be refused at run time: these tests fail first.
 """
 
 from __future__ import annotations
 
-from typing import get_type_hints
+from typing import Any, NotRequired, Required, get_args, get_origin, get_type_hints
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from groundhog.protocol.wire import ResolveAsk
-from resolver.schemas import ResolveRequest, TapeConfig
+from groundhog.protocol.wire import (
+    HeldLeaseRef,
+    LeaseEventsAsk,
+    LeaseHitEvent,
+    LeaseRenewAsk,
+    LeaseTakeAsk,
+    ResolveAsk,
+)
+from resolver.schemas import (
+    HeldLease,
+    LeaseEvent,
+    LeaseEventsRequest,
+    LeaseRenewRequest,
+    LeaseTakeRequest,
+    ResolveRequest,
+    TapeConfig,
+)
+
+# Each request model and the wire shape the proxy builds its body as.
+WIRE_SHAPES: dict[type[BaseModel], Any] = {
+    ResolveRequest: ResolveAsk,
+    LeaseTakeRequest: LeaseTakeAsk,
+    LeaseEventsRequest: LeaseEventsAsk,
+    LeaseEvent: LeaseHitEvent,
+    LeaseRenewRequest: LeaseRenewAsk,
+    HeldLease: HeldLeaseRef,
+}
 
 
-def test_resolve_request_has_exactly_the_wire_fields() -> None:
-    assert set(ResolveRequest.model_fields) == set(get_type_hints(ResolveAsk))
+def required_keys(shape: Any) -> set[str]:
+    """The keys a TypedDict requires. Not `__required_keys__`: under `from __future__ import
+    annotations` (wire.py's) Python 3.12 cannot see a `NotRequired` there and calls every key
+    required."""
+    hints = get_type_hints(shape, include_extras=True)
+    marked = {name: get_origin(hint) for name, hint in hints.items()}
+    return {
+        name
+        for name, mark in marked.items()
+        if mark is Required or (mark is not NotRequired and shape.__total__)
+    }
+
+
+def test_required_keys_sees_not_required() -> None:
+    assert "attempt" not in required_keys(ResolveAsk) and "tape" in required_keys(ResolveAsk)
+
+
+@pytest.mark.parametrize("model", list(WIRE_SHAPES), ids=lambda model: model.__name__)
+def test_each_request_model_has_exactly_its_wire_fields(model: type[BaseModel]) -> None:
+    shape = WIRE_SHAPES[model]
+    assert set(model.model_fields) == set(get_type_hints(shape))
+    # The proxy always sends what the resolver requires (it may send more than that: a field
+    # with a default at the resolver, for callers that leave it out).
+    required = {name for name, field in model.model_fields.items() if field.is_required()}
+    assert required <= required_keys(shape), required - required_keys(shape)
+
+
+@pytest.mark.parametrize("model", list(WIRE_SHAPES), ids=lambda model: model.__name__)
+def test_a_nested_body_is_the_wire_shape_of_its_nested_model(model: type[BaseModel]) -> None:
+    """`events` is a list of LeaseEvent on one side and of LeaseHitEvent on the other, and so
+    on: a nested model is paired with the nested shape, each held by the test above."""
+    hints = get_type_hints(WIRE_SHAPES[model])
+    for name, field in model.model_fields.items():
+        if get_origin(field.annotation) is list:
+            (item,) = get_args(field.annotation)
+            if isinstance(item, type) and issubclass(item, BaseModel):
+                assert get_origin(hints[name]) is list, name
+                assert get_args(hints[name]) == (WIRE_SHAPES[item],), name
+
+
+def wire_events() -> LeaseEventsAsk:
+    """A `/v1/leases/events` body as the proxy sends it (proxy/lease_shipping.py)."""
+    hit: LeaseHitEvent = {
+        "method": "GET",
+        "url": "https://api.example.com/search?q=solar",
+        "key_hash": "ab" * 32,
+        "occurrence": 2,
+        "fingerprint": "",
+        "exchange_id": 7,
+        "true_fingerprint_nonempty": False,
+        "attempt": None,
+        "serial": 3,
+    }
+    return {"branch_id": 5, "holder": "h0lder-1", "epoch": 2, "events": [hit], "release": True}
+
+
+def test_a_wire_lease_events_body_validates_field_for_field() -> None:
+    sent = wire_events()
+    assert LeaseEventsRequest.model_validate(sent).model_dump() == sent
+    renew: LeaseRenewAsk = {
+        "holder": "h0lder-1",
+        "leases": [{"branch_id": 5, "epoch": 2}],
+        "release_unlisted": True,
+    }
+    assert LeaseRenewRequest.model_validate(renew).model_dump() == renew
+    take: LeaseTakeAsk = {"tape": "t", "branch": "root/b0", "holder": "h0lder-1"}
+    assert LeaseTakeRequest.model_validate(take).model_dump() == take
 
 
 def wire_ask() -> ResolveAsk:

@@ -136,7 +136,10 @@ class ProxyCrashMachine(RuleBasedStateMachine):
         try:
             return ask(self.stack, self.tape, branch, self.url(path))
         except requests.RequestException:
-            if proxy.process.poll() is not None and LOGGED in proxy.log():
+            if LOGGED in proxy.log():  # written just before the proxy killed itself
+                # The worker can see the reset before the process is gone: wait, so that the
+                # next try asks a new proxy (and this hit is counted once).
+                wait_until(lambda: proxy.process.poll() is not None, what="the proxy to die")
                 self.answered[branch][path] = self.answered[branch].get(path, 0) + 1
             return None
 

@@ -41,11 +41,13 @@ from bench.proxy_stack import (
     proxy_arguments,
     resolver_arguments,
 )
+from proxy.options import SECONDS_OPTIONS
 
 logger = logging.getLogger("bench.lease_scale")
 
 MODES = {"plain": (), "leased": ("--set", "groundhog_branch_leases=true")}
-SHIPPED_WITHIN_SECONDS = 0.5  # a leased sidecar's batches land within a few ship windows
+# A leased sidecar's batches land within a ship window (and a round trip).
+SHIPPED_WITHIN_SECONDS = SECONDS_OPTIONS["groundhog_lease_ship_seconds"][0] + 0.5
 _RESOLVES = re.compile(r"^groundhog_resolve_seconds_count (\S+)$", re.MULTILINE)
 
 

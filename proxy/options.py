@@ -57,7 +57,7 @@ SECONDS_OPTIONS: dict[str, tuple[float, str]] = {
         "(timeout), or a stream already flowing continues unrecorded as passthrough.",
     ),
     "groundhog_lease_ship_seconds": (
-        0.2,
+        1.0,
         "Seconds a lease holder's served hits wait to be shipped together (one batch per "
         "window); they are in its local log meanwhile.",
     ),

@@ -7,6 +7,7 @@ each re-parsing the wire shape (and disagreeing about header case or default por
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 from urllib.parse import quote, urlencode
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -44,6 +45,11 @@ class RequestParts:
 
     def url(self) -> str:
         """The URL for people (events, exchanges), query in the order received."""
+        return self._url
+
+    @cached_property
+    def _url(self) -> str:
+        # Once per value: a lease holder's remembered drafts share one (resolver/leased_hits.py).
         query = f"?{urlencode(list(self.query), quote_via=quote)}" if self.query else ""
         return f"{self.scheme.lower()}://{self.authority}{self.path}{query}"
 

@@ -24,12 +24,12 @@ def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]
         yield opened
 
 
-@pytest.fixture
-def branch_id(any_store: Store) -> int:
-    with transaction(any_store.write) as session:
+def new_tape(store: Store, name: str, children: int = 0) -> list[int]:
+    """A tape's root branch id, then its `children`'s."""
+    with transaction(store.write) as session:
         tape = create_tape(
             session=session,
-            name="t",
+            name=name,
             world_seed=1,
             mode="groundhog",
             online=True,
@@ -38,7 +38,13 @@ def branch_id(any_store: Store) -> int:
         )
         root = get_branch(tape.id, "root", session=session)
         assert root is not None
-        return root.id
+        forked = [fork_branch(root, f"root/{n}", {}, session=session) for n in range(children)]
+        return [root.id, *(child.id for child in forked)]
+
+
+@pytest.fixture
+def branch_id(any_store: Store) -> int:
+    return new_tape(any_store, "t")[0]
 
 
 def grant(store: Store, branch_id: int, holder: str, now: float):
@@ -193,19 +199,7 @@ def test_a_batch_shipped_again_counts_once_and_a_retaking_holder_goes_on_from_it
 def test_a_restarted_holder_ends_the_leases_it_does_not_list_and_no_one_elses(
     any_store: Store, branch_id: int
 ) -> None:
-    with transaction(any_store.write) as session:
-        tape = create_tape(
-            session=session,
-            name="t2",
-            world_seed=1,
-            mode="groundhog",
-            online=True,
-            dependency_model="closure",
-            config={},
-        )
-        root = get_branch(tape.id, "root", session=session)
-        assert root is not None
-        other_branch = root.id
+    (other_branch,) = new_tape(any_store, "t2")
     kept = grant(any_store, branch_id, "restarted", now=100.0)
     dropped = grant(any_store, other_branch, "restarted", now=100.0)
     assert isinstance(kept, branch_leases.Granted) and isinstance(dropped, branch_leases.Granted)
@@ -230,22 +224,7 @@ def test_a_restarted_holder_ends_the_leases_it_does_not_list_and_no_one_elses(
 
 
 def test_renewing_many_leases_costs_two_statements(any_store: Store) -> None:
-    branch_ids = []
-    with transaction(any_store.write) as session:
-        tape = create_tape(
-            session=session,
-            name="many",
-            world_seed=1,
-            mode="groundhog",
-            online=True,
-            dependency_model="closure",
-            config={},
-        )
-        root = get_branch(tape.id, "root", session=session)
-        assert root is not None
-        branch_ids.append(root.id)
-        for child in range(20):
-            branch_ids.append(fork_branch(root, f"root/{child}", {}, session=session).id)
+    branch_ids = new_tape(any_store, "many", children=20)
     epochs = {}
     for branch in branch_ids:
         granted = grant(any_store, branch, "h", now=100.0)

@@ -47,8 +47,12 @@ logger = logging.getLogger("bench.lease_scale")
 
 MODES = {"plain": (), "leased": ("--set", "groundhog_branch_leases=true")}
 # A leased sidecar's batches land within a ship window (and a round trip).
+# The store's statements per lease call, each held by a test: a shipped batch's and a
+# renewal's in tests/store/test_branch_leases.py, a take's in tests/resolver/test_leased_hits.py.
+STATEMENTS = {"events": 3, "renew": 2, "take": 8}
 SHIPPED_WITHIN_SECONDS = SECONDS_OPTIONS["groundhog_lease_ship_seconds"][0] + 0.5
 _RESOLVES = re.compile(r"^groundhog_resolve_seconds_count (\S+)$", re.MULTILINE)
+_LEASE_CALLS = re.compile(r'^groundhog_lease_calls_total\{call="(\w+)"\} (\S+)$', re.MULTILINE)
 
 
 def resolves(resolver_url: str) -> int:
@@ -58,6 +62,12 @@ def resolves(resolver_url: str) -> int:
     if found is None:
         raise RuntimeError("the resolver's /metrics has no groundhog_resolve_seconds_count")
     return int(float(found.group(1)))
+
+
+def lease_calls(resolver_url: str) -> dict[str, int]:
+    """How many lease takes, shipped batches and renewals the resolver has answered."""
+    text = httpx.get(f"{resolver_url}/metrics", trust_env=False, timeout=30).text
+    return {call: int(float(count)) for call, count in _LEASE_CALLS.findall(text)}
 
 
 def start_sidecars(
@@ -96,9 +106,13 @@ def measure_one(
     asyncio.run(load(through(recorders), urls))  # recorded through each sidecar (kept if leased)
     hitters = through(siblings)
     asked_before, cpu_before = resolves(resolver.url), cpu_seconds(resolver.process.pid)
+    calls_before = lease_calls(resolver.url)
     numbers = asyncio.run(load(hitters, urls))
     time.sleep(SHIPPED_WITHIN_SECONDS)
     cpu_used = cpu_seconds(resolver.process.pid) - cpu_before
+    calls = {
+        call: made - calls_before.get(call, 0) for call, made in lease_calls(resolver.url).items()
+    }
     hits = count * per_sidecar
     return {
         "sidecars": count,
@@ -108,6 +122,13 @@ def measure_one(
         "throughput_rps": numbers["throughput_rps"],
         "resolver_cpu_ms_per_1000": round(1e6 * cpu_used / hits, 1),
         "resolves_per_hit": round((resolves(resolver.url) - asked_before) / hits, 3),
+        # The store's statements these cost (STATEMENTS), over the hits they served.
+        "lease_calls": calls,
+        "store_statements_per_hit": round(
+            sum(STATEMENTS[call] * made for call, made in calls.items() if call in STATEMENTS)
+            / hits,
+            3,
+        ),
     }
 
 
@@ -174,8 +195,9 @@ def table(rows: list[dict[str, Any]]) -> str:
         f"N sidecars against one resolver; the resolver's store: {stores}",
         "",
         "| sidecars | mode | hits | p50 ms | hits/s | resolver CPU ms / 1000 hits "
-        "| resolves per hit | hits/s vs plain | resolver CPU vs plain |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| resolves per hit | lease takes / batches / renewals | lease statements per hit "
+        "| hits/s vs plain | resolver CPU vs plain |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         versus = (
@@ -186,9 +208,17 @@ def table(rows: list[dict[str, Any]]) -> str:
         lines.append(
             f"| {row['sidecars']} | {row['mode']} | {row['hits']} | {row['p50_ms']:.2f} "
             f"| {row['throughput_rps']:.0f} | {row['resolver_cpu_ms_per_1000']:.0f} "
-            f"| {row['resolves_per_hit']:.2f} | {versus} |"
+            f"| {row['resolves_per_hit']:.2f} | {lease_columns(row)} | {versus} |"
         )
     return "\n".join(lines)
+
+
+def lease_columns(row: dict[str, Any]) -> str:
+    calls = row["lease_calls"]
+    if row["mode"] != "leased":
+        return "— | —"
+    made = f"{calls.get('take', 0)} / {calls.get('events', 0)} / {calls.get('renew', 0)}"
+    return f"{made} | {row['store_statements_per_hit']:.3f}"
 
 
 def main(argv: Sequence[str] | None = None) -> None:

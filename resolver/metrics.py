@@ -67,6 +67,12 @@ class Metrics:
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60),
             registry=self.registry,
         )
+        self.lease_calls = Counter(
+            "groundhog_lease_calls",
+            "Lease holders' calls (proxy/branch_leases.py): take, events (a shipped batch), renew",
+            ["call"],
+            registry=self.registry,
+        )
         self.tape_exchanges = Gauge(
             "groundhog_tape_exchanges",
             "Exchanges recorded on a tape",

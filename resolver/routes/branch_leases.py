@@ -73,6 +73,7 @@ def _settings(request: Request) -> branch_leases.LeaseSettings:
 async def take(body: LeaseTakeRequest, request: Request) -> LeaseGrant:
     """Grant the branch's lease to `holder`, with the branch's counters and versions."""
     state = request.app.state
+    state.metrics.lease_calls.labels(call="take").inc()
     try:
         return await run_in_threadpool(branch_leases.take, state.store, body, _settings(request))
     finally:
@@ -82,6 +83,7 @@ async def take(body: LeaseTakeRequest, request: Request) -> LeaseGrant:
 @router.post("/events", response_model=None)
 async def events(body: LeaseEventsRequest, request: Request) -> LeaseEventsAnswer:
     """Apply the hits a holder served, in order; `release` ends its lease after them."""
+    request.app.state.metrics.lease_calls.labels(call="events").inc()
     return await run_in_threadpool(branch_leases.ship, request.app.state.store, body)
 
 
@@ -89,6 +91,7 @@ async def events(body: LeaseEventsRequest, request: Request) -> LeaseEventsAnswe
 async def renew(body: LeaseRenewRequest, request: Request) -> LeaseRenewAnswer:
     """Extend the holder's leases; held until one is asked back or a third of a lease passed."""
     state, settings = request.app.state, _settings(request)
+    state.metrics.lease_calls.labels(call="renew").inc()
     answer = await run_in_threadpool(branch_leases.renew, state.store, body, settings)
     if answer["revoke"] or answer["lost"] or not body.leases:
         return answer

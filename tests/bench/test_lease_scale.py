@@ -25,15 +25,19 @@ def test_a_small_run_counts_a_resolve_per_plain_hit_and_none_per_leased_one() ->
 def test_ratios_and_table_are_leased_against_plain_at_each_count() -> None:
     rows = [
         {"sidecars": 4, "mode": "plain", "hits": 10, "p50_ms": 2.0, "throughput_rps": 100.0,
-         "resolver_cpu_ms_per_1000": 900.0, "resolves_per_hit": 1.0, "store": "s"},
+         "resolver_cpu_ms_per_1000": 900.0, "resolves_per_hit": 1.0, "store": "s",
+         "lease_calls": {}, "store_statements_per_hit": 0.0},
         {"sidecars": 4, "mode": "leased", "hits": 10, "p50_ms": 1.0, "throughput_rps": 250.0,
-         "resolver_cpu_ms_per_1000": 90.0, "resolves_per_hit": 0.0, "store": "s"},
+         "resolver_cpu_ms_per_1000": 90.0, "resolves_per_hit": 0.0, "store": "s",
+         "lease_calls": {"take": 1, "events": 2, "renew": 0}, "store_statements_per_hit": 1.4},
     ]  # fmt: skip
     leased = lease_scale.with_ratios(rows)[1]
     assert (leased["throughput_vs_plain"], leased["resolver_cpu_vs_plain"]) == (2.5, 0.1)
     lines = lease_scale.table(lease_scale.with_ratios(rows)).splitlines()
-    assert lines[-1] == "| 4 | leased | 10 | 1.00 | 250 | 90 | 0.00 | 2.50x | 0.10x |"
-    assert lines[-2].endswith("| — | — |")
+    assert lines[-1] == (
+        "| 4 | leased | 10 | 1.00 | 250 | 90 | 0.00 | 1 / 2 / 0 | 1.400 | 2.50x | 0.10x |"
+    )
+    assert lines[-2].endswith("| — | — | — | — |")
 
 
 def test_a_bad_sidecar_list_names_the_fix(capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import get_type_hints
 
 import pytest
+from sqlalchemy import event as sqlalchemy_event
 from sqlalchemy.orm import Session
 
+from bench.lease_scale import STATEMENTS
 from groundhog.protocol.wire import (
     AheadAnswer,
     LeaseBranch,
@@ -226,3 +228,18 @@ def test_the_lease_answers_are_the_wire_shapes_key_for_key(store: Store) -> None
     body = {"branch_id": branch_id, "holder": "h", "epoch": epoch, "events": [], "release": True}
     shipped = ship(store, LeaseEventsRequest.model_validate(body))
     assert set(shipped) == set(get_type_hints(LeaseEventsAnswer))
+
+
+def test_a_take_costs_the_statements_the_lease_bench_counts(store: Store) -> None:
+    statements: list[str] = []
+
+    def count(_connection, _cursor, statement, _parameters, _context, _many) -> None:  # type: ignore[no-untyped-def]
+        statements.append(statement)
+
+    copy_of(store, "t", "root/a")  # the first take of the tape's store creates its identity
+    sqlalchemy_event.listen(store.engine, "before_cursor_execute", count)
+    try:
+        copy_of(store, "t", "root/b")
+    finally:
+        sqlalchemy_event.remove(store.engine, "before_cursor_execute", count)
+    assert len(statements) == STATEMENTS["take"], statements

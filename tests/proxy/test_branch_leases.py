@@ -1,8 +1,10 @@
 """proxy/branch_leases.py under mitmproxy's test context: leases are off unless asked for, need
-a directory for their log, and a resolver's answer teaches the copy what it says."""
+a directory for their log, a resolver's answer teaches the copy what it says, and nothing is
+asked of the resolver before the branch's served hits are shipped."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from mitmproxy.test import taddons
 from proxy.addon import GroundhogAddon
 from proxy.branch_leases import LeaseBook
 from proxy.lease_shipping import HeldBranch
+from proxy.resolver_client import ResolverGone, ResolverUnavailable
 from resolver.leased_hits import BranchCopy
 from store.refs import BranchRef, TapeRef
 
@@ -70,3 +73,26 @@ def test_a_live_read_leaves_its_key_unknown_and_a_write_ends_the_copy(tmp_path: 
         payload(), {"action": "forward", "decision": "write", "request_key": "w", "occurrence": 0}
     )
     assert ("t", "root/a") not in book._held
+
+
+def test_an_ask_is_not_sent_while_the_branchs_hits_cannot_be_shipped(tmp_path: Path) -> None:
+    class Gone:
+        resolve_retry = 0.2
+
+        async def ship_lease_events(self, payload: dict) -> dict:
+            raise ResolverGone("every replica refused")
+
+    book = LeaseBook(lambda: Gone(), tmp_path, ship_window=60)  # type: ignore[arg-type, return-value]
+    tape = TapeRef(1, "t", 0, "groundhog", True, "closure", {})
+    held = HeldBranch(epoch=1, copy=BranchCopy(tape, BranchRef(5, "root/a"), {"k": 1}, {}))
+    held.pending.append({"key_hash": "k", "occurrence": 0, "serial": 1})
+    book._held[("t", "root/a")] = held
+    book.recovered.set()
+    asked: list[dict] = []
+
+    async def ask(sent: dict) -> None:
+        asked.append(sent)
+
+    with pytest.raises(ResolverUnavailable, match="could not ship"):
+        asyncio.run(book.answer(payload(), ask))  # type: ignore[arg-type]
+    assert asked == [], "asked the resolver from counts that miss a served hit"

@@ -298,7 +298,14 @@ class GroundhogAddon:
         ask = partial(self._ask, flow, self._resolver().resolve)
         if self.leases is None:
             return await ask(payload)
-        return await self.leases.answer(payload, ask)
+        try:
+            return await self.leases.answer(payload, ask)
+        except ResolverUnavailable as error:
+            # The branch's locally served hits could not reach the resolver before this ask:
+            # answered as an unreachable resolver is (fail closed), nothing asked or forwarded.
+            log.warning("resolver unavailable: %s", error)
+            flow.response = problems.resolver_unavailable(self._resolver().base_url, str(error))
+            return None
 
     def _recorded(self, state: FlowState, answer: RecordAnswer, sent_body: bytes) -> None:
         if self.leases is not None:

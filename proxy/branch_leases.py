@@ -127,7 +127,8 @@ class LeaseBook:
         self, payload: ResolveAsk, ask: Callable[[ResolveAsk], Awaitable[ResolveAnswer | None]]
     ) -> ResolveAnswer | None:
         """This proxy's own answer to a hit of a branch it holds, else `ask`'s (the resolver's,
-        after the branch's unshipped hits), learnt from."""
+        after the branch's unshipped hits), learnt from. `ResolverUnavailable` if those hits
+        could not be shipped (`before_remote`): `ask` was not called."""
         local = await self.serve(payload)
         if local is not None:
             return local
@@ -190,11 +191,15 @@ class LeaseBook:
 
     async def before_remote(self, payload: ResolveAsk) -> None:
         """Before the resolver is asked about a branch: its unshipped hits go first, and the
-        ask names this holder (the resolver refuses other askers of a leased branch)."""
+        ask names this holder (the resolver refuses other askers of a leased branch).
+
+        Raises `ResolverUnavailable` if the hits could not be shipped within the resolver
+        client's retry window (`Shipper.ship_first`: the ask would be answered from counts
+        that miss them)."""
         payload["lease_holder"] = self.holder
         held = self._held.get((payload["tape"], payload["branch"]))
         if held is not None and held.pending:
-            await self.shipper.ship(held)
+            await self.shipper.ship_first(held, self._resolver().resolve_retry)
 
     def learn(self, payload: ResolveAsk, answer: ResolveAnswer) -> None:
         """What the resolver's answer tells the copy: a served read's occurrence is counted and

@@ -4,7 +4,9 @@ The sidecar answers a leased branch's hits itself (proxy/branch_leases.py) and w
 log first (proxy/lease_log.py); this module gets them to the resolver's store, which counts them
 as a resolve would have (`/v1/leases/events`). Hits wait one ship window for others to share
 their batch; a resolver that is not there is asked again every half second (the hits stay in
-the log meanwhile); a refusal (the lease was lost) is final and marked so. A restarted proxy
+the log meanwhile); a refusal (the lease was lost) is final and marked so. Before the resolver
+is asked anything about the branch its hits must have shipped (`ship_first`), or the ask is not
+made: the resolver would answer it from counts that miss them. A restarted proxy
 ships what the log holds from its previous life before it serves anything. Without it the
 resolver's counters would fall behind what the sidecar's worker was served.
 """
@@ -21,6 +23,8 @@ from typing import Any
 from groundhog.protocol.wire import LeaseEventsAsk, LeaseHitEvent, LeaseRenewAsk
 from proxy.lease_log import Lease, LeaseLog
 from proxy.resolver_client import (
+    RETRY_FIRST_PAUSE_SECONDS,
+    RETRY_LONGEST_PAUSE_SECONDS,
     ResolverClient,
     ResolverProtocolError,
     ResolverRejected,
@@ -124,6 +128,34 @@ class Shipper:
             del held.pending[: len(events)]
             self.log.shipped(held.lease, len(events))
             return True
+
+    async def ship_first(self, held: HeldBranch, patience: float) -> None:
+        """Ship the branch's served hits before the resolver is asked anything about it, asking
+        again for up to `patience` seconds (as a resolve asks a resolver that is gone); raise
+        `ResolverUnavailable` if they are still not shipped: the ask must not go without them.
+
+        The resolver counts the branch's occurrences from what it was shipped, so an ask that
+        reached it before the hits would be answered from counts that miss them: the worker
+        would be served again an occurrence it was served already. Behind several replicas that
+        is no corner case: with one replica dead, the shipment fails on a connection to it
+        while the ask goes to the survivor on another; with every replica dead, the ask waits
+        out its retry window and the first replica back can answer it before a failed batch's
+        next retry (`ship` alone only schedules that retry)."""
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + patience
+        pause = RETRY_FIRST_PAUSE_SECONDS
+        while held.pending:
+            if not await self.ship(held):
+                return  # the lease is lost: the resolver fences the ask out itself
+            if not held.pending:
+                return
+            if loop.time() + pause > give_up:
+                raise ResolverUnavailable(
+                    f"could not ship the {len(held.pending)} hits served locally on branch "
+                    f"{held.copy.branch.path} before asking the resolver; nothing was asked"
+                )
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, RETRY_LONGEST_PAUSE_SECONDS)
 
     async def _send(self, lease: Lease, events: list[LeaseHitEvent], *, release: bool) -> None:
         branch_id, epoch = lease

@@ -1,6 +1,7 @@
 """proxy/branch_leases.py under mitmproxy's test context: leases are off unless asked for, need
-a directory for their log, a resolver's answer teaches the copy what it says, and a hit whose
-answer is on the disk tier only is served from it, unless the lease went while it was read."""
+a directory for their log, a resolver's answer teaches the copy what it says, a hit whose
+answer is on the disk tier only is served from it, unless the lease went while it was read, and
+nothing is asked of the resolver before the branch's served hits are shipped."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from groundhog.protocol.wire import ResolveAsk
 from proxy.addon import GroundhogAddon
 from proxy.branch_leases import LeaseBook
 from proxy.lease_shipping import HeldBranch
+from proxy.resolver_client import ResolverGone, ResolverUnavailable
 from resolver.cache import Address, Recorded
 from resolver.leased_hits import BranchCopy, local_hit
 from resolver.schemas import ResolveRequest
@@ -127,3 +129,26 @@ def test_a_lease_released_while_its_answer_is_read_from_disk_is_not_served(
     book.answers.fetch = released_meanwhile  # type: ignore[method-assign]
     assert asyncio.run(book.serve(ask_of_x())) is None
     assert held.pending == [] and book.log.unshipped() == {}
+
+
+def test_an_ask_is_not_sent_while_the_branchs_hits_cannot_be_shipped(tmp_path: Path) -> None:
+    class Gone:
+        resolve_retry = 0.2
+
+        async def ship_lease_events(self, payload: dict) -> dict:
+            raise ResolverGone("every replica refused")
+
+    book = LeaseBook(lambda: Gone(), tmp_path, ship_window=60)  # type: ignore[arg-type, return-value]
+    tape = TapeRef(1, "t", 0, "groundhog", True, "closure", {})
+    held = HeldBranch(epoch=1, copy=BranchCopy(tape, BranchRef(5, "root/a"), {"k": 1}, {}))
+    held.pending.append({"key_hash": "k", "occurrence": 0, "serial": 1})
+    book._held[("t", "root/a")] = held
+    book.recovered.set()
+    asked: list[dict] = []
+
+    async def ask(sent: dict) -> None:
+        asked.append(sent)
+
+    with pytest.raises(ResolverUnavailable, match="could not ship"):
+        asyncio.run(book.answer(payload(), ask))  # type: ignore[arg-type]
+    assert asked == [], "asked the resolver from counts that miss a served hit"

@@ -1,5 +1,6 @@
 """proxy/lease_shipping.py: a shipped batch leaves the pending list and is marked in the log, a
-refusal is final (the lease is lost), and a resolver that is away is asked again later."""
+refusal is final (the lease is lost), a resolver that is away is asked again later, and hits
+that must go before an ask are shipped first or the ask is refused."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from proxy.lease_log import LeaseLog
 from proxy.lease_shipping import HeldBranch, Shipper
-from proxy.resolver_client import ResolverRejected, ResolverUnavailable
+from proxy.resolver_client import ResolverGone, ResolverRejected, ResolverUnavailable
 from resolver.leased_hits import BranchCopy
 from store.refs import BranchRef, TapeRef
 
@@ -110,3 +113,26 @@ def test_a_release_the_resolver_could_not_take_is_asked_again_as_a_release(
     asyncio.run(release_and_wait())
     (shipped,) = resolver.shipped
     assert shipped["release"] and len(shipped["events"]) == 2
+
+
+def test_hits_are_shipped_before_an_ask_however_many_tries_it_takes(tmp_path: Path) -> None:
+    # A replica died under the first two tries; the third reaches one that is up.
+    resolver = FakeResolver(ResolverGone("reset"), ResolverGone("refused"), {"applied": 2})
+    ships = shipper(tmp_path, resolver, [])
+    held = held_branch()
+
+    asyncio.run(ships.ship_first(held, patience=60))
+
+    assert held.pending == [] and len(resolver.shipped) == 1
+
+
+def test_an_ask_whose_hits_cannot_be_shipped_is_refused(tmp_path: Path) -> None:
+    # Without this the ask would go on and be answered from counts that miss the two hits.
+    resolver = FakeResolver(*[ResolverGone("refused")] * 10)
+    ships = shipper(tmp_path, resolver, [])
+    held = held_branch()
+
+    with pytest.raises(ResolverUnavailable, match="could not ship the 2 hits"):
+        asyncio.run(ships.ship_first(held, patience=0.2))
+
+    assert len(held.pending) == 2 and resolver.shipped == []

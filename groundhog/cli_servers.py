@@ -181,14 +181,17 @@ def worldsim(
             help="Ignore X-Groundhog-* headers, draw noise per call, announce no hints.",
         ),
     ] = False,
-    world: Annotated[str, typer.Option(help="Which world: research or shop.")] = "research",
+    world: Annotated[
+        str, typer.Option(help="Which world: research, shop or mcp (always uncooperative).")
+    ] = "research",
 ) -> None:
-    """Run worldsim, the seeded world (research or shop) the benchmark records."""
+    """Run worldsim, the seeded world (research, shop or mcp) the benchmark records."""
     from groundhog import launcher
 
     _require_free_port(host, port)
     # worldsim logs only warnings; without this line a newcomer sees a silent terminal.
-    mode = "uncooperative" if uncooperative else "cooperative"
+    # The MCP world reads no X-Groundhog-* header whatever the flag says: say so.
+    mode = "uncooperative" if uncooperative or world == "mcp" else "cooperative"
     console.print(
         f"worldsim ({world}, {mode}, seed {seed}) on {launcher.url_for(host, port)}; "
         "Ctrl-C stops it"

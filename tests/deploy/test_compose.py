@@ -28,7 +28,13 @@ from tests.deploy.compose_local import (
 )
 
 APT_LINE = "apt-get update && apt-get install -y docker-compose"
-WORLDS = {"worldsim", "worldsim-uncooperative", "worldsim-shop", "worldsim-shop-uncooperative"}
+WORLDS = {
+    "worldsim",
+    "worldsim-uncooperative",
+    "worldsim-shop",
+    "worldsim-shop-uncooperative",
+    "worldsim-mcp",
+}
 DEFAULT_SERVICES = WORLDS | {"resolver", "proxy", "bench"}
 POSTGRES_SERVICES = {
     "postgres",
@@ -147,9 +153,12 @@ def test_every_dependency_waits_for_a_healthy_service(compose: dict[str, Any]) -
         "shop",
         "--uncooperative",
     ]
+    # The MCP world has one mode (uncooperative) and takes no --uncooperative to get it.
+    assert services["worldsim-mcp"]["command"][-2:] == ["--world", "mcp"]
     for bench in ("bench", "bench-replicas"):
         command = services[bench]["command"]
-        assert command[command.index("--worlds-run") + 1] == "research,shop"
+        assert command[command.index("--worlds-run") + 1] == "research,shop,mcp"
+        assert command[command.index("--mcp-world-url") + 1] == "http://worldsim-mcp:8090"
     assert set(services["proxy"]["depends_on"]) == {"resolver"}
     for replica in ("resolver-a", "resolver-b"):
         assert "postgres" in services[replica]["depends_on"]

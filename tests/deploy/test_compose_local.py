@@ -23,8 +23,15 @@ PORTS = {
     "worldsim-uncooperative": 41091,
     "worldsim-shop": 41092,
     "worldsim-shop-uncooperative": 41093,
+    "worldsim-mcp": 41094,
 }
-WORLDS = ["worldsim", "worldsim-uncooperative", "worldsim-shop", "worldsim-shop-uncooperative"]
+WORLDS = [
+    "worldsim",
+    "worldsim-uncooperative",
+    "worldsim-shop",
+    "worldsim-shop-uncooperative",
+    "worldsim-mcp",
+]
 POSTGRES_PORTS = {**PORTS, "resolver-a": 41071, "resolver-b": 41072}
 POSTGRES_PORTS |= {"proxy-a": 41081, "proxy-b": 41082}
 
@@ -77,7 +84,8 @@ def test_service_host_names_become_local_addresses(
         "--uncooperative-world-url": "http://127.0.0.1:41091",
         "--shop-world-url": "http://127.0.0.1:41092",
         "--shop-uncooperative-world-url": "http://127.0.0.1:41093",
-        "--worlds-run": "research,shop",
+        "--mcp-world-url": "http://127.0.0.1:41094",
+        "--worlds-run": "research,shop,mcp",
         "--resolver-url": "http://127.0.0.1:41070",
         "--proxy-url": "http://127.0.0.1:41080",
     }
@@ -125,6 +133,7 @@ def test_readiness_follows_each_healthcheck(default_services: dict[str, LocalSer
         "worldsim-uncooperative": ("http", "/healthz"),
         "worldsim-shop": ("http", "/healthz"),
         "worldsim-shop-uncooperative": ("http", "/healthz"),
+        "worldsim-mcp": ("http", "/healthz"),
         "resolver": ("http", "/v1/ca.pem"),
         "proxy": ("tcp", None),
         "bench": ("none", None),

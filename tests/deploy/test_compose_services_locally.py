@@ -2,8 +2,9 @@
 
 There is no Docker engine here, so tests/deploy/compose_local.py turns each service into the
 command and environment its container would run (service names become loopback ports, volumes
-become folders). This test starts worldsim, the resolver and the proxy exactly so, then runs
-the bench service's own command against them and checks what it wrote. It fails when the
+become folders). This test starts the worlds (the MCP world among them), the resolver and the
+proxy exactly so, then runs the bench service's own command against them and checks what it
+wrote: every cell, the MCP world's included, ran through the compose services. It fails when the
 compose file and the programs drift apart: a flag a program no longer takes, a variable it no
 longer reads, a health path that never answers, a volume layout that hides the CA.
 """
@@ -60,6 +61,7 @@ def services(tmp_path: Path) -> dict[str, LocalService]:
         "worldsim-uncooperative",
         "worldsim-shop",
         "worldsim-shop-uncooperative",
+        "worldsim-mcp",
         "resolver",
         "proxy",
     ]
@@ -104,6 +106,7 @@ def test_the_default_profile_is_the_four_parts(services: dict[str, LocalService]
         "worldsim-uncooperative",
         "worldsim-shop",
         "worldsim-shop-uncooperative",
+        "worldsim-mcp",
         "resolver",
         "proxy",
         "bench",
@@ -146,17 +149,18 @@ def test_the_bench_service_runs_the_quick_benchmark_through_the_services(
 
     report = json.loads((out / "benchmark.json").read_text())
     assert set(report) >= BENCH_SECTIONS, sorted(report)
+    # Both HTTP worlds in both modes, and the MCP world in its one mode.
     assert set(report["cells"]) == {
         f"{world}/{mode}"
         for world in ("research", "shop")
         for mode in ("uncooperative", "cooperative")
-    }
+    } | {"mcp/uncooperative"}
     for cell in report["cells"].values():
         assert set(cell) >= CELL_SECTIONS
         assert set(cell["conditions"]) == {"naive", "replay", "groundhog"}
     assert report["meta"]["quick"] is True
     assert (out / "benchmark.md").exists()
-    # It used the compose services (both worlds) instead of starting its own.
+    # It used the compose services (all three worlds) instead of starting its own.
     assert report["meta"]["services"] == {
         "world_url": running["worldsim"].url,
         "uncooperative_world_url": running["worldsim-uncooperative"].url,
@@ -164,7 +168,7 @@ def test_the_bench_service_runs_the_quick_benchmark_through_the_services(
         "shop_uncooperative_world_url": running["worldsim-shop-uncooperative"].url,
         "resolver_url": running["resolver"].url,
         "proxy_url": running["proxy"].url,
-        "mcp_world_url": None,  # compose runs no MCP world: its cell is not in --quick
+        "mcp_world_url": running["worldsim-mcp"].url,
     }
     for name, server in running.items():
         assert server.process.poll() is None, f"{name} exited during the benchmark:\n{server.log()}"

@@ -272,3 +272,18 @@ def test_load_reads_the_file(tmp_path: Path) -> None:
     path = tmp_path / "Dockerfile"
     path.write_text("FROM scratch\n")
     assert dockerfile_parser.load(path).final.base == "scratch"
+
+
+def test_the_image_installs_what_the_mcp_world_imports(dockerfile: Dockerfile) -> None:
+    """compose's worldsim-mcp runs `worldsim --world mcp` in this image: the MCP SDK is in it.
+
+    The builder installs the services extra, and that extra declares the SDK the world serves
+    with (mcp) and the client transport its agent uses (httpx2); without either the container
+    would start and die on its first import, and only a real `docker compose up` would show it.
+    """
+    installs = " ".join(item.arguments for item in dockerfile.stages[0].all("RUN"))
+    assert "extras['services']" in installs
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
+    services = project["optional-dependencies"]["services"]
+    names = {re.split(r"[<>=!~;\[\s]", item, maxsplit=1)[0].lower() for item in services}
+    assert {"mcp", "httpx2"} <= names

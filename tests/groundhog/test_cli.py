@@ -251,6 +251,17 @@ def test_server_commands_start_each_server(data_dir: Path, tmp_path: Path) -> No
         assert f"worldsim (research, cooperative, seed 3) on {world.url};" in world.log()
 
 
+def test_worldsim_serves_the_mcp_world() -> None:
+    """compose's worldsim-mcp runs `groundhog worldsim --world mcp`: the MCP world, healthy.
+
+    tests/deploy/ starts compose services as `python -m worldsim`; this is the entry point the
+    container itself goes through, and it must say the world is uncooperative (its only mode).
+    """
+    with running_server(["groundhog.cli", "worldsim", "--world", "mcp", "--seed", "3"]) as world:
+        assert httpx.get(f"{world.url}/healthz", trust_env=False).json() == {"status": "ok"}
+        assert f"worldsim (mcp, uncooperative, seed 3) on {world.url};" in world.log()
+
+
 def test_bench_passes_arguments_through(isolated_env: Path) -> None:
     result = run_cli("bench", "--help", env={})
     assert result.returncode == 0, result.stderr

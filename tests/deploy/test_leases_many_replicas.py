@@ -96,31 +96,37 @@ class Cluster:
         route = f"/v1/tapes/{tape}/events"
         return self.admin("GET", route, via, params={"branch": branch}).json()["events"]
 
-    def lease(self, tape: str, branch: str) -> LeaseRow:
-        """The branch's row of `gh_branch_leases`, read from the database itself: an admin
-        route would settle the lease (ask the holder back) before it answered."""
+    def rows(self, query: str, tape: str, branch: str) -> list[tuple[Any, ...]]:
+        """`query`'s rows for the branch (`%s`: the tape's name, then the branch's path), read
+        from the database itself: an admin route would settle the lease (ask the holder back)
+        before it answered."""
         plain = self.database_url.replace("postgresql+psycopg://", "postgresql://")
         with psycopg.connect(plain, autocommit=True) as connection:
-            row = connection.execute(
-                "SELECT l.holder, l.epoch, l.expires, l.shipped, b.event_count"
-                " FROM gh_branch_leases l JOIN gh_branches b ON b.id = l.branch_id"
-                " JOIN gh_tapes t ON t.id = b.tape_id WHERE t.name = %s AND b.path = %s",
-                (tape, branch),
-            ).fetchone()
-        assert row is not None, f"no lease row for {tape}/{branch}"
+            return connection.execute(query, (tape, branch)).fetchall()
+
+    def lease(self, tape: str, branch: str) -> LeaseRow:
+        """The branch's row of `gh_branch_leases`."""
+        found = self.rows(
+            "SELECT l.holder, l.epoch, l.expires, l.shipped, b.event_count"
+            " FROM gh_branch_leases l JOIN gh_branches b ON b.id = l.branch_id"
+            " JOIN gh_tapes t ON t.id = b.tape_id WHERE t.name = %s AND b.path = %s",
+            tape,
+            branch,
+        )
+        assert found, f"no lease row for {tape}/{branch}"
+        (row,) = found
         return LeaseRow(row[0], int(row[1]), float(row[2]), int(row[3]), int(row[4]))
 
     def counters(self, tape: str, branch: str) -> dict[str, int]:
-        """The branch's occurrence counters by request key, from the database."""
-        plain = self.database_url.replace("postgresql+psycopg://", "postgresql://")
-        with psycopg.connect(plain, autocommit=True) as connection:
-            rows = connection.execute(
-                "SELECT o.key_hash, o.count FROM gh_occurrences o"
-                " JOIN gh_branches b ON b.id = o.branch_id JOIN gh_tapes t ON t.id = b.tape_id"
-                " WHERE t.name = %s AND b.path = %s",
-                (tape, branch),
-            ).fetchall()
-        return {str(key): int(count) for key, count in rows}
+        """The branch's occurrence counters by request key."""
+        found = self.rows(
+            "SELECT o.key_hash, o.count FROM gh_occurrences o"
+            " JOIN gh_branches b ON b.id = o.branch_id JOIN gh_tapes t ON t.id = b.tape_id"
+            " WHERE t.name = %s AND b.path = %s",
+            tape,
+            branch,
+        )
+        return {str(key): int(count) for key, count in found}
 
     def kill(self, index: int) -> float:
         """`kill -9` the replica's process group; the wall time once it is dead (any lease

@@ -270,7 +270,11 @@ class LeaseBook:
             )
         except (*RESOLVER_ERRORS, KeyError, TypeError, ValueError) as error:
             log.info("no lease on %s/%s for now: %s", tape, branch, error)
-            self._cooling[name] = time.monotonic() + COOL_DOWN_SECONDS
+            if not isinstance(error, ResolverUnavailable):
+                self._cooling[name] = time.monotonic() + COOL_DOWN_SECONDS
+            # A resolver that went away may have granted it and died before answering: the
+            # branch's next ask takes it again (a holder's take of its own lease is granted),
+            # so it is renewed and released when asked back, not left to lapse unknown.
             return None
         self._held[name] = held
         self.answers.bind(grant.get("store"))

@@ -34,9 +34,9 @@ class Stack:
     def ca(self) -> Path:
         return self.data_dir / "ca" / "mitmproxy-ca-cert.pem"
 
-    def admin(self, method: str, route: str, **kwargs) -> httpx.Response:
+    def admin(self, method: str, route: str, *, timeout: float = 30, **kwargs) -> httpx.Response:
         answer = httpx.request(
-            method, self.resolver.url + route, timeout=30, trust_env=False, **kwargs
+            method, self.resolver.url + route, timeout=timeout, trust_env=False, **kwargs
         )
         if answer.status_code >= 400:
             raise AssertionError(f"{method} {route} answered {answer.status_code}: {answer.text}")
@@ -47,9 +47,14 @@ class Stack:
         self.admin("POST", "/v1/tapes", json={"name": name, **config})
         return name
 
-    def fork(self, tape: str, children: int | list[str], parent: str = "root") -> list[str]:
+    def fork(
+        self, tape: str, children: int | list[str], parent: str = "root", *, timeout: float = 30
+    ) -> list[str]:
         answer = self.admin(
-            "POST", f"/v1/tapes/{tape}/fork", json={"parent": parent, "children": children}
+            "POST",
+            f"/v1/tapes/{tape}/fork",
+            json={"parent": parent, "children": children},
+            timeout=timeout,
         )
         return answer.json()["branches"]
 

@@ -16,7 +16,7 @@ from groundhog.protocol.wire import ResolveAsk
 from proxy.addon import GroundhogAddon
 from proxy.branch_leases import LeaseBook
 from proxy.lease_shipping import HeldBranch
-from proxy.resolver_client import ResolverGone, ResolverUnavailable
+from proxy.resolver_client import ResolverGone, ResolverRejected, ResolverUnavailable
 from resolver.cache import Address, Recorded
 from resolver.leased_hits import BranchCopy, local_hit
 from resolver.schemas import ResolveRequest
@@ -152,3 +152,29 @@ def test_an_ask_is_not_sent_while_the_branchs_hits_cannot_be_shipped(tmp_path: P
     with pytest.raises(ResolverUnavailable, match="could not ship"):
         asyncio.run(book.answer(payload(), ask))  # type: ignore[arg-type]
     assert asked == [], "asked the resolver from counts that miss a served hit"
+
+
+def test_a_take_lost_with_the_resolver_is_tried_again_and_a_refusal_cools_down(
+    tmp_path: Path,
+) -> None:
+    """A resolver that died may have granted the lease before answering: the branch's next ask
+    must take it again (so it is renewed and released when asked back), not go on without it."""
+
+    class Resolver:
+        def __init__(self, *outcomes: Exception) -> None:
+            self.outcomes, self.takes = list(outcomes), 0
+
+        async def take_lease(self, payload: dict) -> dict:
+            self.takes += 1
+            raise self.outcomes.pop(0)
+
+    async def take_twice(book: LeaseBook) -> None:
+        assert await book._take(("t", "root/a")) is None
+        assert await book._take(("t", "root/a")) is None
+
+    gone = Resolver(ResolverGone("died after its commit"), ResolverGone("still down"))
+    asyncio.run(take_twice(LeaseBook(lambda: gone, tmp_path / "a", ship_window=1)))  # type: ignore[arg-type, return-value]
+    assert gone.takes == 2
+    refusing = Resolver(ResolverRejected(503, [], b"branch-leased"))
+    asyncio.run(take_twice(LeaseBook(lambda: refusing, tmp_path / "b", ship_window=1)))  # type: ignore[arg-type, return-value]
+    assert refusing.takes == 1  # cooled down: not asked again at once

@@ -62,7 +62,7 @@ RESOLVER_ENV = {
     "GROUNDHOG_WAIT_POLL_SECONDS": "0.1",
     "GROUNDHOG_BRANCH_LEASE_SECONDS": "1.5",  # a dead proxy's branch leases lapse soon
     # ... but its restart may still ship what it served, however loaded the machine.
-    "GROUNDHOG_BRANCH_LEASE_GRACE_SECONDS": "120",
+    "GROUNDHOG_BRANCH_LEASE_GRACE_SECONDS": "20",
 }
 # The resolver's next life: no failpoint, or one that kills it on its N-th reach.
 SPECS = st.one_of(
@@ -77,6 +77,7 @@ PROXY_SPECS = st.one_of(
     ),
 )
 LOGGED = "failpoint proxy.lease.logged reached"
+FORK_SECONDS = 120
 T = TypeVar("T")
 LIVE = {"recorded", "refetched"}
 _tapes = itertools.count()
@@ -234,7 +235,10 @@ class ProxyCrashMachine(RuleBasedStateMachine):
         die at a lease failpoint while it applies them (nothing is forked before they are)."""
         for _ in range(TRIES):
             try:
-                (child,) = self.supervised(partial(self.stack.fork, self.tape, 1, parent))
+                # A lease granted as the resolver died is unknown to its holder: the fork
+                # waits out its lapse and grace (FORK_SECONDS covers both).
+                fork = partial(self.stack.fork, self.tape, 1, parent, timeout=FORK_SECONDS)
+                (child,) = self.supervised(fork)
                 return child
             except httpx.TransportError:
                 wait_until(

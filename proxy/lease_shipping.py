@@ -23,12 +23,11 @@ from typing import Any
 from groundhog.protocol.wire import LeaseEventsAsk, LeaseHitEvent, LeaseRenewAsk
 from proxy.lease_log import Lease, LeaseLog
 from proxy.resolver_client import (
-    RETRY_FIRST_PAUSE_SECONDS,
-    RETRY_LONGEST_PAUSE_SECONDS,
     ResolverClient,
     ResolverProtocolError,
     ResolverRejected,
     ResolverUnavailable,
+    asked_again,
 )
 from resolver import failpoints
 from resolver.leased_hits import BranchCopy
@@ -141,21 +140,16 @@ class Shipper:
         while the ask goes to the survivor on another; with every replica dead, the ask waits
         out its retry window and the first replica back can answer it before a failed batch's
         next retry (`ship` alone only schedules that retry)."""
-        loop = asyncio.get_running_loop()
-        give_up = loop.time() + patience
-        pause = RETRY_FIRST_PAUSE_SECONDS
-        while held.pending:
-            if not await self.ship(held):
-                return  # the lease is lost: the resolver fences the ask out itself
-            if not held.pending:
-                return
-            if loop.time() + pause > give_up:
+
+        async def shipped() -> None:
+            if await self.ship(held) and held.pending:  # lost: the resolver fences the ask out
                 raise ResolverUnavailable(
                     f"could not ship the {len(held.pending)} hits served locally on branch "
                     f"{held.copy.branch.path} before asking the resolver; nothing was asked"
                 )
-            await asyncio.sleep(pause)
-            pause = min(pause * 2, RETRY_LONGEST_PAUSE_SECONDS)
+
+        if held.pending:
+            await asked_again(shipped, patience)
 
     async def _send(self, lease: Lease, events: list[LeaseHitEvent], *, release: bool) -> None:
         branch_id, epoch = lease

@@ -26,8 +26,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, cast
 
 from groundhog.protocol.problems import TYPE_BASE
@@ -98,6 +99,28 @@ def _problem_type(body: bytes) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
+async def asked_again[T](
+    call: Callable[[], Awaitable[T]],
+    patience: float,
+    *,
+    while_raising: type[ResolverUnavailable] = ResolverUnavailable,
+) -> T:
+    """`call()`, called again after pauses that double (up to a second) while it raises
+    `while_raising` (a resolver restarting), for up to `patience` seconds; then its error."""
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + patience
+    pause = RETRY_FIRST_PAUSE_SECONDS
+    while True:
+        try:
+            return await call()
+        except while_raising as gone:
+            if loop.time() + pause > give_up:
+                raise
+            log.info("resolver gone (%s); asking again in %.2fs", gone, pause)
+        await asyncio.sleep(pause)  # the resolver is restarting: give it the time
+        pause = min(pause * 2, RETRY_LONGEST_PAUSE_SECONDS)
+
+
 class ResolverClient:
     def __init__(
         self,
@@ -138,18 +161,9 @@ class ResolverClient:
     async def resolve(self, payload: ResolveAsk) -> ResolveAnswer:
         """The final answer (`serve` or `forward`), long-polling `/v1/wait` through any `wait`;
         asked again from the start while the resolver is gone, within `resolve_retry`."""
-        loop = asyncio.get_running_loop()
-        give_up = loop.time() + self.resolve_retry
-        pause = RETRY_FIRST_PAUSE_SECONDS
-        while True:
-            try:
-                return await self._resolve_once(payload)
-            except ResolverGone as gone:
-                if loop.time() + pause > give_up:
-                    raise
-                log.info("resolver gone (%s); asking again in %.2fs", gone, pause)
-            await asyncio.sleep(pause)  # the resolver is restarting: give it the time
-            pause = min(pause * 2, RETRY_LONGEST_PAUSE_SECONDS)
+        return await asked_again(
+            partial(self._resolve_once, payload), self.resolve_retry, while_raising=ResolverGone
+        )
 
     async def _resolve_once(self, payload: ResolveAsk) -> ResolveAnswer:
         answer = await self._post("/v1/resolve", payload, self.resolve_timeout)

@@ -4,14 +4,15 @@ A branch is worked by one rollout worker at a time, behind one sidecar. With
 `groundhog_branch_leases` on, the sidecar takes the branch's lease at its first ask
 (`/v1/leases/take`: the branch's counters and versions come with it) and from then on decides
 each ask with the resolver's own code (resolver/leased_hits.py) over that copy and the answers it
-has seen (in memory and on disk: proxy/lease_answers.py): a plain hit is served here, written to
-the local log first (proxy/lease_log.py), counted in the copy and shipped to the resolver behind
-in batches; anything else — a miss, a write, a fault, a key whose count the copy cannot tell —
-is asked of the resolver as before, after the branch's unshipped hits. A renewal long poll keeps
-the leases and hears when one is asked back (a fork, a seal, another proxy's ask): the branch's
-hits are shipped and the lease released at once. Without this module every hit is a round trip
-to the one shared resolver and its store. Off by default: the resolver path is then exactly as
-before.
+has seen or read ahead (in memory and on disk: proxy/lease_answers.py; `/v1/leases/ahead` once
+the resolver served the branch a sibling's recording this sidecar lacked): a plain hit is served
+here, written to the local log first (proxy/lease_log.py), counted in the copy and shipped to the
+resolver behind in batches; anything else — a miss, a write, a fault, a key whose count the
+copy cannot tell — is asked of the resolver as before, after the branch's unshipped hits. A
+renewal long poll keeps the leases and hears when one is asked back (a fork, a seal, another
+proxy's ask): the branch's hits are shipped and the lease released at once. Without this
+module every hit is a round trip to the one shared resolver and its store. Off by default: the
+resolver path is then exactly as before.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from mitmproxy.exceptions import OptionsError
 from groundhog.protocol.decisions import Action, Decision
 from groundhog.protocol.wire import (
     AheadAnswer,
+    LeaseAheadAsk,
     LeaseHitEvent,
     LeaseRenewAsk,
     RecordAnswer,
@@ -112,6 +114,7 @@ class LeaseBook:
         self.drafts = DraftMemo()
         self._held: dict[tuple[str, str], HeldBranch] = {}
         self._cooling: dict[tuple[str, str], float] = {}
+        self._reading_ahead: set[asyncio.Task[None]] = set()
         self._taking: dict[tuple[str, str], asyncio.Task[HeldBranch | None]] = {}
         self._renewer: asyncio.Task[None] | None = None
         # Leases being shipped and released (a write moved the copy on): taken again after.
@@ -224,6 +227,10 @@ class LeaseBook:
         if isinstance(exchange_id, int) and isinstance(response, dict):
             fingerprint = str(answer.get("fingerprint") or "")
             self._keep(held, (key, occurrence, fingerprint), exchange_id, response)
+        if decision == Decision.SHARED and not held.read_ahead:
+            # A recording this sidecar lacked: its siblings record elsewhere, so what else
+            # they recorded is worth reading ahead, once per lease.
+            self._start_read_ahead(name, held)
 
     def learn_recorded(self, state: FlowState, answer: RecordAnswer, sent_body: bytes) -> None:
         """A read recorded through this proxy: its occurrence is counted, and its stored form
@@ -278,15 +285,39 @@ class LeaseBook:
             return None
         self._held[name] = held
         self.answers.bind(grant.get("store"))
-        self._keep_ahead(held, grant.get("ahead") or [])
         self._lease_seconds = float(grant.get("lease_seconds") or 6.0)
         if self._renewer is None or self._renewer.done():
             self._renewer = asyncio.ensure_future(self._renew_forever())
         return held
 
+    def _start_read_ahead(self, name: tuple[str, str], held: HeldBranch) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop to read on (a test's direct call)
+            return
+        held.read_ahead = True
+        reading = loop.create_task(self._read_ahead(name, held))
+        self._reading_ahead.add(reading)
+        reading.add_done_callback(self._reading_ahead.discard)
+
+    async def _read_ahead(self, name: tuple[str, str], held: HeldBranch) -> None:
+        """Keep the recorded answers the branch may ask next (what siblings recorded, through
+        any sidecar, at or past its counts), but those kept here already."""
+        ask: LeaseAheadAsk = {
+            "tape": name[0],
+            "branch": name[1],
+            "held": self.answers.held(held.copy.tape.id),
+        }
+        try:
+            answer = await self._resolver().read_ahead(ask)
+        except RESOLVER_ERRORS as error:
+            log.info("no read-ahead for %s/%s: %s", *name, error)
+            return
+        self._keep_ahead(held, answer.get("ahead") or [])
+
     def _keep_ahead(self, held: HeldBranch, ahead: list[AheadAnswer]) -> None:
-        """The recorded answers the grant read ahead (what siblings recorded, through any
-        sidecar, at or past this branch's counts): kept for the branch's first asks."""
+        """Answers read ahead, kept at their addresses (recordings never change: kept even if
+        the lease went meanwhile)."""
         for entry in ahead:
             try:
                 where = (str(entry["key"]), int(entry["occurrence"]), str(entry["fingerprint"]))
@@ -367,5 +398,7 @@ class LeaseBook:
                 log.error("could not release %s/%s: %s", *name, error)
         if self._renewer is not None:
             self._renewer.cancel()
+        for reading in list(self._reading_ahead):
+            reading.cancel()
         await self.answers.settle()
         self.log.close()

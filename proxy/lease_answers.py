@@ -30,6 +30,10 @@ log = logging.getLogger(__name__)
 # Writes waiting for the writer thread at most: a disk slower than answers arrive leaves the
 # rest in memory only, rather than holding every one of them twice, queued.
 MAX_QUEUED_WRITES = 256
+# A read-ahead names the newest exchanges of its tape kept here, at most this many (the
+# resolver's bound, resolver/schemas.MAX_HELD_EXCHANGES); more are remembered, up to four times
+# as many.
+HELD_NAMED = 1024
 
 Find = Callable[[Address], Recorded | None]
 T = TypeVar("T")
@@ -46,13 +50,22 @@ class LeaseAnswers:
         self.store: str | None = None
         self._writer = concurrent.futures.ThreadPoolExecutor(1, "groundhog-answer-disk")
         self._writing: dict[DiskKey, asyncio.Future[None]] = {}
+        # Per tape id, the exchanges kept (memory may have evicted some since: the disk holds
+        # them, or a hit of one is asked of the resolver, which is only slower).
+        self._kept: dict[int, set[int]] = {}
 
     def bind(self, store: str | None) -> None:
         """The store a grant came from; another than before (the resolver moved to a new
         store) reuses tape ids, so what memory holds is dropped (the disk files by store)."""
         if store != self.store:
             self.memory = AnswerCache(self.memory.budget_bytes)
+            self._kept.clear()
             self.store = store
+
+    def held(self, tape_id: int) -> list[int]:
+        """The newest exchanges of tape `tape_id` kept here, newest first (what a read-ahead for
+        one of its branches names, so the resolver sends others)."""
+        return sorted(self._kept.get(tape_id, ()), reverse=True)[:HELD_NAMED]
 
     def resize(self, disk_bytes: int) -> None:
         """A new `groundhog_lease_disk_bytes`: 0 stops using the disk (its files stay)."""
@@ -72,6 +85,10 @@ class LeaseAnswers:
         """Keep a recorded answer in memory now and on disk behind (recordings never change:
         an address on disk already is not written again)."""
         self.memory.put(address, recorded)
+        kept = self._kept.setdefault(address[0], set())
+        kept.add(recorded.exchange_id)
+        if len(kept) > 4 * HELD_NAMED:
+            self._kept[address[0]] = set(sorted(kept, reverse=True)[:HELD_NAMED])
         key, disk = self._key(address), self.disk
         if key is None or disk is None or key in self._writing or disk.holds(key):
             return

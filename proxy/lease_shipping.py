@@ -52,6 +52,8 @@ class HeldBranch:
     served: int = 0
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     shipper: asyncio.Future[Any] | None = None
+    # Whether the answers its siblings recorded elsewhere were asked for (`/v1/leases/ahead`).
+    read_ahead: bool = False
 
     @property
     def lease(self) -> Lease:

@@ -33,6 +33,8 @@ from typing import Any, cast
 
 from groundhog.protocol.problems import TYPE_BASE
 from groundhog.protocol.wire import (
+    LeaseAheadAnswer,
+    LeaseAheadAsk,
     LeaseEventsAnswer,
     LeaseEventsAsk,
     LeaseGrant,
@@ -203,6 +205,11 @@ class ResolverClient:
         """`/v1/leases/take`: the branch's lease and its state (proxy/branch_leases.py)."""
         answer = await self._post("/v1/leases/take", payload, self.record_timeout)
         return cast(LeaseGrant, answer)
+
+    async def read_ahead(self, payload: LeaseAheadAsk) -> LeaseAheadAnswer:
+        """`/v1/leases/ahead`: recorded answers a leased branch may ask next."""
+        answer = await self._post("/v1/leases/ahead", payload, self.record_timeout)
+        return cast(LeaseAheadAnswer, answer)
 
     async def ship_lease_events(self, payload: LeaseEventsAsk) -> LeaseEventsAnswer:
         """`/v1/leases/events`: the hits a lease holder served (`409`: the lease is lost)."""

@@ -1,5 +1,5 @@
-"""Branch leases at the resolver: grant one with the branch's state (and the recorded answers
-it may ask next), take a holder's events,
+"""Branch leases at the resolver: grant one with the branch's state, read ahead the recorded
+answers it may ask next, take a holder's events,
 fence other askers out, and settle leases before anyone reads a branch's state.
 
 A sidecar proxy that holds a branch's lease answers the branch's recorded reads itself
@@ -23,11 +23,21 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from groundhog.protocol.wire import LeaseEventsAnswer, LeaseGrant, LeaseRenewAnswer
+from groundhog.protocol.wire import (
+    LeaseAheadAnswer,
+    LeaseEventsAnswer,
+    LeaseGrant,
+    LeaseRenewAnswer,
+)
 from resolver import answers, failpoints
 from resolver.asks import load_tape_and_branch
 from resolver.errors import BranchLeased, Conflict, InvalidInput
-from resolver.schemas import LeaseEventsRequest, LeaseRenewRequest, LeaseTakeRequest
+from resolver.schemas import (
+    LeaseAheadRequest,
+    LeaseEventsRequest,
+    LeaseRenewRequest,
+    LeaseTakeRequest,
+)
 from store import branch_leases
 from store.db import Store, transaction
 from store.identity import store_token
@@ -38,7 +48,7 @@ log = logging.getLogger(__name__)
 
 # How often `settle` looks whether the holders it asked back have released.
 SETTLE_POLL_SECONDS = 0.02
-# A grant hands over this many recorded answers the branch may ask next, small ones only.
+# A read-ahead hands over this many recorded answers the branch may ask next, small ones only.
 READ_AHEAD_ANSWERS = 256
 READ_AHEAD_BODY_BYTES = 16 * 1024
 
@@ -92,13 +102,6 @@ def take(store: Store, body: LeaseTakeRequest, settings: LeaseSettings) -> Lease
             refusal = granted
         else:
             counts, versions = branch_leases.branch_state(branch.id, session=session)
-            ahead = branch_leases.answers_ahead(
-                tape.id,
-                branch.id,
-                limit=READ_AHEAD_ANSWERS,
-                body_bytes=READ_AHEAD_BODY_BYTES,
-                session=session,
-            )
             answer: LeaseGrant = {
                 "epoch": granted.epoch,
                 "expires": granted.expires,
@@ -117,16 +120,6 @@ def take(store: Store, body: LeaseTakeRequest, settings: LeaseSettings) -> Lease
                 "branch": {"id": branch.id, "path": branch.path},
                 "counts": counts,
                 "versions": versions,
-                "ahead": [
-                    {
-                        "key": key,
-                        "occurrence": occurrence,
-                        "fingerprint": fingerprint,
-                        "exchange_id": recorded.exchange_id,
-                        "response": answers.from_answer(recorded),
-                    }
-                    for key, occurrence, fingerprint, recorded in ahead
-                ],
             }
     if not isinstance(granted, branch_leases.Refused):
         failpoints.reach("lease.take.committed")
@@ -136,6 +129,38 @@ def take(store: Store, body: LeaseTakeRequest, settings: LeaseSettings) -> Lease
         branch=body.branch,
         retry_after_seconds=max(0.0, round(refusal.expires - now, 3)),
     )
+
+
+def read_ahead(store: Store, body: LeaseAheadRequest) -> LeaseAheadAnswer:
+    """The recorded answers `body.branch` may ask next, but those its holder keeps already.
+
+    Asked by a holder once the resolver served one of the branch's reads from a sibling's
+    recording (proxy/branch_leases.py), not with every grant: most branches ask what their
+    sidecar recorded or saw itself, and sending 256 answers with each take cost a take more
+    resolver CPU than everything else it does. Read only: a recorded answer is immutable and
+    the branch's counters only say where to start (a lagging one reads a little more)."""
+    with transaction(store.read) as session:
+        tape, branch = load_tape_and_branch(session, body.tape, body.branch)
+        ahead = branch_leases.answers_ahead(
+            tape.id,
+            branch.id,
+            limit=READ_AHEAD_ANSWERS,
+            body_bytes=READ_AHEAD_BODY_BYTES,
+            held=body.held,
+            session=session,
+        )
+        return {
+            "ahead": [
+                {
+                    "key": key,
+                    "occurrence": occurrence,
+                    "fingerprint": fingerprint,
+                    "exchange_id": recorded.exchange_id,
+                    "response": answers.from_answer(recorded),
+                }
+                for key, occurrence, fingerprint, recorded in ahead
+            ]
+        }
 
 
 def ship(store: Store, body: LeaseEventsRequest) -> LeaseEventsAnswer:

@@ -69,7 +69,8 @@ class Metrics:
         )
         self.lease_calls = Counter(
             "groundhog_lease_calls",
-            "Lease holders' calls (proxy/branch_leases.py): take, events (a shipped batch), renew",
+            "Lease holders' calls (proxy/branch_leases.py): "
+            "take, ahead, events (a shipped batch), renew",
             ["call"],
             registry=self.registry,
         )

@@ -314,6 +314,13 @@ class WaitRequest(BaseModel):
     wait: str = Field(min_length=1, max_length=16 * 1024 * 1024)
 
 
+# Ids are BIGINT (SQLite's INTEGER); epochs and occurrences INTEGER on PostgreSQL.
+_MAX_ID = 2**63 - 1
+_MAX_INT = 2**31 - 1
+# A read-ahead names at most this many exchanges its holder keeps (the newest it knows).
+MAX_HELD_EXCHANGES = 1024
+
+
 class LeaseTakeRequest(BaseModel):
     """`POST /v1/leases/take`: a proxy asks to answer a branch's hits itself."""
 
@@ -322,9 +329,16 @@ class LeaseTakeRequest(BaseModel):
     holder: str = Field(min_length=1, max_length=64, pattern=ATTEMPT_PATTERN)
 
 
-# Ids are BIGINT (SQLite's INTEGER); epochs and occurrences INTEGER on PostgreSQL.
-_MAX_ID = 2**63 - 1
-_MAX_INT = 2**31 - 1
+class LeaseAheadRequest(BaseModel):
+    """`POST /v1/leases/ahead`: a holder asks for the recorded answers a branch may ask next."""
+
+    tape: str
+    branch: str
+    # Exchange ids of the tape whose answers the holder keeps already (a sibling's answers or
+    # recordings): the read-ahead goes past them instead of sending them again.
+    held: list[Annotated[int, Field(ge=1, le=_MAX_ID)]] = Field(
+        default_factory=list, max_length=MAX_HELD_EXCHANGES
+    )
 
 
 class LeaseEvent(BaseModel):

@@ -12,14 +12,15 @@ that miss the hits a sidecar had not shipped yet. Functions take `session=` and 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, insert, or_, select, update
+from sqlalchemy import Insert, func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
-from store import counters
+from store import batch_rows, counters
 from store.exchanges import RecordedAnswer, answer_columns, answer_from_row
 from store.models import (
     Blob,
@@ -105,12 +106,19 @@ def branch_state(branch_id: int, *, session: Session) -> tuple[dict[str, int], d
 
 
 def answers_ahead(
-    tape_id: int, branch_id: int, *, limit: int, body_bytes: int, session: Session
+    tape_id: int,
+    branch_id: int,
+    *,
+    limit: int,
+    body_bytes: int,
+    held: Sequence[int] = (),
+    session: Session,
 ) -> list[tuple[str, int, str, RecordedAnswer]]:
     """Recorded answers the branch may ask next: the tape's exchanges of each key at or past
     the branch's count of it (from any sibling or any sidecar), newest first, small bodies only,
-    no failures; (key, occurrence, fingerprint, answer) each. A new holder keeps them so its
-    first ask of an address a sibling recorded elsewhere is answered locally too."""
+    no failures, none of the exchanges in `held` (the holder keeps them already); (key,
+    occurrence, fingerprint, answer) each. A new holder keeps them so its first ask of an
+    address a sibling recorded elsewhere is answered locally too."""
     exchanges_table, blobs = Exchange.__table__, Blob.__table__
     counted = (
         select(OccurrenceCounter.count)
@@ -134,6 +142,7 @@ def answers_ahead(
             exchanges_table.c.error_kind.is_(None),
             exchanges_table.c.occurrence >= func.coalesce(counted, 0),
             small,
+            *([exchanges_table.c.id.not_in(sorted(set(held)))] if held else []),
         )
         .order_by(exchanges_table.c.id.desc())
         .limit(limit)
@@ -307,6 +316,17 @@ def apply_events(
         key, occurrence = event["key_hash"], event["occurrence"]
         if key not in answered or occurrence >= answered[key][0]:
             answered[key] = (occurrence, event.get("attempt"))
-    session.execute(insert(Event), rows)
+    if session.get_bind().dialect.name == "postgresql":
+        columns = tuple(rows[0])
+        session.execute(_events_batch(columns), batch_rows.rows_parameter(rows, columns))
+    else:
+        session.execute(insert(Event), rows)
     counters.advance_occurrences(branch_id, answered, session=session)
     return True
+
+
+@functools.cache
+def _events_batch(columns: tuple[str, ...]) -> Insert:
+    """PostgreSQL: a batch's event rows in one statement, from one array per column."""
+    table = Event.__table__
+    return insert(table).from_select(columns, batch_rows.batch_select(table, columns))

@@ -30,6 +30,7 @@ from typing import Any
 from sqlalchemy import BindParameter, Insert, String, bindparam, case, func, null, update
 from sqlalchemy.orm import Session
 
+from store import batch_rows
 from store.models import Branch, OccurrenceCounter
 from store.prepared import Executor, Prepared
 from store.unit import Unit
@@ -105,13 +106,21 @@ def give_back_occurrence_later(branch_id: int, key_hash: str, *, unit: Unit) -> 
     unit.write_later(_GIVE_BACK_OCCURRENCE, {"branch_id": branch_id, "key_hash": key_hash})
 
 
-def _advance_statement(dialect: str) -> Insert:
-    statement = insert_for_dialect(dialect, _occurrences).values(
-        branch_id=bindparam("branch_id"),
-        key_hash=bindparam("key_hash"),
-        count=bindparam("count"),
-        attempt=attempt_parameter(),
-    )
+def _advance_statement(dialect: str, *, batch: bool = False) -> Insert:
+    """The counter upsert of one answer, or (`batch`, PostgreSQL) of each of the rows
+    `batch_rows.rows_parameter` holds."""
+    statement = insert_for_dialect(dialect, _occurrences)
+    if batch:
+        columns = ("key_hash", "count", "attempt")
+        rows = batch_rows.batch_select(_occurrences, columns, {"branch_id": bindparam("branch_id")})
+        statement = statement.from_select([*columns, "branch_id"], rows)
+    else:
+        statement = statement.values(
+            branch_id=bindparam("branch_id"),
+            key_hash=bindparam("key_hash"),
+            count=bindparam("count"),
+            attempt=attempt_parameter(),
+        )
     counted, offered = _occurrences.c["count"], statement.excluded["count"]
     larger = func.greatest if dialect == "postgresql" else func.max
     # Both read the row as it was: the attempt is named only by an answer that moved it on.
@@ -163,12 +172,19 @@ def advance_occurrences(
     hits: store/branch_leases.py); `answered`: each key's latest occurrence and its attempt."""
     if not answered:
         return
-    statement = _advance_statement(session.get_bind().dialect.name)
+    dialect = session.get_bind().dialect.name
     parameters = [
         _advance_parameters(branch_id, key, occurrence, attempt)
         for key, (occurrence, attempt) in answered.items()
     ]
-    session.execute(statement, parameters)
+    if dialect == "postgresql":
+        rows = batch_rows.rows_parameter(parameters, ("key_hash", "count", "attempt"))
+        session.execute(_ADVANCE_BATCH, {**rows, "branch_id": branch_id})
+    else:
+        session.execute(_advance_statement(dialect), parameters)
+
+
+_ADVANCE_BATCH = _advance_statement("postgresql", batch=True)
 
 
 def advance_occurrence_later(

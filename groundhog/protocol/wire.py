@@ -103,6 +103,15 @@ class LeaseTakeAsk(TypedDict):
     holder: str
 
 
+class LeaseAheadAsk(TypedDict):
+    """The body of `POST /v1/leases/ahead` (`held`: exchange ids of the tape the holder keeps
+    already, which the read-ahead leaves out)."""
+
+    tape: str
+    branch: str
+    held: list[int]
+
+
 class LeaseTape(TypedDict):
     """The tape as a resolve sees it (`store.refs.TapeRef`'s fields)."""
 
@@ -145,6 +154,11 @@ class LeaseGrant(TypedDict):
     branch: LeaseBranch
     counts: dict[str, int]
     versions: dict[str, str]
+
+
+class LeaseAheadAnswer(TypedDict):
+    """The answer of `/v1/leases/ahead`: recorded answers the branch may ask next."""
+
     ahead: list[AheadAnswer]
 
 

@@ -35,7 +35,7 @@ def test_ratios_and_table_are_leased_against_plain_at_each_count() -> None:
     assert (leased["throughput_vs_plain"], leased["resolver_cpu_vs_plain"]) == (2.5, 0.1)
     lines = lease_scale.table(lease_scale.with_ratios(rows)).splitlines()
     assert lines[-1] == (
-        "| 4 | leased | 10 | 1.00 | 250 | 90 | 0.00 | 1 / 2 / 0 | 1.400 | 2.50x | 0.10x |"
+        "| 4 | leased | 10 | 1.00 | 250 | 90 | 0.00 | 1 / 0 / 2 / 0 | 1.400 | 2.50x | 0.10x |"
     )
     assert lines[-2].endswith("| — | — | — | — |")
 

@@ -178,3 +178,55 @@ def test_a_take_lost_with_the_resolver_is_tried_again_and_a_refusal_cools_down(
     refusing = Resolver(ResolverRejected(503, [], b"branch-leased"))
     asyncio.run(take_twice(LeaseBook(lambda: refusing, tmp_path / "b", ship_window=1)))  # type: ignore[arg-type, return-value]
     assert refusing.takes == 1  # cooled down: not asked again at once
+
+
+def test_a_read_ahead_is_asked_once_a_sibling_recording_is_served_and_names_what_is_kept(
+    tmp_path: Path,
+) -> None:
+    """A take reads nothing ahead; the resolver serving the branch a recording this sidecar
+    lacked is what makes the rest of its siblings' recordings worth asking for (once a lease),
+    naming what is kept already so it is not sent again."""
+    response = {"status": 200, "headers": [], "body": "eA=="}
+    shared = {"action": "serve", "decision": "shared", "fingerprint": "", "response": response}
+
+    class Resolver:
+        def __init__(self) -> None:
+            self.asked: list[dict] = []
+
+        async def take_lease(self, payload: dict) -> dict:
+            return {
+                "epoch": 1, "expires": 0.0, "shipped": 0, "lease_seconds": 30.0, "store": "s",
+                "tape": {"id": 3, "name": "t", "world_seed": 0, "mode": "groundhog",
+                         "online": True, "dependency_model": "closure", "config": {}},
+                "branch": {"id": 5, "path": payload["branch"]}, "counts": {}, "versions": {},
+            }  # fmt: skip
+
+        async def read_ahead(self, payload: dict) -> dict:
+            self.asked.append(payload)
+            ahead = {"key": "n", "occurrence": 0, "fingerprint": "", "exchange_id": 12,
+                     "response": response}  # fmt: skip
+            return {"ahead": [ahead]}
+
+    resolver = Resolver()
+    book = LeaseBook(lambda: resolver, tmp_path, ship_window=1)  # type: ignore[arg-type, return-value]
+    name = {"tape": "t", "branch": "root/a"}
+
+    async def scenario() -> None:
+        await book._take(("t", "root/a"))
+        assert resolver.asked == []  # the grant alone reads nothing ahead
+        live = {**shared, "decision": "recorded", "request_key": "r", "occurrence": 0}
+        book.learn(name, {**live, "exchange_id": 7})  # type: ignore[arg-type]
+        await asyncio.sleep(0)
+        assert resolver.asked == []  # its own recording: nothing a sibling made elsewhere
+        for exchange_id, key in ((11, "j"), (13, "k")):
+            book.learn(name, {**shared, "request_key": key, "occurrence": 0,  # type: ignore[arg-type]
+                              "exchange_id": exchange_id})  # fmt: skip
+        await asyncio.gather(*book._reading_ahead)
+        if book._renewer is not None:
+            book._renewer.cancel()
+
+    asyncio.run(scenario())
+    # Asked once, naming what is kept newest first.
+    assert resolver.asked == [{"tape": "t", "branch": "root/a", "held": [13, 11]}]
+    kept = book.answers.get((3, "n", 0, ""))
+    assert kept is not None and kept.exchange_id == 12

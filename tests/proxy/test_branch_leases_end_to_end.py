@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.lease_scale import lease_calls
 from bench.lease_scale import resolves as resolver_resolves
 from tests.proxy.stack import Stack, running_stack
 from tests.proxy.test_end_to_end import ask
@@ -34,6 +35,11 @@ def leased(tmp_path: Path, resolver_args: tuple[str, ...]) -> Iterator[Stack]:
 def resolves(stack: Stack) -> int:
     """How many `/v1/resolve` calls the resolver has answered (its own metric)."""
     return resolver_resolves(stack.resolver.url)
+
+
+def read_aheads(stack: Stack) -> int:
+    """How many `/v1/leases/ahead` calls the resolver answered (its own metric)."""
+    return lease_calls(stack.resolver.url).get("ahead", 0)
 
 
 def events(stack: Stack, tape: str, branch: str) -> list[dict]:
@@ -220,7 +226,7 @@ def test_a_sidecar_serves_locally_what_a_sibling_recorded_through_another(
 ) -> None:
     tape = leased.open_tape()
     b0, b1 = leased.fork(tape, 2)
-    paths = ["/item/a", "/item/b"]
+    paths = ["/item/a", "/item/b", "/item/c"]
     recorded = [ask(leased, tape, b0, f"{upstream.url}{path}").body for path in paths]
     other = start_server(
         [
@@ -232,13 +238,21 @@ def test_a_sidecar_serves_locally_what_a_sibling_recorded_through_another(
     try:
         second = Stack(leased.resolver, other, leased.data_dir)
         before = resolves(leased)
-        # Its first ask takes the lease, whose grant reads ahead what b0 recorded.
-        served = [ask(second, tape, b1, f"{upstream.url}{path}") for path in paths]
-        assert resolves(leased) == before, "the grant's read-ahead answered them"
+        # Its first ask takes the lease and is the resolver's (a recording this sidecar lacks):
+        # that makes the sidecar read ahead what else b0 recorded, answered here from then on.
+        served = [ask(second, tape, b1, f"{upstream.url}{paths[0]}")]
+        assert resolves(leased) == before + 1
+        # Kept in memory first, then written through to its disk tier: once all are on disk,
+        # all are in memory.
+        kept = tmp_path / "other" / "leases" / "answers"
+        wait_until(lambda: len(list(kept.glob("*.answer"))) == len(paths), what="read ahead")
+        assert read_aheads(leased) == 1
+        served += [ask(second, tape, b1, f"{upstream.url}{path}") for path in paths[1:]]
+        assert resolves(leased) == before + 1, "the read-ahead did not answer them"
     finally:
         other.stop()
     assert [reply.body for reply in served] == recorded
-    assert [reply.headers["x-groundhog-decision"] for reply in served] == ["shared"] * 2
+    assert [reply.headers["x-groundhog-decision"] for reply in served] == ["shared"] * len(paths)
     assert upstream.state.count() == len(paths)
 
 

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from bench.lease_scale import STATEMENTS
 from groundhog.protocol.wire import (
     AheadAnswer,
+    LeaseAheadAnswer,
     LeaseBranch,
     LeaseEventsAnswer,
     LeaseGrant,
@@ -23,7 +24,7 @@ from groundhog.protocol.wire import (
     LeaseTape,
 )
 from resolver import answers
-from resolver.branch_leases import LeaseSettings, renew, ship, take
+from resolver.branch_leases import LeaseSettings, read_ahead, renew, ship, take
 from resolver.cache import Recorded
 from resolver.leased_hits import BranchCopy, DraftMemo, local_hit
 from resolver.policy import Action, Decision
@@ -31,6 +32,7 @@ from resolver.recording import Recorder
 from resolver.resolution import Resolver
 from resolver.resolve_results import Resolution
 from resolver.schemas import (
+    LeaseAheadRequest,
     LeaseEventsRequest,
     LeaseRenewRequest,
     LeaseTakeRequest,
@@ -163,24 +165,36 @@ def test_what_the_copy_cannot_tell_is_left_to_the_resolver(store: Store) -> None
     assert isinstance(resolver.resolve(secret), Resolution)
 
 
-def test_a_grant_reads_ahead_what_the_branch_may_ask_next(store: Store) -> None:
+def ahead_of(store: Store, branch: str, held: list[int] | None = None) -> list[AheadAnswer]:
+    asked = LeaseAheadRequest(tape="t", branch=branch, held=held or [])
+    return read_ahead(store, asked)["ahead"]
+
+
+def test_a_read_ahead_sends_what_the_branch_may_ask_next(store: Store) -> None:
     resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
     for path in ("/x", "/x", "/y"):
         record(resolver, store, wire("t", "root/a", path), path.encode())
-    settings = LeaseSettings(5)
-    grant = take(store, LeaseTakeRequest(tape="t", branch="root/b", holder="h"), settings)
-    ahead = {(entry["occurrence"], entry["response"]["body"]) for entry in grant["ahead"]}
+    grant = take(store, LeaseTakeRequest(tape="t", branch="root/b", holder="h"), LeaseSettings(5))
+    assert "ahead" not in grant  # a take reads nothing ahead: the holder asks when it pays
+    ahead = {(e["occurrence"], e["response"]["body"]) for e in ahead_of(store, "root/b")}
     encoded = {path: base64.b64encode(path.encode()).decode() for path in ("/x", "/y")}
     assert ahead == {(0, encoded["/x"]), (1, encoded["/x"]), (0, encoded["/y"])}
     # Once root/b has read /x once, its occurrence 0 is behind it: not read ahead again.
     assert isinstance(resolver.resolve(wire("t", "root/b", "/x")), Resolution)
-    again = take(store, LeaseTakeRequest(tape="t", branch="root/b", holder="h"), settings)
-    assert {(e["occurrence"], e["response"]["body"]) for e in again["ahead"]} == {
-        (1, encoded["/x"]),
-        (0, encoded["/y"]),
-    }
-    copy = BranchCopy.from_grant(again)
+    again = {(e["occurrence"], e["response"]["body"]) for e in ahead_of(store, "root/b")}
+    assert again == {(1, encoded["/x"]), (0, encoded["/y"])}
+    copy = copy_of(store, "t", "root/b")
     assert copy.counts == {served_key(resolver, store): 1}
+
+
+def test_a_read_ahead_leaves_out_what_its_holder_keeps_and_reads_further(store: Store) -> None:
+    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    for path in ("/x", "/y", "/z"):
+        record(resolver, store, wire("t", "root/a", path), path.encode())
+    ids = sorted(entry["exchange_id"] for entry in ahead_of(store, "root/b"))
+    assert len(ids) == 3
+    rest = ahead_of(store, "root/b", held=ids[1:])
+    assert [entry["exchange_id"] for entry in rest] == ids[:1]
 
 
 def served_key(resolver: Resolver, store: Store) -> str:
@@ -219,7 +233,9 @@ def test_the_lease_answers_are_the_wire_shapes_key_for_key(store: Store) -> None
     assert set(grant) == set(get_type_hints(LeaseGrant))
     assert set(grant["tape"]) == set(get_type_hints(LeaseTape))
     assert set(grant["branch"]) == set(get_type_hints(LeaseBranch))
-    assert [set(entry) for entry in grant["ahead"]] == [set(get_type_hints(AheadAnswer))]
+    ahead = read_ahead(store, LeaseAheadRequest(tape="t", branch="root/b"))
+    assert set(ahead) == set(get_type_hints(LeaseAheadAnswer))
+    assert [set(entry) for entry in ahead["ahead"]] == [set(get_type_hints(AheadAnswer))]
     branch_id, epoch = grant["branch"]["id"], grant["epoch"]
     held = {"holder": "h", "leases": [{"branch_id": branch_id, "epoch": epoch}]}
     renewed = renew(store, LeaseRenewRequest.model_validate(held), settings)
@@ -230,7 +246,7 @@ def test_the_lease_answers_are_the_wire_shapes_key_for_key(store: Store) -> None
     assert set(shipped) == set(get_type_hints(LeaseEventsAnswer))
 
 
-def test_a_take_costs_the_statements_the_lease_bench_counts(store: Store) -> None:
+def test_a_take_and_a_read_ahead_cost_the_statements_the_lease_bench_counts(store: Store) -> None:
     statements: list[str] = []
 
     def count(_connection, _cursor, statement, _parameters, _context, _many) -> None:  # type: ignore[no-untyped-def]
@@ -243,3 +259,10 @@ def test_a_take_costs_the_statements_the_lease_bench_counts(store: Store) -> Non
     finally:
         sqlalchemy_event.remove(store.engine, "before_cursor_execute", count)
     assert len(statements) == STATEMENTS["take"], statements
+    statements.clear()
+    sqlalchemy_event.listen(store.engine, "before_cursor_execute", count)
+    try:
+        ahead_of(store, "root/b")
+    finally:
+        sqlalchemy_event.remove(store.engine, "before_cursor_execute", count)
+    assert len(statements) == STATEMENTS["ahead"], statements

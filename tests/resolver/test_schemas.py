@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from groundhog.protocol.wire import (
     HeldLeaseRef,
+    LeaseAheadAsk,
     LeaseEventsAsk,
     LeaseHitEvent,
     LeaseRenewAsk,
@@ -24,6 +25,7 @@ from groundhog.protocol.wire import (
 )
 from resolver.schemas import (
     HeldLease,
+    LeaseAheadRequest,
     LeaseEvent,
     LeaseEventsRequest,
     LeaseRenewRequest,
@@ -36,6 +38,7 @@ from resolver.schemas import (
 WIRE_SHAPES: dict[type[BaseModel], Any] = {
     ResolveRequest: ResolveAsk,
     LeaseTakeRequest: LeaseTakeAsk,
+    LeaseAheadRequest: LeaseAheadAsk,
     LeaseEventsRequest: LeaseEventsAsk,
     LeaseEvent: LeaseHitEvent,
     LeaseRenewRequest: LeaseRenewAsk,
@@ -110,6 +113,16 @@ def test_a_wire_lease_events_body_validates_field_for_field() -> None:
     assert LeaseRenewRequest.model_validate(renew).model_dump() == renew
     take: LeaseTakeAsk = {"tape": "t", "branch": "root/b0", "holder": "h0lder-1"}
     assert LeaseTakeRequest.model_validate(take).model_dump() == take
+    ahead: LeaseAheadAsk = {"tape": "t", "branch": "root/b0", "held": [9, 4]}
+    assert LeaseAheadRequest.model_validate(ahead).model_dump() == ahead
+
+
+def test_a_read_ahead_naming_too_many_held_exchanges_is_refused_with_the_bound() -> None:
+    ahead = {"tape": "t", "branch": "root/b0", "held": [1] * 1025}
+    with pytest.raises(ValidationError, match="at most 1024"):
+        LeaseAheadRequest.model_validate(ahead)
+    with pytest.raises(ValidationError, match="greater than or equal to 1"):
+        LeaseAheadRequest.model_validate({**ahead, "held": [0]})
 
 
 def wire_ask() -> ResolveAsk:

@@ -316,17 +316,15 @@ def apply_events(
         key, occurrence = event["key_hash"], event["occurrence"]
         if key not in answered or occurrence >= answered[key][0]:
             answered[key] = (occurrence, event.get("attempt"))
-    if session.get_bind().dialect.name == "postgresql":
-        columns = tuple(rows[0])
-        session.execute(_events_batch(columns), batch_rows.rows_parameter(rows, columns))
-    else:
-        session.execute(insert(Event), rows)
+    columns = tuple(rows[0])
+    statement = _events_batch(session.get_bind().dialect.name, columns)
+    session.execute(statement, batch_rows.rows_parameter(rows, columns))
     counters.advance_occurrences(branch_id, answered, session=session)
     return True
 
 
 @functools.cache
-def _events_batch(columns: tuple[str, ...]) -> Insert:
-    """PostgreSQL: a batch's event rows in one statement, from one array per column."""
+def _events_batch(dialect: str, columns: tuple[str, ...]) -> Insert:
+    """A batch's event rows in one statement (`store/batch_rows.py`)."""
     table = Event.__table__
-    return insert(table).from_select(columns, batch_rows.batch_select(table, columns))
+    return insert(table).from_select(columns, batch_rows.batch_select(dialect, table, columns))

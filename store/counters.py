@@ -25,9 +25,10 @@ an ask that left without an answer takes the occurrence afresh, as any ask would
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
-from sqlalchemy import BindParameter, Insert, String, bindparam, case, func, null, update
+from sqlalchemy import BindParameter, Insert, String, bindparam, case, func, null, true, update
 from sqlalchemy.orm import Session
 
 from store import batch_rows
@@ -107,13 +108,14 @@ def give_back_occurrence_later(branch_id: int, key_hash: str, *, unit: Unit) -> 
 
 
 def _advance_statement(dialect: str, *, batch: bool = False) -> Insert:
-    """The counter upsert of one answer, or (`batch`, PostgreSQL) of each of the rows
+    """The counter upsert of one answer, or (`batch`) of each of the rows
     `batch_rows.rows_parameter` holds."""
     statement = insert_for_dialect(dialect, _occurrences)
     if batch:
-        columns = ("key_hash", "count", "attempt")
-        rows = batch_rows.batch_select(_occurrences, columns, {"branch_id": bindparam("branch_id")})
-        statement = statement.from_select([*columns, "branch_id"], rows)
+        branch = {"branch_id": bindparam("branch_id")}
+        rows = batch_rows.batch_select(dialect, _occurrences, _BATCH_COLUMNS, branch)
+        # SQLite reads `INSERT … SELECT … ON CONFLICT` as a join constraint without a WHERE.
+        statement = statement.from_select([*_BATCH_COLUMNS, "branch_id"], rows.where(true()))
     else:
         statement = statement.values(
             branch_id=bindparam("branch_id"),
@@ -172,19 +174,16 @@ def advance_occurrences(
     hits: store/branch_leases.py); `answered`: each key's latest occurrence and its attempt."""
     if not answered:
         return
-    dialect = session.get_bind().dialect.name
     parameters = [
         _advance_parameters(branch_id, key, occurrence, attempt)
         for key, (occurrence, attempt) in answered.items()
     ]
-    if dialect == "postgresql":
-        rows = batch_rows.rows_parameter(parameters, ("key_hash", "count", "attempt"))
-        session.execute(_ADVANCE_BATCH, {**rows, "branch_id": branch_id})
-    else:
-        session.execute(_advance_statement(dialect), parameters)
+    rows = batch_rows.rows_parameter(parameters, _BATCH_COLUMNS)
+    _ADVANCE_BATCH.rows({**rows, "branch_id": branch_id}, session=session)
 
 
-_ADVANCE_BATCH = _advance_statement("postgresql", batch=True)
+_BATCH_COLUMNS = ("key_hash", "count", "attempt")
+_ADVANCE_BATCH = Prepared(partial(_advance_statement, batch=True))
 
 
 def advance_occurrence_later(

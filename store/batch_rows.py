@@ -38,7 +38,7 @@ def batch_select(
             .table_valued(*typed)
             .render_derived(name="batch", with_types=True)
         )
-        values = [rows.c[name] for name in columns]
+        values: list[ColumnElement[Any]] = [rows.c[name] for name in columns]
     else:
         each = func.json_each(bindparam(_ROWS, type_=JSON)).table_valued("value", name="batch")
         values = [

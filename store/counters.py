@@ -30,6 +30,7 @@ from typing import Any
 
 from sqlalchemy import BindParameter, Insert, String, bindparam, case, func, null, true, update
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.elements import ColumnElement
 
 from store import batch_rows
 from store.models import Branch, OccurrenceCounter
@@ -112,7 +113,7 @@ def _advance_statement(dialect: str, *, batch: bool = False) -> Insert:
     `batch_rows.rows_parameter` holds."""
     statement = insert_for_dialect(dialect, _occurrences)
     if batch:
-        branch = {"branch_id": bindparam("branch_id")}
+        branch: dict[str, ColumnElement[Any]] = {"branch_id": bindparam("branch_id")}
         rows = batch_rows.batch_select(dialect, _occurrences, _BATCH_COLUMNS, branch)
         # SQLite reads `INSERT … SELECT … ON CONFLICT` as a join constraint without a WHERE.
         statement = statement.from_select([*_BATCH_COLUMNS, "branch_id"], rows.where(true()))

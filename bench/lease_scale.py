@@ -32,11 +32,13 @@ from typing import Any
 import httpx
 
 from bench.harness import ChildService, await_child, cpu_seconds, spawn_child, start_child
+from bench.perf_tapes import bulk_load
 from bench.proxy_load import load, proxy_with_identity, urls_for
 from bench.proxy_rows import store_label
 from bench.proxy_stack import (
     child_processes,
     delete_tapes,
+    fork_children,
     open_tape,
     proxy_arguments,
     resolver_arguments,
@@ -46,6 +48,8 @@ from proxy.options import SECONDS_OPTIONS
 logger = logging.getLogger("bench.lease_scale")
 
 MODES = {"plain": (), "leased": ("--set", "groundhog_branch_leases=true")}
+# The resolver's store under `--data` when no `--database-url` is given (resolver/settings.py).
+SQLITE_FILE = "groundhog.sqlite3"
 # A leased sidecar's batches land within a ship window (and a round trip).
 # The store's statements per lease call, each held by a test: a shipped batch's and a
 # renewal's in tests/store/test_branch_leases.py, a take's and a read-ahead's in
@@ -93,10 +97,17 @@ def measure_one(
     mode: str,
     per_sidecar: int,
     tape: str,
+    bulk_store: str | None = None,
+    exchanges: int = 0,
 ) -> dict[str, Any]:
-    """One sidecar count in one mode: each sidecar's recorder, then its sibling timed."""
+    """One sidecar count in one mode: each sidecar's recorder, then its sibling timed. With
+    `exchanges`, the tape first holds that many others, written straight into `bulk_store`."""
     count = len(sidecars)
-    branches = open_tape(resolver.url, tape, 2 * count)
+    if exchanges and bulk_store:
+        bulk_load(bulk_store, tape, exchanges)
+        branches = fork_children(resolver.url, tape, 2 * count)
+    else:
+        branches = open_tape(resolver.url, tape, 2 * count)
     recorders, siblings = branches[:count], branches[count:]
     urls = urls_for(upstream_url, count, per_sidecar, tape)
 
@@ -120,6 +131,7 @@ def measure_one(
         "sidecars": count,
         "mode": mode,
         "hits": hits,
+        "tape_exchanges": exchanges,
         "p50_ms": numbers["p50_ms"],
         "throughput_rps": numbers["throughput_rps"],
         "resolver_cpu_ms_per_1000": round(1e6 * cpu_used / hits, 1),
@@ -135,7 +147,7 @@ def measure_one(
 
 
 def measure(
-    counts: Sequence[int], per_sidecar: int, database_url: str | None
+    counts: Sequence[int], per_sidecar: int, database_url: str | None, exchanges: int = 0
 ) -> list[dict[str, Any]]:
     run = time.time_ns()
     rows: list[dict[str, Any]] = []
@@ -160,9 +172,18 @@ def measure(
                     tape = f"scale-{mode}-{count}-{run}"
                     tapes.append(tape)
                     try:
-                        rows.append(
-                            measure_one(resolver, upstream.url, sidecars, mode, per_sidecar, tape)
+                        bulk_store = database_url or f"sqlite:///{work / SQLITE_FILE}"
+                        measured = measure_one(
+                            resolver,
+                            upstream.url,
+                            sidecars,
+                            mode,
+                            per_sidecar,
+                            tape,
+                            bulk_store,
+                            exchanges,
                         )
+                        rows.append(measured)
                     finally:
                         for child in sidecars:
                             child.stop()
@@ -233,6 +254,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--requests", type=int, default=200, help="hits per sidecar")
     parser.add_argument("--database-url", metavar="URL", help="the resolver's store")
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument(
+        "--tape-exchanges",
+        type=int,
+        default=0,
+        metavar="N",
+        help="first fill each measured tape with N other exchanges (e.g. 1000000)",
+    )
     args = parser.parse_args(argv)
     try:
         counts = [int(part) for part in args.sidecars.split(",") if part.strip()]
@@ -240,10 +268,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         parser.error(
             f"--sidecars takes numbers separated by commas (e.g. 1,2,4): {args.sidecars!r}"
         )
-    if not counts or min(counts) < 1 or args.requests < 1:
-        parser.error("--sidecars needs numbers of at least 1, --requests at least 1")
+    if not counts or min(counts) < 1 or args.requests < 1 or args.tape_exchanges < 0:
+        parser.error(
+            "--sidecars needs numbers of at least 1, --requests at least 1, "
+            "--tape-exchanges at least 0"
+        )
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    rows = measure(counts, args.requests, args.database_url)
+    rows = measure(counts, args.requests, args.database_url, args.tape_exchanges)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
     sys.stdout.write(table(rows) + "\n")

@@ -145,11 +145,16 @@ def open_tape(
     )
     if created.status_code != 201:  # an earlier run's tape would mix its recordings into ours
         raise RuntimeError(f"tape {tape} not created: {created.status_code} {created.text:.300}")
+    return fork_children(resolver_url, tape, children)
+
+
+def fork_children(resolver_url: str, tape: str, children: int) -> list[str]:
+    """Fork `children` branches off the root of `tape`, which exists already; their names."""
     forked = httpx.post(
         f"{resolver_url}/v1/tapes/{tape}/fork",
         json={"parent": "root", "children": children},
         trust_env=False,
-        timeout=30,
+        timeout=120,
     )
     forked.raise_for_status()
     branches: list[str] = forked.json()["branches"]

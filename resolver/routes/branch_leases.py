@@ -25,6 +25,7 @@ from groundhog.protocol.wire import (
 from resolver import branch_leases
 from resolver.auth import require_proxy
 from resolver.cache import dumps_compact
+from resolver.errors import BranchLeased
 from resolver.schemas import (
     LeaseAheadRequest,
     LeaseEventsRequest,
@@ -97,8 +98,12 @@ async def take(body: LeaseTakeRequest, request: Request) -> Response:
     state.metrics.lease_calls.labels(call="take").inc()
     try:
         grant = await run_in_threadpool(branch_leases.take, state.store, body, _settings(request))
-    finally:
-        state.revocations.notify()  # a refused grant asked the holder back
+    except BranchLeased:
+        # The refusal asked the holder back: its held poll answers now. A granted take wakes
+        # no one (waking every holder's poll would make each take cost every sidecar a
+        # renewal).
+        state.revocations.notify()
+        raise
     return _wire_json(grant)
 
 

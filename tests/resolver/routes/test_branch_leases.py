@@ -90,3 +90,38 @@ def test_a_renewal_answers_when_asked_back_here_and_else_after_a_third_of_a_leas
         poller.join(timeout=30)
     assert refused.status_code == 503, refused.text
     assert answers and answers[0].json()["revoke"] == [grant["branch"]["id"]]
+
+
+def test_a_granted_take_leaves_held_polls_alone_and_a_refused_one_asks_the_holder_back(
+    leasing: ServerProcess,
+) -> None:
+    proxy = ProxyDouble(leasing.url)
+    proxy.open("t")
+    forked = proxy.http.post("/v1/tapes/t/fork", json={"parent": "root", "children": 1})
+    branch = forked.json()["branches"][0]  # before any lease: a fork asks the holders back
+    grant = take(proxy.http, "t")
+    poll = {"holder": "h1", "leases": held(grant)}
+    with httpx.Client(base_url=leasing.url, timeout=30, trust_env=False) as other:
+        started = time.monotonic()
+        answers: list[httpx.Response] = []
+        request = proxy.http.build_request("POST", "/v1/leases/renew", json=poll)
+        poller = threading.Thread(target=lambda: answers.append(proxy.http.send(request)))
+        poller.start()
+        # Another proxy leases another branch: nothing is asked back, the poll stays held.
+        granted = other.post(
+            "/v1/leases/take", json={"tape": "t", "branch": branch, "holder": "h2"}
+        )
+        assert granted.status_code == 200, granted.text
+        poller.join(timeout=30)
+        assert time.monotonic() - started >= 0.9  # held its third of the 3 s lease
+        assert answers and answers[0].json()["revoke"] == []
+        # Taking h1's branch is refused and asks h1 back: its next held poll answers at once.
+        answers.clear()
+        poller = threading.Thread(target=lambda: answers.append(proxy.http.send(request)))
+        poller.start()
+        refused = other.post(
+            "/v1/leases/take", json={"tape": "t", "branch": "root", "holder": "h2"}
+        )
+        poller.join(timeout=30)
+    assert refused.status_code == 503, refused.text
+    assert answers and answers[0].json()["revoke"] == [grant["branch"]["id"]]

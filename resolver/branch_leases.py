@@ -51,6 +51,9 @@ SETTLE_POLL_SECONDS = 0.02
 # A read-ahead hands over this many recorded answers the branch may ask next, small ones only.
 READ_AHEAD_ANSWERS = 256
 READ_AHEAD_BODY_BYTES = 16 * 1024
+# A grant carries at most this many of the branch's counts (about 1.5 MB of JSON): a fork of a
+# branch that asked a million keys would otherwise hand every take a million of them.
+GRANT_COUNTS = 20_000
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,9 @@ def take(store: Store, body: LeaseTakeRequest, settings: LeaseSettings) -> Lease
         if isinstance(granted, branch_leases.Refused):
             refusal = granted
         else:
-            counts, versions = branch_leases.branch_state(branch.id, session=session)
+            counts, complete, versions = branch_leases.branch_state(
+                branch.id, max_counts=GRANT_COUNTS, session=session
+            )
             answer: LeaseGrant = {
                 "epoch": granted.epoch,
                 "expires": granted.expires,
@@ -119,6 +124,7 @@ def take(store: Store, body: LeaseTakeRequest, settings: LeaseSettings) -> Lease
                 },
                 "branch": {"id": branch.id, "path": branch.path},
                 "counts": counts,
+                "counts_complete": complete,
                 "versions": versions,
             }
     if not isinstance(granted, branch_leases.Refused):

@@ -59,6 +59,9 @@ class BranchCopy:
     branch: BranchRef
     counts: dict[str, int] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
+    # False when the grant held back some counts (a branch with more keys than a grant
+    # carries): a key missing from `counts` is then unknown, not never asked.
+    complete: bool = True
 
     @classmethod
     def from_grant(cls, grant: LeaseGrant) -> BranchCopy:
@@ -76,6 +79,7 @@ class BranchCopy:
             branch=BranchRef(grant["branch"]["id"], grant["branch"]["path"]),
             counts={key: int(count) for key, count in grant["counts"].items()},
             versions=dict(grant["versions"]),
+            complete=bool(grant.get("counts_complete", True)),
         )
 
 
@@ -102,8 +106,10 @@ class CopyLookups:
     def occurrence_and_versions(
         self, branch_id: int, key_hash: str, resources: frozenset[str], attempt: str | None
     ) -> tuple[int, dict[str, str]]:
-        versions = self.copy.versions
-        return self.copy.counts.get(key_hash, 0), {
+        versions, counts = self.copy.versions, self.copy.counts
+        if key_hash not in counts and not self.copy.complete:
+            raise NotLocal("the grant held this key's count back (the branch has too many)")
+        return counts.get(key_hash, 0), {
             resource: versions[resource] for resource in resources if resource in versions
         }
 

@@ -90,19 +90,23 @@ def grant(
     return Granted(lease.epoch, lease.expires, lease.shipped)
 
 
-def branch_state(branch_id: int, *, session: Session) -> tuple[dict[str, int], dict[str, str]]:
-    """The branch's occurrence counts by key and resource versions: what a holder serves from."""
-    counts = session.execute(
-        select(OccurrenceCounter.key_hash, OccurrenceCounter.count).where(
-            OccurrenceCounter.branch_id == branch_id
-        )
-    )
+def branch_state(
+    branch_id: int, *, max_counts: int, session: Session
+) -> tuple[dict[str, int], bool, dict[str, str]]:
+    """The branch's occurrence counts by key (at most `max_counts` of them, and whether that is
+    all) and its resource versions: what a holder serves from."""
+    rows = session.execute(
+        select(OccurrenceCounter.key_hash, OccurrenceCounter.count)
+        .where(OccurrenceCounter.branch_id == branch_id)
+        .limit(max_counts + 1)
+    ).all()
+    counts = {str(key): int(count) for key, count in rows[:max_counts]}
     versions = session.execute(
         select(ResourceVersion.resource, ResourceVersion.version).where(
             ResourceVersion.branch_id == branch_id
         )
     )
-    return {key: int(count) for key, count in counts}, {r: str(v) for r, v in versions}
+    return counts, len(rows) <= max_counts, {r: str(v) for r, v in versions}
 
 
 def answers_ahead(

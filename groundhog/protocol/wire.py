@@ -153,6 +153,9 @@ class LeaseGrant(TypedDict):
     tape: LeaseTape
     branch: LeaseBranch
     counts: dict[str, int]
+    # False: the branch has more keys than a grant carries, and a key missing from `counts`
+    # is unknown (its first ask goes to the resolver, whose answer tells its count).
+    counts_complete: bool
     versions: dict[str, str]
 
 

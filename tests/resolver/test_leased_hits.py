@@ -24,6 +24,7 @@ from groundhog.protocol.wire import (
     LeaseTape,
 )
 from resolver import answers
+from resolver import branch_leases as resolver_leases
 from resolver.branch_leases import LeaseSettings, read_ahead, renew, ship, take
 from resolver.cache import Recorded
 from resolver.leased_hits import BranchCopy, DraftMemo, local_hit
@@ -195,6 +196,35 @@ def test_a_read_ahead_leaves_out_what_its_holder_keeps_and_reads_further(store: 
     assert len(ids) == 3
     rest = ahead_of(store, "root/b", held=ids[1:])
     assert [entry["exchange_id"] for entry in rest] == ids[:1]
+
+
+def test_a_grant_holding_counts_back_leaves_the_missing_keys_to_the_resolver(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A branch with more keys than a grant carries: a key the grant sent is served here at its
+    next occurrence; a key it held back is the resolver's (read as never asked it would be
+    served occurrence 0 again, which the branch has read already)."""
+    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    for path in ("/x", "/y"):
+        record(resolver, store, wire("t", "root/a", path), path.encode())  # occurrence 0
+        assert isinstance(resolver.resolve(wire("t", "root/b", path)), Resolution)  # shared
+        record(resolver, store, wire("t", "root/b", path), b"again")  # occurrence 1
+    monkeypatch.setattr(resolver_leases, "GRANT_COUNTS", 1)
+    grant = take(store, LeaseTakeRequest(tape="t", branch="root/a", holder="h"), LeaseSettings(5))
+    assert grant["counts_complete"] is False and list(grant["counts"].values()) == [1]
+    copy = BranchCopy.from_grant(grant)
+    served = {
+        path: local_hit(copy, wire("t", "root/a", path), b"", finder(store))
+        for path in ("/x", "/y")
+    }
+    sent = [path for path, hit in served.items() if hit is not None]
+    assert len(sent) == 1, served  # the key sent: its occurrence 1, root/b's recording
+    hit = served[sent[0]]
+    assert hit is not None and hit.ask.occurrence == 1 and hit.ask.key.hash in grant["counts"]
+    held_back = next(path for path in served if path not in sent)
+    as_if_complete = replace(copy, complete=True)
+    lie = local_hit(as_if_complete, wire("t", "root/a", held_back), b"", finder(store))
+    assert lie is not None and lie.ask.occurrence == 0  # what a complete reading would serve
 
 
 def served_key(resolver: Resolver, store: Store) -> str:

@@ -144,7 +144,6 @@ def constructed_raws(constructed_raw) -> dict:
         "reproducibility": [],
         "grpo": {
             "naive": _grpo_runs(0.5),
-            "replay": _grpo_runs(0.1),
             "groundhog": _grpo_runs(0.8),
         },
     }

@@ -24,16 +24,16 @@ from typing import TypeVar
 
 from proxy.answer_disk import DIRECTORY_NAME, AnswerDisk, DiskKey
 from resolver.cache import Address, AnswerCache, Recorded
+from resolver.schemas import MAX_HELD_EXCHANGES
 
 log = logging.getLogger(__name__)
 
 # Writes waiting for the writer thread at most: a disk slower than answers arrive leaves the
 # rest in memory only, rather than holding every one of them twice, queued.
 MAX_QUEUED_WRITES = 256
-# A read-ahead names the newest exchanges of its tape kept here, at most this many (the
-# resolver's bound, resolver/schemas.MAX_HELD_EXCHANGES); more are remembered, up to four times
-# as many.
-HELD_NAMED = 1024
+# A read-ahead names the newest exchanges of its tape kept here, at most as many as the resolver
+# takes; more are remembered, up to four times as many.
+HELD_NAMED = MAX_HELD_EXCHANGES
 
 Find = Callable[[Address], Recorded | None]
 T = TypeVar("T")

@@ -26,6 +26,7 @@ from resolver import branch_leases
 from resolver.auth import require_proxy
 from resolver.cache import dumps_compact
 from resolver.errors import BranchLeased
+from resolver.hot_protocol import json_response
 from resolver.schemas import (
     LeaseAheadRequest,
     LeaseEventsRequest,
@@ -86,7 +87,7 @@ def _wire_json(
     """A wire TypedDict as built, encoded once. Returned as a dict, FastAPI would first walk it
     with `jsonable_encoder`: for a read-ahead of 256 answers that walk cost more resolver CPU
     than reading them."""
-    return Response(dumps_compact(answer), media_type="application/json")
+    return json_response(dumps_compact(answer))
 
 
 # The answers are the wire TypedDicts (groundhog/protocol/wire.py), sent as built: no second

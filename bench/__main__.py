@@ -45,8 +45,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--worlds-run",
         default=None,
-        help="comma-separated worlds to run: research, shop, mcp (default: research,shop; "
-        "without shop URLs under --world-url, research only)",
+        help="comma-separated worlds to run: research, shop, mcp (default: all three; --quick: "
+        "research; without shop URLs under --world-url, research only)",
     )
     parser.add_argument("--resolver-url", help="a running resolver")
     parser.add_argument(
@@ -55,13 +55,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--worlds", type=int, help="worlds per condition (overrides the mode)")
     parser.add_argument("--workers", type=int, help="groups run concurrently")
     parser.add_argument(
-        "--speed", action="store_true", help="also run the speed rows (resolver_perf, proxy_perf)"
+        "--speed",
+        action="store_true",
+        help="also run the speed rows (resolver_perf, proxy_perf); a full run has them already",
     )
-    parser.add_argument("--no-speed", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--no-speed", action="store_true", help="leave the speed rows out")
     parser.add_argument(
         "--noise-curve",
         action="store_true",
-        help="also sweep the research world's per-call noise weight (bench/noise_curve.py)",
+        help="also sweep the research world's per-call noise weight (bench/noise_curve.py); "
+        "a full run sweeps the protocol's weights already",
     )
     parser.add_argument(
         "--noise-curve-worlds", type=int, help="worlds per condition at each sweep point"
@@ -82,8 +85,9 @@ def build_config(args: argparse.Namespace) -> bench_config.BenchConfig:
         overrides["extra"] = {"sizes_overridden": True}
     if args.workers is not None:
         overrides["workers"] = max(1, args.workers)
-    overrides["measure_speed"] = bool(args.speed) and not args.no_speed
-    if args.noise_curve:
+    if args.speed or args.no_speed:
+        overrides["measure_speed"] = bool(args.speed) and not args.no_speed
+    if args.noise_curve and not config.noise_curve:
         overrides["noise_curve"] = noise_curve.WEIGHTS
     if args.noise_curve_worlds is not None:
         if args.noise_curve_worlds < 3:
@@ -97,6 +101,8 @@ def build_config(args: argparse.Namespace) -> bench_config.BenchConfig:
         overrides["worlds_run"] = chosen
     elif args.world_url and not args.shop_world_url:
         overrides["worlds_run"] = ("research",)
+    elif args.world_url and not args.mcp_world_url and "mcp" in config.worlds_run:
+        overrides["worlds_run"] = tuple(name for name in config.worlds_run if name != "mcp")
     return replace(config, **overrides) if overrides else config
 
 

@@ -79,6 +79,22 @@ def _dependency_rows(raw: Mapping[str, Any]) -> dict[str, Any]:
     return rows
 
 
+def _group_size_curve(raw: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Live calls per group against group size: per condition and size, the mean over worlds
+    with its 95% t interval (``per_world`` kept for the reader)."""
+    if not raw or not raw.get("sizes"):
+        return None
+    per_world = raw["per_world"]
+    return {
+        "sizes": raw["sizes"],
+        "per_world": per_world,
+        "live_calls_per_group": {
+            mode: [intervals.t_mean(counts) for counts in by_size]
+            for mode, by_size in per_world.items()
+        },
+    }
+
+
 def _steps_to(probabilities: list[list[float]], best: int, threshold: float) -> int:
     """Steps until P(best) reaches and keeps ``threshold``; censored at the horizon + 1."""
     curve = np.asarray(probabilities, dtype=float)[:, best]
@@ -240,7 +256,7 @@ def assemble_cell(
         "cooperative": cooperative,
         "reference": reference,
         "conditions": rows,
-        "group_size_curve": raw.get("curve"),
+        "group_size_curve": _group_size_curve(raw.get("curve")),
         "dependency_models": _dependency_rows(raw.get("dependency_models") or {}),
         "reproducibility": {
             "identical": sum(1 for first, second in repro_pairs if first == second),

@@ -206,15 +206,20 @@ def check_equivalence(
 def collect_group_size_curve(
     context: RunContext, config: BenchConfig, advance: Advance
 ) -> dict[str, Any]:
-    """Live calls per group, counted at the world, for each condition and group size."""
-    curve: dict[str, list[float]] = {mode: [] for mode in config.conditions}
+    """Live calls per group, counted at the world, for each condition, group size and world.
+
+    The groups of this phase run one after another, so the world's call counter read around
+    each group is that group's own count (``per_world``); the mean over worlds and its interval
+    are the analysis's (bench/assemble.py)."""
+    per_world: dict[str, list[list[int]]] = {mode: [] for mode in config.conditions}
     offset = 10 * config.worlds
     for mode in config.conditions:
         model = "closure" if mode == "naive" else groundhog_model(context, config)
         for size in config.group_sizes:
             strategies = [config.actions[index % len(config.actions)] for index in range(size)]
-            before = context.world.total_calls()
+            counts: list[int] = []
             for world_seed in world_seeds(config, config.curve_worlds, offset):
+                before = context.world.total_calls()
                 run_group(
                     context,
                     tape=f"b{context.run_id}-curve-{mode}-{size}-{world_seed}",
@@ -227,10 +232,10 @@ def collect_group_size_curve(
                     probe=mode != "naive",
                     rules=rules_for(context) if model == "rules" else (),
                 )
+                counts.append(context.world.total_calls() - before)
                 advance(1)
-            spent = context.world.total_calls() - before
-            curve[mode].append(spent / config.curve_worlds)
-    return {"sizes": list(config.group_sizes), "live_calls_per_group": curve}
+            per_world[mode].append(counts)
+    return {"sizes": list(config.group_sizes), "per_world": per_world}
 
 
 def collect_dependency_models(

@@ -7,8 +7,11 @@ what a run measured, and a quick run can never be mistaken for a full one.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
+
+from bench import claims
 
 ACTIONS: tuple[str, ...] = ("guess", "skim", "deep", "verify")
 # Each world's actions and the contrast the benchmark measures (better minus worse).
@@ -64,13 +67,16 @@ class BenchConfig:
     dependency_models: tuple[str, ...] = ("closure", "path", "rules", "hints")
     workers: int = 2
     # Cells (a world in a mode) run at once: each has its own world process and tapes, so only
-    # wall time changes. The committed run keeps them in turn, each phase's timing its own.
+    # wall time changes (a phase's timing then includes its neighbour's load). A full run takes
+    # the protocol's [run] cell_workers.
     cell_workers: int = 1
     reference_workers: int = 3
     actions: tuple[str, ...] = ACTIONS
     conditions: tuple[str, ...] = CONDITIONS
     rollouts_per_contrast: int = 2
     measure_speed: bool = False
+    # The speed rows at their scripts' --quick sizes even in a full run (protocol [run] speed).
+    quick_speed: bool = False
     # --noise-curve: the per-call attention weights to sweep (bench/noise_curve.py), and how
     # many worlds each point runs for (A) and (C).
     noise_curve: tuple[float, ...] = ()
@@ -137,11 +143,19 @@ def for_cell(config: BenchConfig, world: str, mode: str, sizes: dict[str, Any]) 
     return replace(cell, **changes)
 
 
-def full_config() -> BenchConfig:
-    """A full run: both worlds in both modes. The sizes below are version 1's (the committed
-    run's); since protocol version 2 each cell's worlds, reference pairs and GRPO seeds and
-    steps come from bench/protocol.toml's [sizes] (see ``for_cell``), and these serve only
-    a cell the protocol does not size."""
+def full_config(protocol: Mapping[str, Any] | None = None) -> BenchConfig:
+    """A full run: every world in every mode it has, laid out as the protocol declares.
+
+    Each cell's worlds, reference pairs and GRPO seeds and steps come from bench/protocol.toml's
+    ``[sizes]`` (see ``for_cell``; the numbers below serve only a cell the protocol does not
+    size); how many cells and groups run at once, the two curves' sizes and the speed rows come
+    from its ``[run]`` and ``[curves]`` (version 4), so the run that is committed is the run
+    the protocol describes, not whatever the command line defaulted to.
+    """
+    declared = claims.load() if protocol is None else protocol
+    layout = declared.get("run", {})
+    group_curve = declared.get("curves", {}).get("group_size", {})
+    noise_share = declared.get("curves", {}).get("noise_share", {})
     return BenchConfig(
         quick=False,
         worlds=96,
@@ -149,12 +163,19 @@ def full_config() -> BenchConfig:
         reference_ranking_worlds=24,
         equivalence_worlds=8,
         reproducibility_runs=3,
-        group_sizes=(1, 2, 4),
-        curve_worlds=1,
+        group_sizes=tuple(group_curve.get("sizes", (1, 2, 4))),
+        curve_worlds=int(group_curve.get("worlds", 1)),
         dependency_worlds=6,
         grpo_steps=0,
         grpo_fresh_steps=4,
         grpo_seeds=tuple(range(20)),
+        worlds_run=tuple(WORLDS),
+        workers=int(layout.get("workers", 2)),
+        cell_workers=int(layout.get("cell_workers", 1)),
+        measure_speed="speed" in layout,
+        quick_speed=layout.get("speed") == "quick",
+        noise_curve=tuple(float(weight) for weight in noise_share.get("weights", ())),
+        noise_curve_worlds=int(noise_share.get("worlds", 8)),
     )
 
 

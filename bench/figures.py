@@ -123,9 +123,10 @@ def live_calls_curve(results: Mapping[str, Any], path: Path) -> None:
             continue
         style = "-" if "uncooperative" in cell_name else ":"
         for name in [n for n in CONDITIONS if n in curve["live_calls_per_group"]]:
+            means = [point["value"] for point in curve["live_calls_per_group"][name]]
             axis.plot(
                 curve["sizes"],
-                curve["live_calls_per_group"][name],
+                means,
                 marker="o",
                 linestyle=style,
                 color=COLOURS[name],

@@ -30,6 +30,11 @@ MAX_WORLDS = 1000  # per cell: beyond this a claim is infeasible on the 2-core m
 # >= 0.9 from step 28-142 in 20 of 20 seeds (research, shop); (A) often never within 400.
 GRPO_STEPS = 200
 MAX_GRPO_SEEDS = 40  # each seed is GRPO_STEPS fresh groups through the proxy per condition
+# A GRPO claim infeasible at MAX_GRPO_SEEDS is removed and its cell's GRPO is run as a row with
+# intervals, at a size the run's 45-minute budget affords (protocol version 4: 40 x 200 was
+# 16,000 groups, about 40 minutes alone).
+ROW_GRPO_SEEDS = 8
+ROW_GRPO_STEPS = 150
 
 
 def tost_power(stderr: float, margin: float, *, alpha: float = 0.05, bias: float = 0.0) -> float:
@@ -217,7 +222,7 @@ def plan(results: Mapping[str, Any], constants: Mapping[str, Any]) -> dict[str, 
             plan_["grpo_steps"] = GRPO_STEPS
             if seeds is None:
                 plan_["infeasible"].append("grpo")
-                plan_["grpo_seeds"] = MAX_GRPO_SEEDS
+                plan_["grpo_seeds"], plan_["grpo_steps"] = ROW_GRPO_SEEDS, ROW_GRPO_STEPS
             else:
                 plan_["grpo_seeds"] = seeds
                 power["grpo"] = round(noninferiority_power(sd / math.sqrt(seeds), margin), 3)

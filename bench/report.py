@@ -305,10 +305,17 @@ def _curve_section(cell_name: str, cell: Mapping[str, Any]) -> list[str]:
         "| group size | " + " | ".join(LABELS[name] for name in present) + " |",
         "|---|" + "---|" * len(present),
     ]
+    worlds = {len(counts) for by_size in curve["per_world"].values() for counts in by_size}
     for index, size in enumerate(curve["sizes"]):
-        cells = [number(curve["live_calls_per_group"][name][index], 1) for name in present]
+        cells = [_interval(curve["live_calls_per_group"][name][index], 1, "") for name in present]
         lines.append(f"| {size} | " + " | ".join(cells) + " |")
-    return [*lines, ""]
+    return [
+        *lines,
+        "",
+        f"Mean over {', '.join(map(str, sorted(worlds)))} worlds per size "
+        "and condition, with a 95% t interval over worlds.",
+        "",
+    ]
 
 
 def _dependency_section(cell_name: str, cell: Mapping[str, Any]) -> list[str]:
@@ -409,14 +416,30 @@ def _noise_section(results: Mapping[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def _sizes_line(results: Mapping[str, Any], world: str) -> str:
+    """What each cell of ``world`` ran, read from its data: a world's cells may differ."""
+    parts = []
+    for name, cell in results["cells"].items():
+        if cell.get("world") != world or not cell.get("sizes"):
+            continue
+        sizes, actions = cell["sizes"], cell.get("actions", [])
+        text = (
+            f"{name.split('/')[-1]}: {sizes['worlds']} worlds per condition, groups of "
+            f"{len(actions)} branches ({', '.join(actions)}; (B) and (C) add a probe), "
+            f"{sizes['reference_pairs']} live reference pairs"
+        )
+        if "grpo_seeds" in sizes:
+            text += f", GRPO {sizes['grpo_seeds']} seeds x {sizes['grpo_steps']} fresh groups"
+        parts.append(text)
+    return "Sizes: " + "; ".join(parts) + "." if parts else "Sizes: not recorded."
+
+
 def summary_block(results: Mapping[str, Any]) -> str:
     """The table and the claims: the block the README carries (bench/readme.py)."""
     meta = results["meta"]
-    config = meta["config"]
     header = (
-        f"Mode: {'quick' if meta['quick'] else 'full'}; worlds per condition: {config['worlds']}; "
-        f"group size {config['group_size']}; live reference pairs: {config['reference_pairs']}; "
-        f"GRPO {len(config['grpo_seeds'])} seeds x {config['grpo_fresh_steps']} fresh groups. "
+        f"Mode: {'quick' if meta['quick'] else 'full'}; protocol version "
+        f"{meta.get('protocol_version', '?')}; each world's sizes under its heading. "
         "Uncooperative (the headline) beside cooperative (the ceiling)."
     )
     lines = [header, ""]
@@ -427,6 +450,7 @@ def summary_block(results: Mapping[str, Any]) -> str:
         contrast = cooperative.get("contrast") or uncooperative.get("contrast")
         better, worse = contrast or ["verify", "deep"]
         lines += [f"### World `{world}` (contrast: {better} - {worse})", ""]
+        lines += [_sizes_line(results, world), ""]
         ceiling = cooperative.get("reference", {}).get("ceiling_interval")
         if ceiling:
             lines += [f"Endogenous ceiling on the variance reduction: {_interval(ceiling)}.", ""]

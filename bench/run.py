@@ -144,7 +144,7 @@ def run_benchmark(
                 return raw
 
         # Each cell has its own world process (whose call counter its phases read) and its own
-        # tapes, so cells may overlap; only --quick overlaps them (see BenchConfig.cell_workers).
+        # tapes, so cells may overlap (BenchConfig.cell_workers: the protocol's [run] or --quick's).
         cells = config_cells(config)
         with ThreadPoolExecutor(max_workers=max(1, config.cell_workers)) as pool:
             futures = [pool.submit(run_cell, kind, mode) for kind, mode in cells]

@@ -103,10 +103,10 @@ def constructed_raw() -> dict:
         "equivalence": equivalence,
         "curve": {
             "sizes": [1, 2, 4],
-            "live_calls_per_group": {
-                "naive": [3, 8, 24],
-                "replay": [8, 9, 11],
-                "groundhog": [8, 9, 13],
+            "per_world": {
+                "naive": [[3, 3], [8, 8], [24, 22]],
+                "replay": [[8, 8], [9, 9], [11, 11]],
+                "groundhog": [[8, 8], [9, 10], [13, 13]],
             },
         },
         "dependency_models": {

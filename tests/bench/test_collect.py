@@ -201,7 +201,8 @@ def test_group_size_curve_counts_world_calls_per_group(
     curve = collect.collect_group_size_curve(context, config, lambda _: None)
     assert curve["sizes"] == [1, 3]
     for mode in config.conditions:
-        assert curve["live_calls_per_group"][mode] == [10.0, 30.0]
+        # Each world's group counted on its own (curve_worlds=2): 10 calls a branch.
+        assert curve["per_world"][mode] == [[10, 10], [30, 30]]
     three = [call for call in groups_run if len(call["strategies"]) == 3]
     assert three[0]["strategies"] == list(config.actions[:3])
     assert three[0]["world_seed"] == 1030  # offset past the condition worlds

@@ -24,3 +24,22 @@ def test_quick_and_overridden_runs_keep_their_sizes() -> None:
     assert quick.worlds == quick_config().worlds
     overridden = replace(full_config(), worlds=200, extra={"sizes_overridden": True})
     assert for_cell(overridden, "research", "cooperative", sizes).worlds == 200
+
+
+def test_a_full_run_is_laid_out_as_the_protocol_declares() -> None:
+    protocol = claims.load()
+    config = full_config(protocol)
+    layout, curves = protocol["run"], protocol["curves"]
+    assert (config.workers, config.cell_workers) == (layout["workers"], layout["cell_workers"])
+    assert config.group_sizes == tuple(curves["group_size"]["sizes"])
+    assert config.curve_worlds == curves["group_size"]["worlds"]
+    assert config.noise_curve == tuple(curves["noise_share"]["weights"])
+    assert config.noise_curve_worlds == curves["noise_share"]["worlds"]
+    assert config.measure_speed and config.quick_speed == (layout["speed"] == "quick")
+    assert config.worlds_run == ("research", "shop", "mcp")
+
+
+def test_a_protocol_without_a_layout_keeps_the_defaults() -> None:
+    config = full_config({"version": 1})
+    assert (config.workers, config.cell_workers, config.noise_curve) == (2, 1, ())
+    assert not config.measure_speed and config.group_sizes == (1, 2, 4)

@@ -54,3 +54,14 @@ def test_reshuffled_sequential_reports_median_and_iqr() -> None:
 def test_mean_difference() -> None:
     got = intervals.mean_difference([1.0, 1.1, 0.9, 1.0], [0.0, 0.1, -0.1, 0.0])
     assert got["value"] == pytest.approx(1.0) and got["low"] > 0.5
+
+
+def test_a_t_interval_of_a_mean_over_a_few_worlds() -> None:
+    interval = intervals.t_mean([1.0, 2.0, 3.0, 4.0])
+    half = 3.182446 * float(np.std([1.0, 2.0, 3.0, 4.0], ddof=1)) / 2.0
+    assert interval["value"] == pytest.approx(2.5)
+    assert interval["low"] == pytest.approx(2.5 - half, rel=1e-5)
+    assert interval["high"] == pytest.approx(2.5 + half, rel=1e-5)
+    # A count that never varies has a zero-width interval; one world has none.
+    assert intervals.t_mean([7, 7, 7]) == {"value": 7.0, "low": 7.0, "high": 7.0, "level": 0.95}
+    assert intervals.t_mean([7])["low"] is None

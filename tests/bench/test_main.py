@@ -12,13 +12,19 @@ def test_quick_and_full_modes_differ_and_are_recorded() -> None:
     full = cli.build_config(cli.parse_args([]))
     assert quick.quick and not full.quick
     assert quick.worlds < full.worlds
-    assert quick.group_sizes == () and full.group_sizes == (1, 2, 4)
-    assert quick.worlds_run == ("research",) and full.worlds_run == ("research", "shop")
+    assert quick.group_sizes == () and full.group_sizes == tuple(range(1, 9))
+    assert quick.worlds_run == ("research",) and full.worlds_run == ("research", "shop", "mcp")
     assert quick.modes == full.modes == ("uncooperative", "cooperative")
     assert len(full.grpo_seeds) > len(quick.grpo_seeds)
-    # Speed rows run only when asked for.
-    assert not quick.measure_speed and not full.measure_speed
+    # A quick run has speed rows and the noise-share curve only when asked for; a full run
+    # has both, as the protocol lays it out (its speed rows at the scripts' quick sizes).
+    assert not quick.measure_speed and not quick.noise_curve
+    assert full.measure_speed and full.quick_speed and full.noise_curve
     assert cli.build_config(cli.parse_args(["--quick", "--speed"])).measure_speed
+    assert not cli.build_config(cli.parse_args(["--no-speed"])).measure_speed
+    # Running services without an MCP world: the full run leaves the MCP cell out.
+    urls = ["--world-url", "http://w", "--shop-world-url", "http://s"]
+    assert cli.build_config(cli.parse_args(urls)).worlds_run == ("research", "shop")
 
 
 def test_overrides_apply() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import figures, noise_curve, report
+from bench import claims, figures, noise_curve, report
 
 
 def _sweep(rng: np.random.Generator, worlds: int = 400) -> list[dict]:
@@ -44,3 +44,9 @@ def test_the_curve_is_tabled_and_drawn(tmp_path: Path) -> None:
     figures.noise_curve({"noise_curve": points}, path)
     assert path.stat().st_size > 0
     assert report._noise_section({}) == []
+
+
+def test_the_quick_sweep_uses_the_protocols_weights() -> None:
+    # --noise-curve on a quick run sweeps WEIGHTS; a full run sweeps the protocol's.
+    declared = claims.load()["curves"]["noise_share"]["weights"]
+    assert tuple(declared) == noise_curve.WEIGHTS

@@ -39,7 +39,7 @@ def test_markdown_table_renders_both_modes_and_every_row(
     assert "n/a (the world draws fresh noise per call)" in text
     assert "4/4 (max |diff| 0)" in text
     assert "| path | undefined (flagged none) | 0.00 | 3 |" in text
-    assert "| 4 | 24.0 | 11.0 | 13.0 |" in text
+    assert "| 4 | 23.0 [10.3, 35.7] | 11.0 [11.0, 11.0] | 13.0 [13.0, 13.0] |" in text
     assert "GRPO on fresh rollouts" in text
     for claim in results["claims"]:
         assert f"| {claim['id']} |" in text
@@ -91,3 +91,16 @@ def test_every_claim_prints_its_size_and_power(small_config, constructed_raws, p
     assert "| worlds 80, reference_pairs 300 | 0.91 |" in line
     quick = report.render_markdown({**results, "meta": {**results["meta"], "quick": True}})
     assert "Smoke test (`--quick`)" in quick
+
+
+def test_the_group_size_curve_prints_a_mean_and_interval_over_worlds(
+    small_config, constructed_raws, published
+) -> None:
+    results = _results(small_config, constructed_raws, published)
+    curve = results["cells"]["research/cooperative"]["group_size_curve"]
+    # naive at size 4 ran two worlds: 24 and 22 live calls.
+    four = curve["live_calls_per_group"]["naive"][2]
+    assert four["value"] == 23.0 and four["low"] < 22.0 and four["high"] > 24.0
+    text = report.render_markdown(results)
+    assert f"| 4 | 23.0 [{four['low']:.1f}, {four['high']:.1f}] |" in text
+    assert "Mean over 2 worlds per size and condition, with a 95% t interval" in text

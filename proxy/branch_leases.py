@@ -52,7 +52,8 @@ from proxy.resolver_client import (
 )
 from resolver import failpoints
 from resolver.cache import Recorded
-from resolver.leased_hits import BranchCopy, DraftMemo, local_hit
+from resolver.draft_memo import DraftMemo
+from resolver.leased_hits import BranchCopy, local_hit
 from resolver.schemas import ResolveRequest
 
 log = logging.getLogger(__name__)

@@ -364,7 +364,7 @@ def build_ask(
     """Draft, classify and take the ask at its occurrence, reading the branch through
     `lookups` (taking the occurrence is a write in the store; a holder's copy counts later).
 
-    `drafts`: `draft_ask` itself, or a memo of it (resolver/leased_hits.DraftMemo)."""
+    `drafts`: `draft_ask` itself, or a memo of it (resolver/draft_memo.DraftMemo)."""
     draft = (drafts or draft_ask)(tape, branch, wire, body, redaction_key=redaction_key)
     hint = None
     if draft.model is DependencyModel.HINTS:

@@ -15,23 +15,21 @@ would drift from the resolver's.
 from __future__ import annotations
 
 import secrets
-from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field
 
 from groundhog.protocol.wire import LeaseGrant
 from resolver.asks import (
     Ask,
     Draft,
     build_ask,
-    draft_ask,
     needs_session_label,
     needs_tools_hint,
     passes_through,
 )
 from resolver.cache import Recorded
 from resolver.decision import Step, decide_step
+from resolver.draft_memo import DraftMemo
 from resolver.errors import ResolverError
 from resolver.facts import address_of, facts_of, recorded_facts
 from resolver.policy import Decision
@@ -112,37 +110,6 @@ class CopyLookups:
         return counts.get(key_hash, 0), {
             resource: versions[resource] for resource in resources if resource in versions
         }
-
-
-class DraftMemo:
-    """`asks.draft_ask` remembered by tape and request: siblings ask the same requests, and
-    drafting one (redaction, the protocol profile, keying) is most of a local decision.
-
-    A draft is a pure function of the tape and the request, so a remembered one is the same
-    draft but for its branch (and it is kept only while the tape it was drafted for is equal:
-    a re-granted copy with another configuration drafts anew). Bounded, oldest first out."""
-
-    def __init__(self, limit: int = 1024, body_bytes: int = 16 * 1024) -> None:
-        self.limit = limit
-        self.body_bytes = body_bytes  # a larger body is drafted every time: memory stays small
-        self._drafts: OrderedDict[tuple[Any, ...], Draft] = OrderedDict()
-
-    def __call__(
-        self, tape: TapeRef, branch: BranchRef, wire: ResolveRequest, body: bytes, **keys: bytes
-    ) -> Draft:
-        if len(body) > self.body_bytes:
-            return draft_ask(tape, branch, wire, body, **keys)
-        request = (tape.id, wire.method, wire.scheme, wire.host, wire.port, wire.path, body)
-        memo = (*request, tuple(wire.query), tuple(wire.headers))
-        found = self._drafts.get(memo)
-        if found is not None and found.tape == tape:
-            self._drafts.move_to_end(memo)
-            return replace(found, branch=branch)
-        draft = draft_ask(tape, branch, wire, body, **keys)
-        self._drafts[memo] = draft
-        if len(self._drafts) > self.limit:
-            self._drafts.popitem(last=False)
-        return draft
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from resolver.branch_leases import fence_out
 from resolver.cache import AnswerCache, Recorded
 from resolver.decision import ClaimState, Facts, Step, decide_step
 from resolver.disk import DiskReserve
+from resolver.draft_memo import DraftMemo
 from resolver.echoes import EchoBook
 from resolver.errors import BodyTooLarge
 from resolver.facts import address_of, claim_state, facts_of, holder_of, recorded_facts
@@ -84,6 +85,8 @@ class Resolver:
         self._recorded_stays_put = store.engine.dialect.name == "sqlite"
         # Each tape as the last resolve found it (resolver/resolve_tx/opening.py `take_ask`).
         self._tapes: dict[str, TapeRef] = {}
+        # Siblings ask alike: a request's draft, remembered across branches (draft_memo.py).
+        self._drafts = DraftMemo()
 
     def resolve(self, wire: ResolveRequest) -> Resolution | Waiting:
         """A resolve on this thread, in a unit of work of its own: the thread lane of
@@ -130,6 +133,7 @@ class Resolver:
                 body,
                 redaction_key=self.redaction_key,
                 guess=self._tapes.get(wire.tape),
+                drafts=self._drafts,
             )
             fence_out(unit.session, branch, wire.lease_holder, now=time.time())
             self._remember(tape)

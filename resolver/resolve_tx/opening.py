@@ -26,6 +26,7 @@ from resolver.asks import (
     load_tape_and_branch,
     looked_up_resources,
 )
+from resolver.draft_memo import DraftMemo
 from resolver.policy import DependencyModel, Mode, lookup_fingerprint
 from resolver.schemas import ResolveRequest, check_branch_path, check_tape_name
 from resolver.session_labels import uses_session
@@ -63,6 +64,7 @@ def take_ask(
     *,
     redaction_key: bytes,
     guess: TapeRef | None = None,
+    drafts: DraftMemo | None = None,
 ) -> TakenAsk:
     """The tape and branch found and the ask taken at its occurrence: a write, so call it
     exactly once per ask (a poll reuses the ask it was given and never takes another).
@@ -73,19 +75,24 @@ def take_ask(
     versions are one statement on PostgreSQL (`take_occurrence_as_guessed`), which takes the
     occurrence only if the tape is still the guessed one; if it is not, the ask is taken again
     from the tape found. Either way the commit is relaxed (`relax_commit` of
-    `load_tape_and_branch`): this is the resolve path.
+    `load_tape_and_branch`): this is the resolve path. `drafts` remembers drafts across
+    branches (siblings ask alike: resolver/draft_memo.py).
     """
     found = None
     # A tape naming resources by `{session}` classifies after finding the branch (its lineage
     # names the session), so it opens with the plain statements.
     if guess is not None and not uses_session(guess.config):
-        taken = _take_as_guessed(session, guess, wire, body, redaction_key=redaction_key)
+        taken = _take_as_guessed(
+            session, guess, wire, body, redaction_key=redaction_key, drafts=drafts
+        )
         if isinstance(taken, TakenAsk):
             return taken
         found = taken
     tape, branch = found or load_tape_and_branch(session, wire.tape, wire.branch, relax_commit=True)
     lookups = StoreLookups(session)
-    ask = build_ask(tape, branch, wire, body, redaction_key=redaction_key, lookups=lookups)
+    ask = build_ask(
+        tape, branch, wire, body, redaction_key=redaction_key, lookups=lookups, drafts=drafts
+    )
     return TakenAsk(tape, branch, ask, None)
 
 
@@ -113,14 +120,22 @@ class StoreLookups:
 
 
 def _take_as_guessed(
-    session: Executor, guess: TapeRef, wire: ResolveRequest, body: bytes, *, redaction_key: bytes
+    session: Executor,
+    guess: TapeRef,
+    wire: ResolveRequest,
+    body: bytes,
+    *,
+    redaction_key: bytes,
+    drafts: DraftMemo | None,
 ) -> TakenAsk | tuple[TapeRef, BranchRef] | None:
     """`take_ask` in one statement from the guess; else the tape and branch it found (the
     tape is not the guessed one: nothing taken), or None when either is missing."""
     check_tape_name(wire.tape)
     check_branch_path(wire.branch)
     # The branch's id is not known yet; the draft does not depend on it.
-    draft = draft_ask(guess, BranchRef(-1, wire.branch), wire, body, redaction_key=redaction_key)
+    draft = (drafts or draft_ask)(
+        guess, BranchRef(-1, wire.branch), wire, body, redaction_key=redaction_key
+    )
     hint = None
     if draft.model is DependencyModel.HINTS:
         hint = find_hint(guess.id, draft.key.hash, session=session)

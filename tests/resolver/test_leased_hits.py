@@ -27,7 +27,8 @@ from resolver import answers
 from resolver import branch_leases as resolver_leases
 from resolver.branch_leases import LeaseSettings, read_ahead, renew, ship, take
 from resolver.cache import Recorded
-from resolver.leased_hits import BranchCopy, DraftMemo, local_hit
+from resolver.draft_memo import DraftMemo
+from resolver.leased_hits import BranchCopy, local_hit
 from resolver.policy import Action, Decision
 from resolver.recording import Recorder
 from resolver.resolution import Resolver

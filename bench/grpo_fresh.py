@@ -64,14 +64,23 @@ def train_one(
 def collect(
     context: RunContext, config: BenchConfig, advance: Callable[[int], None]
 ) -> dict[str, list[dict[str, Any]]]:
-    """(A)'s and (C)'s runs, seeds in parallel on the run's worker pool."""
+    """(A)'s and (C)'s runs, every seed of both at once (protocol version 5).
+
+    A seed's steps run in order, each a group whose probe and branches wait on three
+    processes, so one seed keeps the machine idle most of the time: with three seeds at a
+    time (version 4's layout) the research row's 2,400 groups took 849 s of a 45-minute run.
+    Started together, the seeds' groups share the machine's two cores instead."""
+    conditions = [name for name in config.conditions if name in GRPO_CONDITIONS]
     runs: dict[str, list[dict[str, Any]]] = {}
-    for condition in (name for name in config.conditions if name in GRPO_CONDITIONS):
-        with ThreadPoolExecutor(max_workers=max(1, config.workers)) as pool:
-            futures = [
+    with ThreadPoolExecutor(max_workers=max(1, len(conditions) * len(config.grpo_seeds))) as pool:
+        futures = {
+            condition: [
                 pool.submit(train_one, context, config, condition, seed)
                 for seed in config.grpo_seeds
             ]
-            runs[condition] = [future.result() for future in futures]
+            for condition in conditions
+        }
+        for condition in conditions:
+            runs[condition] = [future.result() for future in futures[condition]]
     advance(1)
     return runs

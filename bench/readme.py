@@ -1,7 +1,8 @@
 """`python -m bench.readme`: write the README's benchmark block from a committed benchmark.json.
 
 A table copied by hand drifts from the run it claims to show. The README carries the block
-`bench.report.summary_block` renders from `docs/benchmark/benchmark.json`, between two marker
+`bench.report.readme_block` renders (the table, the claims, the GRPO rows and the noise-share
+curve) from `docs/benchmark/benchmark.json`, between two marker
 comments; this command rewrites it (or, with `--check`, fails when it differs), and
 tests/bench/test_readme.py holds the committed pair equal.
 """
@@ -29,7 +30,7 @@ class MarkerError(ValueError):
 
 def block(results_path: Path = RESULTS) -> str:
     results = json.loads(results_path.read_text())
-    return report.summary_block(results).rstrip() + "\n"
+    return report.readme_block(results).rstrip() + "\n"
 
 
 def replace_block(text: str, generated: str) -> str:

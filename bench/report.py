@@ -458,6 +458,18 @@ def summary_block(results: Mapping[str, Any]) -> str:
     return "\n".join([*lines, *claims_section(results)])
 
 
+def readme_block(results: Mapping[str, Any]) -> str:
+    """What the README carries (bench/readme.py): the summary, the GRPO rows and the
+    noise-share curve, their headings one level down to sit under the README's own."""
+    lines = [
+        *summary_block(results).split("\n"),
+        "",
+        *_grpo_section(results),
+        *_noise_section(results),
+    ]
+    return "\n".join(f"#{line}" if line.startswith("## ") else line for line in lines)
+
+
 def render_markdown(results: Mapping[str, Any]) -> str:
     meta = results["meta"]
     sections: list[str] = []

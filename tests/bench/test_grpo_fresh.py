@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
 
-from bench import grpo_fresh
+from bench import claims, grpo_fresh
 from bench.config import quick_config
 
 
@@ -28,3 +29,19 @@ def test_only_the_live_world_and_groundhog_are_trained_every_seed_each(
     assert sorted(trained) == sorted(expected)
     assert [run["seed"] for run in runs["groundhog"]] == list(config.grpo_seeds)
     assert advanced == [1]
+
+
+def test_every_seed_of_both_conditions_trains_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A seed's steps are sequential and latency-bound: the seeds must not queue behind a
+    pool of a few workers (the wait below breaks, failing the test, if any of them does)."""
+    config = quick_config()
+    everyone = threading.Barrier(2 * len(config.grpo_seeds), timeout=30)
+
+    def train_one(context: Any, config: Any, condition: str, seed: int) -> dict[str, Any]:
+        everyone.wait()  # returns only once every (condition, seed) has started
+        return {"seed": seed, "probabilities": [[0.25] * 4]}
+
+    monkeypatch.setattr(grpo_fresh, "train_one", train_one)
+    runs = grpo_fresh.collect(None, config, lambda _: None)  # type: ignore[arg-type]
+    assert {c: len(r) for c, r in runs.items()} == {"naive": 2, "groundhog": 2}
+    assert claims.load()["run"]["grpo_seeds_at_once"] == "all"  # what the protocol declares

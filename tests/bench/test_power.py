@@ -49,7 +49,7 @@ def test_smallest_size_is_the_first_to_reach_the_target() -> None:
 
 def test_the_protocol_declares_the_sizes_the_power_calculation_gives() -> None:
     protocol = claims.load()
-    results = json.loads(power.COMMITTED.read_text())
+    results = json.loads(power.SIZING_RUN.read_text())
     plans = power.plan(results, protocol["constants"])
     claim_field = {
         "equivalence": "equivalence",

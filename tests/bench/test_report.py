@@ -104,3 +104,18 @@ def test_the_group_size_curve_prints_a_mean_and_interval_over_worlds(
     text = report.render_markdown(results)
     assert f"| 4 | 23.0 [{four['low']:.1f}, {four['high']:.1f}] |" in text
     assert "Mean over 2 worlds per size and condition, with a 95% t interval" in text
+
+
+def test_the_readme_block_carries_the_grpo_rows_and_the_noise_curve(
+    small_config, constructed_raws, published
+) -> None:
+    from bench import noise_curve
+
+    results = _results(small_config, constructed_raws, published)
+    results["noise_curve"] = [noise_curve.point(0.6, [1.0, -1.0, 2.0, -2.0], [0.1, -0.1, 0.2, 0.0])]
+    block = report.readme_block(results)
+    assert "### Predeclared claims (bench/protocol.toml)" in block
+    assert "### GRPO on fresh rollouts through the proxy (research/uncooperative)" in block
+    assert "### Variance reduction against the per-call exogenous noise" in block
+    assert "| 0.60 | 0.87 |" in block
+    assert "\n## " not in block  # under the README's own "## The benchmark"

@@ -120,13 +120,12 @@ def t_mean(values: ArrayLike, level: float = 0.95) -> Interval:
     percentile bootstrap over four values would print an interval narrower than the data
     supports. One value has no interval; values that do not vary have a zero-width one."""
     array = np.asarray(values, dtype=float)
-    point = float(array.mean())
     if array.size < 2:
-        return {"value": point, "low": None, "high": None, "level": level}
-    half = float(scipy_stats.t.ppf(0.5 + level / 2.0, array.size - 1)) * float(
-        array.std(ddof=1) / math.sqrt(array.size)
-    )
-    return {"value": point, "low": point - half, "high": point + half, "level": level}
+        return {"value": float(array.mean()), "low": None, "high": None, "level": level}
+    estimate = stats.mean_estimate(array)
+    half = float(scipy_stats.t.ppf(0.5 + level / 2.0, array.size - 1)) * estimate.stderr
+    low, high = estimate.value - half, estimate.value + half
+    return {"value": estimate.value, "low": low, "high": high, "level": level}
 
 
 def reshuffled_sequential(

@@ -35,7 +35,7 @@ def test_every_seed_of_both_conditions_trains_at_once(monkeypatch: pytest.Monkey
     """A seed's steps are sequential and latency-bound: the seeds must not queue behind a
     pool of a few workers (the wait below breaks, failing the test, if any of them does)."""
     config = quick_config()
-    everyone = threading.Barrier(2 * len(config.grpo_seeds), timeout=30)
+    everyone = threading.Barrier(2 * len(config.grpo_seeds), timeout=300)
 
     def train_one(context: Any, config: Any, condition: str, seed: int) -> dict[str, Any]:
         everyone.wait()  # returns only once every (condition, seed) has started

@@ -16,9 +16,11 @@ benchmark could not show Groundhog sharing an MCP agent's tool reads while keepi
 from __future__ import annotations
 
 import argparse
+import inspect
 import logging
 import urllib.parse
 from collections.abc import Sequence
+from typing import Any
 
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
@@ -169,9 +171,12 @@ def create_app(seed: int = 0, *, sandbox_cap: int = 4096) -> tuple[ASGIApp, Desk
     desk = Desk(seed, sandbox_cap=sandbox_cap)
     # The proxy forwards the worker's own Host header; no DNS-rebinding check is at stake here.
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    app = build_server(desk).streamable_http_app(
-        streamable_http_path=MCP_PATH, transport_security=security, max_sessions=sandbox_cap
-    )
+    options: dict[str, Any] = {"streamable_http_path": MCP_PATH, "transport_security": security}
+    # mcp 2.2 caps live sessions (below a benchmark's sandboxes) unless told; mcp 2.0, which
+    # verifiers 0.4.0 pins and a fresh install may resolve to, has no cap and no such argument.
+    if "max_sessions" in inspect.signature(MCPServer.streamable_http_app).parameters:
+        options["max_sessions"] = sandbox_cap
+    app = build_server(desk).streamable_http_app(**options)
     return SessionSandboxes(app, desk), desk
 
 

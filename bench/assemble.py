@@ -251,7 +251,7 @@ def assemble_cell(
         if summary:
             rows[name]["exact"] = intervals.rate(summary["identical"], summary["total"])
     repro_pairs = raw.get("reproducibility") or []
-    best = config.actions.index(reference["best_action"])
+    best = config.learning_actions.index(reference["best_action"])
     cell: dict[str, Any] = {
         "cooperative": cooperative,
         "reference": reference,
@@ -357,6 +357,7 @@ def assemble(
         cells[name]["published"] = name not in withheld
         cells[name]["size_mismatches"] = {k: list(v) for k, v in mismatches.items()}
         cells[name]["actions"] = list(for_world(config, kind).actions)
+        cells[name]["grpo_actions"] = list(for_world(config, kind).learning_actions)
         cells[name]["contrast"] = [
             for_world(config, kind).better_action,
             for_world(config, kind).worse_action,

@@ -16,15 +16,24 @@ from bench import claims
 ACTIONS: tuple[str, ...] = ("guess", "skim", "deep", "verify")
 # Each world's actions and the contrast the benchmark measures (better minus worse).
 WORLDS: dict[str, dict[str, object]] = {
-    "research": {"actions": ACTIONS, "better_action": "verify", "worse_action": "deep"},
+    "research": {
+        "actions": ACTIONS,
+        "grpo_actions": (),
+        "better_action": "verify",
+        "worse_action": "deep",
+    },
+    # Protocol version 6: four strategies, so a shop group has four branches like the research
+    # world's; its GRPO policy stays over the three SG1 was declared on (`learning_actions`).
     "shop": {
-        "actions": ("impulse", "compare", "deal"),
+        "actions": ("impulse", "compare", "deal", "coupon"),
+        "grpo_actions": ("impulse", "compare", "deal"),
         "better_action": "deal",
         "worse_action": "compare",
     },
     # The MCP world (worldsim/mcp_world.py): tools over MCP streamable HTTP, always uncooperative.
     "mcp": {
         "actions": ("first", "compare", "upgrade"),
+        "grpo_actions": (),
         "better_action": "upgrade",
         "worse_action": "compare",
     },
@@ -72,6 +81,9 @@ class BenchConfig:
     cell_workers: int = 1
     reference_workers: int = 3
     actions: tuple[str, ...] = ACTIONS
+    # The actions GRPO's policy is over, where not every action (the shop since version 6: with
+    # `coupon` 0.09 below `deal` at a reward sd of 0.45, SG1 would need 80 seeds x 200 steps).
+    grpo_actions: tuple[str, ...] = ()
     conditions: tuple[str, ...] = CONDITIONS
     rollouts_per_contrast: int = 2
     measure_speed: bool = False
@@ -86,6 +98,11 @@ class BenchConfig:
     @property
     def group_size(self) -> int:
         return len(self.actions)
+
+    @property
+    def learning_actions(self) -> tuple[str, ...]:
+        """What a GRPO step samples its group (of ``group_size``) from."""
+        return self.grpo_actions or self.actions
 
     @property
     def rollouts_horizon(self) -> int:

@@ -100,7 +100,9 @@ def grpo_curves(results: Mapping[str, Any], path: Path) -> None:
         return
     names = [n for n in CONDITIONS if n in runs]
     # The cell's own actions: the shop's are not the research world's (meta's config).
-    actions = cell.get("actions") or results["meta"]["config"]["actions"]
+    actions = (
+        cell.get("grpo_actions") or cell.get("actions") or results["meta"]["config"]["actions"]
+    )
     best = list(actions).index(cell["reference"]["best_action"])
     figure, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 3.5), sharey=True)
     for axis, name in zip(np.atleast_1d(axes), names, strict=True):

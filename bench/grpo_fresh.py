@@ -31,7 +31,7 @@ def train_one(
     context: RunContext, config: BenchConfig, condition: str, seed: int
 ) -> dict[str, Any]:
     """One seed's run: the policy after each step and the rewards it was trained on."""
-    actions = config.actions
+    actions = config.learning_actions
     rng = np.random.default_rng(seed)
     logits = np.zeros(len(actions))
     history = [softmax(logits).tolist()]

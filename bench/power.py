@@ -35,9 +35,9 @@ GRPO_STEPS = 200
 MAX_GRPO_SEEDS = 40  # each seed is GRPO_STEPS fresh groups through the proxy per condition
 # A GRPO claim infeasible at MAX_GRPO_SEEDS is removed and its cell's GRPO is run as a row with
 # intervals, at a size the run's 45-minute budget affords (protocol version 4: 40 x 200 was
-# 16,000 groups, about 40 minutes alone).
+# 16,000 groups, about 40 minutes alone; version 6: 150 steps became 100).
 ROW_GRPO_SEEDS = 8
-ROW_GRPO_STEPS = 150
+ROW_GRPO_STEPS = 100
 
 
 def tost_power(stderr: float, margin: float, *, alpha: float = 0.05, bias: float = 0.0) -> float:
@@ -108,7 +108,14 @@ def _excess_kurtosis(values: Any) -> float:
     return float(max(scipy_stats.kurtosis(array, fisher=True, bias=False), 0.0))
 
 
-def simulated_grpo_difference_sd(rewards: Mapping[str, Any], best: int) -> float:
+def simulated_grpo_difference_sd(
+    rewards: Mapping[str, Any],
+    best: int,
+    *,
+    steps: int = GRPO_STEPS,
+    group_size: int | None = None,
+    seeds: int = 20,
+) -> float:
     """SD over paired seeds of (C) - (A) final P(best), simulated on the run's reward tables.
 
     The committed run trained 4 steps, far from convergence, so its own finals say nothing
@@ -117,10 +124,10 @@ def simulated_grpo_difference_sd(rewards: Mapping[str, Any], best: int) -> float
     from bench import grpo
 
     config = grpo.GrpoConfig(
-        steps=GRPO_STEPS,
+        steps=steps,
         learning_rate=1.0,
-        seeds=tuple(range(20)),
-        group_size=np.asarray(rewards["naive"]).shape[1],
+        seeds=tuple(range(seeds)),
+        group_size=group_size or np.asarray(rewards["naive"]).shape[1],
     )
     finals = {
         name: np.array(
@@ -185,7 +192,9 @@ def claim_power(
     return tost_power(stderr, float(constants["bias_margin"]))
 
 
-def plan(results: Mapping[str, Any], constants: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def plan(
+    results: Mapping[str, Any], constants: Mapping[str, Any], *, simulate_shop_grpo: bool = True
+) -> dict[str, dict[str, Any]]:
     """Every cell's sizes and powers from a committed run.
 
     Both modes of a world take the larger size (they share the protocol's reference design).
@@ -231,7 +240,30 @@ def plan(results: Mapping[str, Any], constants: Mapping[str, Any]) -> dict[str, 
                 power["grpo"] = round(noninferiority_power(sd / math.sqrt(seeds), margin), 3)
         plan_["power"] = power
         plans[name] = plan_
+    if simulate_shop_grpo and "grpo_seeds" in plans.get(SHOP_CELL, {}):
+        plans[SHOP_CELL] = _with_simulated_shop_grpo(plans[SHOP_CELL], constants)
     return plans
+
+
+SHOP_CELL = "shop/uncooperative"
+
+
+def _with_simulated_shop_grpo(
+    plan_: dict[str, Any], constants: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The shop's plan with SG1 sized on the in-process tables (version 6), not version 1's."""
+    shop = simulated_shop_grpo_plan(constants)
+    three = shop["policies"]["three strategies"]
+    infeasible = [claim for claim in plan_["infeasible"] if claim != "grpo"]
+    if three["seeds_needed"] is None:
+        infeasible.append("grpo")
+    return {
+        **plan_,
+        "grpo_seeds": shop["grpo_seeds"],
+        "grpo_steps": shop["grpo_steps"],
+        "infeasible": infeasible,
+        "power": {**plan_["power"], "grpo": three["power"]},
+    }
 
 
 SIMULATED_DAYS = 600  # days of the MCP world's in-process simulation (seeded, about 3 s)
@@ -283,6 +315,59 @@ def simulated_mcp_plan(constants: Mapping[str, Any], days: int = SIMULATED_DAYS)
     }
 
 
+# Protocol version 6: the shop's four-branch groups and SG1's size. The version-1 tables have
+# three strategies and named `compare` best (the ranking worlds' argmax), so SG1 is sized on
+# the shop agent in process (worldsim/shop_check.py), `deal` best, at this floor: a claim rests
+# on at least as many seeds as the research row.
+SHOP_GRPO_SEEDS = ROW_GRPO_SEEDS
+SHOP_GRPO_STEPS = ROW_GRPO_STEPS
+SHOP_GROUP_SIZE = 4
+
+
+def simulated_shop_grpo_plan(
+    constants: Mapping[str, Any], days: int = SIMULATED_DAYS, *, seeds: int = 40
+) -> dict[str, Any]:
+    """SG1's seeds, steps and power from the shop's in-process reward tables (version 6).
+
+    GRPO samples groups of SHOP_GROUP_SIZE from a policy over the three strategies SG1 was
+    declared on, as the run does (bench/config.py `grpo_actions`); the fourth strategy is
+    shown in the same tables to make the claim infeasible (its gap to `deal` is small).
+    """
+    from worldsim import shop_agent, shop_check
+
+    span = range(SIMULATED_FIRST_DAY, SIMULATED_FIRST_DAY + days)
+    margin = float(constants["grpo_margin"])
+    every = shop_check.reward_tables(span)
+    strategies = [str(strategy) for strategy in shop_agent.Strategy]
+    best = strategies.index(str(shop_agent.Strategy.DEAL))
+    learning = {name: [row[: best + 1] for row in rows] for name, rows in every.items()}
+    plans: dict[str, Any] = {}
+    for label, tables in (("three strategies", learning), ("four strategies", every)):
+        sd = simulated_grpo_difference_sd(
+            tables, best, steps=SHOP_GRPO_STEPS, group_size=SHOP_GROUP_SIZE, seeds=seeds
+        )
+        needed = smallest(
+            lambda n, sd=sd: noninferiority_power(sd / math.sqrt(n), margin),
+            limit=MAX_GRPO_SEEDS,
+        )
+        plans[label] = {
+            "difference_sd": round(sd, 4),
+            "seeds_needed": needed,
+            "power": round(noninferiority_power(sd / math.sqrt(SHOP_GRPO_SEEDS), margin), 3),
+        }
+    return {
+        "grpo_seeds": SHOP_GRPO_SEEDS,
+        "grpo_steps": SHOP_GRPO_STEPS,
+        "group_size": SHOP_GROUP_SIZE,
+        "mean_reward": {
+            name: [round(float(v), 3) for v in np.mean(np.asarray(rows), axis=0)]
+            for name, rows in every.items()
+        },
+        "strategies": strategies,
+        "policies": plans,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     from bench import claims
 
@@ -290,6 +375,8 @@ def main(argv: list[str] | None = None) -> int:
     constants = claims.load()["constants"]
     if "--simulated-mcp" in arguments:
         plans = {"mcp/uncooperative": simulated_mcp_plan(constants)}
+    elif "--simulated-shop" in arguments:
+        plans = {"shop/uncooperative": simulated_shop_grpo_plan(constants)}
     else:
         plans = plan(json.loads(SIZING_RUN.read_text()), constants)
     sys.stdout.write(json.dumps(plans, indent=2) + "\n")

@@ -1,10 +1,12 @@
-"""The shop world's agent: three strategies and a reward from what it observed.
+"""The shop world's agent: four strategies and a reward from what it observed.
 
 `deal` beats `compare` only when the agent sees its own write: after adding to the cart it
 reads the cart, which shows a bundle offer for that item, and checks out with the coupon. A
 replay that serves the cart as it was before the write shows no offer, and the coupon's saving
-vanishes. Reward = the item's value - the total paid (price + shipping - discount) - a latency
-cost + the agent's own noise, all read from replies. Its read order varies per rollout: the
+vanishes; `coupon` (added in protocol version 6 so a shop group has four branches like the
+research world's) is the same read of its own write without the comparison. Reward = the
+item's value - the total paid (price + shipping - discount) - a latency cost + the agent's own
+noise, all read from replies. Its read order varies per rollout: the
 items it compares are read in an order drawn from the agent's own seed.
 """
 
@@ -24,11 +26,16 @@ AGENT_NOISE_SD = 0.05
 
 
 class Strategy(StrEnum):
-    """What the agent does; true ranking deal > compare > impulse."""
+    """What the agent does; deal > compare > impulse (coupon's place was not declared)."""
 
     IMPULSE = "impulse"  # buy the first item listed in stock
     COMPARE = "compare"  # read three items, buy the best value for money
     DEAL = "deal"  # compare, then read the cart's offer and check out with its coupon
+    COUPON = "coupon"  # buy the first item listed, read the cart's offer, use its coupon
+
+
+_COMPARES = frozenset({Strategy.COMPARE, Strategy.DEAL})
+_READS_OWN_WRITE = frozenset({Strategy.DEAL, Strategy.COUPON})
 
 
 PROBE_STRATEGY = Strategy.DEAL
@@ -51,7 +58,7 @@ class Rollout:
 
     @property
     def saw_own_write(self) -> bool | None:
-        """For `deal`: did the cart show the item it had just added?"""
+        """For `deal` and `coupon`: did the cart show the item it had just added?"""
         return self.offer_seen
 
     def to_json(self) -> dict[str, object]:
@@ -83,7 +90,7 @@ def run_rollout(
     if not listed:
         raise ValueError("nothing is in stock today")
     choice = str(listed[0]["id"])
-    if strategy is not Strategy.IMPULSE:
+    if strategy in _COMPARES:
         candidates = [str(item["id"]) for item in listed[:COMPARED]]
         # The agent's own seed orders its reads: read order varies per rollout.
         candidates.sort(key=lambda item_id: noise.uniform(agent_seed, "order", item_id))
@@ -95,7 +102,7 @@ def run_rollout(
     session.call("POST", "/cart", payload={"item": choice}, expect=201)
     coupon: str | None = None
     offer_seen: bool | None = None
-    if strategy is Strategy.DEAL:
+    if strategy in _READS_OWN_WRITE:
         offer = session.call("GET", "/cart")["offer"]
         offer_seen = offer is not None
         coupon = str(offer["code"]) if offer else None

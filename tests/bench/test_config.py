@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bench import claims
-from bench.config import declared_sizes, for_cell, full_config, quick_config
+from bench.config import ACTIONS, declared_sizes, for_cell, for_world, full_config, quick_config
 
 
 def test_a_full_run_takes_each_cells_sizes_from_the_protocol() -> None:
@@ -15,7 +15,10 @@ def test_a_full_run_takes_each_cells_sizes_from_the_protocol() -> None:
     assert declared_sizes(cell) == {
         name: declared[name] for name in ("worlds", "reference_pairs", "grpo_seeds", "grpo_steps")
     }
-    assert cell.actions == ("impulse", "compare", "deal")
+    assert cell.actions == ("impulse", "compare", "deal", "coupon")
+    assert cell.learning_actions == ("impulse", "compare", "deal")
+    # A world's GRPO actions never leak into another world's config.
+    assert for_world(cell, "research").learning_actions == ACTIONS
 
 
 def test_quick_and_overridden_runs_keep_their_sizes() -> None:

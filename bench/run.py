@@ -143,13 +143,28 @@ def run_benchmark(
                 raw["timings"]["total"] = time.perf_counter() - cell_started
                 return raw
 
+        def run_noise_curve() -> list[dict[str, Any]]:
+            with _phase(progress, "noise-share curve", len(config.noise_curve)) as advance:
+                return noise_curve.measure(
+                    config,
+                    resolver_url=services.resolver_url,
+                    proxy_url=services.proxy_url,
+                    run_id=run_id,
+                    advance=advance,
+                    weights=config.noise_curve,
+                )
+
         # Each cell has its own world process (whose call counter its phases read) and its own
         # tapes, so cells may overlap (BenchConfig.cell_workers: the protocol's [run] or --quick's).
+        # The noise-share curve starts its own worlds too, so it takes a slot like a cell
+        # (protocol version 7): run after the cells it left a core idle at the run's tail.
         cells = config_cells(config)
         with ThreadPoolExecutor(max_workers=max(1, config.cell_workers)) as pool:
             futures = [pool.submit(run_cell, kind, mode) for kind, mode in cells]
+            curve = pool.submit(run_noise_curve) if config.noise_curve else None
             for (kind, mode), future in zip(cells, futures, strict=True):
                 raws[f"{kind}/{mode}"] = future.result()
+            noise_points = None if curve is None else curve.result()
         # Row 9: faults shared vs independent, once per run on the research world's /context.
         with _phase(progress, "faults: shared vs independent", 1) as advance:
             fault_row = faults.measure(
@@ -160,18 +175,6 @@ def run_benchmark(
                 run_id=run_id,
             )
             advance(1)
-        noise_points = None
-        if config.noise_curve:
-            label = "noise-share curve"
-            with _phase(progress, label, len(config.noise_curve)) as advance:
-                noise_points = noise_curve.measure(
-                    config,
-                    resolver_url=services.resolver_url,
-                    proxy_url=services.proxy_url,
-                    run_id=run_id,
-                    advance=advance,
-                    weights=config.noise_curve,
-                )
         if config.measure_speed:
             with _phase(
                 progress, "speed (resolver, proxy, redaction)", len(speed.SCRIPTS)

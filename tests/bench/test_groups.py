@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from bench.groups import RunContext, agent_seed, proxied_client, run_group, run_live
+from bench.groups import Grader, RunContext, agent_seed, proxied_client, run_group, run_live
 from groundhog.models import ForkResult
 from groundhog.protocol import headers as protocol_headers
 from tests.support.servers import ServerProcess, running_server
@@ -160,3 +160,45 @@ def test_an_uncooperative_tape_names_no_cooperative_host() -> None:
     _, _, options = context.admin.calls[0]  # type: ignore[attr-defined]
     assert options["cooperative_hosts"] == []
     assert options["interchangeable_credentials"] == ["127.0.0.1"]
+
+
+class _OracleDouble:
+    """Grades a read stale once the sandbox has been written (what the world's oracle does
+    for a read whose answer the write changed), and logs each batch it was asked."""
+
+    def __init__(self) -> None:
+        self.sandbox_written = False
+        self.batches: list[list[str]] = []
+
+    def grade(self, reads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        self.batches.append([read["request_id"] for read in reads])
+        return [{"stale": self.sandbox_written, "changed": True} for _ in reads]
+
+
+def _served(method: str, path: str, status: int, **headers: str) -> httpx.Response:
+    request = httpx.Request(method, f"http://world.test{path}")
+    body = b'{"session": "s-1"}' if path == "/sessions" else b"{}"
+    return httpx.Response(status, headers=headers, content=body, request=request)
+
+
+def test_the_grader_grades_reads_in_batches_before_each_write_against_the_state_they_saw() -> None:
+    oracle = _OracleDouble()
+    grader = Grader(oracle, enabled=True)  # type: ignore[arg-type]
+    grader(_served("POST", "/sessions", 201))
+    for rid in ("r1", "r2"):
+        grader(_served("GET", "/search", 200, **{"x-request-id": rid}))
+    assert oracle.batches == []  # nothing graded while no write is pending
+    grader.before_request(httpx.Request("POST", "http://world.test/docs"))
+    oracle.sandbox_written = True  # the write lands only after the reads were graded
+    grader(_served("POST", "/docs", 201))
+    grader(
+        _served("GET", "/review", 200, **{"x-request-id": "r3", protocol_headers.FINGERPRINT: "f"})
+    )
+    grader.before_request(httpx.Request("GET", "http://world.test/review"))  # not a write
+    grader.flush()
+    grader.flush()  # nothing left: no empty batch
+    assert oracle.batches == [["r1", "r2"], ["r3"]]
+    grades = grader.grades
+    assert (grades.reads, grades.stale) == (3, 1)
+    assert (grades.reads_after_write, grades.stale_after_write) == (1, 1)
+    assert grades.pairs == [(True, True)]

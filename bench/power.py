@@ -192,9 +192,7 @@ def claim_power(
     return tost_power(stderr, float(constants["bias_margin"]))
 
 
-def plan(
-    results: Mapping[str, Any], constants: Mapping[str, Any], *, simulate_shop_grpo: bool = True
-) -> dict[str, dict[str, Any]]:
+def plan(results: Mapping[str, Any], constants: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Every cell's sizes and powers from a committed run.
 
     Both modes of a world take the larger size (they share the protocol's reference design).
@@ -240,7 +238,7 @@ def plan(
                 power["grpo"] = round(noninferiority_power(sd / math.sqrt(seeds), margin), 3)
         plan_["power"] = power
         plans[name] = plan_
-    if simulate_shop_grpo and "grpo_seeds" in plans.get(SHOP_CELL, {}):
+    if "grpo_seeds" in plans.get(SHOP_CELL, {}):
         plans[SHOP_CELL] = _with_simulated_shop_grpo(plans[SHOP_CELL], constants)
     return plans
 
@@ -321,7 +319,6 @@ def simulated_mcp_plan(constants: Mapping[str, Any], days: int = SIMULATED_DAYS)
 # on at least as many seeds as the research row.
 SHOP_GRPO_SEEDS = ROW_GRPO_SEEDS
 SHOP_GRPO_STEPS = ROW_GRPO_STEPS
-SHOP_GROUP_SIZE = 4
 
 
 def simulated_shop_grpo_plan(
@@ -329,22 +326,34 @@ def simulated_shop_grpo_plan(
 ) -> dict[str, Any]:
     """SG1's seeds, steps and power from the shop's in-process reward tables (version 6).
 
-    GRPO samples groups of SHOP_GROUP_SIZE from a policy over the three strategies SG1 was
-    declared on, as the run does (bench/config.py `grpo_actions`); the fourth strategy is
-    shown in the same tables to make the claim infeasible (its gap to `deal` is small).
+    GRPO samples groups of the shop's size (one per strategy) from a policy over the
+    strategies SG1 was declared on, both read from the shop's BenchConfig as the run reads
+    them; the policy over every strategy is shown beside it (infeasible: `coupon` is close to
+    `deal`).
     """
+    from bench.config import for_world, quick_config
     from worldsim import shop_agent, shop_check
+
+    shop_config = for_world(quick_config(), "shop")  # the actions the run's shop cells take
 
     span = range(SIMULATED_FIRST_DAY, SIMULATED_FIRST_DAY + days)
     margin = float(constants["grpo_margin"])
     every = shop_check.reward_tables(span)
-    strategies = [str(strategy) for strategy in shop_agent.Strategy]
-    best = strategies.index(str(shop_agent.Strategy.DEAL))
-    learning = {name: [row[: best + 1] for row in rows] for name, rows in every.items()}
+    strategies = list(shop_config.actions)
+    declared = list(shop_config.learning_actions)
+    if strategies != [str(strategy) for strategy in shop_agent.Strategy]:
+        raise ValueError(
+            "the shop config lists its strategies out of the tables' (shop_agent.Strategy) order"
+        )
+    columns = [strategies.index(name) for name in declared]
+    learning = {name: [[row[c] for c in columns] for row in rows] for name, rows in every.items()}
+    group_size = shop_config.group_size
+    better = shop_config.better_action
     plans: dict[str, Any] = {}
-    for label, tables in (("three strategies", learning), ("four strategies", every)):
+    policies = (("three strategies", learning, declared), ("four strategies", every, strategies))
+    for label, tables, names in policies:
         sd = simulated_grpo_difference_sd(
-            tables, best, steps=SHOP_GRPO_STEPS, group_size=SHOP_GROUP_SIZE, seeds=seeds
+            tables, names.index(better), steps=SHOP_GRPO_STEPS, group_size=group_size, seeds=seeds
         )
         needed = smallest(
             lambda n, sd=sd: noninferiority_power(sd / math.sqrt(n), margin),
@@ -358,7 +367,7 @@ def simulated_shop_grpo_plan(
     return {
         "grpo_seeds": SHOP_GRPO_SEEDS,
         "grpo_steps": SHOP_GRPO_STEPS,
-        "group_size": SHOP_GROUP_SIZE,
+        "group_size": group_size,
         "mean_reward": {
             name: [round(float(v), 3) for v in np.mean(np.asarray(rows), axis=0)]
             for name, rows in every.items()

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 import httpx
 
+from bench.rollout_client import RolloutClient
 from worldsim import agent, shop_agent
 
 PROBE_WRITE_LATENCY = "0.0"
@@ -71,7 +72,7 @@ AGENTS: dict[str, ModuleType] = {"research": agent, "shop": shop_agent}
 
 
 def run(
-    client: httpx.Client,
+    client: RolloutClient | httpx.Client,
     base_url: str,
     headers: Mapping[str, str],
     strategy: str,
@@ -121,7 +122,7 @@ class ProbeTransport:
 
 
 def run_probe(
-    client: httpx.Client,
+    client: RolloutClient | httpx.Client,
     base_url: str,
     seed: int,
     *,

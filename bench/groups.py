@@ -18,7 +18,8 @@ from typing import Any
 
 import httpx
 
-from bench import agent_adapter, credentials, http_clients
+from bench import agent_adapter, credentials
+from bench.rollout_client import Request, Response, RolloutClient
 from bench.world_client import WorldControl
 from groundhog.client import Groundhog
 from groundhog.protocol import headers as protocol_headers
@@ -138,7 +139,7 @@ class Grader:
         # (request id, after a write, fingerprint non-empty) of reads not yet graded.
         self._pending: list[tuple[str, bool, bool]] = []
 
-    def __call__(self, response: httpx.Response) -> None:
+    def __call__(self, response: Response) -> None:
         request = response.request
         if request.method != "GET":
             if request.url.path == "/sessions" and response.status_code == 201:
@@ -156,7 +157,7 @@ class Grader:
         predicted = response.headers.get(protocol_headers.FINGERPRINT, "") != ""
         self._pending.append((rid, self.written, predicted))
 
-    def before_request(self, request: httpx.Request) -> None:
+    def before_request(self, request: Request) -> None:
         """A write is about to change the sandbox: grade the reads served before it."""
         if request.method != "GET":
             self.flush()
@@ -183,9 +184,9 @@ class _ReadLog:
     """The distinct URLs a branch read, in order, so they can be read again after its writes."""
 
     def __init__(self) -> None:
-        self.urls: list[httpx.URL] = []
+        self.urls: list[str] = []
 
-    def __call__(self, request: httpx.Request) -> None:
+    def __call__(self, request: Request) -> None:
         if request.method == "GET" and request.url not in self.urls:
             self.urls.append(request.url)
 
@@ -197,8 +198,8 @@ def proxied_client(
     hooks: list[Any],
     request_hooks: list[Any] | None = None,
     index: int = 0,
-) -> httpx.Client:
-    return http_clients.client(
+) -> RolloutClient:
+    return RolloutClient(
         proxy=context.proxy_for(index),
         timeout=CLIENT_TIMEOUT,
         headers={protocol_headers.TAPE: tape, protocol_headers.BRANCH: branch},
@@ -347,9 +348,7 @@ def run_live(
     headers = {protocol_headers.SEED: str(world_seed)} if context.cooperative else {}
     grader = Grader(context.world, enabled=False)
     try:
-        with http_clients.client(
-            timeout=CLIENT_TIMEOUT, event_hooks={"response": [grader]}
-        ) as client:
+        with RolloutClient(timeout=CLIENT_TIMEOUT, event_hooks={"response": [grader]}) as client:
             return agent_adapter.run(
                 client,
                 context.world_url,

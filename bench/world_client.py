@@ -15,7 +15,8 @@ from typing import Any
 
 import httpx
 
-KEEPALIVE_SECONDS = 2.0
+from bench import http_clients
+
 ATTEMPTS = 3
 logger = logging.getLogger(__name__)
 
@@ -28,12 +29,9 @@ class WorldControl:
     """Synchronous client of worldsim's underscore routes."""
 
     def __init__(self, base_url: str, *, timeout: float = 60.0) -> None:
-        # Pooled connections expire before the server's keep-alive (uvicorn: 5 s) would close
-        # them, so a request is not sent on a connection the server is closing.
-        limits = httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS)
-        self._client = httpx.Client(
-            base_url=base_url, timeout=timeout, trust_env=False, limits=limits
-        )
+        # The process-wide kept-alive pool (bench/http_clients.py): its connections expire
+        # before the server's keep-alive (uvicorn: 5 s) would close them.
+        self._client = http_clients.client(base_url=base_url, timeout=timeout)
 
     def close(self) -> None:
         self._client.close()
@@ -68,9 +66,9 @@ class WorldControl:
         return {name: int(counts["total"]) for name, counts in branches.items()}
 
     def drop_sandboxes(self, branches: Sequence[str]) -> None:
-        """Drop the named branches' sandboxes (the world's stand-in for a rollback)."""
-        for branch in branches:
-            self._call("POST", "/_reset", params={"branch": branch})
+        """Drop the named branches' sandboxes (the world's stand-in for a rollback), in one call."""
+        if branches:  # no name at all would drop every sandbox
+            self._call("POST", "/_reset", params=[("branch", branch) for branch in branches])
 
     def judge(self, reads: Sequence[Mapping[str, Any]]) -> list[bool]:
         """For each read, whether the branch's writes change its answer (the oracle)."""

@@ -28,9 +28,18 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.post("/_reset", summary="Drop every branch sandbox, or one with ?branch=")
-async def reset(world: WorldDependency, branch: BranchQuery = None) -> dict[str, object]:
-    dropped = world.reset(parse_branch(branch) if branch is not None else None)
+@router.post("/_reset", summary="Drop every branch sandbox, or those named by ?branch= (repeated)")
+async def reset(
+    world: WorldDependency,
+    branch: Annotated[list[str] | None, Query()] = None,
+) -> dict[str, object]:
+    # One call drops a whole group's sandboxes: a call per branch was a tenth of the
+    # benchmark driver's time.
+    if branch is None:
+        dropped = world.reset(None)
+    else:
+        named = [parse_branch(name) for name in branch]  # too long or malformed: a 422
+        dropped = [name for one in named for name in world.reset(one)]
     return {"dropped": dropped, "sandboxes": len(world.branches())}
 
 

@@ -80,12 +80,12 @@ def test_proxied_client_names_tape_and_branch_and_hooks() -> None:
     with proxied_client(context, "t", "root/b0", [seen.append], [seen.append]) as client:
         assert client.headers[protocol_headers.TAPE] == "t"
         assert client.headers[protocol_headers.BRANCH] == "root/b0"
-        assert client.event_hooks["response"] == [seen.append]
-        assert client.event_hooks["request"] == [seen.append]
-        assert client.timeout.read == 120.0
-        assert client.trust_env is False
+        assert client.response_hooks == [seen.append]
+        assert client.request_hooks == [seen.append]
+        assert client.timeout == 120.0
+        assert str(client.route.proxy) == context.proxy_url
     with proxied_client(context, "t", "root", []) as client:
-        assert client.event_hooks["request"] == []
+        assert client.request_hooks == []
 
 
 def test_run_live_talks_to_the_world_and_drops_the_sandbox(world: ServerProcess) -> None:

@@ -1,26 +1,160 @@
-"""Rollout clients share one verifying TLS context and ignore the caller's proxy variables."""
+"""Rollout clients: one verifying TLS context, no proxy from the environment, and plain-HTTP
+connections kept alive across clients (against a real HTTP/1.1 server on loopback)."""
 
 from __future__ import annotations
 
+import socket
 import ssl
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import pytest
 
 from bench import http_clients
 
 
-def test_every_client_reuses_one_verifying_context() -> None:
+@dataclass
+class Seen:
+    """What the server saw: per request, its connection's number, request line and headers."""
+
+    requests: list[tuple[int, str, dict[str, str], bytes]] = field(default_factory=list)
+    connections: int = 0
+    close_after: int | None = None  # drop the connection without answering request n (1-based)
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[str, Seen]]:
+    seen = Seen()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def setup(self) -> None:
+            super().setup()
+            seen.connections += 1
+            self.number = seen.connections
+
+        def _answer(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length)
+            seen.requests.append((self.number, self.requestline, dict(self.headers), body))
+            if seen.close_after == len(seen.requests):
+                self.close_connection = True
+                return
+            payload = b'{"ok": true}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        do_GET = do_POST = _answer
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}", seen
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.fixture
+def pool(monkeypatch: pytest.MonkeyPatch) -> Iterator[http_clients.ConnectionPool]:
+    fresh = http_clients.ConnectionPool()
+    monkeypatch.setattr(http_clients, "POOL", fresh)
+    yield fresh
+    fresh.close()
+
+
+def _mounted(client: httpx.Client, pattern: str) -> object:
+    mounts = client._mounts  # type: ignore[attr-defined]
+    return next(transport for key, transport in mounts.items() if key.pattern == pattern)
+
+
+def test_https_reuses_one_verifying_context() -> None:
     context = http_clients.tls_context()
     assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
-    with (
-        http_clients.client() as direct,
-        http_clients.client(proxy="http://127.0.0.1:9") as proxied,
-    ):
-        # httpx keeps the context on each transport's pool: the direct one and the proxy's.
-        pools = [direct._transport._pool, *(t._pool for t in proxied._mounts.values())]  # type: ignore[attr-defined]
-        assert all(pool._ssl_context is context for pool in pools)
+    with http_clients.client(proxy="http://127.0.0.1:9") as proxied:
+        https = _mounted(proxied, "https://")
+        assert https._pool._ssl_context is context
 
 
-def test_a_client_ignores_proxy_variables(monkeypatch) -> None:
+def test_a_client_ignores_proxy_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
     with http_clients.client(timeout=5) as client:
         assert client.trust_env is False
-        assert not client._mounts  # no proxy mounted from the environment
+        plain = _mounted(client, "http://")
+        assert isinstance(plain, http_clients.KeptAliveTransport) and plain.proxy is None
+
+
+def test_clients_one_after_another_share_one_connection(
+    server: tuple[str, Seen], pool: http_clients.ConnectionPool
+) -> None:
+    url, seen = server
+    for index in range(3):
+        with http_clients.client(timeout=5, headers={"X-Branch": f"b{index}"}) as client:
+            answer = client.post(f"{url}/docs", params={"n": index}, json={"i": index})
+            assert answer.json() == {"ok": True}
+    assert seen.connections == 1
+    assert [line for _, line, _, _ in seen.requests] == [
+        f"POST /docs?n={index} HTTP/1.1" for index in range(3)
+    ]
+    assert [headers["X-Branch"] for _, _, headers, _ in seen.requests] == ["b0", "b1", "b2"]
+    assert [body for _, _, _, body in seen.requests] == [b'{"i":0}', b'{"i":1}', b'{"i":2}']
+    assert pool.idle() == {("127.0.0.1", int(url.rsplit(":", 1)[1])): 1}
+
+
+def test_through_a_proxy_the_request_line_is_absolute_and_credentials_go_as_basic(
+    server: tuple[str, Seen], pool: http_clients.ConnectionPool
+) -> None:
+    proxy, seen = server
+    with http_clients.client(proxy=proxy.replace("//", "//tape%2F1:b%3A0@"), timeout=5) as client:
+        assert client.get("http://world.test:8001/search?q=a#frag").status_code == 200
+    _, line, headers, _ = seen.requests[0]
+    assert line == "GET http://world.test:8001/search?q=a HTTP/1.1"
+    assert headers["Host"] == "world.test:8001"
+    assert headers["Proxy-Authorization"] == "Basic dGFwZS8xOmI6MA=="  # "tape/1:b:0"
+
+
+def test_an_idle_connection_past_its_keepalive_is_not_reused(
+    server: tuple[str, Seen], pool: http_clients.ConnectionPool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, seen = server
+    monkeypatch.setattr(http_clients, "KEEPALIVE_SECONDS", 0.0)
+    with http_clients.client(timeout=5) as client:
+        client.get(url)
+        client.get(url)
+    assert seen.connections == 2
+
+
+def test_a_connection_the_server_dropped_resends_a_read_but_not_a_write(
+    server: tuple[str, Seen], pool: http_clients.ConnectionPool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, seen = server
+    # The drop is only noticed by the request itself (as when it races the check in `take`).
+    monkeypatch.setattr(http_clients, "_still_open", lambda connection: True)
+    with http_clients.client(timeout=5) as client:
+        client.get(url)
+        seen.close_after = 2
+        assert client.get(url).status_code == 200  # resent once, on a second connection
+        assert seen.connections == 2 and len(seen.requests) == 3
+        seen.close_after = 4
+        with pytest.raises(httpx.RemoteProtocolError):
+            client.post(url, content=b"write")
+    assert len(seen.requests) == 4  # the write reached the server once, and was not resent
+
+
+def test_a_refused_connection_is_an_httpx_connect_error(pool: http_clients.ConnectionPool) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    with http_clients.client(timeout=5) as client, pytest.raises(httpx.ConnectError):
+        client.get(url)

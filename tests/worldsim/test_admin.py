@@ -66,3 +66,14 @@ def test_the_oracle_sees_a_branchs_write_and_the_batch_agrees(client: TestClient
 def test_the_oracle_refuses_writes(client: TestClient) -> None:
     reply = client.post("/_oracle", json={"branch": "root", "method": "POST", "path": "/docs"})
     assert reply.status_code == 422 and "judges reads (GET)" in reply.json()["detail"]
+
+
+def test_one_reset_drops_every_branch_it_names_and_only_those(client: TestClient) -> None:
+    for branch in ("root/a", "root/b", "root/c"):
+        client.get("/context", headers=_branch(branch))
+    reply = client.post("/_reset", params=[("branch", "root/a"), ("branch", "root/c")])
+    assert reply.json() == {"dropped": ["root/a", "root/c"], "sandboxes": 1}
+    assert client.get("/_branches").json() == {"branches": ["root/b"]}
+    malformed = client.post("/_reset", params=[("branch", "root/b"), ("branch", "root/../x")])
+    assert malformed.status_code == 422
+    assert client.get("/_branches").json() == {"branches": ["root/b"]}  # nothing dropped

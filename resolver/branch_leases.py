@@ -232,9 +232,15 @@ def settle(
     lapsed `grace` ago (a holder that lost the store for a while ships when it is back); those
     are then ended, and what their holders ship later is refused.
 
-    Runs in the route's worker thread; a tape with no lease held costs one write."""
-    with transaction(store.write) as session:
+    Runs in the route's worker thread; a tape with no lease held costs one read. (It cost a
+    write, which queued every report and fork behind the store's writers: a lease taken just
+    after the read is no different from one taken just after that write.)"""
+    with transaction(store.read) as session:
         branch_ids = _branch_ids(session, tape, branch)
+        held = branch_leases.any_held(branch_ids, now=time.time(), grace=grace, session=session)
+    if not held:
+        return
+    with transaction(store.write) as session:
         deadline = branch_leases.ask_back(branch_ids, now=time.time(), grace=grace, session=session)
     if deadline == 0.0:
         return

@@ -1,22 +1,21 @@
-"""HTTP clients for the benchmark's rollouts: one TLS context, and kept-alive plain-HTTP lanes.
+"""HTTP for the benchmark's clients: one TLS context, and kept-alive plain-HTTP connections.
 
-A run opens a client per rollout (each branch through the proxy, each live reference run).
-Two costs of `httpx.Client()` per rollout were most of the benchmark driver's own CPU, and the
-full run is held to 45 minutes on two cores (issue 33 item 9):
+A run opens a client per rollout (each branch through the proxy, each live reference run), and
+two costs of that were most of the benchmark driver's own CPU in a run held to 45 minutes on
+two cores (issue 33 item 9):
 
-- a fresh TLS context each time, loading the whole CA bundle (about 80 ms of CPU per client
-  with a proxy): the bundle does not change during a run, so one context serves every client;
-- a fresh connection per rollout, through httpcore's pure-Python pool and h11 parser: each new
-  connection also costs the proxy a connection setup and an upstream connection (and the world
-  an accept). Plain-HTTP requests therefore go through `KeptAliveTransport`, which keeps idle
-  connections per target (the proxy, or the world's origin) in one process-wide pool shared by
-  every client, over the standard library's `http.client` (C-accelerated parsing).
+- `httpx.Client()` builds a fresh TLS context each time, loading the whole CA bundle (about
+  80 ms of CPU per client with a proxy): the bundle does not change during a run, so one
+  context (`tls_context`) serves every client;
+- a fresh connection per rollout costs the proxy a connection setup and an upstream connection,
+  and the world an accept. `exchange` sends plain-HTTP requests on connections kept alive per
+  target (the proxy, or a world's origin) in one process-wide pool, over the standard library's
+  `http.client`. The rollouts reach it through `bench/rollout_client.py`; `client()` puts it
+  under an `httpx.Client` (`KeptAliveTransport`) for the callers that want httpx's API (world
+  control, the faults row), with HTTPS left to httpx's own transport and the shared context.
 
-Nothing about a request changes: httpx still builds it (headers, params, event hooks, cookies)
-and reads the answer (decoding, `raise_for_status`); only the bytes' carrier differs. HTTPS
-goes through httpx's own transport with the shared context, verification unchanged. A branch's
-identity is per request (`X-Groundhog-Tape`/`-Branch`, or the proxy credentials of the faults
-row), never per connection, so siblings may share a kept-alive connection.
+A branch's identity is per request (`X-Groundhog-Tape`/`-Branch`, or the proxy credentials of
+the faults row), never per connection, so siblings may share a kept-alive connection.
 """
 
 from __future__ import annotations
@@ -159,23 +158,16 @@ def exchange(
     host, port, target = route.target(*url)
     lines = [*headers, *route.authorization]
     connection, reused = pool.take(host, port, timeout)
-    try:
-        return _exchange_on(pool, connection, method, target, lines, body)
-    except _DROPPED as error:
-        connection.close()
-        if not reused or method not in IDEMPOTENT:
-            raise _as_httpx(error) from error
-    except BaseException:
-        connection.close()
-        raise
-    connection = http.client.HTTPConnection(host, port, timeout=timeout)
-    try:
-        return _exchange_on(pool, connection, method, target, lines, body)
-    except BaseException as error:
-        connection.close()
-        if isinstance(error, _DROPPED):
-            raise _as_httpx(error) from error
-        raise
+    while True:
+        try:
+            return _exchange_on(pool, connection, method, target, lines, body)
+        except BaseException as error:
+            connection.close()
+            if not isinstance(error, _DROPPED):
+                raise
+            if not reused or method not in IDEMPOTENT:
+                raise _as_httpx(error) from error
+        connection, reused = http.client.HTTPConnection(host, port, timeout=timeout), False
 
 
 def _exchange_on(
@@ -216,7 +208,6 @@ class KeptAliveTransport(httpx.BaseTransport):
         pool: ConnectionPool | None = None,
     ) -> None:
         self.route = Route(proxy)
-        self.proxy = self.route.proxy
         self.timeout = timeout
         self.pool = pool
 

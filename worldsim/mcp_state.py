@@ -140,13 +140,14 @@ class Desk:
         )
         return _sha(render.encode(payload))
 
-    def reset(self, session: str | None = None) -> list[str]:
+    def reset(self, *sessions: str) -> list[str]:
+        """Drop the named sessions' sandboxes (every sandbox when none is named); the dropped."""
         with self._lock:
-            if session is None:
+            if not sessions:
                 dropped = sorted(self._sandboxes)
                 self._sandboxes.clear()
                 return dropped
-            return [session] if self._sandboxes.pop(session, None) is not None else []
+            return [name for name in sessions if self._sandboxes.pop(name, None) is not None]
 
     def stats(self) -> dict[str, object]:
         with self._lock:

@@ -104,11 +104,7 @@ def _control_routes(server: MCPServer, desk: Desk) -> None:
 
     @server.custom_route("/_reset", methods=["POST"])
     async def reset(request: Request) -> Response:
-        named = request.query_params.getlist("branch")
-        if not named:
-            dropped = desk.reset(None)
-        else:
-            dropped = [session for one in named for session in desk.reset(one)]
+        dropped = desk.reset(*request.query_params.getlist("branch"))
         return JSONResponse({"dropped": dropped, "sandboxes": len(desk.sessions())})
 
     @server.custom_route("/_branches", methods=["GET"])

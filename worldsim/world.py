@@ -205,14 +205,14 @@ class World:
         self._sandboxes[branch] = created
         return created
 
-    def reset(self, branch: str | None = None) -> list[str]:
+    def reset(self, *branches: str) -> list[str]:
+        """Drop the named branches' sandboxes (every sandbox when none is named); the dropped."""
         with self._lock:
-            if branch is None:
+            if not branches:
                 dropped = sorted(self._sandboxes)
                 self._sandboxes.clear()
-            else:
-                dropped = [branch] if self._sandboxes.pop(branch, None) is not None else []
-            return dropped
+                return dropped
+            return [name for name in branches if self._sandboxes.pop(name, None) is not None]
 
     def stats(self) -> dict[str, object]:
         with self._lock:

@@ -20,7 +20,7 @@ def test_a_request_carries_defaults_params_and_body_and_answers_as_httpx_would(
     server: tuple[str, Seen], pool: http_clients.ConnectionPool
 ) -> None:
     url, seen = server
-    with RolloutClient(timeout=5, headers={"X-Groundhog-Tape": "t"}) as client:
+    with RolloutClient(timeout=30, headers={"X-Groundhog-Tape": "t"}) as client:
         answer = client.request(
             "post",
             f"{url}/docs/a b?x=1",
@@ -50,7 +50,7 @@ def test_hooks_see_the_request_before_it_is_sent_and_the_answer_after(
     def after(response: Response) -> None:
         events.append(("response", (response.request.url.path, response.status_code)))
 
-    with RolloutClient(timeout=5, event_hooks={"request": [before], "response": [after]}) as c:
+    with RolloutClient(timeout=30, event_hooks={"request": [before], "response": [after]}) as c:
         c.get(f"{url}/sessions", params={"a": "1"})
     assert events == [
         ("request", ("GET", f"{url}/sessions?a=1", 0)),
@@ -62,7 +62,7 @@ def test_through_a_proxy_the_target_is_absolute(
     server: tuple[str, Seen], pool: http_clients.ConnectionPool
 ) -> None:
     proxy, seen = server
-    with RolloutClient(proxy=proxy, timeout=5) as client:
+    with RolloutClient(proxy=proxy, timeout=30) as client:
         client.get("http://world.test:8001/search", params={"q": "a"})
     assert seen.requests[0][1] == "GET http://world.test:8001/search?q=a HTTP/1.1"
     assert seen.requests[0][2]["Host"] == "world.test:8001"
@@ -72,7 +72,7 @@ def test_the_agents_transport_takes_it_as_it_takes_httpx(
     server: tuple[str, Seen], pool: http_clients.ConnectionPool
 ) -> None:
     url, _ = server
-    with RolloutClient(timeout=5) as lean, httpx.Client(trust_env=False) as full:
+    with RolloutClient(timeout=30) as lean, httpx.Client(trust_env=False) as full:
         replies = [
             agent.HttpTransport(client, url).send("GET", "/x", [("q", "a")], None, {"A": "1"})
             for client in (lean, full)
@@ -83,7 +83,7 @@ def test_the_agents_transport_takes_it_as_it_takes_httpx(
 
 
 def test_only_plain_http_absolute_urls_are_sent(pool: http_clients.ConnectionPool) -> None:
-    with RolloutClient(timeout=5) as client:
+    with RolloutClient(timeout=30) as client:
         for url in ("https://127.0.0.1:9/x", "/relative"):
             with pytest.raises(ValueError, match="plain-HTTP absolute URLs"):
                 client.get(url)
@@ -93,5 +93,5 @@ def test_a_refused_connection_is_httpxs_connect_error(pool: http_clients.Connect
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{probe.getsockname()[1]}/x"
-    with RolloutClient(timeout=5) as client, pytest.raises(httpx.ConnectError):
+    with RolloutClient(timeout=30) as client, pytest.raises(httpx.ConnectError):
         client.get(url)

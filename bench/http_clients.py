@@ -7,15 +7,17 @@ two cores (issue 33 item 9):
 - `httpx.Client()` builds a fresh TLS context each time, loading the whole CA bundle (about
   80 ms of CPU per client with a proxy): the bundle does not change during a run, so one
   context (`tls_context`) serves every client;
-- a fresh connection per rollout costs the proxy a connection setup and an upstream connection,
-  and the world an accept. `exchange` sends plain-HTTP requests on connections kept alive per
-  target (the proxy, or a world's origin) in one process-wide pool, over the standard library's
-  `http.client`. The rollouts reach it through `bench/rollout_client.py`; `client()` puts it
-  under an `httpx.Client` (`KeptAliveTransport`) for the callers that want httpx's API (world
-  control, the faults row), with HTTPS left to httpx's own transport and the shared context.
+- httpcore's pure-Python connection pool and h11 parser per request. `exchange` sends
+  plain-HTTP requests over the standard library's `http.client` on connections a client keeps
+  alive in its own `ConnectionPool`, closed with the client. The rollouts reach it through
+  `bench/rollout_client.py`; `client()` puts it under an `httpx.Client` (`KeptAliveTransport`)
+  for the callers that want httpx's API (world control, the faults row), with HTTPS left to
+  httpx's own transport and the shared context.
 
-A branch's identity is per request (`X-Groundhog-Tape`/`-Branch`, or the proxy credentials of
-the faults row), never per connection, so siblings may share a kept-alive connection.
+The pools are per client, not per process, on purpose: a connection to the proxy that outlives
+a rollout keeps the proxy's upstream connection open while the tape serves hits, the world's
+keep-alive (uvicorn: 5 s) closes that upstream connection, and a write sent just as it closes
+is answered `502 reset` (a full run met it after 22 minutes; see issue 33's notes).
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ def tls_context() -> ssl.SSLContext:
 
 
 class ConnectionPool:
-    """Idle kept-alive connections per (host, port), shared by every client of the process."""
+    """One client's idle kept-alive connections per (host, port)."""
 
     def __init__(self, idle_per_target: int = IDLE_PER_TARGET) -> None:
         self.idle_per_target = idle_per_target
@@ -106,9 +108,6 @@ def _still_open(connection: http.client.HTTPConnection) -> bool:
     return not readable
 
 
-POOL = ConnectionPool()
-
-
 @dataclass(frozen=True)
 class Answer:
     """A whole HTTP answer, as `exchange` read it."""
@@ -145,7 +144,7 @@ def exchange(
     headers: Iterable[tuple[bytes | str, bytes | str]],
     body: bytes | None,
     timeout: float | None,
-    pool: ConnectionPool | None = None,
+    pool: ConnectionPool,
 ) -> Answer:
     """Send one request on a kept-alive connection of ``pool`` and read its whole answer.
 
@@ -154,7 +153,6 @@ def exchange(
     check in `take` and the send) is sent once more on a new connection if it is idempotent;
     any other is left to the caller, as it may have reached the peer.
     """
-    pool = POOL if pool is None else pool
     host, port, target = route.target(*url)
     lines = [*headers, *route.authorization]
     connection, reused = pool.take(host, port, timeout)
@@ -205,11 +203,10 @@ class KeptAliveTransport(httpx.BaseTransport):
         proxy: str | None = None,
         *,
         timeout: float | None,
-        pool: ConnectionPool | None = None,
     ) -> None:
         self.route = Route(proxy)
         self.timeout = timeout
-        self.pool = pool
+        self.pool = ConnectionPool()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
@@ -232,6 +229,9 @@ class KeptAliveTransport(httpx.BaseTransport):
             extensions={"http_version": b"HTTP/1.1", "reason_phrase": answer.reason.encode()},
         )
 
+    def close(self) -> None:
+        self.pool.close()
+
 
 _DROPPED = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
 """What a request on a connection the peer has closed meets."""
@@ -250,8 +250,8 @@ def _as_httpx(error: BaseException) -> httpx.TransportError:
 
 
 def client(*, proxy: str | None = None, **settings: Any) -> httpx.Client:
-    """An ``httpx.Client`` that ignores proxy variables, keeps plain-HTTP connections alive in
-    the process-wide pool, and reuses the shared TLS context for HTTPS."""
+    """An ``httpx.Client`` that ignores proxy variables, keeps plain-HTTP connections alive
+    until it is closed, and reuses the shared TLS context for HTTPS."""
     timeout = httpx.Timeout(settings.get("timeout", httpx.Timeout(5.0)))
     context = tls_context()
     return httpx.Client(

@@ -7,7 +7,8 @@ requests; a full run sends hundreds of thousands. Through `httpx.Client` each co
 extraction, response decoding), most of the driver's share of a run that is held to 45 minutes
 on two cores (issue 33 item 9). This client does what a rollout needs and no more: default
 headers, query parameters, event hooks and the answer's status, headers and body, on
-`bench.http_clients.exchange` (the process-wide kept-alive pool, http.client's parser).
+`bench.http_clients.exchange` (connections kept alive until the client closes, http.client's
+parser).
 
 It keeps the names the rollout code uses (`request`, `get`, `status_code`, `headers`,
 `content`, `json()`, `read()`, `request.url.path`), so the agents' `HttpTransport` and the
@@ -101,6 +102,7 @@ class RolloutClient:
         event_hooks: Mapping[str, Sequence[Callable[[Any], None]]] | None = None,
     ) -> None:
         self.route = http_clients.Route(proxy)
+        self.pool = http_clients.ConnectionPool()
         self.timeout = timeout
         self.headers = dict(headers or {})
         hooks = event_hooks or {}
@@ -141,6 +143,7 @@ class RolloutClient:
             lines,
             content,
             self.timeout,
+            self.pool,
         )
         response = Response(answer, request)
         for after in self.response_hooks:
@@ -153,7 +156,7 @@ class RolloutClient:
         return self.request("GET", url, params=params, headers=headers)
 
     def close(self) -> None:
-        """Nothing to release: the connections belong to the process-wide pool."""
+        self.pool.close()
 
     def __enter__(self) -> RolloutClient:
         return self

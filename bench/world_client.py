@@ -29,8 +29,8 @@ class WorldControl:
     """Synchronous client of worldsim's underscore routes."""
 
     def __init__(self, base_url: str, *, timeout: float = 60.0) -> None:
-        # The process-wide kept-alive pool (bench/http_clients.py): its connections expire
-        # before the server's keep-alive (uvicorn: 5 s) would close them.
+        # Kept-alive connections (bench/http_clients.py) that expire before the server's
+        # keep-alive (uvicorn: 5 s) would close them.
         self._client = http_clients.client(base_url=base_url, timeout=timeout)
 
     def close(self) -> None:

@@ -1,5 +1,5 @@
 """A real HTTP/1.1 server on loopback that records what it was sent (connection, request line,
-headers, body), and a fresh kept-alive pool: for the rollout clients' tests."""
+headers, body): for the rollout clients' tests."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-
-from bench import http_clients
 
 
 @dataclass
@@ -61,11 +59,3 @@ def server() -> Iterator[tuple[str, Seen]]:
     finally:
         httpd.shutdown()
         httpd.server_close()
-
-
-@pytest.fixture
-def pool(monkeypatch: pytest.MonkeyPatch) -> Iterator[http_clients.ConnectionPool]:
-    fresh = http_clients.ConnectionPool()
-    monkeypatch.setattr(http_clients, "POOL", fresh)
-    yield fresh
-    fresh.close()

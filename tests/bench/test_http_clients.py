@@ -11,9 +11,9 @@ import httpx
 import pytest
 
 from bench import http_clients
-from tests.bench.recording_server import Seen, pool, server
+from tests.bench.recording_server import Seen, server
 
-__all__ = ["pool", "server"]  # fixtures, used by name
+__all__ = ["server"]  # a fixture, used by name
 
 
 def _mounted(client: httpx.Client, pattern: str) -> Any:
@@ -37,25 +37,30 @@ def test_a_client_ignores_proxy_variables(monkeypatch: pytest.MonkeyPatch) -> No
         assert isinstance(plain, http_clients.KeptAliveTransport) and plain.route.proxy is None
 
 
-def test_clients_one_after_another_share_one_connection(
-    server: tuple[str, Seen], pool: http_clients.ConnectionPool
+def test_a_clients_requests_share_one_connection_until_it_closes(
+    server: tuple[str, Seen],
 ) -> None:
     url, seen = server
-    for index in range(3):
+    for index in range(2):
         with http_clients.client(timeout=30, headers={"X-Branch": f"b{index}"}) as client:
-            answer = client.post(f"{url}/docs", params={"n": index}, json={"i": index})
-            assert answer.json() == {"ok": True}
-    assert seen.connections == 1
+            for step in range(2):
+                answer = client.post(f"{url}/docs", params={"n": step}, json={"i": step})
+                assert answer.json() == {"ok": True}
+            plain = _mounted(client, "http://")
+            assert plain.pool.idle() == {("127.0.0.1", int(url.rsplit(":", 1)[1])): 1}
+        assert plain.pool.idle() == {}  # closed with its client
+    # A connection does not outlive its client (see the module docstring of http_clients).
+    assert seen.connections == 2
+    assert [number for number, _, _, _ in seen.requests] == [1, 1, 2, 2]
     assert [line for _, line, _, _ in seen.requests] == [
-        f"POST /docs?n={index} HTTP/1.1" for index in range(3)
+        f"POST /docs?n={step} HTTP/1.1" for _ in range(2) for step in range(2)
     ]
-    assert [headers["X-Branch"] for _, _, headers, _ in seen.requests] == ["b0", "b1", "b2"]
-    assert [body for _, _, _, body in seen.requests] == [b'{"i":0}', b'{"i":1}', b'{"i":2}']
-    assert pool.idle() == {("127.0.0.1", int(url.rsplit(":", 1)[1])): 1}
+    assert [headers["X-Branch"] for _, _, headers, _ in seen.requests] == ["b0", "b0", "b1", "b1"]
+    assert [body for _, _, _, body in seen.requests] == [b'{"i":0}', b'{"i":1}'] * 2
 
 
 def test_through_a_proxy_the_request_line_is_absolute_and_credentials_go_as_basic(
-    server: tuple[str, Seen], pool: http_clients.ConnectionPool
+    server: tuple[str, Seen],
 ) -> None:
     proxy, seen = server
     with http_clients.client(proxy=proxy.replace("//", "//tape%2F1:b%3A0@"), timeout=30) as client:
@@ -67,7 +72,7 @@ def test_through_a_proxy_the_request_line_is_absolute_and_credentials_go_as_basi
 
 
 def test_an_idle_connection_past_its_keepalive_is_not_reused(
-    server: tuple[str, Seen], pool: http_clients.ConnectionPool, monkeypatch: pytest.MonkeyPatch
+    server: tuple[str, Seen], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url, seen = server
     monkeypatch.setattr(http_clients, "KEEPALIVE_SECONDS", 0.0)
@@ -78,7 +83,7 @@ def test_an_idle_connection_past_its_keepalive_is_not_reused(
 
 
 def test_a_connection_the_server_dropped_resends_a_read_but_not_a_write(
-    server: tuple[str, Seen], pool: http_clients.ConnectionPool, monkeypatch: pytest.MonkeyPatch
+    server: tuple[str, Seen], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url, seen = server
     # The drop is only noticed by the request itself (as when it races the check in `take`).
@@ -94,7 +99,7 @@ def test_a_connection_the_server_dropped_resends_a_read_but_not_a_write(
     assert len(seen.requests) == 4  # the write reached the server once, and was not resent
 
 
-def test_a_refused_connection_is_an_httpx_connect_error(pool: http_clients.ConnectionPool) -> None:
+def test_a_refused_connection_is_an_httpx_connect_error() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{probe.getsockname()[1]}"

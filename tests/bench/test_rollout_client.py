@@ -8,16 +8,15 @@ import socket
 import httpx
 import pytest
 
-from bench import http_clients
 from bench.rollout_client import Request, Response, RolloutClient
-from tests.bench.recording_server import Seen, pool, server
+from tests.bench.recording_server import Seen, server
 from worldsim import agent
 
-__all__ = ["pool", "server"]  # fixtures, used by name
+__all__ = ["server"]  # a fixture, used by name
 
 
 def test_a_request_carries_defaults_params_and_body_and_answers_as_httpx_would(
-    server: tuple[str, Seen], pool: http_clients.ConnectionPool
+    server: tuple[str, Seen],
 ) -> None:
     url, seen = server
     with RolloutClient(timeout=30, headers={"X-Groundhog-Tape": "t"}) as client:
@@ -28,6 +27,7 @@ def test_a_request_carries_defaults_params_and_body_and_answers_as_httpx_would(
             headers={"Authorization": "Bearer s-1"},
             content=b'{"id": 1}',
         )
+    assert client.pool.idle() == {}  # its connection closed with it
     _, line, headers, body = seen.requests[0]
     assert line == "POST /docs/a%20b?x=1&q=wind+farm&q=%C3%A9 HTTP/1.1"
     assert headers["Host"] == url.removeprefix("http://")
@@ -39,7 +39,7 @@ def test_a_request_carries_defaults_params_and_body_and_answers_as_httpx_would(
 
 
 def test_hooks_see_the_request_before_it_is_sent_and_the_answer_after(
-    server: tuple[str, Seen], pool: http_clients.ConnectionPool
+    server: tuple[str, Seen],
 ) -> None:
     url, seen = server
     events: list[tuple[str, object]] = []
@@ -58,9 +58,7 @@ def test_hooks_see_the_request_before_it_is_sent_and_the_answer_after(
     ]
 
 
-def test_through_a_proxy_the_target_is_absolute(
-    server: tuple[str, Seen], pool: http_clients.ConnectionPool
-) -> None:
+def test_through_a_proxy_the_target_is_absolute(server: tuple[str, Seen]) -> None:
     proxy, seen = server
     with RolloutClient(proxy=proxy, timeout=30) as client:
         client.get("http://world.test:8001/search", params={"q": "a"})
@@ -68,9 +66,7 @@ def test_through_a_proxy_the_target_is_absolute(
     assert seen.requests[0][2]["Host"] == "world.test:8001"
 
 
-def test_the_agents_transport_takes_it_as_it_takes_httpx(
-    server: tuple[str, Seen], pool: http_clients.ConnectionPool
-) -> None:
+def test_the_agents_transport_takes_it_as_it_takes_httpx(server: tuple[str, Seen]) -> None:
     url, _ = server
     with RolloutClient(timeout=30) as lean, httpx.Client(trust_env=False) as full:
         replies = [
@@ -82,14 +78,14 @@ def test_the_agents_transport_takes_it_as_it_takes_httpx(
     assert replies[0].headers["content-type"] == replies[1].headers["content-type"]
 
 
-def test_only_plain_http_absolute_urls_are_sent(pool: http_clients.ConnectionPool) -> None:
+def test_only_plain_http_absolute_urls_are_sent() -> None:
     with RolloutClient(timeout=30) as client:
         for url in ("https://127.0.0.1:9/x", "/relative"):
             with pytest.raises(ValueError, match="plain-HTTP absolute URLs"):
                 client.get(url)
 
 
-def test_a_refused_connection_is_httpxs_connect_error(pool: http_clients.ConnectionPool) -> None:
+def test_a_refused_connection_is_httpxs_connect_error() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{probe.getsockname()[1]}/x"

@@ -314,7 +314,7 @@ def run_group(
             return BranchResult(branches[index], strategy, seed, outcome, grader.grades)
 
         result.branches = run_branches(one, len(strategies), concurrent=concurrent)
-        result.report = dataclasses.asdict(context.admin.report(tape))
+        result.report = dataclasses.asdict(context.admin.report(tape, view="counts"))
     finally:
         context.world.drop_sandboxes(sessions)
     return result

@@ -157,9 +157,13 @@ class Groundhog:
         path = f"/v1/tapes/{_segment(name)}/unseal"
         return TapeInfo.from_json(self.transport.json("POST", path))
 
-    def report(self, name: str) -> TapeReport:
+    def report(self, name: str, *, view: str = "full") -> TapeReport:
+        """`view="counts"`: the decision counts only, without the signals, digests,
+        contamination and costs that read every answer of the tape (`possibly_contaminated`
+        and `costs` then read as 0 and empty: not computed, not clean)."""
         path = f"/v1/tapes/{_segment(name)}/report"
-        return TapeReport.from_json(self.transport.json("GET", path))
+        params = None if view == "full" else {"view": view}
+        return TapeReport.from_json(self.transport.json("GET", path, params=params))
 
     def audit(self, name: str) -> dict[str, Any]:
         """`{"tape", "clean", "findings": [{"exchange", "where", "rule"}]}`: where the tape's

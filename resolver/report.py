@@ -11,10 +11,21 @@ pure function.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from enum import StrEnum
 from typing import Any
 
 from resolver.policy import LIVE_DECISIONS, RECORDING_DECISIONS, Decision
 from store.inspect import EventRow, Tally
+
+
+class ReportView(StrEnum):
+    """How much of the report to compute: `counts` is the decision counts and the unrecorded
+    list only, for a caller that reads nothing else after every group (a trainer, the
+    benchmark); `full` adds the signals, digests, contamination, redaction, protocols and costs,
+    which read every answer of the tape."""
+
+    FULL = "full"
+    COUNTS = "counts"
 
 
 def empty_counts() -> dict[str, Any]:

@@ -7,6 +7,7 @@ agreement. The arithmetic is `resolver/signals.py`; this module only reads the s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -20,18 +21,20 @@ from resolver.report import build_report
 from resolver.signals import EMPTY_DIGEST, branch_signals, exogenous_digests, fork_signals
 from store import contamination, costs, inspect, signals
 from store.branches import list_branches
-from store.models import Tape
+from store.models import Branch, Tape
 
 UNRECORDED_LISTED = 100  # the report counts them all and lists the first this many
 
 
-def signed_report(tape: Tape, *, session: Session, around: str | None = None) -> dict[str, Any]:
-    """`build_report` plus, per branch, its signals and digest, and per fork the group's.
-
-    With `around`, digests are folded only for that branch and its children (what its branch
-    view shows), so showing one branch does not read every answer of a large tape.
-    """
-    branches = list_branches(tape.id, session=session)
+def counted_report(
+    tape: Tape, *, session: Session, branches: Sequence[Branch] | None = None
+) -> dict[str, Any]:
+    """`build_report`: the decision counts per branch and in total, and the unrecorded list
+    with what each unrecorded write invalidated. The cheap part of the report (the `counts`
+    view); `signed_report` adds what needs every answer of the tape. `branches`: the tape's,
+    when the caller has listed them already."""
+    if branches is None:
+        branches = list_branches(tape.id, session=session)
     tallies = inspect.decision_tallies(tape.id, session=session)
     unrecorded = inspect.unrecorded_events(
         tape.id, sorted(RECORDING_DECISIONS), limit=UNRECORDED_LISTED, session=session
@@ -47,7 +50,17 @@ def signed_report(tape: Tape, *, session: Session, around: str | None = None) ->
         for row in unrecorded
     }
     paths = [b.path for b in branches]
-    report = build_report(tape.name, tape.mode, paths, tallies, unrecorded, invalidated)
+    return build_report(tape.name, tape.mode, paths, tallies, unrecorded, invalidated)
+
+
+def signed_report(tape: Tape, *, session: Session, around: str | None = None) -> dict[str, Any]:
+    """`counted_report` plus, per branch, its signals and digest, and per fork the group's.
+
+    With `around`, digests are folded only for that branch and its children (what its branch
+    view shows), so showing one branch does not read every answer of a large tape.
+    """
+    branches = list_branches(tape.id, session=session)
+    report = counted_report(tape, session=session, branches=branches)
     wanted = None
     if around is not None:
         wanted = {around} | {b.path for b in branches if b.parent_path == around}

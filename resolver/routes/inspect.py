@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 
@@ -13,10 +13,11 @@ from resolver.errors import NotFound
 from resolver.policy import Decision
 from resolver.protocol_report import protocol_summary
 from resolver.redaction_report import redaction_summary
+from resolver.report import ReportView
 from resolver.routes.branch_leases import settle_before
 from resolver.routes.tapes import find_tape, store_of
 from resolver.schemas import check_branch_path, encode_base64
-from resolver.tape_signals import cost_section, signed_report
+from resolver.tape_signals import cost_section, counted_report, signed_report
 from store import exchanges, inspect
 from store.branches import get_branch
 from store.db import transaction
@@ -27,6 +28,10 @@ router = APIRouter(prefix="/v1/tapes", tags=["inspect"], dependencies=[Depends(r
 # Ids and cursors are 64-bit in the store; larger values are refused, not overflowed.
 MAX_ID = 2**63 - 1
 ANSWERED_502 = frozenset({Decision.REFUSED, Decision.UPSTREAM_FAILED})
+REPORT_VIEW = (
+    "`counts`: the decision counts and the unrecorded list only (no signals, digests, "
+    "contamination, redaction, protocols or costs), cheap enough to ask after every group"
+)
 
 
 @router.get("/{tape}/events", response_model=EventPage)
@@ -109,10 +114,16 @@ def exchange(
 
 
 @router.get("/{tape}/report")
-def report(tape: str, request: Request) -> dict[str, Any]:
+def report(
+    tape: str,
+    request: Request,
+    view: Annotated[ReportView, Query(description=REPORT_VIEW)] = ReportView.FULL,
+) -> dict[str, Any]:
     settle_before(request, tape)
     with transaction(store_of(request).read) as session:
         found = find_tape(tape, session=session)
+        if view is ReportView.COUNTS:
+            return counted_report(found, session=session)
         result = signed_report(found, session=session)
         result["redaction"] = redaction_summary(found.id, found.config, session=session)
         result["costs"] = cost_section(found, session=session)

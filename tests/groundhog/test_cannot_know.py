@@ -86,6 +86,10 @@ def test_a_read_recorded_after_a_siblings_live_write_to_its_origin_is_possibly_c
     }  # fmt: skip
     assert report["notes"]["lies"] == LIES and report["notes"]["cannot_see"] == CANNOT_SEE
     assert gh_proxied.report(tape_name).totals.possibly_contaminated == 1
+    # The counts view leaves contamination uncomputed: the same counts, the flag not worked out.
+    counted = gh_proxied.report(tape_name, view="counts")
+    assert counted.totals.possibly_contaminated == 0 and counted.costs == {}
+    assert counted.totals.live_calls == gh_proxied.report(tape_name).totals.live_calls == 4
 
     shown = runner.invoke(
         app, ["tape", "report", tape_name],

@@ -127,3 +127,26 @@ def test_out_of_range_cursors_and_ids_are_422_naming_the_field(
         assert reply.status_code == 422, reply.text
         assert reply.json()["errors"][0]["field"] == "path.exchange_id"
     assert proxy.http.get(f"/v1/tapes/{tape_name}/exchanges/{2**63 - 1}").status_code == 404
+
+
+def test_report_counts_view_is_the_full_reports_counts(proxy: ProxyDouble, tape_name: str) -> None:
+    proxy.open(tape_name)
+    _run_workflow(proxy, tape_name)
+    full = proxy.http.get(f"/v1/tapes/{tape_name}/report").json()
+    counts = proxy.http.get(f"/v1/tapes/{tape_name}/report", params={"view": "counts"}).json()
+    assert set(counts) == {"tape", "mode", "totals", "branches", "unrecorded"}
+    assert counts["unrecorded"] == full["unrecorded"]
+    assert counts["totals"]["decisions"] == full["totals"]["decisions"]
+    for path, branch in counts["branches"].items():
+        assert "exogenous_digest" not in branch and "possibly_contaminated" not in branch
+        assert branch == {key: full["branches"][path][key] for key in branch}
+    assert counts["totals"] == {key: full["totals"][key] for key in counts["totals"]}
+    assert counts["branches"]["root/b1"]["live_calls"] == 3
+
+
+def test_report_view_must_be_one_of_the_views(proxy: ProxyDouble, tape_name: str) -> None:
+    proxy.open(tape_name)
+    answer = proxy.http.get(f"/v1/tapes/{tape_name}/report", params={"view": "totals"})
+    assert answer.status_code == 422
+    assert answer.headers["content-type"].startswith("application/problem+json")
+    assert "'full'" in answer.json()["detail"] and "'counts'" in answer.json()["detail"]

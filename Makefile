@@ -14,9 +14,12 @@ UV_BIN := $(if $(strip $(UV)),$(UV),$(BIN)/uv)
 # `make up` needs only the services; `make test` (and lint, bench) the whole dev set.
 SERVICES_STAMP := $(VENV)/.installed-services
 
+# --compile-bytecode: uv leaves bytecode to first import, and where PYTHONDONTWRITEBYTECODE is set
+# (these machines) every process then compiles its dependencies again: about 1.8 s of CPU for
+# each resolver or proxy a test or the benchmark starts (pip compiles at install already).
 define install
 	test -x $(UV_BIN) || $(BIN)/python -m pip install --quiet uv || true
-	if test -x $(UV_BIN); then $(UV_BIN) pip install --quiet --python $(BIN)/python -e "$(1)"; \
+	if test -x $(UV_BIN); then $(UV_BIN) pip install --quiet --compile-bytecode --python $(BIN)/python -e "$(1)"; \
 	else $(BIN)/python -m pip install --quiet -e "$(1)"; fi
 endef
 

@@ -10,6 +10,7 @@ is a metadata service, e.g. a mock). Pure: the resolve path and the raw-tunnel d
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Mapping
 from typing import Any
@@ -35,6 +36,7 @@ class ForbiddenTarget(ResolverError):
     status, slug, title = 403, "forbidden-target", "Target refused"
 
 
+@functools.lru_cache(maxsize=4096)  # every ask asks it; parsing the address was most of it
 def is_metadata_host(host: str) -> bool:
     name = host.strip().strip("[]").rstrip(".").lower()
     if name in METADATA_NAMES:

@@ -8,14 +8,14 @@ recording wins, as for exchanges. Every function takes `session=` and never comm
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from store.models import KeyHint
 from store.prepared import Executor, Prepared
-from store.upsert import insert_for
+from store.upsert import insert_for_dialect
 
 
 def get_hint(tape_id: int, key_hash: str, *, session: Session) -> KeyHint | None:
@@ -42,11 +42,22 @@ def find_hint(tape_id: int, key_hash: str, *, session: Executor) -> Hint | None:
     return None if row is None else Hint(row[0], row[1] or "")
 
 
-def set_hint(
-    tape_id: int, key_hash: str, reads: str | None, writes: str, *, session: Session
-) -> None:
-    statement = insert_for(session, KeyHint.__table__).values(
-        tape_id=tape_id, key_hash=key_hash, reads=reads, writes=writes
+def _set_hint_statement(dialect: str) -> Any:
+    statement = insert_for_dialect(dialect, _hints).values(
+        tape_id=bindparam("tape_id"),
+        key_hash=bindparam("key_hash"),
+        reads=bindparam("reads"),
+        writes=bindparam("writes"),
     )
-    statement = statement.on_conflict_do_nothing(index_elements=["tape_id", "key_hash"])
-    session.execute(statement)
+    return statement.on_conflict_do_nothing(index_elements=["tape_id", "key_hash"])
+
+
+_SET_HINT = Prepared(_set_hint_statement)
+
+
+def set_hint(
+    tape_id: int, key_hash: str, reads: str | None, writes: str, *, session: Executor
+) -> None:
+    """Keep the key's first hint (a later one is ignored), in one prepared statement."""
+    parameters = {"tape_id": tape_id, "key_hash": key_hash, "reads": reads, "writes": writes}
+    _SET_HINT.rows(parameters, session=session)

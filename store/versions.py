@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from store.models import ResourceVersion
 from store.prepared import Executor, Prepared
 from store.unit import Unit
-from store.upsert import insert_for, insert_for_dialect
+from store.upsert import insert_for_dialect
 
 _versions = ResourceVersion.__table__
 
@@ -79,26 +79,27 @@ def _set_many_statement(count: int) -> Prepared:
 _SET_MANY = [_set_many_statement(count) for count in range(1, 17)]
 
 
-def set_versions_later(branch_id: int, versions: dict[str, str], *, unit: Unit) -> None:
-    """`set_versions` as one statement, with the unit's commit (PostgreSQL: in its round
-    trip): a write's intent costs its transaction one statement and no round trip."""
-    if not versions:
-        return
+def _set_many(branch_id: int, versions: dict[str, str]) -> tuple[Prepared, dict[str, Any]]:
+    """The one upsert that sets `versions` (non-empty) of a branch, and its parameters."""
     ordered = sorted(versions.items())
     parameters: dict[str, Any] = {"branch_id": branch_id}
     for index, (resource, version) in enumerate(ordered):
         parameters[f"r{index}"], parameters[f"v{index}"] = resource, version
     count = len(ordered)
     statement = _SET_MANY[count - 1] if count <= len(_SET_MANY) else _set_many_statement(count)
-    unit.write_later(statement, parameters)
+    return statement, parameters
 
 
-def set_versions(branch_id: int, versions: dict[str, str], *, session: Session) -> None:
-    for resource, version in sorted(versions.items()):
-        statement = insert_for(session, ResourceVersion.__table__).values(
-            branch_id=branch_id, resource=resource, version=version
-        )
-        statement = statement.on_conflict_do_update(
-            index_elements=["branch_id", "resource"], set_={"version": version}
-        )
-        session.execute(statement)
+def set_versions_later(branch_id: int, versions: dict[str, str], *, unit: Unit) -> None:
+    """`set_versions` as one statement, with the unit's commit (PostgreSQL: in its round
+    trip): a write's intent costs its transaction one statement and no round trip."""
+    if versions:
+        unit.write_later(*_set_many(branch_id, versions))
+
+
+def set_versions(branch_id: int, versions: dict[str, str], *, session: Executor) -> None:
+    """Set the branch's `versions` now, in one prepared statement: built per call through the
+    session, the upserts of a record's version bump were a tenth of a benchmark resolver's CPU."""
+    if versions:
+        statement, parameters = _set_many(branch_id, versions)
+        statement.rows(parameters, session=session)

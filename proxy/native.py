@@ -20,20 +20,31 @@ two things, and only for flows whose addon state put a response in
 - an injected `UpstreamDeadline` (the addon's deadline timer) cancels the upstream request and
   runs the same failure path, so a fetch past its deadline ends as `upstream-failed`.
 
+And one thing for every flow: an HTTP/1 upstream connection that has been quiet longer than
+`groundhog_upstream_idle` is closed instead of reused (`GroundhogHttpLayer.get_connection`).
+A worker that keeps its connection to the proxy keeps the proxy's connection to the world; while
+the tape serves its reads that upstream connection sits idle, and the world's keep-alive (5 s
+for uvicorn and Node, 2 s for gunicorn) closes it. mitmproxy reuses any connection it has not yet
+seen closed, so a write sent as the close arrives met it: `upstream-failed`, and the worker lost
+the write's answer (found by a benchmark run, 2026-12-06).
+
 Everything else is mitmproxy's code, unchanged. Written against mitmproxy 12; the tests in
 tests/proxy/test_native.py fail if a mitmproxy upgrade changes these internals.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
 from mitmproxy import http
+from mitmproxy.connection import Connection, Server
 from mitmproxy.proxy import commands, events, layer
 from mitmproxy.proxy.layers.http import (
     ErrorCode,
+    GetHttpConnection,
     HttpLayer,
     HttpStream,
     RequestProtocolError,
@@ -44,8 +55,10 @@ from mitmproxy.proxy.layers.http import (
     SendHttp,
 )
 
+from proxy.options import SECONDS_OPTIONS, seconds
 from proxy.websocket_played import PLAYING, PlayedWebsocketLayer
 
+IDLE_OPTION = "groundhog_upstream_idle"
 # flow.metadata keys shared with the addon.
 FAILURE_RESPONSE = "groundhog.failure_response"  # the response that replaces mitmproxy's 502
 FAILURE_PHASE = "groundhog.failure_phase"  # "connect" (no connection) or "exchange"
@@ -162,13 +175,25 @@ class GroundhogHttpStream(HttpStream):
 
 
 class GroundhogHttpLayer(HttpLayer):
-    """mitmproxy's HttpLayer, with streams that let the addon answer failed live calls."""
+    """mitmproxy's HttpLayer, with streams that let the addon answer failed live calls, and
+    no reuse of an upstream connection the world may be closing."""
+
+    def get_connection(
+        self, event: GetHttpConnection, *, reuse: bool = True
+    ) -> layer.CommandGenerator[None]:
+        if reuse:
+            limit = upstream_idle(self.context.options)
+            for connection in stale_connections(self, event, time.time() - limit):
+                yield commands.CloseConnection(connection)  # state CLOSED: not reused below
+        yield from super().get_connection(event, reuse=reuse)
 
     def make_stream(self, stream_id: int) -> layer.CommandGenerator[None]:
         self.streams[stream_id] = GroundhogHttpStream(self.context.fork(), stream_id)
         yield from self.event_to_child(self.streams[stream_id], events.Start())
 
     def _handle_event(self, event: events.Event) -> layer.CommandGenerator[None]:
+        if isinstance(event, events.DataReceived):
+            heard_from(self, event.connection)
         if not isinstance(event, UpstreamDeadline):
             yield from super()._handle_event(event)
             return
@@ -182,6 +207,53 @@ class GroundhogHttpLayer(HttpLayer):
             flow = getattr(stream, "flow", None)
             if flow is not None and flow.request.method == "CONNECT" and flow.response:
                 yield from self.event_to_child(stream, event)
+
+
+# When each connection of a layer last delivered bytes (time.time(), as mitmproxy's timestamps).
+_HEARD = "_groundhog_heard"
+
+
+def heard_from(http_layer: HttpLayer, connection: Connection) -> None:
+    # adapt() re-classes a built layer, so no __init__ of ours ever ran on it.
+    heard: dict[Connection, float] | None = http_layer.__dict__.get(_HEARD)
+    if heard is None:
+        heard = http_layer.__dict__[_HEARD] = {}
+    heard[connection] = time.time()
+
+
+def stale_connections(
+    http_layer: HttpLayer, event: GetHttpConnection, quiet_before: float
+) -> list[Server]:
+    """The open HTTP/1 upstream connections `event` could reuse that last delivered bytes (or
+    were set up) before `quiet_before`. An HTTP/1 connection mitmproxy offers for reuse carries
+    no request (it has no pipelining), so closing it loses nothing; HTTP/2 ones may carry other
+    streams and are left alone (an HTTP/2 server says goodbye with GOAWAY first)."""
+    heard: dict[Connection, float] = http_layer.__dict__.get(_HEARD, {})
+    stale = []
+    for connection in http_layer.connections:
+        if (
+            not isinstance(connection, Server)
+            or not connection.connected
+            or connection.alpn == b"h2"
+            or connection in http_layer.waiting_for_establishment
+            or not event.connection_spec_matches(connection)
+        ):
+            continue
+        set_up = connection.timestamp_tls_setup or connection.timestamp_tcp_setup or quiet_before
+        if max(heard.get(connection, 0.0), set_up) < quiet_before:
+            stale.append(connection)
+    for connection in list(heard):
+        if connection not in http_layer.connections:
+            del heard[connection]
+    return stale
+
+
+def upstream_idle(options: Any) -> float:
+    """`groundhog_upstream_idle`, or its default where the option is not declared (a bare
+    mitmproxy context in a test)."""
+    if not hasattr(options, IDLE_OPTION):
+        return SECONDS_OPTIONS[IDLE_OPTION][0]
+    return seconds(options, IDLE_OPTION)
 
 
 def adapt(chosen: layer.Layer | None) -> layer.Layer | None:

@@ -51,6 +51,12 @@ SECONDS_OPTIONS: dict[str, tuple[float, str]] = {
         60.0,
         "Seconds from forwarding a recorded ask until the world's response head arrives.",
     ),
+    "groundhog_upstream_idle": (
+        1.0,
+        "Seconds an HTTP/1 upstream connection may sit quiet and still carry the next live "
+        "call; an older one is closed and a fresh one opened, so a call never meets the "
+        "world's keep-alive closing it (5 s for uvicorn and Node, 2 s for gunicorn).",
+    ),
     "groundhog_upstream_deadline": (
         120.0,
         "Seconds a recorded live call may take in all; past it the call is upstream-failed "

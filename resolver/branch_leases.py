@@ -236,10 +236,12 @@ def settle(
     write, which queued every report and fork behind the store's writers: a lease taken just
     after the read is no different from one taken just after that write.)"""
     with transaction(store.read) as session:
+        held = branch_leases.any_held_on_tape(
+            tape, branch, now=time.time(), grace=grace, session=session
+        )
+        if not held:
+            return
         branch_ids = _branch_ids(session, tape, branch)
-        held = branch_leases.any_held(branch_ids, now=time.time(), grace=grace, session=session)
-    if not held:
-        return
     with transaction(store.write) as session:
         deadline = branch_leases.ask_back(branch_ids, now=time.time(), grace=grace, session=session)
     if deadline == 0.0:

@@ -131,6 +131,22 @@ def test_asking_back_names_the_latest_expiry_and_release_ends_the_lease(
         assert not branch_leases.release(branch_id, "p", p.epoch, session=session)
 
 
+def test_held_on_tape_asks_by_name_what_any_held_asks_by_ids(any_store: Store) -> None:
+    _, child = new_tape(any_store, "leased", children=1)
+    new_tape(any_store, "unleased")
+    assert isinstance(grant(any_store, child, "p", now=100.0), branch_leases.Granted)
+
+    def held(tape: str, branch: str | None, now: float) -> bool:
+        with transaction(any_store.read) as session:
+            return branch_leases.any_held_on_tape(tape, branch, now=now, grace=2, session=session)
+
+    assert held("leased", None, now=101.0) and held("leased", "root/0", now=101.0)
+    assert not held("leased", "root", now=101.0)  # the root has no lease of its own
+    assert held("leased", None, now=106.0)  # lapsed at 105, within the grace
+    assert not held("leased", None, now=108.0)
+    assert not held("unleased", None, now=101.0) and not held("missing", None, now=101.0)
+
+
 def test_a_lease_lapsed_past_the_grace_is_ended_and_its_holder_refused(
     any_store: Store, branch_id: int
 ) -> None:

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mitmproxy import http
-from mitmproxy.connection import Connection, Server
+from mitmproxy.connection import Server
 from mitmproxy.proxy import commands, events, layer
 from mitmproxy.proxy.layers.http import (
     ErrorCode,
@@ -192,7 +192,7 @@ class GroundhogHttpLayer(HttpLayer):
         yield from self.event_to_child(self.streams[stream_id], events.Start())
 
     def _handle_event(self, event: events.Event) -> layer.CommandGenerator[None]:
-        if isinstance(event, events.DataReceived):
+        if isinstance(event, events.DataReceived) and isinstance(event.connection, Server):
             heard_from(self, event.connection)
         if not isinstance(event, UpstreamDeadline):
             yield from super()._handle_event(event)
@@ -213,9 +213,9 @@ class GroundhogHttpLayer(HttpLayer):
 _HEARD = "_groundhog_heard"
 
 
-def heard_from(http_layer: HttpLayer, connection: Connection) -> None:
+def heard_from(http_layer: HttpLayer, connection: Server) -> None:
     # adapt() re-classes a built layer, so no __init__ of ours ever ran on it.
-    heard: dict[Connection, float] | None = http_layer.__dict__.get(_HEARD)
+    heard: dict[Server, float] | None = http_layer.__dict__.get(_HEARD)
     if heard is None:
         heard = http_layer.__dict__[_HEARD] = {}
     heard[connection] = time.time()
@@ -228,7 +228,7 @@ def stale_connections(
     were set up) before `quiet_before`. An HTTP/1 connection mitmproxy offers for reuse carries
     no request (it has no pipelining), so closing it loses nothing; HTTP/2 ones may carry other
     streams and are left alone (an HTTP/2 server says goodbye with GOAWAY first)."""
-    heard: dict[Connection, float] = http_layer.__dict__.get(_HEARD, {})
+    heard: dict[Server, float] = http_layer.__dict__.get(_HEARD, {})
     stale = []
     for connection in http_layer.connections:
         if (

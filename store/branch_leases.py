@@ -17,7 +17,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Float, Insert, bindparam, func, insert, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Float,
+    Insert,
+    and_,
+    bindparam,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.orm import Session
 
 from store import batch_rows, counters
@@ -235,6 +246,12 @@ def void_expired(branch_id: int, holder: str, *, session: Session) -> None:
     )
 
 
+def _held(grace: Any, now: Any) -> ColumnElement[bool]:
+    """A lease still held at `now`: it has a holder, and lapsed less than `grace` ago if at all
+    (`grace` and `now` as values, or as a prepared statement's bind parameters)."""
+    return and_(BranchLease.holder.is_not(None), BranchLease.expires + grace >= now)
+
+
 def ask_back(branch_ids: Sequence[int], *, now: float, grace: float, session: Session) -> float:
     """Ask the holders of these branches' leases to flush and release; when to stop waiting
     for them (0.0 when none is held). A lease that lapsed less than `grace` ago is asked too:
@@ -246,8 +263,7 @@ def ask_back(branch_ids: Sequence[int], *, now: float, grace: float, session: Se
         update(BranchLease)
         .where(
             BranchLease.branch_id.in_(branch_ids),
-            BranchLease.holder.is_not(None),
-            BranchLease.expires + grace >= now,
+            _held(grace, now),
         )
         .values(revoke=True)
         .returning(BranchLease.expires)
@@ -263,8 +279,7 @@ def any_held(branch_ids: Sequence[int], *, now: float, grace: float, session: Se
         select(BranchLease.branch_id)
         .where(
             BranchLease.branch_id.in_(branch_ids),
-            BranchLease.holder.is_not(None),
-            BranchLease.expires + grace >= now,
+            _held(grace, now),
         )
         .limit(1)
     )
@@ -280,8 +295,7 @@ def _held_on_tape_statement(*, one_branch: bool) -> Prepared:
             .join(tapes, tapes.c.id == branches.c.tape_id)
             .where(
                 tapes.c.name == bindparam("tape"),
-                leases.c.holder.is_not(None),
-                leases.c.expires + bindparam("grace", type_=Float) >= bindparam("now", type_=Float),
+                _held(bindparam("grace", type_=Float), bindparam("now", type_=Float)),
             )
             .limit(1)
         )

@@ -38,9 +38,17 @@ class ExpiringState:
     lock: threading.Lock = field(default_factory=threading.Lock)
     connections: itertools.count = field(default_factory=itertools.count)
 
+    last_answer: float | None = None  # time.monotonic() of the latest answer on any connection
+
     def seen(self) -> list[Arrival]:
         with self.lock:
             return list(self.arrivals)
+
+    def quiet_for(self) -> float:
+        """Seconds since the latest answer on any connection (0 before the first)."""
+        with self.lock:
+            last = self.last_answer
+        return 0.0 if last is None else time.monotonic() - last
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -79,6 +87,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
         self.wfile.flush()
         self.last_answered = time.monotonic()
+        with state.lock:
+            state.last_answer = self.last_answered
 
     do_GET = do_POST = _handle
 

@@ -9,7 +9,6 @@ httpx with one kept-alive connection to the proxy, as agents' clients pool their
 from __future__ import annotations
 
 import ssl
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,9 +18,9 @@ import pytest
 from tests.proxy.clients import proxy_url
 from tests.proxy.expiring_keepalive_server import ExpiringUpstream
 from tests.proxy.stack import Stack, running_stack
+from tests.support.servers import wait_until
 
 WORLD_KEEPALIVE = 1.5  # above the proxy's default groundhog_upstream_idle (1 s)
-QUIET = 2.0  # longer than the world's keep-alive: the condition under test, not a wait
 
 
 @pytest.fixture(scope="module")
@@ -48,14 +47,21 @@ def world(
         yield server
 
 
-def _read_then_write(stack: Stack, world: ExpiringUpstream, quiet: float) -> list[httpx.Response]:
+def _read_then_write(stack: Stack, world: ExpiringUpstream, quiet: bool) -> list[httpx.Response]:
     tape = stack.open_tape()
     proxy = proxy_url(stack.proxy.port, tape, "root")
     trust = ssl.create_default_context(cafile=str(stack.ca))
     with httpx.Client(proxy=proxy, trust_env=False, timeout=60, verify=trust) as client:
         read = client.get(f"{world.url}/item")
         if quiet:
-            time.sleep(quiet)
+            # The condition under test: the connection idle past the world's keep-alive, with a
+            # second to spare for a loaded machine's lag between the world's answer and the
+            # proxy's reading it (which starts the proxy's own idle clock).
+            wait_until(
+                lambda: world.state.quiet_for() > WORLD_KEEPALIVE + 1.0,
+                timeout=60,
+                what="the world's keep-alive to expire",
+            )
         write = client.post(f"{world.url}/order", content=b"one order")
     return [read, write]
 
@@ -63,7 +69,7 @@ def _read_then_write(stack: Stack, world: ExpiringUpstream, quiet: float) -> lis
 def test_a_write_after_a_quiet_spell_goes_out_on_a_fresh_connection(
     default_stack: Stack, world: ExpiringUpstream
 ) -> None:
-    read, write = _read_then_write(default_stack, world, QUIET)
+    read, write = _read_then_write(default_stack, world, quiet=True)
     assert read.headers["X-Groundhog-Decision"] == "recorded"
     assert write.status_code == 200, write.text
     assert write.headers["X-Groundhog-Decision"] == "write"
@@ -77,7 +83,7 @@ def test_a_write_after_a_quiet_spell_goes_out_on_a_fresh_connection(
 
 
 def test_a_connection_still_fresh_is_reused(default_stack: Stack, world: ExpiringUpstream) -> None:
-    read, write = _read_then_write(default_stack, world, 0)
+    read, write = _read_then_write(default_stack, world, quiet=False)
     assert (read.status_code, write.status_code) == (200, 200)
     first, second = world.state.seen()
     assert first.connection == second.connection  # no new connection per call
@@ -89,7 +95,7 @@ def test_reusing_a_quiet_connection_loses_the_write(
     """What the option prevents: the same calls with reuse at any age. The world got the write
     and closed on it, and the worker got no answer of the world's (and cannot know whether the
     order was placed)."""
-    _, write = _read_then_write(reusing_stack, world, QUIET)
+    _, write = _read_then_write(reusing_stack, world, quiet=True)
     assert write.status_code == 502
     assert write.headers["X-Groundhog-Decision"] == "upstream-failed"
     arrivals = world.state.seen()

@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from bench import agent_adapter, credentials
+from bench import agent_adapter, credentials, http_clients
 from bench.rollout_client import Request, Response, RolloutClient
 from bench.world_client import WorldControl
 from groundhog.client import Groundhog
@@ -43,6 +43,13 @@ class RunContext:
     # Extra tape settings that make the world's session credentials interchangeable (empty when
     # the resolver keys no credential at all): see bench/credentials.py.
     credential_settings: dict[str, Any] = field(default_factory=dict)
+    # Kept-alive connections every rollout of the cell reuses (to the proxy, or to the world
+    # for the live reference): a branch is named by headers on each request, not by its
+    # connection, and a connection per rollout cost the proxy an accepted client connection
+    # and an upstream one (and the world an accept) for a rollout's few requests.
+    connections: http_clients.ConnectionPool = field(
+        default_factory=http_clients.ConnectionPool, compare=False
+    )
 
     @property
     def world_host(self) -> str:
@@ -204,6 +211,7 @@ def proxied_client(
         timeout=CLIENT_TIMEOUT,
         headers={protocol_headers.TAPE: tape, protocol_headers.BRANCH: branch},
         event_hooks={"response": hooks, "request": request_hooks or []},
+        pool=context.connections,
     )
 
 
@@ -348,7 +356,9 @@ def run_live(
     headers = {protocol_headers.SEED: str(world_seed)} if context.cooperative else {}
     grader = Grader(context.world, enabled=False)
     try:
-        with RolloutClient(timeout=CLIENT_TIMEOUT, event_hooks={"response": [grader]}) as client:
+        with RolloutClient(
+            timeout=CLIENT_TIMEOUT, event_hooks={"response": [grader]}, pool=context.connections
+        ) as client:
             return agent_adapter.run(
                 client,
                 context.world_url,

@@ -14,10 +14,13 @@ two cores (issue 33 item 9):
   for the callers that want httpx's API (world control, the faults row), with HTTPS left to
   httpx's own transport and the shared context.
 
-The pools are per client, not per process, on purpose: a connection to the proxy that outlives
-a rollout keeps the proxy's upstream connection open while the tape serves hits, the world's
-keep-alive (uvicorn: 5 s) closes that upstream connection, and a write sent just as it closes
-is answered `502 reset` (a full run met it after 22 minutes; see issue 33's notes).
+A benchmark cell's rollouts share one pool (`bench.groups.RunContext.connections`): each
+request names its tape and branch in headers, so a connection to the proxy can serve the next
+rollout, and the proxy's upstream connection with it. Pools were per client until the proxy
+learnt to close an upstream connection idle longer than `groundhog_upstream_idle` (1 s) instead
+of reusing it: before, a connection to the proxy that outlived a rollout kept the upstream one
+open while the tape served hits, the world's keep-alive (uvicorn: 5 s) closed it, and a write
+sent just as it closed was answered `502 reset` (a full run met it after 22 minutes).
 """
 
 from __future__ import annotations

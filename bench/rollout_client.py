@@ -91,7 +91,9 @@ type ResponseHook = Callable[[Response], None]
 
 
 class RolloutClient:
-    """One rollout's client: default headers and hooks, through ``proxy`` or straight."""
+    """One rollout's client: default headers and hooks, through ``proxy`` or straight; its
+    connections in a pool of its own, or in ``pool``, shared with the other rollouts of a
+    benchmark cell (`bench.groups.RunContext.connections`)."""
 
     def __init__(
         self,
@@ -100,9 +102,12 @@ class RolloutClient:
         timeout: float | None = None,
         headers: Mapping[str, str] | None = None,
         event_hooks: Mapping[str, Sequence[Callable[[Any], None]]] | None = None,
+        pool: http_clients.ConnectionPool | None = None,
     ) -> None:
         self.route = http_clients.Route(proxy)
-        self.pool = http_clients.ConnectionPool()
+        # A pool given is shared with other clients and outlives this one; its own is closed.
+        self._owns_pool = pool is None
+        self.pool = http_clients.ConnectionPool() if pool is None else pool
         self.timeout = timeout
         self.headers = dict(headers or {})
         hooks = event_hooks or {}
@@ -156,7 +161,8 @@ class RolloutClient:
         return self.request("GET", url, params=params, headers=headers)
 
     def close(self) -> None:
-        self.pool.close()
+        if self._owns_pool:
+            self.pool.close()
 
     def __enter__(self) -> RolloutClient:
         return self

@@ -86,6 +86,7 @@ def test_proxied_client_names_tape_and_branch_and_hooks() -> None:
         assert str(client.route.proxy) == context.proxy_url
     with proxied_client(context, "t", "root", []) as client:
         assert client.request_hooks == []
+        assert client.pool is context.connections  # the cell's rollouts share connections
 
 
 def test_run_live_talks_to_the_world_and_drops_the_sandbox(world: ServerProcess) -> None:

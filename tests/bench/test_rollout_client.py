@@ -8,6 +8,7 @@ import socket
 import httpx
 import pytest
 
+from bench import http_clients
 from bench.rollout_client import Request, Response, RolloutClient
 from tests.bench.recording_server import Seen, server
 from worldsim import agent
@@ -91,3 +92,25 @@ def test_a_refused_connection_is_httpxs_connect_error() -> None:
         url = f"http://127.0.0.1:{probe.getsockname()[1]}/x"
     with RolloutClient(timeout=30) as client, pytest.raises(httpx.ConnectError):
         client.get(url)
+
+
+def test_clients_sharing_a_pool_reuse_one_connection_and_leave_it_open(
+    server: tuple[str, Seen],
+) -> None:
+    url, seen = server
+    shared = http_clients.ConnectionPool()
+    try:
+        for branch in ("root/b0", "root/b1"):
+            headers = {"X-Groundhog-Branch": branch}
+            with RolloutClient(timeout=30, headers=headers, pool=shared) as client:
+                assert client.get(f"{url}/context").status_code == 200
+            # Closing a client leaves the shared pool's connection for the next rollout.
+            assert sum(shared.idle().values()) == 1
+        assert seen.connections == 1
+        assert [headers["X-Groundhog-Branch"] for _, _, headers, _ in seen.requests] == [
+            "root/b0",
+            "root/b1",
+        ]
+    finally:
+        shared.close()
+    assert shared.idle() == {}

@@ -11,13 +11,13 @@ from __future__ import annotations
 import asyncio
 import http.server
 import ssl
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.support.certs import write_self_signed
+from tests.support.threaded_server import ThreadedServer
 from worldsim import mcp_client
 
 
@@ -39,14 +39,8 @@ def tls_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(certificate, key)
     server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"https://127.0.0.1:{server.server_address[1]}/mcp", certificate
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with ThreadedServer(server) as serving:
+        yield f"https://127.0.0.1:{serving.port}/mcp", certificate
 
 
 def _failure_text(verify: ssl.SSLContext | bool, url: str) -> str:

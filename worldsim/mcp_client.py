@@ -40,9 +40,8 @@ def verifying_context() -> ssl.SSLContext:
 
     httpx2 builds a client's context from the CA files at every `AsyncClient(verify=True)`,
     twice with a proxy (its own transport and the proxy's): about 23 ms of CPU each, holding
-    the GIL, for every rollout, though the world is usually plain HTTP. In the benchmark that
-    was over a third of the driver's CPU. A context is safe to share between clients and
-    threads; one made for a given `verify` is the caller's to share.
+    the GIL, for every rollout, though the world is usually plain HTTP. A context is safe to
+    share between clients and threads; one made for a given `verify` is the caller's to share.
     """
     return httpx2.create_ssl_context()
 

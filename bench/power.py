@@ -23,8 +23,41 @@ from typing import Any
 import numpy as np
 from scipy import stats as scipy_stats
 
-TARGET = 0.80
-PAIRS_PER_WORLD = 2  # a reference pair is two live rollouts; a group is a tape of four
+TARGET = 0.80  # a claim's power at its margin under zero true bias
+# Protocol version 8: a control (a condition's calibration against the live reference) is
+# what makes a run readable at all, so it is sized for 95%: at 80% one control in five fails at
+# zero bias, and with five of them a run whose every control passes is a coin flip.
+CONTROL_TARGET = 0.95
+CONTROL_CLAIMS = frozenset({"calibration"})
+# Reference pairs per group, per world. A pair is two live rollouts straight to the world; a
+# group is a tape of four or five rollouts in each of three conditions through the proxy.
+# Version 8 sets the shop's and the MCP world's ratios near the cost-optimal allocation
+# (pairs / worlds = sqrt(pair variance / condition variance x world cost / pair cost)), with
+# the costs read from version 7's committed run (its phase timings, not its verdicts): a shop
+# world cost about 21 pairs, an MCP world about 8. The research world keeps 2: its controls
+# have power 1.0 at the sizes its claims need.
+PAIRS_PER_WORLD = {"research": 2, "shop": 5, "mcp": 3}
+
+
+# Claims removed as infeasible (version 2) that stay removed: the shop's 80% share of the
+# coupled variance needed more than MAX_WORLDS at two pairs per group; at version 8's five it
+# would need about 900 worlds, more than the run's 45 minutes afford (a world costs a shop cell
+# about 1 s), so the larger reference does not bring it back.
+REMOVED_CLAIMS = frozenset(
+    {("shop/uncooperative", "estimand_share"), ("shop/cooperative", "estimand_share")}
+)
+
+
+def pairs_per_world(cell_name: str) -> int:
+    """Reference pairs per group of the cell's world (a cell is "world/mode")."""
+    return PAIRS_PER_WORLD[cell_name.split("/")[0]]
+
+
+def target_of(claim: str) -> float:
+    """The power a claim (a field of a plan's needs) is sized for."""
+    return CONTROL_TARGET if claim in CONTROL_CLAIMS else TARGET
+
+
 # The run the declared sizes were computed from (version 1, 96 worlds), not whichever run is
 # committed now: recomputing sizes from a later run would be choosing them after seeing it.
 SIZING_RUN = Path(__file__).resolve().parents[1] / "docs" / "benchmark" / "sizes-from-v1-run.json"
@@ -163,20 +196,36 @@ def cell_inputs(results: Mapping[str, Any], cell_name: str) -> dict[str, float]:
     return inputs
 
 
-def needs(inputs: Mapping[str, float], constants: Mapping[str, Any]) -> dict[str, int | None]:
-    """Worlds each claim needs for the target power (None: not within MAX_WORLDS)."""
+def needs(
+    inputs: Mapping[str, float],
+    constants: Mapping[str, Any],
+    *,
+    pairs_per_world: int,
+    claims: tuple[str, ...] = ("equivalence", "calibration", "estimand_share"),
+) -> dict[str, int | None]:
+    """Worlds each claim needs for its target power (None: not within MAX_WORLDS)."""
     result: dict[str, int | None] = {
-        name: smallest(lambda n, name=name: claim_power(name, n, inputs, constants))
-        for name in ("equivalence", "calibration", "estimand_share")
+        name: smallest(
+            lambda n, name=name: claim_power(
+                name, n, inputs, constants, pairs_per_world=pairs_per_world
+            ),
+            target=target_of(name),
+        )
+        for name in claims
     }
     return result
 
 
 def claim_power(
-    name: str, worlds: int, inputs: Mapping[str, float], constants: Mapping[str, Any]
+    name: str,
+    worlds: int,
+    inputs: Mapping[str, float],
+    constants: Mapping[str, Any],
+    *,
+    pairs_per_world: int,
 ) -> float:
-    """One claim's power at ``worlds`` groups and PAIRS_PER_WORLD reference pairs per group."""
-    pairs = PAIRS_PER_WORLD * worlds
+    """One claim's power at ``worlds`` groups and ``pairs_per_world`` reference pairs each."""
+    pairs = pairs_per_world * worlds
     if name == "estimand_share":
         return share_power(
             worlds,
@@ -199,7 +248,13 @@ def plan(results: Mapping[str, Any], constants: Mapping[str, Any]) -> dict[str, 
     A claim needing more than MAX_WORLDS is infeasible: the protocol must drop or redesign it.
     """
     inputs = {name: cell_inputs(results, name) for name in results["cells"]}
-    required = {name: needs(values, constants) for name, values in inputs.items()}
+    required = {
+        name: {
+            claim: None if (name, claim) in REMOVED_CLAIMS else n
+            for claim, n in needs(values, constants, pairs_per_world=pairs_per_world(name)).items()
+        }
+        for name, values in inputs.items()
+    }
     plans: dict[str, dict[str, Any]] = {}
     for name, values in inputs.items():
         world = name.split("/")[0]
@@ -211,14 +266,15 @@ def plan(results: Mapping[str, Any], constants: Mapping[str, Any]) -> dict[str, 
             if n is not None
         ]
         worlds = max(feasible, default=MAX_WORLDS)
+        ratio = pairs_per_world(name)
         power = {
-            claim: round(claim_power(claim, worlds, values, constants), 3)
+            claim: round(claim_power(claim, worlds, values, constants, pairs_per_world=ratio), 3)
             for claim, n in required[name].items()
             if n is not None
         }
         plan_: dict[str, Any] = {
             "worlds": worlds,
-            "reference_pairs": PAIRS_PER_WORLD * worlds,
+            "reference_pairs": ratio * worlds,
             "needs": required[name],
             "infeasible": [claim for claim, n in required[name].items() if n is None],
         }
@@ -244,6 +300,7 @@ def plan(results: Mapping[str, Any], constants: Mapping[str, Any]) -> dict[str, 
 
 
 SHOP_CELL = "shop/uncooperative"
+MCP_CELL = "mcp/uncooperative"
 
 
 def _with_simulated_shop_grpo(
@@ -295,18 +352,18 @@ def simulated_mcp_inputs(days: int = SIMULATED_DAYS) -> dict[str, float]:
 def simulated_mcp_plan(constants: Mapping[str, Any], days: int = SIMULATED_DAYS) -> dict[str, Any]:
     """The MCP cell's sizes and powers (equivalence, calibration) from the simulated variances."""
     inputs = simulated_mcp_inputs(days)
-    required = {
-        name: smallest(lambda n, name=name: claim_power(name, n, inputs, constants))
-        for name in ("equivalence", "calibration")
-    }
+    ratio = pairs_per_world(MCP_CELL)
+    required = needs(
+        inputs, constants, pairs_per_world=ratio, claims=("equivalence", "calibration")
+    )
     worlds = max((n for n in required.values() if n is not None), default=MAX_WORLDS)
     return {
         "worlds": worlds,
-        "reference_pairs": PAIRS_PER_WORLD * worlds,
+        "reference_pairs": ratio * worlds,
         "needs": required,
         "inputs": {name: round(value, 5) for name, value in inputs.items()},
         "power": {
-            name: round(claim_power(name, worlds, inputs, constants), 3)
+            name: round(claim_power(name, worlds, inputs, constants, pairs_per_world=ratio), 3)
             for name, n in required.items()
             if n is not None
         },
@@ -383,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else argv
     constants = claims.load()["constants"]
     if "--simulated-mcp" in arguments:
-        plans = {"mcp/uncooperative": simulated_mcp_plan(constants)}
+        plans = {MCP_CELL: simulated_mcp_plan(constants)}
     elif "--simulated-shop" in arguments:
         plans = {"shop/uncooperative": simulated_shop_grpo_plan(constants)}
     else:

@@ -48,7 +48,7 @@ def test_the_protocol_declares_the_sizes_the_simulated_power_gives() -> None:
         field = fields.get(claim["metric"])
         if field is not None:
             assert declared["power"][claim["id"]] == pytest.approx(plan["power"][field], abs=1e-3)
-            assert plan["power"][field] >= power.TARGET - 1e-3
+            assert plan["power"][field] >= power.target_of(field) - 1e-3
 
 
 def test_the_mcp_world_runs_as_an_uncooperative_cell_only() -> None:
@@ -62,7 +62,7 @@ def test_the_mcp_world_runs_as_an_uncooperative_cell_only() -> None:
     assert (cell.better_action, cell.worse_action) == ("upgrade", "compare")
     full = replace(bench_config.full_config(), worlds_run=("mcp",))
     sized = bench_config.for_cell(full, "mcp", "uncooperative", claims.load()["sizes"])
-    assert (sized.worlds, sized.reference_pairs, len(sized.grpo_seeds)) == (190, 380, 4)
+    assert (sized.worlds, sized.reference_pairs, len(sized.grpo_seeds)) == (250, 750, 4)
 
 
 @pytest.fixture(scope="module")

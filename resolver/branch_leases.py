@@ -61,10 +61,15 @@ class LeaseSettings:
     lease_seconds: float
 
 
-def fence_out(session: Session, branch: BranchRef, asker: str | None, *, now: float) -> None:
+def fence_out(
+    session: Callable[[], Session], branch: BranchRef, asker: str | None, *, now: float
+) -> None:
     """Refuse an ask for a branch another proxy holds the lease of (the caller rolls back and
     asks the holder back: `ask_back`); void a lease that expired, so its holder's late events
-    are refused once someone else has moved the branch on."""
+    are refused once someone else has moved the branch on.
+
+    `session` makes the transaction's Session: only a void needs one, and a resolve of an
+    unleased branch (nearly every resolve) should not pay for making and closing it."""
     holder = branch.lease_holder
     if holder is None or holder == asker:
         return
@@ -75,7 +80,7 @@ def fence_out(session: Session, branch: BranchRef, asker: str | None, *, now: fl
             branch=branch.path,
             retry_after_seconds=max(0.0, round(branch.lease_expires - now, 3)),
         )
-    branch_leases.void_expired(branch.id, holder, session=session)
+    branch_leases.void_expired(branch.id, holder, session=session())
 
 
 def ask_back(

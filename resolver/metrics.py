@@ -19,6 +19,9 @@ class Metrics:
         self.decisions = Counter(
             "groundhog_decisions", "Resolve decisions by type", ["decision"], registry=self.registry
         )
+        # Every resolve counts its decision: `labels()` (its lock, its key) once per decision,
+        # not once per resolve.
+        self._decision_counters: dict[Decision, Counter] = {}
         self.live_calls = Counter(
             "groundhog_live_calls", "Asks the resolver sent upstream", registry=self.registry
         )
@@ -116,7 +119,12 @@ class Metrics:
                 gauge.labels(stat=stat).set(value)
 
     def observe(self, decision: Decision, seconds: float) -> None:
-        self.decisions.labels(decision=str(decision)).inc()
+        counter = self._decision_counters.get(decision)
+        if counter is None:
+            counter = self._decision_counters[decision] = self.decisions.labels(
+                decision=str(decision)
+            )
+        counter.inc()
         if decision in LIVE_DECISIONS:
             self.live_calls.inc()
         self.resolve_seconds.observe(seconds)

@@ -135,7 +135,7 @@ class Resolver:
                 guess=self._tapes.get(wire.tape),
                 drafts=self._drafts,
             )
-            fence_out(unit.session, branch, wire.lease_holder, now=time.time())
+            fence_out(lambda: unit.session, branch, wire.lease_holder, now=time.time())
             self._remember(tape)
             facts = facts_of(ask, passthrough=passes_through(tape, ask, wire.body_too_large))
             result = self._settle(unit, ask, facts, read_ahead=read_ahead, taken=True)

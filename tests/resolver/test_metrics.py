@@ -30,6 +30,17 @@ def test_only_live_decisions_count_as_live_calls(decision: Decision) -> None:
     assert _sample(metrics, "groundhog_live_calls_total") == expected_live
 
 
+def test_each_decision_keeps_its_own_count_in_one_app() -> None:
+    metrics = Metrics()
+    for decision in (Decision.SHARED, Decision.RECORDED, Decision.SHARED, Decision.STALE):
+        metrics.observe(decision, 0.0)
+    counted = {
+        str(decision): _sample(metrics, "groundhog_decisions_total", decision=str(decision))
+        for decision in (Decision.SHARED, Decision.RECORDED, Decision.STALE, Decision.WRITE)
+    }
+    assert counted == {"shared": 2.0, "recorded": 1.0, "stale": 1.0, "write": None}
+
+
 def test_live_decisions_are_the_upstream_ones() -> None:
     assert {
         Decision.RECORDED,

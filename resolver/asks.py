@@ -152,6 +152,13 @@ class Draft:
     operation: Operation | None = None
     # The keyed hash of the sandbox session id the request carries (resolver/session_labels.py).
     session_hash: str | None = None
+    # This draft's classifications by what else classifying reads (the key's hint, the tools
+    # its endpoint declared, the session's label): siblings ask with one remembered draft
+    # (resolver/draft_memo.py), so the first classifies and the rest look it up. `replace`
+    # copies share it; a draft of another tape config is another draft, with its own.
+    classified: dict[tuple[object, ...], Classification] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
 
 def draft_ask(
@@ -212,6 +219,20 @@ def classify_draft(
     """What the request reads or writes (pure; `hint`: the key's recorded hint, `hints` model;
     `tools_hint`: the read-only tools its MCP endpoint declared, resolver/mcp_tools.py;
     `session_label`: what `{session}` names, resolver/session_labels.py)."""
+    remembered = (
+        None if hint is None else (hint.reads, hint.writes),
+        None if tools_hint is None else tools_hint.reads,
+        session_label,
+    )
+    found = draft.classified.get(remembered)
+    if found is None:
+        found = draft.classified[remembered] = _classify(draft, hint, tools_hint, session_label)
+    return found
+
+
+def _classify(
+    draft: Draft, hint: Hint | KeyHint | None, tools_hint: Hint | None, session_label: str
+) -> Classification:
     config = draft.tape.config
     return classify(
         draft.request,

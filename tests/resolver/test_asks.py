@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +29,7 @@ from resolver.resolve_tx.opening import take_ask
 from resolver.schemas import ResolveRequest
 from store.branches import fork_branch, get_branch
 from store.db import Store, open_store, transaction
-from store.hints import set_hint
+from store.hints import Hint, set_hint
 from store.refs import BranchRef, TapeRef
 from store.tapes import create_tape
 from store.versions import branch_versions
@@ -243,6 +244,33 @@ def test_drafting_and_finishing_an_ask_touch_no_store() -> None:
     ask = finish_ask(draft, classification, occurrence=5, versions={})
     assert (ask.tape_id, ask.branch_id, ask.occurrence, ask.fingerprint) == (7, 3, 5, "")
     assert ask == finish_ask(draft, classification, occurrence=5, versions={})
+
+
+def test_a_draft_is_classified_once_per_hint_and_its_copies_share_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Siblings ask with one remembered draft: the first classifies, the rest look it up; a
+    hint that differs is classified anew, and gives its own answer."""
+    import resolver.asks as asks_module
+
+    calls: list[object] = []
+    real = asks_module.classify
+
+    def counted(*arguments: Any, **keywords: Any) -> Classification:
+        calls.append(keywords.get("hinted_reads"))
+        return real(*arguments, **keywords)
+
+    monkeypatch.setattr(asks_module, "classify", counted)
+    tape = TapeRef(7, "t", 42, "groundhog", True, "hints", {})
+    draft = draft_ask(tape, BranchRef(3, "root/b0"), _wire(), b"", redaction_key=b"k" * 32)
+    sibling = dataclasses.replace(draft, branch=BranchRef(4, "root/b1"))
+    unhinted = classify_draft(draft, None)
+    assert classify_draft(sibling, None) is unhinted
+    hinted = classify_draft(sibling, Hint("doc:1", ""))
+    assert hinted.reads == frozenset({"doc:1"}) != unhinted.reads
+    assert classify_draft(draft, Hint("doc:1", "")) is hinted
+    assert classify_draft(draft, Hint("doc:2", "")).reads == frozenset({"doc:2"})
+    assert calls == [None, "doc:1", "doc:2"]
 
 
 def test_a_read_counts_a_resource_a_write_left_unknown_and_only_while_unknown() -> None:

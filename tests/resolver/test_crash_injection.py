@@ -19,7 +19,9 @@ tape. Invariants (docs/internals.md, "The resolve lifecycle"):
   The one exception is a fork taken while its parent has such a read unanswered: the child
   inherits a lineage the lost answer may have advanced, and re-asks with attempts of its own.
 
-`GROUNDHOG_CRASH_EXAMPLES` sets the number of examples (a few in CI; thousands for a long run).
+`GROUNDHOG_CRASH_EXAMPLES` sets the number of examples (a few in CI; thousands for a long run,
+with `--timeout 0`: pytest-timeout's 300 s per test fires mid-example and reads as a hypothesis
+`FlakyFailure`; docs/internals.md gives the command).
 A failing case shrinks to the shortest sequence of steps hypothesis finds, printed as a script.
 """
 

@@ -80,13 +80,18 @@ def rollout(
 
 
 def run_group(
-    urls: tuple[str, str], admin: Groundhog, tape: str, mode: str, seed: int
+    urls: tuple[str, str],
+    admin: Groundhog,
+    tape: str,
+    mode: str,
+    seed: int,
+    fault_rate: float = FAULT_RATE,
 ) -> GroupResult:
     admin.open_tape(
         tape,
         world_seed=seed,
         mode=mode,
-        faults=[{"kind": "503", "rate": FAULT_RATE, "path": "/context"}],
+        faults=[{"kind": "503", "rate": fault_rate, "path": "/context"}],
     )
     branches = admin.fork(tape, "root", GROUP).branches
     # The group's rollouts run at once, as a trainer runs them; who asks first does not matter.
@@ -105,18 +110,34 @@ def _variance(values: Sequence[float]) -> float:
 
 
 def measure(
-    proxy_url: str, world_url: str, admin: Groundhog, *, groups: int = 16, run_id: str = "faults"
+    proxy_url: str,
+    world_url: str,
+    admin: Groundhog,
+    *,
+    groups: int = 16,
+    run_id: str = "faults",
+    fault_rate: float = FAULT_RATE,
 ) -> dict[str, Any]:
-    """The row: per condition, the same-policy reward variance and the contrast's spread."""
+    """The row: per condition, the same-policy reward variance and the contrast's spread.
+
+    Whether an ask fails is a hash of the world's seed and the request's address, which holds
+    the world's port: with few groups, a run may meet no fault at all (at the row's rate and
+    two groups, about one in 400), so a caller that needs faults raises `fault_rate`.
+    """
     half = GROUP // 2
-    row: dict[str, Any] = {"groups": groups, "group_size": GROUP, "fault_rate": FAULT_RATE}
+    row: dict[str, Any] = {"groups": groups, "group_size": GROUP, "fault_rate": fault_rate}
     for label, mode in (("shared", "groundhog"), ("independent", "naive")):
         # Groups are independent tapes: two at a time, as the benchmark's other phases run.
         with ThreadPoolExecutor(max_workers=GROUP_WORKERS) as pool:
             results = list(
                 pool.map(
                     lambda seed, label=label, mode=mode: run_group(
-                        (proxy_url, world_url), admin, f"{run_id}-faults-{label}-{seed}", mode, seed
+                        (proxy_url, world_url),
+                        admin,
+                        f"{run_id}-faults-{label}-{seed}",
+                        mode,
+                        seed,
+                        fault_rate,
                     ),
                     range(groups),
                 )

@@ -5,9 +5,11 @@ failed (optional stopping), and its bias test passed a truly unbiased (C) a quar
 time. Here the sizes come from arithmetic on the version-1 run's variances (kept as
 docs/benchmark/sizes-from-v1-run.json: a later run is the committed one now), printed beside
 them in bench/protocol.toml (`python -m bench.power`), so a claim that cannot pass at its size
-is visible before the run; the MCP world, declared before its first run, takes its variances
-from its in-process simulation (`python -m bench.power --simulated-mcp`). The power functions
-are pure and checked against a seeded simulation of the gates themselves
+is visible before the run. Only the claims the protocol declares are sized (`declared_fields`):
+a claim removed as infeasible sizes nothing. The MCP world, declared before its first run,
+takes its variances from its in-process simulation, and SG1 its seeds from the shop agent in
+process (bench/power_simulated.py; `python -m bench.power --simulated-mcp`, `--simulated-shop`).
+The power functions are pure and checked against a seeded simulation of the gates themselves
 (tests/bench/test_power.py).
 """
 
@@ -39,13 +41,24 @@ CONTROL_CLAIMS = frozenset({"calibration"})
 PAIRS_PER_WORLD = {"research": 2, "shop": 5, "mcp": 3}
 
 
-# Claims removed as infeasible (version 2) that stay removed: the shop's 80% share of the
-# coupled variance needed more than MAX_WORLDS at two pairs per group; at version 8's five it
-# would need about 900 worlds, more than the run's 45 minutes afford (a world costs a shop cell
-# about 1 s), so the larger reference does not bring it back.
-REMOVED_CLAIMS = frozenset(
-    {("shop/uncooperative", "estimand_share"), ("shop/cooperative", "estimand_share")}
-)
+# The plan's field each powered claim's metric is sized as (bench/protocol.toml `metric`).
+# A claim the protocol does not declare sizes nothing: the shop's share claims, removed as
+# infeasible in version 2, would need about 900 worlds at version 8's five pairs per group.
+SIZED_METRICS = {
+    "groundhog.equivalence": "equivalence",
+    "naive.calibration": "calibration",
+    "groundhog.estimand_share": "estimand_share",
+}
+
+
+def declared_fields(protocol: Mapping[str, Any], cell_name: str) -> tuple[str, ...]:
+    """The sizing fields of the claims the protocol declares for the cell, in `needs` order."""
+    fields = {
+        SIZED_METRICS[claim["metric"]]
+        for claim in protocol["claim"]
+        if claim["cell"] == cell_name and claim["metric"] in SIZED_METRICS
+    }
+    return tuple(field for field in SIZED_METRICS.values() if field in fields)
 
 
 def pairs_per_world(cell_name: str) -> int:
@@ -241,18 +254,23 @@ def claim_power(
     return tost_power(stderr, float(constants["bias_margin"]))
 
 
-def plan(results: Mapping[str, Any], constants: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """Every cell's sizes and powers from a committed run.
+def plan(results: Mapping[str, Any], protocol: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every cell's sizes and powers from a committed run, for the claims `protocol` declares.
 
     Both modes of a world take the larger size (they share the protocol's reference design).
     A claim needing more than MAX_WORLDS is infeasible: the protocol must drop or redesign it.
     """
+    from bench.power_simulated import SHOP_CELL, with_simulated_shop_grpo
+
+    constants = protocol["constants"]
     inputs = {name: cell_inputs(results, name) for name in results["cells"]}
     required = {
-        name: {
-            claim: None if (name, claim) in REMOVED_CLAIMS else n
-            for claim, n in needs(values, constants, pairs_per_world=pairs_per_world(name)).items()
-        }
+        name: needs(
+            values,
+            constants,
+            pairs_per_world=pairs_per_world(name),
+            claims=declared_fields(protocol, name),
+        )
         for name, values in inputs.items()
     }
     plans: dict[str, dict[str, Any]] = {}
@@ -295,156 +313,27 @@ def plan(results: Mapping[str, Any], constants: Mapping[str, Any]) -> dict[str, 
         plan_["power"] = power
         plans[name] = plan_
     if "grpo_seeds" in plans.get(SHOP_CELL, {}):
-        plans[SHOP_CELL] = _with_simulated_shop_grpo(plans[SHOP_CELL], constants)
+        plans[SHOP_CELL] = with_simulated_shop_grpo(plans[SHOP_CELL], constants)
     return plans
-
-
-SHOP_CELL = "shop/uncooperative"
-MCP_CELL = "mcp/uncooperative"
-
-
-def _with_simulated_shop_grpo(
-    plan_: dict[str, Any], constants: Mapping[str, Any]
-) -> dict[str, Any]:
-    """The shop's plan with SG1 sized on the in-process tables (version 6), not version 1's."""
-    shop = simulated_shop_grpo_plan(constants)
-    three = shop["policies"]["three strategies"]
-    infeasible = [claim for claim in plan_["infeasible"] if claim != "grpo"]
-    if three["seeds_needed"] is None:
-        infeasible.append("grpo")
-    return {
-        **plan_,
-        "grpo_seeds": shop["grpo_seeds"],
-        "grpo_steps": shop["grpo_steps"],
-        "infeasible": infeasible,
-        "power": {**plan_["power"], "grpo": three["power"]},
-    }
-
-
-SIMULATED_DAYS = 600  # days of the MCP world's in-process simulation (seeded, about 3 s)
-SIMULATED_FIRST_DAY = 7_000_000  # far from every day a benchmark phase runs on
-
-
-def simulated_mcp_inputs(days: int = SIMULATED_DAYS) -> dict[str, float]:
-    """The MCP cell's variances predicted in process (worldsim/mcp_check.py), before any run.
-
-    The MCP world had no run to read variances from when its sizes were declared; its agent
-    against the desk in process gives them: (C)'s contrast with the group's reads shared, (A)'s
-    with each rollout's own, and the reference's across the two worlds of a pair.
-    """
-    from worldsim import mcp_check
-
-    span = range(SIMULATED_FIRST_DAY, SIMULATED_FIRST_DAY + days)
-    shared = mcp_check.group_contrasts(span, shared=True)
-    independent = mcp_check.group_contrasts(span, shared=False)
-    rewards = mcp_check.in_process_rewards(range(span.stop, span.stop + 2 * days))
-    pairs = [
-        better - worse
-        for better, worse in zip(rewards["upgrade"][::2], rewards["compare"][1::2], strict=True)
-    ]
-    return {
-        "pair_variance": float(np.var(pairs, ddof=1)),
-        "groundhog_variance": float(np.var(shared, ddof=1)),
-        "naive_calibrated_variance": float(np.var(independent, ddof=1)),
-    }
-
-
-def simulated_mcp_plan(constants: Mapping[str, Any], days: int = SIMULATED_DAYS) -> dict[str, Any]:
-    """The MCP cell's sizes and powers (equivalence, calibration) from the simulated variances."""
-    inputs = simulated_mcp_inputs(days)
-    ratio = pairs_per_world(MCP_CELL)
-    required = needs(
-        inputs, constants, pairs_per_world=ratio, claims=("equivalence", "calibration")
-    )
-    worlds = max((n for n in required.values() if n is not None), default=MAX_WORLDS)
-    return {
-        "worlds": worlds,
-        "reference_pairs": ratio * worlds,
-        "needs": required,
-        "inputs": {name: round(value, 5) for name, value in inputs.items()},
-        "power": {
-            name: round(claim_power(name, worlds, inputs, constants, pairs_per_world=ratio), 3)
-            for name, n in required.items()
-            if n is not None
-        },
-    }
-
-
-# Protocol version 6: the shop's four-branch groups and SG1's size. The version-1 tables have
-# three strategies and named `compare` best (the ranking worlds' argmax), so SG1 is sized on
-# the shop agent in process (worldsim/shop_check.py), `deal` best, at this floor: a claim rests
-# on at least as many seeds as the research row.
-SHOP_GRPO_SEEDS = ROW_GRPO_SEEDS
-SHOP_GRPO_STEPS = ROW_GRPO_STEPS
-
-
-def simulated_shop_grpo_plan(
-    constants: Mapping[str, Any], days: int = SIMULATED_DAYS, *, seeds: int = 40
-) -> dict[str, Any]:
-    """SG1's seeds, steps and power from the shop's in-process reward tables (version 6).
-
-    GRPO samples groups of the shop's size (one per strategy) from a policy over the
-    strategies SG1 was declared on, both read from the shop's BenchConfig as the run reads
-    them; the policy over every strategy is shown beside it (infeasible: `coupon` is close to
-    `deal`).
-    """
-    from bench.config import for_world, quick_config
-    from worldsim import shop_agent, shop_check
-
-    shop_config = for_world(quick_config(), "shop")  # the actions the run's shop cells take
-
-    span = range(SIMULATED_FIRST_DAY, SIMULATED_FIRST_DAY + days)
-    margin = float(constants["grpo_margin"])
-    every = shop_check.reward_tables(span)
-    strategies = list(shop_config.actions)
-    declared = list(shop_config.learning_actions)
-    if strategies != [str(strategy) for strategy in shop_agent.Strategy]:
-        raise ValueError(
-            "the shop config lists its strategies out of the tables' (shop_agent.Strategy) order"
-        )
-    columns = [strategies.index(name) for name in declared]
-    learning = {name: [[row[c] for c in columns] for row in rows] for name, rows in every.items()}
-    group_size = shop_config.group_size
-    better = shop_config.better_action
-    plans: dict[str, Any] = {}
-    policies = (("three strategies", learning, declared), ("four strategies", every, strategies))
-    for label, tables, names in policies:
-        sd = simulated_grpo_difference_sd(
-            tables, names.index(better), steps=SHOP_GRPO_STEPS, group_size=group_size, seeds=seeds
-        )
-        needed = smallest(
-            lambda n, sd=sd: noninferiority_power(sd / math.sqrt(n), margin),
-            limit=MAX_GRPO_SEEDS,
-        )
-        plans[label] = {
-            "difference_sd": round(sd, 4),
-            "seeds_needed": needed,
-            "power": round(noninferiority_power(sd / math.sqrt(SHOP_GRPO_SEEDS), margin), 3),
-        }
-    return {
-        "grpo_seeds": SHOP_GRPO_SEEDS,
-        "grpo_steps": SHOP_GRPO_STEPS,
-        "group_size": group_size,
-        "mean_reward": {
-            name: [round(float(v), 3) for v in np.mean(np.asarray(rows), axis=0)]
-            for name, rows in every.items()
-        },
-        "strategies": strategies,
-        "policies": plans,
-    }
 
 
 def main(argv: list[str] | None = None) -> int:
     from bench import claims
+    from bench.power_simulated import (
+        MCP_CELL,
+        SHOP_CELL,
+        simulated_mcp_plan,
+        simulated_shop_grpo_plan,
+    )
 
     arguments = sys.argv[1:] if argv is None else argv
-    constants = claims.load()["constants"]
+    protocol = claims.load()
     if "--simulated-mcp" in arguments:
-        plans = {MCP_CELL: simulated_mcp_plan(constants)}
+        plans = {MCP_CELL: simulated_mcp_plan(protocol)}
     elif "--simulated-shop" in arguments:
-        plans = {"shop/uncooperative": simulated_shop_grpo_plan(constants)}
+        plans = {SHOP_CELL: simulated_shop_grpo_plan(protocol["constants"])}
     else:
-        plans = plan(json.loads(SIZING_RUN.read_text()), constants)
+        plans = plan(json.loads(SIZING_RUN.read_text()), protocol)
     sys.stdout.write(json.dumps(plans, indent=2) + "\n")
     return 0
 

@@ -1,7 +1,7 @@
-"""The MCP world's benchmark cell: its protocol sizes, its wiring, and groups through the proxy.
+"""The MCP world's benchmark cell: its wiring, and groups through the proxy.
 
-The sizes in bench/protocol.toml's `[sizes."mcp/uncooperative"]` must be what bench.power's
-arithmetic gives on the world's in-process variances. The cell runs only uncooperative. End to
+Its sizes are held to bench.power_simulated in tests/bench/test_power_simulated.py. The cell
+runs only uncooperative. End to
 end, through the real proxy and resolver processes against `python -m worldsim --world mcp`,
 with the tape config the cell uses (`mcp_tools`, rules with `{session}`): siblings of a fork
 are served the same bytes for every read-only tool (one world call for the group) while a
@@ -18,7 +18,7 @@ from dataclasses import replace
 import httpx
 import pytest
 
-from bench import claims, power
+from bench import claims
 from bench import config as bench_config
 from bench.__main__ import build_config, parse_args
 from bench.groups import RunContext, run_group
@@ -31,24 +31,6 @@ from tests.support.servers import ServerProcess, start_server
 from worldsim import mcp_client
 
 DAY = 31337
-
-
-def test_the_protocol_declares_the_sizes_the_simulated_power_gives() -> None:
-    protocol = claims.load()
-    plan = power.simulated_mcp_plan(protocol["constants"])
-    declared = protocol["sizes"]["mcp/uncooperative"]
-    assert (declared["worlds"], declared["reference_pairs"]) == (
-        plan["worlds"],
-        plan["reference_pairs"],
-    )
-    fields = {"groundhog.equivalence": "equivalence", "naive.calibration": "calibration"}
-    powered = [c for c in protocol["claim"] if c["cell"] == "mcp/uncooperative"]
-    assert {c["id"] for c in powered} == {"M1", "M2", "M3", "M4", "MA", "MB"}
-    for claim in powered:
-        field = fields.get(claim["metric"])
-        if field is not None:
-            assert declared["power"][claim["id"]] == pytest.approx(plan["power"][field], abs=1e-3)
-            assert plan["power"][field] >= power.target_of(field) - 1e-3
 
 
 def test_the_mcp_world_runs_as_an_uncooperative_cell_only() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 
 import numpy as np
@@ -50,7 +51,7 @@ def test_smallest_size_is_the_first_to_reach_the_target() -> None:
 def test_the_protocol_declares_the_sizes_the_power_calculation_gives() -> None:
     protocol = claims.load()
     results = json.loads(power.SIZING_RUN.read_text())
-    plans = power.plan(results, protocol["constants"])
+    plans = power.plan(results, protocol)
     claim_field = {
         "equivalence": "equivalence",
         "calibration": "calibration",
@@ -104,12 +105,31 @@ def test_more_reference_pairs_per_world_need_fewer_worlds_for_a_control() -> Non
     assert two is not None and five is not None and five < two
 
 
-def test_a_removed_claim_does_not_size_its_world() -> None:
-    """The shop's share claims were removed as infeasible; more pairs must not revive them."""
+def test_a_claim_the_protocol_does_not_declare_does_not_size_its_world() -> None:
+    """The shop's share claims were removed as infeasible (version 2): undeclared, they size
+    nothing; declared again, they would need more worlds than the run has."""
     results = json.loads(power.SIZING_RUN.read_text())
-    plans = power.plan(results, claims.load()["constants"])
-    for cell in ("shop/uncooperative", "shop/cooperative"):
-        assert (cell, "estimand_share") in power.REMOVED_CLAIMS
-        assert plans[cell]["needs"]["estimand_share"] is None
-        assert "estimand_share" in plans[cell]["infeasible"]
-    assert plans["shop/uncooperative"]["worlds"] < power.MAX_WORLDS
+    protocol = claims.load()
+    plans = power.plan(results, protocol)
+    shop = ("shop/uncooperative", "shop/cooperative")
+    for cell in shop:
+        assert "estimand_share" not in plans[cell]["needs"]
+        assert plans[cell]["infeasible"] == []
+    revived = copy.deepcopy(protocol)
+    revived["claim"] += [
+        {"id": f"share-{cell}", "cell": cell, "metric": "groundhog.estimand_share"} for cell in shop
+    ]
+    sized = power.plan(results, revived)
+    assert sized["shop/uncooperative"]["worlds"] > plans["shop/uncooperative"]["worlds"]
+    assert "estimand_share" in sized["shop/uncooperative"]["needs"]
+
+
+def test_declared_fields_follow_the_protocols_metrics() -> None:
+    protocol = claims.load()
+    assert power.declared_fields(protocol, "research/uncooperative") == (
+        "equivalence",
+        "calibration",
+        "estimand_share",
+    )
+    assert power.declared_fields(protocol, "shop/uncooperative") == ("equivalence", "calibration")
+    assert power.declared_fields(protocol, "no/such-cell") == ()

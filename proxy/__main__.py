@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from proxy.egress import EgressConfigError, parse_upstream_proxy
+from proxy.event_loop import EventLoop, resolved
 from proxy.options import DEFAULT_MAX_BODY_BYTES
 from proxy.self_guard import AdminAddressError, parse_admin_address
 from proxy.server import CAUnavailable, run
@@ -108,6 +109,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="set any mitmproxy or groundhog_* option, as mitmdump's --set does "
         "(e.g. --set mode=upstream:http://egress:3128, --set groundhog_upstream_deadline=300)",
     )
+    parser.add_argument(
+        "--loop",
+        default=os.environ.get("GROUNDHOG_PROXY_LOOP", EventLoop.AUTO.value),
+        choices=[loop.value for loop in EventLoop],
+        help="event loop: uvloop where installed (auto, the default) or asyncio's own",
+    )
     parser.add_argument("--log-level", default="info", choices=["error", "warn", "info", "debug"])
     return parser
 
@@ -121,6 +128,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
     if args.resolve_timeout is not None and args.resolve_timeout <= 0:
         parser.error(f"--resolve-timeout must be positive, not {args.resolve_timeout}")
+    try:
+        resolved(args.loop)  # GROUNDHOG_PROXY_LOOP is not checked against the choices
+    except ValueError as error:
+        parser.error(f"--loop (or GROUNDHOG_PROXY_LOOP): {error}")
     # mitmproxy's own terminal log prints our records; one line per connection is noise.
     logging.getLogger("mitmproxy.proxy.server").setLevel(logging.WARNING)
     if args.upstream_proxy:
@@ -159,6 +170,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             upstream_ca_files=args.upstream_ca,
             upstream_proxy=args.upstream_proxy,
             tcp_passthrough_hosts=args.tcp_passthrough_host,
+            loop=args.loop,
         )
     except (CAUnavailable, EgressConfigError) as error:
         sys.stderr.write(f"{error}\n")

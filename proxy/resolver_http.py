@@ -27,6 +27,7 @@ import contextlib
 import ssl
 import time
 from dataclasses import dataclass
+from typing import cast
 from urllib.parse import urlsplit
 
 import httptools
@@ -62,8 +63,8 @@ class _Connection(asyncio.Protocol):
     # -- asyncio.Protocol ------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # uvloop's transports are not subclasses of asyncio.Transport, only alike.
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         if self._waiter is None or self._waiter.done():
@@ -199,9 +200,12 @@ class ResolverHttp:
     async def _connect(self) -> _Connection:
         loop = asyncio.get_running_loop()
         server_hostname = self.host if self._ssl is not None else None
-        _, connection = await loop.create_connection(
+        transport, connection = await loop.create_connection(
             _Connection, self.host, self.port, ssl=self._ssl, server_hostname=server_hostname
         )
+        # uvloop calls `connection_made` on its next turn, after this returns: the transport is
+        # the connection's from here on, whichever loop runs it.
+        connection.transport = transport
         self._open.add(connection)
         return connection
 

@@ -37,6 +37,7 @@ from mitmproxy.addons import (
 from proxy.addon import GroundhogAddon
 from proxy.egress import INSECURE_WARNING, EgressAuth, parse_upstream_proxy, trust_bundle
 from proxy.errors import ProxyError
+from proxy.event_loop import EventLoop, loop_factory
 from proxy.h2c import PriorKnowledgeH2
 from proxy.options import DEFAULT_MAX_BODY_BYTES
 from proxy.startup_checks import warn_if_resolver_dead
@@ -184,11 +185,12 @@ async def serve(config: ProxyConfig, on_ready: Callable[[], None] | None = None)
         while not await _accepts(config.host, config.port):
             await asyncio.sleep(0.02)
         log.info(
-            "groundhog proxy ready on %s:%d (resolver %s, CA %s)",
+            "groundhog proxy ready on %s:%d (resolver %s, CA %s, event loop %s)",
             config.host,
             config.port,
             config.resolver_url,
             ca_cert_path(config.data_dir, config.ca_dir),
+            type(asyncio.get_running_loop()).__module__.partition(".")[0],
         )
         if on_ready is not None:
             on_ready()
@@ -219,8 +221,11 @@ def run(
     upstream_ca_files: Sequence[Path | str] = (),
     upstream_proxy: str | None = None,
     tcp_passthrough_hosts: Sequence[str] = (),
+    loop: EventLoop | str = EventLoop.AUTO,
 ) -> None:
-    """Block running the proxy; `on_ready` is called once its port accepts connections."""
+    """Block running the proxy; `on_ready` is called once its port accepts connections.
+
+    `loop`: the event loop it runs on (proxy/event_loop.py)."""
     config = ProxyConfig(
         host=host,
         port=port,
@@ -238,7 +243,7 @@ def run(
         upstream_proxy=upstream_proxy,
         tcp_passthrough_hosts=tuple(tcp_passthrough_hosts),
     )
-    asyncio.run(serve(config, on_ready))
+    asyncio.run(serve(config, on_ready), loop_factory=loop_factory(loop))
 
 
 async def _accepts(host: str, port: int) -> bool:

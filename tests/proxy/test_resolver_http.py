@@ -9,15 +9,32 @@ from __future__ import annotations
 import asyncio
 import json
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from proxy.event_loop import EventLoop, loop_factory
 from proxy.resolver_http import ResolverHttp, ResolverHttpError
 from tests.support.certs import write_private_ca
+
+type Run = Callable[[Coroutine[Any, Any, None]], None]
+
+
+@pytest.fixture(params=[EventLoop.ASYNCIO, EventLoop.UVLOOP])
+def run(request: pytest.FixtureRequest) -> Run:
+    """Runs a test's coroutine on each loop the proxy can run on (proxy/event_loop.py): uvloop
+    calls `connection_made` a turn later than asyncio does, and its transports are not
+    asyncio.Transport subclasses."""
+
+    def run_on(coroutine: Coroutine[Any, Any, None]) -> None:
+        asyncio.run(coroutine, loop_factory=loop_factory(request.param))
+
+    return run_on
+
 
 # A script gets (connection number, request head, request body) and writes the answer itself.
 Script = Callable[[int, bytes, bytes, asyncio.StreamWriter], Awaitable[None]]
@@ -81,7 +98,7 @@ def _client(port: int, *, keep_alive: float = 30.0, scheme: str = "http", **kw) 
     )
 
 
-def test_calls_share_one_keep_alive_connection_and_send_the_protocol_head() -> None:
+def test_calls_share_one_keep_alive_connection_and_send_the_protocol_head(run: Run) -> None:
     async def go() -> None:
         async with scripted(_answer_ok) as server:
             client = _client(server.port)
@@ -100,10 +117,10 @@ def test_calls_share_one_keep_alive_connection_and_send_the_protocol_head() -> N
         assert "Content-Length: 7" in lines
         assert second_head.startswith(b"POST /prefix/v1/record ")
 
-    asyncio.run(go())
+    run(go())
 
 
-def test_a_chunked_answer_is_put_together() -> None:
+def test_a_chunked_answer_is_put_together(run: Run) -> None:
     async def chunked(_n: int, _head: bytes, _body: bytes, writer: asyncio.StreamWriter) -> None:
         writer.write(_ok(b'5\r\n{"a":\r\n3\r\n12}\r\n0\r\n\r\n', "Transfer-Encoding: chunked"))
 
@@ -115,10 +132,10 @@ def test_a_chunked_answer_is_put_together() -> None:
         assert [json.loads(answer.body) for answer in answers] == [{"a": 12}, {"a": 12}]
         assert server.connections == 1
 
-    asyncio.run(go())
+    run(go())
 
 
-def test_an_answer_without_a_length_ends_with_its_connection_which_is_not_reused() -> None:
+def test_an_answer_without_a_length_ends_with_its_connection_which_is_not_reused(run: Run) -> None:
     async def unframed(_n: int, _head: bytes, _body: bytes, writer: asyncio.StreamWriter) -> None:
         writer.write(b'HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{"whole":true}')
         await writer.drain()
@@ -132,10 +149,10 @@ def test_an_answer_without_a_length_ends_with_its_connection_which_is_not_reused
         assert [answer.body for answer in answers] == [b'{"whole":true}'] * 2
         assert server.connections == 2
 
-    asyncio.run(go())
+    run(go())
 
 
-def test_connection_close_and_an_idle_close_by_the_server_mean_a_new_connection() -> None:
+def test_connection_close_and_an_idle_close_by_the_server_mean_a_new_connection(run: Run) -> None:
     async def script(number: int, _head: bytes, body: bytes, writer: asyncio.StreamWriter) -> None:
         if body == b"close-after":
             writer.write(_ok(b"{}", "Connection: close"))
@@ -156,10 +173,10 @@ def test_connection_close_and_an_idle_close_by_the_server_mean_a_new_connection(
             client.close()
         assert server.connections == 3
 
-    asyncio.run(go())
+    run(go())
 
 
-def test_a_connection_idle_past_keep_alive_is_not_reused() -> None:
+def test_a_connection_idle_past_keep_alive_is_not_reused(run: Run) -> None:
     async def go() -> None:
         async with scripted(_answer_ok) as server:
             client = _client(server.port, keep_alive=0.0)
@@ -168,10 +185,10 @@ def test_a_connection_idle_past_keep_alive_is_not_reused() -> None:
             client.close()
         assert server.connections == 3
 
-    asyncio.run(go())
+    run(go())
 
 
-def test_an_answer_cut_short_is_a_connection_error() -> None:
+def test_an_answer_cut_short_is_a_connection_error(run: Run) -> None:
     async def cut(_n: int, _head: bytes, _body: bytes, writer: asyncio.StreamWriter) -> None:
         writer.write(b'HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{"partial')
         await writer.drain()
@@ -184,10 +201,10 @@ def test_an_answer_cut_short_is_a_connection_error() -> None:
                 await client.post("/v1/resolve", b"{}", timeout=60)
             client.close()
 
-    asyncio.run(go())
+    run(go())
 
 
-def test_an_answer_that_is_not_http_is_refused_and_its_connection_dropped() -> None:
+def test_an_answer_that_is_not_http_is_refused_and_its_connection_dropped(run: Run) -> None:
     async def garbage(_n: int, _head: bytes, _body: bytes, writer: asyncio.StreamWriter) -> None:
         writer.write(b"SSH-2.0-OpenSSH\r\n\r\n")
 
@@ -199,10 +216,10 @@ def test_an_answer_that_is_not_http_is_refused_and_its_connection_dropped() -> N
             assert not client._idle
             client.close()
 
-    asyncio.run(go())
+    run(go())
 
 
-def test_a_slow_answer_times_out_and_its_connection_is_closed() -> None:
+def test_a_slow_answer_times_out_and_its_connection_is_closed(run: Run) -> None:
     release = asyncio.Event()
 
     async def slow(_n: int, _head: bytes, _body: bytes, writer: asyncio.StreamWriter) -> None:
@@ -222,10 +239,10 @@ def test_a_slow_answer_times_out_and_its_connection_is_closed() -> None:
             client.close()
         assert server.ended == [1]
 
-    asyncio.run(go())
+    run(go())
 
 
-def test_concurrent_calls_each_get_their_own_answer_on_their_own_connection() -> None:
+def test_concurrent_calls_each_get_their_own_answer_on_their_own_connection(run: Run) -> None:
     async def go() -> None:
         async with scripted(_answer_ok) as server:
             client = _client(server.port)
@@ -239,10 +256,10 @@ def test_concurrent_calls_each_get_their_own_answer_on_their_own_connection() ->
         assert again.status == 200
         assert server.connections == 8  # the ninth call reused one of them
 
-    asyncio.run(go())
+    run(go())
 
 
-def test_https_with_a_private_ca_is_verified(tmp_path: Path) -> None:
+def test_https_with_a_private_ca_is_verified(tmp_path: Path, run: Run) -> None:
     ca, certificate, key = write_private_ca(tmp_path, ["127.0.0.1"])
     server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server_tls.load_cert_chain(certificate, key)
@@ -259,7 +276,7 @@ def test_https_with_a_private_ca_is_verified(tmp_path: Path) -> None:
             untrusting.close()
         assert json.loads(answer.body) == {"echo": {"tls": 1}}
 
-    asyncio.run(go())
+    run(go())
 
 
 @pytest.mark.parametrize("url", ["ftp://127.0.0.1:1", "127.0.0.1:8080", "http://"])
@@ -268,7 +285,7 @@ def test_a_resolver_url_that_is_not_http_is_refused_with_the_fix(url: str) -> No
         ResolverHttp(url, headers={}, keep_alive_seconds=1)
 
 
-def test_calls_over_the_limit_wait_for_a_connection_within_their_timeout() -> None:
+def test_calls_over_the_limit_wait_for_a_connection_within_their_timeout(run: Run) -> None:
     release = asyncio.Event()
 
     async def held(_n: int, _head: bytes, body: bytes, writer: asyncio.StreamWriter) -> None:
@@ -296,4 +313,4 @@ def test_calls_over_the_limit_wait_for_a_connection_within_their_timeout() -> No
             client.close()
         assert server.connections == 1
 
-    asyncio.run(go())
+    run(go())

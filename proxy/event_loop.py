@@ -5,10 +5,13 @@ reads and writes for the worker and the resolver, callbacks, task steps) is a la
 the proxy adds: asyncio's selector loop does it in Python, uvloop in C. The choice is a
 command-line setting (`--loop`, like uvicorn's, which already runs the resolver on uvloop)
 because it must be made before the loop exists, so before mitmproxy reads its options. Without
-this module the proxy ran on the selector loop only; measured against it on a 2-core VM (three
-interleaved runs of 800 hits at 1 client), uvloop took the hit's p50 from 1.22x to 1.16x plain
-mitmdump's (bench/README.md, "Speed rows"). `asyncio` stays available for a platform without
-uvloop and as a way to rule the loop out when debugging.
+this module the proxy ran on the selector loop only. Measured in three interleaved pairs of
+`bench.proxy_perf` runs on a 2-core VM (bench/README.md, "Speed rows"), uvloop raised the hit
+path's throughput at 8 clients from 1.08-1.16x plain mitmdump's to 1.28-1.51x and the recorded
+miss's from 0.66-0.75x to 0.75-0.88x; at 1 client its latency moved within the noise (the loop
+is a share of the CPU a flow costs, not of the time a lone request waits on the resolver).
+`asyncio` stays available for a platform without uvloop and as a way to rule the loop out when
+debugging.
 """
 
 from __future__ import annotations

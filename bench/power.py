@@ -214,7 +214,7 @@ def needs(
     constants: Mapping[str, Any],
     *,
     pairs_per_world: int,
-    claims: tuple[str, ...] = ("equivalence", "calibration", "estimand_share"),
+    claims: tuple[str, ...] = tuple(SIZED_METRICS.values()),
 ) -> dict[str, int | None]:
     """Worlds each claim needs for its target power (None: not within MAX_WORLDS)."""
     result: dict[str, int | None] = {

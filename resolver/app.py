@@ -126,6 +126,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lease_seconds=settings.claim_lease_seconds,
         echoes=echoes,
         on_settled=app.state.wakeups.notify,
+        keep=app.state.resolver.keep,
         loop_writer=loop_writer,
         redaction_key=app.state.resolver.redaction_key,
     )

@@ -15,7 +15,7 @@ siblings.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from sqlalchemy.orm import Session
@@ -40,6 +40,11 @@ from store.models import PendingRecord
 from store.refs import TapeRef
 from store.versions import set_versions, versions_of
 
+# A recorded read's answer up to this size is kept in memory by its record (RecordResult.kept):
+# its first hit is then served without a read; a larger one waits for its first hit, so a tape
+# nobody forks does not spend memory and encoding on bodies nobody asks for again.
+KEPT_MAX_BYTES = 64 * 1024
+
 
 @dataclass(frozen=True)
 class RecordResult:
@@ -48,6 +53,9 @@ class RecordResult:
     # What the worker must be served; body None: identical to the body the proxy sent.
     response: WireResponse | None
     recorded: bool
+    # A read's answer this record stored as its address's exchange, for the resolver's memory
+    # once committed (resolver/cache.py); None for a write, a lost race or no answer.
+    kept: exchanges.RecordedAnswer | None = field(default=None, repr=False, compare=False)
 
 
 def pending_address(pending: PendingRecord | Pending) -> Address:
@@ -99,10 +107,21 @@ def store_answer(
             content.response_headers or [],
             None if stored_body == body else encode_base64(stored_body),
         )
-    else:
-        stored = winner or exchanges.find_exchange(*address, session=unit.session)
-        assert stored is not None
-        response = answers.recorded(stored, session=unit.session, tape_name=tape.name)
+        kept = None
+        assert exchange_id is not None  # created: the new exchange's
+        if not pending.is_write and len(stored_body) <= KEPT_MAX_BYTES:
+            kept = exchanges.RecordedAnswer(
+                exchange_id,
+                content.response_status,
+                content.response_headers or [],
+                content.response_body_sha,
+                stored_body,
+                None,
+            )
+        return RecordResult(decision, exchange_id, response, created, kept)
+    stored = winner or exchanges.find_exchange(*address, session=unit.session)
+    assert stored is not None
+    response = answers.recorded(stored, session=unit.session, tape_name=tape.name)
     return RecordResult(decision, exchange_id, response, created)
 
 

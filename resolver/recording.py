@@ -47,6 +47,7 @@ from resolver.wakeups import Address
 from store import claims
 from store.claims import Pending
 from store.db import Store, transaction
+from store.exchanges import RecordedAnswer
 from store.models import PendingRecord, Tape
 from store.refs import TapeRef
 
@@ -68,6 +69,7 @@ class Recorder:
         lease_seconds: float = 30.0,
         echoes: EchoBook | None = None,
         on_settled: Callable[[Address], object] | None = None,
+        keep: Callable[[Address, RecordedAnswer], object] | None = None,
         loop_writer: LoopWriter | None = None,
         redaction_key: bytes | None = None,
     ) -> None:
@@ -79,6 +81,8 @@ class Recorder:
         self.lease_seconds = lease_seconds
         self.echoes = echoes if echoes is not None else EchoBook()
         self.on_settled = on_settled or (lambda _address: None)
+        # The resolver's memory of recorded answers (Resolver.keep), told before the waiters.
+        self.keep = keep or (lambda _address, _answer: None)
 
     def record(self, wire: RecordRequest) -> RecordResult:
         """The record on this thread, in a unit of work of its own (the thread lane of
@@ -108,6 +112,8 @@ class Recorder:
         woken. A failure is raised as it is, nothing released: the caller hands it to `fail`
         on a thread (resolver/resolve_tx)."""
         result, address = self._commit(wire, wire.kind(), body, transaction)
+        if result.kept is not None:
+            self.keep(address, result.kept)  # committed: a hit may now be served it
         self.on_settled(address)
         return result
 

@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 from resolver import answers, failpoints, injection
 from resolver.asks import Ask, passes_through
 from resolver.branch_leases import fence_out
-from resolver.cache import AnswerCache, Recorded
+from resolver.cache import Address, AnswerCache, Recorded
 from resolver.decision import ClaimState, Facts, Step, decide_step
 from resolver.disk import DiskReserve
 from resolver.draft_memo import DraftMemo
@@ -256,6 +256,11 @@ class Resolver:
         self.cache.put(address, found)
         return found
 
+    def keep(self, address: Address, answer: exchanges.RecordedAnswer) -> None:
+        """Hold a read's answer, just recorded and committed at `address`, in memory
+        (resolver/cache.py): its first hit and its waiters are then served from there."""
+        self.cache.put(address, Recorded.of(answer))
+
     @staticmethod
     def _recorded(unit: Unit, ask: Ask, answer: exchanges.RecordedAnswer) -> Recorded:
         """A recorded answer ready to serve."""
@@ -263,11 +268,10 @@ class Resolver:
             exchange = exchanges.find_exchange(*address_of(ask), session=unit.session)
             assert exchange is not None
             response = answers.recorded(exchange, session=unit.session, tape_name=ask.tape_name)
-        else:
-            if answer.body_sha and answer.body is None:
-                raise LookupError(f"blob {answer.body_sha} is missing from the store")
-            response = answers.from_answer(answer)
-        return Recorded(answer.exchange_id, response, answer.headers)
+            return Recorded(answer.exchange_id, response, answer.headers)
+        if answer.body_sha and answer.body is None:
+            raise LookupError(f"blob {answer.body_sha} is missing from the store")
+        return Recorded.of(answer)
 
     def _take_claim(self, session: Executor, ask: Ask, ticket: str) -> bool:
         lease_expires = time.time() + self.lease_seconds

@@ -189,3 +189,67 @@ def test_a_record_the_event_loop_declines_is_left_whole_for_a_thread(store: Stor
         assert recorder.record(passthrough).decision == "passthrough"
     finally:
         writer.close()
+
+
+def recorded_then_hit(
+    store: Store, response: ResponseIn, *, method: str = "GET"
+) -> tuple[Resolver, list[str], Resolution]:
+    """Branch root/a records `response` at /kept with a resolver whose recorder keeps answers;
+    root/b then asks the same address: the resolver, the statements of that hit, and its answer."""
+    resolver = Resolver(store, max_body_bytes=1 << 20, lease_seconds=30)
+    recorder = Recorder(store, max_body_bytes=1 << 20, keep=resolver.keep)
+    forward = resolver.resolve(ask("/kept", "root/a").model_copy(update={"method": method}))
+    assert isinstance(forward, Resolution) and forward.ticket is not None
+    assert recorder.record(RecordRequest(ticket=forward.ticket, response=response)).recorded
+    seen = statements_of(store)
+    served = resolver.resolve(ask("/kept", "root/b").model_copy(update={"method": method}))
+    assert isinstance(served, Resolution)
+    return resolver, seen, served
+
+
+def test_a_recorded_read_is_kept_so_its_first_hit_reads_no_exchange(store: Store) -> None:
+    # A Set-Cookie value is stored as a placeholder: what is kept is the stored form, the
+    # bytes a read of the store gives, not what the proxy sent.
+    headers = [("X-A", "1"), ("Set-Cookie", "sid=secret-value; Path=/")]
+    body = base64.b64encode(b"kept body").decode()
+    _, seen, served = recorded_then_hit(store, ResponseIn(status=201, headers=headers, body=body))
+    assert served.decision is Decision.SHARED
+    assert not [s for s in seen if "gh_exchanges" in s or "gh_blobs" in s], seen
+    # A resolver that kept nothing reads the exchange; it serves the same bytes.
+    from_store = Resolver(store, max_body_bytes=1 << 20, lease_seconds=30)
+    again = from_store.resolve(ask("/kept", "root/c"))
+    assert isinstance(again, Resolution) and again.decision is Decision.SHARED
+    assert served.response == again.response
+    assert served.exchange_id == again.exchange_id
+    assert served.response is not None and "secret-value" not in str(served.response["headers"])
+
+
+def test_a_write_and_a_large_read_are_not_kept(store: Store) -> None:
+    large = base64.b64encode(bytes(record_outcomes.KEPT_MAX_BYTES + 1)).decode()
+    resolver, seen, served = recorded_then_hit(store, ResponseIn(status=200, headers=[], body=large))
+    assert served.decision is Decision.SHARED
+    assert [s for s in seen if s.startswith("SELECT") and "gh_exchanges" in s], seen
+    assert len(resolver.cache) == 1  # put by that first hit, as before
+    write = ResponseIn(status=200, headers=[], body=base64.b64encode(b"w").decode())
+    writer = Resolver(store, max_body_bytes=1 << 20, lease_seconds=30)
+    recorder = Recorder(store, max_body_bytes=1 << 20, keep=writer.keep)
+    forward = writer.resolve(ask("/written", "root/a").model_copy(update={"method": "POST"}))
+    assert isinstance(forward, Resolution) and forward.ticket is not None
+    assert recorder.record(RecordRequest(ticket=forward.ticket, response=write)).recorded
+    assert len(writer.cache) == 0  # each lineage's write answer is its own, never by address
+
+
+def test_the_app_keeps_what_its_routes_record(app_client: TestClient) -> None:
+    app = cast(FastAPI, app_client.app)
+    assert app_client.post("/v1/tapes", json={"name": "kept"}).status_code == 201
+    fork = app_client.post("/v1/tapes/kept/fork", json={"parent": "root", "children": 2})
+    a, b = fork.json()["branches"]
+    wire = {"tape": "kept", "method": "GET", "host": "h", "port": 80, "path": "/r"}
+    forward = app_client.post("/v1/resolve", json={**wire, "branch": a}).json()
+    answer = {"status": 200, "headers": [], "body": base64.b64encode(b"live").decode()}
+    recorded = app_client.post("/v1/record", json={"ticket": forward["ticket"], "response": answer})
+    assert recorded.status_code == 200, recorded.text
+    assert len(app.state.resolver.cache) == 1  # before any hit: the record kept it
+    hit = app_client.post("/v1/resolve", json={**wire, "branch": b}).json()
+    assert hit["decision"] == "shared"
+    assert base64.b64decode(hit["response"]["body"]) == b"live"

@@ -226,7 +226,9 @@ def test_a_recorded_read_is_kept_so_its_first_hit_reads_no_exchange(store: Store
 
 def test_a_write_and_a_large_read_are_not_kept(store: Store) -> None:
     large = base64.b64encode(bytes(record_outcomes.KEPT_MAX_BYTES + 1)).decode()
-    resolver, seen, served = recorded_then_hit(store, ResponseIn(status=200, headers=[], body=large))
+    resolver, seen, served = recorded_then_hit(
+        store, ResponseIn(status=200, headers=[], body=large)
+    )
     assert served.decision is Decision.SHARED
     assert [s for s in seen if s.startswith("SELECT") and "gh_exchanges" in s], seen
     assert len(resolver.cache) == 1  # put by that first hit, as before

@@ -128,7 +128,18 @@ class Shipper:
                 return True
             del held.pending[: len(events)]
             self.log.shipped(held.lease, len(events))
+            if held.pending and not release:
+                self._next_batch(held)
             return True
+
+    def _next_batch(self, held: HeldBranch) -> None:
+        """Ship, after a window, the hits served while a batch was on its way: their `soon` found
+        a shipper still running and left them to it, and that shipper took only what was
+        pending when it started. Without this they waited for the branch's next hit, and the
+        last hits of a worker that asked nothing more were never shipped."""
+        running = held.shipper
+        if running is None or running.done() or running is asyncio.current_task():
+            held.shipper = asyncio.ensure_future(self._after(self.window, held))
 
     async def ship_first(self, held: HeldBranch, patience: float) -> None:
         """Ship the branch's served hits before the resolver is asked anything about it, asking

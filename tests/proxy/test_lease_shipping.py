@@ -136,3 +136,46 @@ def test_an_ask_whose_hits_cannot_be_shipped_is_refused(tmp_path: Path) -> None:
         asyncio.run(ships.ship_first(held, patience=0.2))
 
     assert len(held.pending) == 2 and resolver.shipped == []
+
+
+class GatedResolver(FakeResolver):
+    """Holds its first shipment until `gate` is set: a batch on its way to a slow resolver."""
+
+    def __init__(self) -> None:
+        super().__init__({"applied": 1}, {"applied": 1})
+        self.sending = asyncio.Event()
+        self.gate = asyncio.Event()
+
+    async def ship_lease_events(self, payload: dict[str, Any]) -> dict[str, Any]:
+        if not self.shipped:
+            self.sending.set()
+            await self.gate.wait()
+        return await super().ship_lease_events(payload)
+
+
+def test_a_hit_served_while_a_batch_is_on_its_way_is_shipped_after_it(tmp_path: Path) -> None:
+    resolver = GatedResolver()
+    ships = shipper(tmp_path, resolver, [])
+    held = held_branch()
+    held.pending = [{"key_hash": "k", "occurrence": 0}]
+
+    async def serve_during_the_shipment() -> None:
+        ships.soon(held)
+        await resolver.sending.wait()
+        # Served now, as proxy/branch_leases.py serves a hit: no other hit comes after it.
+        held.pending.append({"key_hash": "k", "occurrence": 1})
+        ships.soon(held)
+        resolver.gate.set()
+
+        async def all_shipped() -> None:
+            while held.pending:
+                on_its_way = held.shipper
+                assert on_its_way is not None and not on_its_way.done(), (
+                    "a hit is left with nothing to ship it"
+                )
+                await on_its_way
+
+        await asyncio.wait_for(all_shipped(), timeout=30)
+
+    asyncio.run(serve_during_the_shipment())
+    assert [len(batch["events"]) for batch in resolver.shipped] == [1, 1]

@@ -23,29 +23,36 @@ def listening(store: Store) -> Iterator[psycopg.Connection]:
         yield connection
 
 
-def _received(connection: psycopg.Connection) -> list[str]:
+def _received(connection: psycopg.Connection, tape_id: str) -> list[str]:
+    """The notices about tape `tape_id` this listener got: the channel is the database's, so
+    another Groundhog on the same database (a test run beside this one) announces on it too."""
     # A notification committed before this call is already queued on the connection, so a
     # short timeout only bounds the wait for one that was never sent.
-    return [notice.payload for notice in connection.notifies(timeout=1.0, stop_after=2)]
+    payloads = [notice.payload for notice in connection.notifies(timeout=1.0)]
+    return [payload for payload in payloads if payload.split(":", 1)[0] == tape_id]
+
+
+# A tape id no store of a test reaches: the notices these tests send name it.
+TAPE = "987654321"
 
 
 def test_a_committed_announcement_reaches_a_listener(
     store: Store, listening: psycopg.Connection
 ) -> None:
     with transaction(store.write) as session:
-        announce("1:0:key:fp", session=session)
+        announce(f"{TAPE}:0:key:fp", session=session)
     with unit_of_work(store) as unit:
-        announce_later("2:0:key:f:p", unit=unit)  # sent with the unit's COMMIT
-    assert _received(listening) == ["1:0:key:fp", "2:0:key:f:p"]
+        announce_later(f"{TAPE}:1:key:f:p", unit=unit)  # sent with the unit's COMMIT
+    assert _received(listening, TAPE) == [f"{TAPE}:0:key:fp", f"{TAPE}:1:key:f:p"]
 
 
 def test_a_rolled_back_announcement_reaches_nobody(
     store: Store, listening: psycopg.Connection
 ) -> None:
     with pytest.raises(RuntimeError), unit_of_work(store) as unit:
-        announce_later("3:0:key:fp", unit=unit)
+        announce_later(f"{TAPE}:0:key:fp", unit=unit)
         raise RuntimeError("the record failed")
-    assert _received(listening) == []
+    assert _received(listening, TAPE) == []
 
 
 def test_sqlite_runs_no_notify_statement(store: Store) -> None:

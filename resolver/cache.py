@@ -23,9 +23,9 @@ from typing import Any
 
 from groundhog.protocol.wire import WireResponse
 from resolver.answers import from_answer
+from resolver.wakeups import Address  # the one definition; others import it from here too
 from store.exchanges import RecordedAnswer
 
-Address = tuple[int, str, int, str]
 DEFAULT_BUDGET_BYTES = 64 * 1024 * 1024
 
 

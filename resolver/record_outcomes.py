@@ -111,12 +111,12 @@ def store_answer(
         assert exchange_id is not None  # created: the new exchange's
         if not pending.is_write and len(stored_body) <= KEPT_MAX_BYTES:
             kept = exchanges.RecordedAnswer(
-                exchange_id,
-                content.response_status,
-                content.response_headers or [],
-                content.response_body_sha,
-                stored_body,
-                None,
+                exchange_id=exchange_id,
+                status=content.response_status,
+                headers=content.response_headers or [],
+                body_sha=content.response_body_sha,
+                body=stored_body,
+                error_kind=None,
             )
         return RecordResult(decision, exchange_id, response, created, kept)
     stored = winner or exchanges.find_exchange(*address, session=unit.session)

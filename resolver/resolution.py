@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 from resolver import answers, failpoints, injection
 from resolver.asks import Ask, passes_through
 from resolver.branch_leases import fence_out
-from resolver.cache import Address, AnswerCache, Recorded
+from resolver.cache import AnswerCache, Recorded
 from resolver.decision import ClaimState, Facts, Step, decide_step
 from resolver.disk import DiskReserve
 from resolver.draft_memo import DraftMemo
@@ -43,6 +43,7 @@ from resolver.resolve_tx.opening import take_ask
 from resolver.resolve_tx.units import Executor, LoopWriter, ReadAhead, Unit, unit_of_work
 from resolver.schemas import ResolveRequest, decode_base64
 from resolver.simulator_client import SimulatorClient
+from resolver.wakeups import Address
 from store import claims, exchanges, write_answers
 from store.db import Store, relax_commit_durability
 from store.refs import TapeRef

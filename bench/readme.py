@@ -1,10 +1,11 @@
 """`python -m bench.readme`: write the README's benchmark block from a committed benchmark.json.
 
-A table copied by hand drifts from the run it claims to show. The README carries the block
-`bench.report.readme_block` renders (the table, the claims, the GRPO rows and the noise-share
-curve) from `docs/benchmark/benchmark.json`, between two marker
-comments; this command rewrites it (or, with `--check`, fails when it differs), and
-tests/bench/test_readme.py holds the committed pair equal.
+A table copied by hand drifts from the run it claims to show. The README carries the one
+screen `bench.headline.block` renders (the headline, the noise-share curve, (C) in every cell,
+every failed claim) from `docs/benchmark/benchmark.json`, between two marker comments; this
+command rewrites it (or, with `--check`, fails when it differs), and tests/bench/test_readme.py
+holds the committed pair equal, as it holds docs/benchmark/benchmark.md (the full tables) equal
+to what `bench.report.render_markdown` makes of the same file.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench import report
+from bench import headline, report
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "benchmark" / "benchmark.json"
@@ -30,7 +31,7 @@ class MarkerError(ValueError):
 
 def block(results_path: Path = RESULTS) -> str:
     results = json.loads(results_path.read_text())
-    return report.readme_block(results).rstrip() + "\n"
+    return headline.block(results).rstrip() + "\n"
 
 
 def replace_block(text: str, generated: str) -> str:
@@ -53,14 +54,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--readme", type=Path, default=README)
     parser.add_argument("--check", action="store_true", help="fail if the README differs")
     args = parser.parse_args(argv)
-    text = args.readme.read_text()
-    updated = replace_block(text, block(args.results))
+    tables = args.results.parent / "benchmark.md"
+    wanted = {
+        args.readme: replace_block(args.readme.read_text(), block(args.results)),
+        tables: report.render_markdown(report.clean(json.loads(args.results.read_text()))),
+    }
+    stale = [path for path, text in wanted.items() if not path.exists() or path.read_text() != text]
     if args.check:
-        if updated != text:
-            sys.stderr.write(f"{args.readme} is out of date: run python -m bench.readme\n")
-            return 1
-        return 0
-    args.readme.write_text(updated)
+        for path in stale:
+            sys.stderr.write(f"{path} is out of date: run python -m bench.readme\n")
+        return 1 if stale else 0
+    for path in stale:
+        path.write_text(wanted[path])
     return 0
 
 

@@ -435,7 +435,7 @@ def _sizes_line(results: Mapping[str, Any], world: str) -> str:
 
 
 def summary_block(results: Mapping[str, Any]) -> str:
-    """The table and the claims: the block the README carries (bench/readme.py)."""
+    """Each world's table and the claims: the head of docs/benchmark/benchmark.md."""
     meta = results["meta"]
     header = (
         f"Mode: {'quick' if meta['quick'] else 'full'}; protocol version "
@@ -451,23 +451,16 @@ def summary_block(results: Mapping[str, Any]) -> str:
         better, worse = contrast or ["verify", "deep"]
         lines += [f"### World `{world}` (contrast: {better} - {worse})", ""]
         lines += [_sizes_line(results, world), ""]
-        ceiling = cooperative.get("reference", {}).get("ceiling_interval")
-        if ceiling:
-            lines += [f"Endogenous ceiling on the variance reduction: {_interval(ceiling)}.", ""]
+        # Each mode's reduction is bounded by its own (A)'s ceiling, never another mode's.
+        ceilings = [
+            f"{name.split('/')[-1]} {_interval(cell['reference']['ceiling_interval'])}"
+            for name, cell in results["cells"].items()
+            if cell.get("world") == world and cell.get("reference", {}).get("ceiling_interval")
+        ]
+        if ceilings:
+            lines += [f"Endogenous ceiling on the variance reduction: {'; '.join(ceilings)}.", ""]
         lines += [condition_table(results, world), ""]
     return "\n".join([*lines, *claims_section(results)])
-
-
-def readme_block(results: Mapping[str, Any]) -> str:
-    """What the README carries (bench/readme.py): the summary, the GRPO rows and the
-    noise-share curve, their headings one level down to sit under the README's own."""
-    lines = [
-        *summary_block(results).split("\n"),
-        "",
-        *_grpo_section(results),
-        *_noise_section(results),
-    ]
-    return "\n".join(f"#{line}" if line.startswith("## ") else line for line in lines)
 
 
 def render_markdown(results: Mapping[str, Any]) -> str:
@@ -476,11 +469,14 @@ def render_markdown(results: Mapping[str, Any]) -> str:
     for cell_name, cell in results["cells"].items():
         sections += _dependency_section(cell_name, cell) + _curve_section(cell_name, cell)
     notes = [f"- {note}" for note in meta.get("notes", [])]
+    # The figures are written beside benchmark.md, so their links are relative to it.
+    figures = [f"![{Path(name).stem}]({name})" for name in meta.get("figures", [])]
     return "\n".join(
         [
             "# Groundhog benchmark",
             "",
             summary_block(results),
+            *([*figures, ""] if figures else []),
             *_grpo_section(results),
             *_noise_section(results),
             *sections,

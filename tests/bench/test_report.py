@@ -106,16 +106,21 @@ def test_the_group_size_curve_prints_a_mean_and_interval_over_worlds(
     assert "Mean over 2 worlds per size and condition, with a 95% t interval" in text
 
 
-def test_the_readme_block_carries_the_grpo_rows_and_the_noise_curve(
+def test_the_full_tables_carry_the_grpo_rows_the_noise_curve_and_each_modes_ceiling(
     small_config, constructed_raws, published
 ) -> None:
     from bench import noise_curve
 
     results = _results(small_config, constructed_raws, published)
     results["noise_curve"] = [noise_curve.point(0.6, [1.0, -1.0, 2.0, -2.0], [0.1, -0.1, 0.2, 0.0])]
-    block = report.readme_block(results)
-    assert "### Predeclared claims (bench/protocol.toml)" in block
-    assert "### GRPO on fresh rollouts through the proxy (research/uncooperative)" in block
-    assert "### Variance reduction against the per-call exogenous noise" in block
-    assert "| 0.60 | 0.87 |" in block
-    assert "\n## " not in block  # under the README's own "## The benchmark"
+    results["meta"]["figures"] = ["variance.png"]
+    text = report.render_markdown(report.clean(results))
+    assert "## Predeclared claims (bench/protocol.toml)" in text
+    assert "## GRPO on fresh rollouts through the proxy (research/uncooperative)" in text
+    assert "## Variance reduction against the per-call exogenous noise" in text
+    assert "| 0.60 | 0.87 |" in text
+    assert "![variance](variance.png)" in text
+    ceiling_line = next(line for line in text.splitlines() if "Endogenous ceiling" in line)
+    for mode in ("uncooperative", "cooperative"):
+        ceiling = results["cells"][f"research/{mode}"]["reference"]["ceiling_interval"]
+        assert f"{mode} {ceiling['value']:.1f}x" in ceiling_line

@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from bench import claims as protocol_claims
-from bench import collect, faults, figures, grpo_fresh, noise_curve, report, speed
+from bench import collect, faults, figures, grpo_fresh, noise_curve, provenance, report, speed
 from bench.assemble import assemble
 from bench.config import BenchConfig, for_cell
 from bench.config import cells as config_cells
@@ -119,6 +119,7 @@ def run_benchmark(
     out_dir.mkdir(parents=True, exist_ok=True)
     run_id = secrets.token_hex(3)
     started = time.perf_counter()
+    cpu_at_start = provenance.cpu_seconds()
     admin = Groundhog(services.resolver_url, proxy_url=services.proxy_url)
     raws: dict[str, dict[str, Any]] = {}
     progress = progress_bars(show_progress)
@@ -187,6 +188,11 @@ def run_benchmark(
     )
     results["noise_curve"] = noise_points
     results["meta"]["timings_seconds"]["total"] = time.perf_counter() - started
+    results["meta"]["provenance"] = provenance.record(
+        results["cells"],
+        wall_seconds=results["meta"]["timings_seconds"]["total"],
+        cpu_at_start=cpu_at_start,
+    )
     report.write_json(results, out_dir / "benchmark.json")
     report.write_markdown(results, out_dir / "benchmark.md")
     results["meta"]["figures"] = [path.name for path in figures.draw_all(results, out_dir)]

@@ -1,0 +1,101 @@
+"""`--map-host` through the real proxy and resolver (issue 56, item 4).
+
+A worker asks `https://api.tavily.com/search`; the proxy connects to a local stand-in instead,
+which sees the original Host header and TLS server name, and the tape records the original
+name. A map that points at one of Groundhog's own addresses is refused by the self guard.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.proxy.clients import proxy_url
+from tests.proxy.stack import Stack, running_stack
+from tests.proxy.upstream_server import Upstream
+from tests.support.certs import write_self_signed
+
+
+@dataclass
+class Mapped:
+    stack: Stack
+    tls: Upstream
+    plain: Upstream
+    server_names: list[str | None] = field(default_factory=list)
+
+
+@pytest.fixture(scope="module")
+def mapped_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mapped]:
+    data: Path = tmp_path_factory.mktemp("map-host")
+    cert = write_self_signed(tmp_path_factory.mktemp("tavily-cert"), ["api.tavily.com"])
+    with (
+        Upstream(name="tls-stand-in", cert=cert) as tls,
+        Upstream(name="plain-stand-in") as plain,
+        Upstream(name="admin") as admin,
+    ):
+        found = Mapped(None, tls, plain)  # type: ignore[arg-type]
+
+        def remember(_socket: ssl.SSLObject, name: str | None, _context: ssl.SSLContext) -> None:
+            found.server_names.append(name)
+
+        tls._server.tls.sni_callback = remember  # type: ignore[attr-defined]
+        with running_stack(
+            data,
+            "--map-host",
+            f"api.tavily.com=127.0.0.1:{tls.port}",
+            "--map-host",
+            f"search.stand-in.test=127.0.0.1:{plain.port}",
+            "--admin-address",
+            str(admin.port),
+            "--map-host",
+            f"admin.stand-in.test=127.0.0.1:{admin.port}",
+        ) as stack:
+            found.stack = stack
+            yield found
+
+
+def test_a_mapped_https_host_reaches_the_stand_in_under_its_own_name(mapped_stack) -> None:
+    stack, tls = mapped_stack.stack, mapped_stack.tls
+    tape = stack.open_tape()
+    trust = ssl.create_default_context(cafile=str(stack.ca))
+    with httpx.Client(
+        proxy=proxy_url(stack.proxy.port, tape, "root"), verify=trust, trust_env=False
+    ) as client:
+        answer = client.post("https://api.tavily.com/search", json={"query": "groundhog"})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["server"] == "tls-stand-in"
+    seen = tls.state.requests[-1]
+    assert dict((k.lower(), v) for k, v in seen.headers)["host"] == "api.tavily.com"
+    assert mapped_stack.server_names[-1] == "api.tavily.com"
+    events = stack.admin("GET", f"/v1/tapes/{tape}/events", params={"branch": "root"}).json()
+    assert [event["url"] for event in events["events"]] == ["https://api.tavily.com/search"]
+
+
+def test_a_mapped_plain_host_is_recorded_once_and_shared(mapped_stack) -> None:
+    stack, plain = mapped_stack.stack, mapped_stack.plain
+    tape = stack.open_tape()
+    branches = stack.fork(tape, 2)
+    before = plain.state.count("/shared")
+    decisions = []
+    for branch in branches:
+        with httpx.Client(proxy=proxy_url(stack.proxy.port, tape, branch), trust_env=False) as c:
+            answer = c.get("http://search.stand-in.test/shared")
+        assert answer.json()["server"] == "plain-stand-in"
+        decisions.append(answer.headers["x-groundhog-decision"])
+    assert decisions == ["recorded", "shared"]
+    assert plain.state.count("/shared") == before + 1
+
+
+def test_a_map_onto_groundhogs_own_address_is_refused(mapped_stack) -> None:
+    stack = mapped_stack.stack
+    tape = stack.open_tape()
+    with httpx.Client(proxy=proxy_url(stack.proxy.port, tape, "root"), trust_env=False) as c:
+        answer = c.get("http://admin.stand-in.test/v1/tapes")
+    assert answer.status_code == 403, answer.text
+    assert answer.headers["x-groundhog-decision"] == "refused"
+    assert "--map-host sends admin.stand-in.test" in answer.json()["detail"]

@@ -66,6 +66,8 @@ class TapeInfo(Extensible):
     mcp_tools: dict[str, str] = field(default_factory=dict)
     sandbox_headers: list[str] = field(default_factory=list)
     sandbox_cookies: list[str] = field(default_factory=list)
+    # How the tape applies the shipped tool catalog (`groundhog catalog`); {} before it existed.
+    catalog: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

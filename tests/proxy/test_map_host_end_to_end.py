@@ -1,14 +1,18 @@
-"""`--map-host` through the real proxy and resolver (issue 56, item 4).
+"""`--map-host` and the tool catalog through the real proxy and resolver (issue 56).
 
 A worker asks `https://api.tavily.com/search`; the proxy connects to a local stand-in instead,
 which sees the original Host header and TLS server name, and the tape records the original
-name. A map that points at one of Groundhog's own addresses is refused by the self guard.
+name. A map that points at one of Groundhog's own addresses is refused by the self guard. Four
+siblings searching through the catalog's Tavily entry make one live call per distinct query
+with no rules file, and a write of the same API stays each sibling's own.
 """
 
 from __future__ import annotations
 
+import json
 import ssl
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -99,3 +103,46 @@ def test_a_map_onto_groundhogs_own_address_is_refused(mapped_stack) -> None:
     assert answer.status_code == 403, answer.text
     assert answer.headers["x-groundhog-decision"] == "refused"
     assert "--map-host sends admin.stand-in.test" in answer.json()["detail"]
+
+
+def _search(stack: Stack, tape: str, branch: str, query: str) -> tuple[str, dict]:
+    trust = ssl.create_default_context(cafile=str(stack.ca))
+    with httpx.Client(
+        proxy=proxy_url(stack.proxy.port, tape, branch), verify=trust, trust_env=False
+    ) as client:
+        answer = client.post(
+            "https://api.tavily.com/search",
+            json={"query": query, "max_results": 3},
+            headers={"Authorization": "Bearer tvly-test-0123456789abcdef"},
+        )
+    assert answer.status_code == 200, answer.text
+    return answer.headers["x-groundhog-decision"], answer.json()
+
+
+def test_four_siblings_make_one_live_call_per_distinct_query_with_no_rules(mapped_stack) -> None:
+    """Issue 56, done when: the catalog's Tavily entry shares a POST search by default."""
+    stack, tls = mapped_stack.stack, mapped_stack.tls
+    tape = stack.open_tape()  # closure, no rules, no catalog setting: the defaults
+    branches = stack.fork(tape, 4)
+    queries = ["groundhog day", "common random numbers"]
+    asks = [(branch, query) for query in queries for branch in branches]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        answers = list(pool.map(lambda ask: _search(stack, tape, *ask), asks))
+
+    for query in queries:
+        reached = [seen for seen in tls.state.requests if query.encode() in seen.body]
+        assert len(reached) == 1, f"{query!r} went live {len(reached)} times"
+        served = [got for (_, asked), got in zip(asks, answers, strict=True) if asked == query]
+        assert sorted(decision for decision, _ in served) == ["recorded", *["shared"] * 3]
+        assert len({json.dumps(body, sort_keys=True) for _, body in served}) == 1
+
+    # A write of the same API is each sibling's own: four live calls.
+    trust = ssl.create_default_context(cafile=str(stack.ca))
+    before = tls.state.count("/usage/reset")
+    for branch in branches:
+        with httpx.Client(
+            proxy=proxy_url(stack.proxy.port, tape, branch), verify=trust, trust_env=False
+        ) as client:
+            answer = client.post("https://api.tavily.com/usage/reset", json={"query": "x"})
+        assert answer.headers["x-groundhog-decision"] == "write"
+    assert tls.state.count("/usage/reset") == before + 4

@@ -25,6 +25,7 @@ from groundhog import (
     cli_coercion,
     cli_inspect,
     cli_migrate,
+    cli_rules,
     cli_servers,
     cli_worker,
 )
@@ -105,6 +106,7 @@ app.command(
 )(cli_servers.bench)
 app.command(rich_help_panel="Servers")(cli_migrate.migrate)
 cli_inspect.register(tape_app)
+cli_rules.register(tape_app)
 app.add_typer(tape_app, name="tape", rich_help_panel="Tapes")
 app.command(rich_help_panel="Tapes")(cli_catalog.catalog)
 app.command(rich_help_panel="Workers")(cli_worker.env)

@@ -124,5 +124,47 @@ def rules(
     console.print(f"tape {tape.name}: {len(found)} rules under the rules model")
 
 
+def _advice_table(advice: dict[str, Any]) -> Table:
+    table = Table("operation", "live calls", "could share", "verdict", "evidence")
+    for item in advice.get("operations", []):
+        verdict = "shareable" if item["shareable"] else f"keep a write: {item['why_not']}"
+        table.add_row(
+            escape(item["operation"]),
+            str(item["live_calls"]),
+            str(item["could_share"]),
+            escape(verdict),
+            escape("\n".join(item["evidence"])),
+        )
+    return table
+
+
+def advise(
+    ctx: typer.Context,
+    name: TapeName,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the rules file to FILE instead of stdout.")
+    ] = None,
+) -> None:
+    """Print the rules that would have shared what the tape's groups sent as writes.
+
+    Nothing is applied: review the file, then open a tape with it
+    (`groundhog tape open NEW --config FILE`). The evidence goes to stderr.
+    """
+    with reporting(), settings_of(ctx).client() as client:
+        report = client.report(name)
+    advice = report.advice
+    if not advice:
+        raise fail("the resolver's report has no advice section: upgrade the resolver")
+    errors.print(_advice_table(advice))
+    config = {"dependency_model": "rules", "rules": advice["rules"]}
+    text = json.dumps(config, indent=2)
+    if out is not None:
+        out.write_text(text + "\n", encoding="utf-8")
+        errors.print(f"wrote {out}: review it, then `groundhog tape open NEW --config {out}`")
+        return
+    typer.echo(text)
+
+
 def register(tape_app: typer.Typer) -> None:
     tape_app.command("rules")(rules)
+    tape_app.command("advise")(advise)

@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from store.sibling_writes import RefetchedRead, WriteRow
+from sqlalchemy.orm import Session
+
+from store.sibling_writes import RefetchedRead, WriteRow, refetched_reads, sibling_writes
 
 
 @dataclass
@@ -140,3 +142,10 @@ def advise(writes: Iterable[WriteRow], refetched: Iterable[RefetchedRead]) -> di
         "could_share": sum(item["could_share"] for item in judged),
         "rules": [item["rule"] for item in judged if item["shareable"]],
     }
+
+
+def advice_section(tape_id: int, *, session: Session) -> dict[str, Any]:
+    """The report's (and the viewer's) advice for one tape, read from the store."""
+    return advise(
+        sibling_writes(tape_id, session=session), refetched_reads(tape_id, session=session)
+    )

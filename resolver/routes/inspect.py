@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Path, Query, Request
 
 from groundhog.protocol.admin import EventPage, TapeDigest
-from resolver.advice import advise
+from resolver.advice import advice_section
 from resolver.audit import audit_document, audit_tape
 from resolver.auth import require_admin
 from resolver.errors import NotFound
@@ -23,7 +23,6 @@ from store import exchanges, inspect
 from store.branches import get_branch
 from store.db import transaction
 from store.digest import tape_digest
-from store.sibling_writes import refetched_reads, sibling_writes
 
 router = APIRouter(prefix="/v1/tapes", tags=["inspect"], dependencies=[Depends(require_admin)])
 
@@ -130,9 +129,7 @@ def report(
         result["redaction"] = redaction_summary(found.id, found.config, session=session)
         result["costs"] = cost_section(found, session=session)
         result["protocols"] = protocol_summary(found.id, found.config, session=session)
-        result["advice"] = advise(
-            sibling_writes(found.id, session=session), refetched_reads(found.id, session=session)
-        )
+        result["advice"] = advice_section(found.id, session=session)
         return result
 
 

@@ -75,10 +75,15 @@ def _view(setting_json: str) -> CatalogView:
     )
 
 
+# What a tape opened with no `catalog` setting stores: compared first, so the common tape pays
+# one dict comparison per draft rather than a JSON encoding.
+_DEFAULT_SETTING: dict[str, Any] = {"enabled": True, "entries": {}, "world_model_hosts": []}
+
+
 def view_for(config: Mapping[str, Any]) -> CatalogView:
     """The catalog as the tape's `catalog` setting applies it (built once per setting)."""
     setting = config.get(SETTING)
-    if not setting:
+    if not setting or setting == _DEFAULT_SETTING:
         return _view("{}")
     return _view(json.dumps(setting, sort_keys=True, separators=(",", ":")))
 

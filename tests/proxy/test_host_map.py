@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+import typer
 from mitmproxy import connection
 from mitmproxy.exceptions import OptionsError
 from mitmproxy.proxy import server_hooks
 from mitmproxy.test import taddons
 
+from groundhog.cli_servers import egress_args
+from proxy.__main__ import main as proxy_main
 from proxy.addon import GroundhogAddon
 from proxy.host_map import HostMapError, mapped, parse_entry, parse_host_map
 
@@ -71,3 +74,16 @@ def test_the_addon_moves_a_mapped_connection_and_refuses_a_bad_map() -> None:
         assert server.sni == "api.tavily.com"
         with pytest.raises(OptionsError, match="HOST=ADDR:PORT"):
             context.configure(addon, groundhog_map_host=["api.tavily.com"])
+
+
+def test_the_command_line_refuses_a_bad_map_before_starting(capsys) -> None:
+    with pytest.raises(SystemExit) as exited:
+        proxy_main(["--map-host", "api.tavily.com=127.0.0.1"])
+    assert exited.value.code == 2
+    assert "names no port" in capsys.readouterr().err
+    with pytest.raises(typer.Exit):
+        egress_args(None, False, None, None, ["api.tavily.com"])
+    assert egress_args(None, False, None, None, ["a.test=127.0.0.1:9"]) == [
+        "--map-host",
+        "a.test=127.0.0.1:9",
+    ]

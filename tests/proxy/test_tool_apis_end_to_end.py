@@ -4,7 +4,9 @@ A worker asks `https://api.tavily.com/search`; the proxy connects to a local sta
 which sees the original Host header and TLS server name, and the tape records the original
 name. A map that points at one of Groundhog's own addresses is refused by the self guard. Four
 siblings searching through the catalog's Tavily entry make one live call per distinct query
-with no rules file, and a write of the same API stays each sibling's own.
+with no rules file, and a write of the same API stays each sibling's own. After
+`groundhog tape rules T --from-openapi`, an API's read operations (a GET, and a POST search the
+user confirmed) are shared and its writes are not (the API served under a mapped name too).
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from typer.testing import CliRunner
 
+from groundhog.cli import app
 from tests.proxy.clients import proxy_url
 from tests.proxy.stack import Stack, running_stack
 from tests.proxy.upstream_server import Upstream
@@ -146,3 +150,52 @@ def test_four_siblings_make_one_live_call_per_distinct_query_with_no_rules(mappe
             answer = client.post("https://api.tavily.com/usage/reset", json={"query": "x"})
         assert answer.headers["x-groundhog-decision"] == "write"
     assert tls.state.count("/usage/reset") == before + 4
+
+
+STAND_IN_API = "http://search.stand-in.test"
+
+
+def test_imported_openapi_reads_share_and_writes_do_not(mapped_stack, tmp_path: Path) -> None:
+    stack, plain = mapped_stack.stack, mapped_stack.plain
+    spec = tmp_path / "openapi.json"
+    spec.write_text(
+        json.dumps(
+            {
+                "openapi": "3.0.3",
+                "info": {"title": "items", "version": "1"},
+                "servers": [{"url": STAND_IN_API}],
+                "paths": {
+                    "/items": {
+                        "get": {"operationId": "listItems"},
+                        "post": {"operationId": "addItem"},
+                    },
+                    "/find": {"post": {"operationId": "searchItems"}},
+                },
+            }
+        )
+    )
+    tape = "openapi-import"
+    done = CliRunner().invoke(
+        app,
+        ["tape", "rules", tape, "--from-openapi", str(spec), "--accept-inferred"],
+        env={"GROUNDHOG_RESOLVER_URL": stack.resolver.url, "COLUMNS": "200"},
+    )
+    assert done.exit_code == 0, done.output
+    assert "searchItems" in done.output and "inferred" in done.output
+    assert stack.admin("GET", f"/v1/tapes/{tape}").json()["dependency_model"] == "rules"
+    branches = stack.fork(tape, 2)
+
+    def call(branch: str, method: str, path: str) -> str:
+        with httpx.Client(proxy=proxy_url(stack.proxy.port, tape, branch), trust_env=False) as c:
+            answer = c.request(method, f"{STAND_IN_API}{path}", json={"q": "groundhog"})
+        assert answer.status_code == 200, answer.text
+        return answer.headers["x-groundhog-decision"]
+
+    finds, posts = plain.state.count("/find"), plain.state.count("/items", method="POST")
+    assert [call(b, "POST", "/find") for b in branches] == ["recorded", "shared"]
+    assert [call(b, "GET", "/items") for b in branches] == ["recorded", "shared"]
+    assert [call(b, "POST", "/items") for b in branches] == ["write", "write"]
+    assert plain.state.count("/find") == finds + 1
+    assert plain.state.count("/items", method="POST") == posts + 2
+    # Each branch wrote to the API: its search is asked of the world again, not the base.
+    assert call(branches[0], "POST", "/find") == "refetched"

@@ -20,7 +20,15 @@ if TYPE_CHECKING:  # typer's vendored click and parameter base exist from typer 
     from typer import _click
     from typer.core import _TyperParameter
 
-from groundhog import cli_coercion, cli_inspect, cli_migrate, cli_servers, cli_worker
+from groundhog import (
+    cli_catalog,
+    cli_coercion,
+    cli_inspect,
+    cli_migrate,
+    cli_rules,
+    cli_servers,
+    cli_worker,
+)
 from groundhog.cli_common import CliSettings
 from groundhog.cli_dataset import tape_app  # cli_tape's, with verify and publish added
 
@@ -98,7 +106,9 @@ app.command(
 )(cli_servers.bench)
 app.command(rich_help_panel="Servers")(cli_migrate.migrate)
 cli_inspect.register(tape_app)
+cli_rules.register(tape_app)
 app.add_typer(tape_app, name="tape", rich_help_panel="Tapes")
+app.command(rich_help_panel="Tapes")(cli_catalog.catalog)
 app.command(rich_help_panel="Workers")(cli_worker.env)
 app.command(rich_help_panel="Workers")(cli_worker.run)
 

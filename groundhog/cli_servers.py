@@ -60,6 +60,15 @@ TcpPassthroughHost = Annotated[
         "online (repeatable); other raw tunnels are closed.",
     ),
 ]
+MapHost = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--map-host",
+        metavar="HOST=ADDR:PORT",
+        help="Connect to ADDR:PORT for HOST, as curl's --resolve (repeatable): a local stand-in "
+        "or staging under a real host name; the Host header, TLS name and request key keep HOST.",
+    ),
+]
 
 BranchLeases = Annotated[
     bool,
@@ -81,6 +90,7 @@ def egress_args(
     insecure_upstream: bool,
     upstream_proxy: str | None,
     tcp_passthrough_host: list[str] | None,
+    map_host: list[str] | None = None,
 ) -> list[str]:
     """The proxy's flags for how it reaches the world, as `python -m proxy` takes them."""
     args: list[str] = []
@@ -92,6 +102,15 @@ def egress_args(
         args += ["--upstream-proxy", upstream_proxy]
     for host in tcp_passthrough_host or []:
         args += ["--tcp-passthrough-host", host]
+    for entry in map_host or []:
+        args += ["--map-host", entry]
+    if map_host:
+        from proxy.host_map import HostMapError, parse_host_map
+
+        try:
+            parse_host_map(map_host)
+        except HostMapError as error:
+            raise fail(str(error)) from None
     return args
 
 
@@ -161,12 +180,15 @@ def proxy(
     insecure_upstream: InsecureUpstream = False,
     upstream_proxy: UpstreamProxy = None,
     tcp_passthrough_host: TcpPassthroughHost = None,
+    map_host: MapHost = None,
     branch_leases: BranchLeases = False,
 ) -> None:
     """Run the recording proxy (mitmproxy with the Groundhog addon) in the foreground."""
     _require_free_port(host, port)
     args = ["--host", host, "--port", str(port), "--resolver-url", resolver_url]
-    egress = egress_args(upstream_ca, insecure_upstream, upstream_proxy, tcp_passthrough_host)
+    egress = egress_args(
+        upstream_ca, insecure_upstream, upstream_proxy, tcp_passthrough_host, map_host
+    )
     _run_module("proxy", [*args, "--data", str(data), *egress, *lease_args(branch_leases)])
 
 
@@ -260,6 +282,7 @@ def up(
     insecure_upstream: InsecureUpstream = False,
     upstream_proxy: UpstreamProxy = None,
     tcp_passthrough_host: TcpPassthroughHost = None,
+    map_host: MapHost = None,
     branch_leases: BranchLeases = False,
 ) -> None:
     """Start the resolver and the proxy together on an embedded SQLite store.
@@ -281,7 +304,11 @@ def up(
                 timeout=timeout,
                 proxy_args=[
                     *egress_args(
-                        upstream_ca, insecure_upstream, upstream_proxy, tcp_passthrough_host
+                        upstream_ca,
+                        insecure_upstream,
+                        upstream_proxy,
+                        tcp_passthrough_host,
+                        map_host,
                     ),
                     *lease_args(branch_leases),
                 ],

@@ -14,6 +14,7 @@ from typing import Any
 
 from proxy.egress import EgressConfigError, parse_upstream_proxy
 from proxy.event_loop import EventLoop, resolved
+from proxy.host_map import HostMapError, parse_host_map
 from proxy.options import DEFAULT_MAX_BODY_BYTES
 from proxy.self_guard import AdminAddressError, parse_admin_address
 from proxy.server import CAUnavailable, run
@@ -101,6 +102,14 @@ def build_parser() -> argparse.ArgumentParser:
         "the resolver's address and the proxy's own are refused always",
     )
     parser.add_argument(
+        "--map-host",
+        action="append",
+        default=[],
+        metavar="HOST=ADDR:PORT",
+        help="connect to ADDR:PORT for HOST, as curl's --resolve (repeatable); the Host header, "
+        "TLS server name and request key keep HOST",
+    )
+    parser.add_argument(
         "--set",
         dest="settings",
         action="append",
@@ -144,10 +153,16 @@ def main(argv: Sequence[str] | None = None) -> None:
             parse_admin_address(entry)
         except AdminAddressError as error:
             parser.error(f"--admin-address: {error}")
+    try:
+        parse_host_map(args.map_host)
+    except HostMapError as error:
+        parser.error(str(error))
     branch = args.branch or ("root" if args.tape else None)
     extra_options: dict[str, Any] = {"termlog_verbosity": args.log_level.lower()}
     if args.admin_address:
         extra_options["groundhog_admin_addresses"] = list(args.admin_address)
+    if args.map_host:
+        extra_options["groundhog_map_host"] = list(args.map_host)
     if args.upstream_timeout is not None:
         extra_options["groundhog_upstream_connect_timeout"] = str(args.upstream_timeout)
         extra_options["groundhog_upstream_read_timeout"] = str(args.upstream_timeout)

@@ -26,6 +26,7 @@ from proxy import faults, native, problems
 from proxy.attempts import Attempts
 from proxy.branch_leases import LeaseBook, configured_leases
 from proxy.h2c import PriorKnowledgeH2
+from proxy.host_map import Target, mapped
 from proxy.identity import (
     HEADER_BRANCH,
     HEADER_TAPE,
@@ -35,7 +36,7 @@ from proxy.identity import (
     identify,
 )
 from proxy.live import META, RESOLVER_ERRORS, FlowState, LiveRecorder, failure_kind
-from proxy.options import arm_failpoints, check_options, declare_options, seconds
+from proxy.options import arm_failpoints, check_options, declare_options, host_map, seconds
 from proxy.passthrough import Kind, native_passthrough_kind
 from proxy.resolver_client import (
     ResolverClient,
@@ -74,6 +75,7 @@ class GroundhogAddon:
         self._connect_timers: dict[str, asyncio.TimerHandle] = {}
         self._retired: list[ResolverClient] = []
         self.guard = SelfGuard()
+        self.host_map: dict[str, Target] = {}
         self.leases: LeaseBook | None = None
         self._running = False
         self._recovery: asyncio.Future[None] | None = None
@@ -110,6 +112,8 @@ class GroundhogAddon:
             )
         if updated & {"groundhog_resolver_url", "groundhog_admin_addresses", "listen_port"}:
             self._build_guard(self._option_listen())
+        if "groundhog_map_host" in updated:
+            self.host_map = host_map(options)
         if "groundhog_failpoints" in updated:
             arm_failpoints(options.groundhog_failpoints)
         if updated & {
@@ -147,9 +151,16 @@ class GroundhogAddon:
         )
 
     async def _refused_target(self, flow: http.HTTPFlow) -> bool:
-        """Answer a request for Groundhog's own endpoints with a problem; True if it was one."""
+        """Answer a request for Groundhog's own endpoints with a problem; True if it was one.
+        A host `--map-host` sends elsewhere is judged where it really goes as well."""
         host, port = flow.request.host, flow.request.port
         reason = await self.guard.refusal(host, port)
+        target = mapped(self.host_map, host, port)
+        if reason is None and target != (host, port):
+            reason = await self.guard.refusal(*target)
+            if reason is not None:
+                reason = f"--map-host sends {host} to {target[0]}:{target[1]}: {reason}"
+                host, port = target
         if reason is None:
             return False
         log.warning("refused a request for %s:%s: it is Groundhog's own endpoint", host, port)
@@ -170,6 +181,11 @@ class GroundhogAddon:
         native.adapt(data.layer)
 
     def server_connect(self, data: server_hooks.ServerConnectionHookData) -> None:
+        address = data.server.address
+        if self.host_map and address is not None:
+            # After mitmproxy chose the server name (SNI) and the Host header: only where the
+            # connection opens changes (proxy/host_map.py).
+            data.server.address = mapped(self.host_map, *address)
         # mitmproxy opens upstream connections with no timeout of its own; this hook runs in
         # the task that connects, so cancelling that task ends the attempt (a connect failure).
         task = asyncio.current_task()

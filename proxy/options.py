@@ -13,6 +13,7 @@ from typing import Any, cast
 from mitmproxy.addonmanager import Loader
 from mitmproxy.exceptions import OptionsError
 
+from proxy.host_map import HostMapError, Target, parse_host_map
 from resolver import failpoints
 from resolver.errors import InvalidInput
 
@@ -132,6 +133,13 @@ def declare_options(loader: Loader) -> None:
         "Groundhog's other admin endpoints (PORT for every local address, or HOST:PORT) that "
         "the proxy refuses to forward to, as it refuses the resolver and its own address.",
     )
+    loader.add_option(
+        "groundhog_map_host",
+        Sequence[str],
+        [],
+        "HOST=ADDR:PORT: connect to ADDR:PORT for HOST (as curl's --resolve); the Host "
+        "header, TLS server name and request key keep HOST (proxy/host_map.py).",
+    )
 
 
 def seconds(options: Any, name: str) -> float:
@@ -176,3 +184,13 @@ def check_options(options: Any, updated: set[str]) -> None:
         seconds(options, name)
     if "groundhog_lease_disk_bytes" in updated:
         lease_disk_bytes(options)
+    if "groundhog_map_host" in updated:
+        host_map(options)
+
+
+def host_map(options: Any) -> dict[str, Target]:
+    """`groundhog_map_host` parsed, refused naming the fix when an entry is no HOST=ADDR:PORT."""
+    try:
+        return parse_host_map(options.groundhog_map_host)
+    except HostMapError as error:
+        raise OptionsError(str(error)) from error

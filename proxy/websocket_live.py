@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import certifi
@@ -26,6 +26,7 @@ import wsproto.events
 from mitmproxy import http
 
 from proxy.errors import ProxyError
+from proxy.host_map import Target, mapped
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,8 @@ class Upstream:
 
     trusted_ca: str | None = None
     insecure: bool = False
+    # `--map-host` (proxy/host_map.py): where a host's connection really opens.
+    host_map: Mapping[str, Target] = field(default_factory=dict)
 
     def ssl_context(self) -> ssl.SSLContext:
         context = ssl.create_default_context(cafile=self.trusted_ca or certifi.where())
@@ -87,8 +90,7 @@ class LiveConversation:
         try:
             reader, writer = await asyncio.wait_for(
                 asyncio.open_connection(
-                    request.host,
-                    request.port,
+                    *mapped(upstream.host_map, request.host, request.port),
                     ssl=upstream.ssl_context() if secure else None,
                     server_hostname=request.host if secure else None,
                 ),

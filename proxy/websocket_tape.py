@@ -35,7 +35,7 @@ from groundhog.protocol.decisions import Action
 from groundhog.protocol.wire import ResolveAsk, WireResponse
 from proxy.egress import upstream_proxy_url
 from proxy.live import META, RESOLVER_ERRORS
-from proxy.options import seconds
+from proxy.options import host_map, seconds
 from proxy.passthrough import Kind
 from proxy.resolver_client import ResolverClient
 from proxy.websocket_live import LiveConnectFailed, LiveConversation, Upstream
@@ -253,6 +253,7 @@ class WebSocketTape:
         upstream = Upstream(
             trusted_ca=ctx.options.ssl_verify_upstream_trusted_ca,
             insecure=bool(ctx.options.ssl_insecure),
+            host_map=host_map(ctx.options),
         )
         try:
             live = await LiveConversation.open(

@@ -21,6 +21,7 @@ from typing import Protocol
 from sqlalchemy.orm import Session
 
 from groundhog.protocol import headers as protocol_headers
+from resolver.catalog.matching import ToolMatch, match_request, view_for
 from resolver.dependencies import Classification, classify, origin_resource
 from resolver.errors import NotFound
 from resolver.faults import FaultRule, rules_of
@@ -88,6 +89,11 @@ class Ask:
     session_hash: str | None = None
 
 
+# The dependency models the tool catalog applies under: `path` keys resources by path and
+# `hints` trusts the world, each its own answer to what a POST reads.
+CATALOG_MODELS = frozenset({DependencyModel.CLOSURE, DependencyModel.RULES})
+
+
 def passes_through(tape: TapeRef, ask: Ask, body_too_large: bool) -> bool:
     """Whether the ask goes to the world unrecorded: a body over the limit, or a host the
     tape's `passthrough_hosts` name."""
@@ -152,6 +158,8 @@ class Draft:
     operation: Operation | None = None
     # The keyed hash of the sandbox session id the request carries (resolver/session_labels.py).
     session_hash: str | None = None
+    # The catalog entry the request calls (resolver/catalog), under `closure` and `rules`.
+    tool: ToolMatch | None = None
     # This draft's classifications by what else classifying reads (the key's hint, the tools
     # its endpoint declared, the session's label): siblings ask with one remembered draft
     # (resolver/draft_memo.py), so the first classifies and the rest look it up. `replace`
@@ -190,23 +198,29 @@ def draft_ask(
         pinned_profile(config, request.normalised_host),
         in_session=raw.header(SESSION_HEADER) is not None,
     )
+    model = DependencyModel(tape.dependency_model)
+    tool = None
+    if operation is None and model in CATALOG_MODELS:
+        tool = match_request(view_for(config), request)
     key = request_key(
         request,
         ignore_params=config.get("ignore_params", []),
         match_headers=config.get("match_headers", []),
         ignore_headers=config.get("ignore_headers", []),
         operation=operation,
+        keyed_body=None if tool is None else tool.keyed_body,
     )
     return Draft(
         tape=tape,
         branch=branch,
         request=request,
         key=key,
-        model=DependencyModel(tape.dependency_model),
+        model=model,
         findings=redacted.findings,
         secrets=redacted.secrets,
         operation=operation,
         session_hash=None if carried is None else session_hash(carried, redaction_key),
+        tool=tool,
     )
 
 
@@ -244,6 +258,7 @@ def _classify(
         tool_kinds=config.get("mcp_tools") or {},
         read_only_tools=names_of(tools_hint.reads) if tools_hint else frozenset(),
         session_label=session_label,
+        catalog_kind=None if draft.tool is None else draft.tool.kind,
     )
 
 

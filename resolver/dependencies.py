@@ -207,6 +207,7 @@ def classify(
     tool_kinds: Mapping[str, Any] = {},
     read_only_tools: frozenset[str] = frozenset(),
     session_label: str = "",
+    catalog_kind: Kind | None = None,
 ) -> Classification:
     """Read or write, and the resources it reads and (as far as known before the answer) writes.
 
@@ -215,9 +216,12 @@ def classify(
     `operation`: what a protocol profile found in the request; `tool_kinds` (the tape's
     `mcp_tools`) and `read_only_tools` (the server's `readOnlyHint`s) classify MCP tool calls.
     `session_label` is what a rule's `{session}` names (resolver/session_labels.py; "" outside a
-    session).
+    session). `catalog_kind`: what the shipped tool catalog says a plain HTTP request does
+    (resolver/catalog); a tape's own rule still wins under `rules`.
     """
     kind = request_kind(request, operation, tool_kinds=tool_kinds, read_only_tools=read_only_tools)
+    if catalog_kind is not None and operation is None:
+        kind = catalog_kind
     if kind is Kind.SESSION:
         # Live for the asker's own sandbox, like a write, but it changes no shared resource.
         return Classification(

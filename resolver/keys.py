@@ -88,6 +88,7 @@ def request_key(
     match_headers: Iterable[str] = (),
     ignore_headers: Iterable[str] = (),
     operation: Operation | None = None,
+    keyed_body: str | None = None,
 ) -> RequestKey:
     """The key of an (already redacted) request: readable form and its SHA-256.
 
@@ -96,7 +97,8 @@ def request_key(
     identities must not share an answer). An `operation` (resolver/protocol_profiles.py) is
     named in the key, and its body without the JSON-RPC ids replaces the body. Query pairs
     sort by name only (stable), so a repeated name keeps its values' order; headers sort by
-    name and value.
+    name and value. `keyed_body`: the body without a catalog entry's noise fields
+    (resolver/catalog), canonical JSON.
     """
     ignored = set(ignore_params)
     query = sorted(
@@ -123,6 +125,8 @@ def request_key(
         parts.append("headers:" + json.dumps(headers, separators=(",", ":"), ensure_ascii=False))
     if operation is not None and operation.keyed_body is not None:
         body = operation.keyed_body
+    elif keyed_body is not None:
+        body = keyed_body
     else:
         body = canonical_body(
             request.body, request.header("content-type"), request.header("content-encoding")

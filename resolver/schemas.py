@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from resolver.catalog import entry_ids
 from resolver.errors import BodyTooLarge, InvalidInput
 from resolver.faults import FaultKind
 from resolver.policy import DependencyModel, Mode
@@ -106,6 +107,29 @@ class FaultRuleConfig(Strict):
     latency_ms: int = Field(default=200, ge=0, le=600_000)
 
 
+class CatalogSetting(Strict):
+    """How a tape applies the shipped tool catalog (resolver/catalog, `groundhog catalog`)."""
+
+    enabled: bool = True
+    # Entries by id switched `off`, or overridden to `read` or `write`.
+    entries: dict[str, Literal["read", "write", "off"]] = {}
+    # Hosts whose chat-completion APIs are part of the world (a judge, a simulator): the
+    # catalog's chat entries apply to them, and to no other host. Never the policy's own model.
+    world_model_hosts: list[str] = []
+
+    @field_validator("entries")
+    @classmethod
+    def _known(cls, value: dict[str, str]) -> dict[str, str]:
+        known = entry_ids()
+        unknown = sorted(set(value) - known)
+        if unknown:
+            raise ValueError(
+                f"no catalog entry is named {', '.join(unknown)}; the entries are "
+                f"{', '.join(sorted(known))} (groundhog catalog lists them)"
+            )
+        return value
+
+
 class TapeConfig(Strict):
     """The body of `POST /v1/tapes`: everything that defines a tape's behaviour."""
 
@@ -152,6 +176,8 @@ class TapeConfig(Strict):
     # earlier messages are sent to the world again first only where the tape says the server
     # needs them: each is then a second live call of it (proxy/websocket_live.py).
     websocket_replay_client_messages: bool = False
+    # The shipped tool catalog under `closure` and `rules` (resolver/catalog).
+    catalog: CatalogSetting = Field(default_factory=CatalogSetting)
 
     @field_validator("name")
     @classmethod

@@ -66,6 +66,8 @@ class TapeInfo(Extensible):
     mcp_tools: dict[str, str] = field(default_factory=dict)
     sandbox_headers: list[str] = field(default_factory=list)
     sandbox_cookies: list[str] = field(default_factory=list)
+    # How the tape applies the shipped tool catalog (`groundhog catalog`); {} before it existed.
+    catalog: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,9 @@ class TapeReport:
     # The cost report: live calls made and avoided per branch, group and host, priced by the
     # tape's `prices` (costs None when it has none). Empty from a resolver that predates it.
     costs: dict[str, Any] = field(default_factory=dict)
+    # The advisor (resolver/advice.py): write operations the groups could have shared, with
+    # evidence and rules. Empty from a resolver that predates it, or from a counts-only report.
+    advice: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Self:
@@ -148,6 +153,7 @@ class TapeReport:
                 for path, counts in (data.get("branches") or {}).items()
             },
             costs=dict(data.get("costs") or {}),
+            advice=dict(data.get("advice") or {}),
         )
 
 

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Path, Query, Request
 
 from groundhog.protocol.admin import EventPage, TapeDigest
+from resolver.advice import advice_section
 from resolver.audit import audit_document, audit_tape
 from resolver.auth import require_admin
 from resolver.errors import NotFound
@@ -128,6 +129,7 @@ def report(
         result["redaction"] = redaction_summary(found.id, found.config, session=session)
         result["costs"] = cost_section(found, session=session)
         result["protocols"] = protocol_summary(found.id, found.config, session=session)
+        result["advice"] = advice_section(found.id, session=session)
         return result
 
 

@@ -84,3 +84,27 @@ def costs(tape: str, report: Mapping[str, Any]) -> Markup:
     headings = ["host", "price", "live calls", "avoided", "cost", "cost avoided"]
     parts.append(table(headings, hosts, id="cost-hosts"))
     return join(parts)
+
+
+def advice(found: Mapping[str, Any]) -> Markup:
+    """The advisor's verdict per write operation (resolver/advice.py): never applied."""
+    operations = found.get("operations", [])
+    if not operations:
+        return tag("p", "No write went live: nothing to advise.", class_="muted")
+    note = (
+        f"{found['could_share']} live writes could have been shared by the rules below. They are "
+        "advice, never applied: a wrong read rule serves stale answers. `groundhog tape advise "
+        "TAPE` prints them as a rules file to review."
+    )
+    rows = [
+        [
+            tag("code", item["operation"]),
+            item["live_calls"],
+            item["could_share"],
+            "shareable" if item["shareable"] else f"keep a write: {item['why_not']}",
+            join([tag("div", line) for line in item["evidence"]]),
+        ]
+        for item in operations
+    ]
+    headings = ["operation", "live calls", "could share", "verdict", "evidence"]
+    return join([tag("p", note, class_="note"), table(headings, rows, id="advice")])

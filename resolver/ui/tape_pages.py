@@ -12,6 +12,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
+from resolver.advice import advice_section
 from resolver.routes.tapes import find_tape
 from resolver.tape_signals import cost_section, signed_report
 from resolver.ui.chart import decisions_chart
@@ -180,6 +181,7 @@ def show_tape(tape: str, request: Request) -> HTMLResponse:
         branches = list_branches(found.id, session=session)
         report = signed_report(found, session=session)
         spent = cost_section(found, session=session)
+        advice = advice_section(found.id, session=session)
         tree = _tree(branches, found.name, report)
         drawing = tree_svg(
             parents_of(branches), report["branches"], lambda path: timeline_href(found.name, path)
@@ -212,6 +214,8 @@ def show_tape(tape: str, request: Request) -> HTMLResponse:
         report_sections.knowledge(found.name, report),
         tag("h2", "Live calls and their cost"),
         report_sections.costs(found.name, spent),
+        tag("h2", "Could have been shared"),
+        report_sections.advice(advice),
         tag("h2", "Went live, unrecorded"),
         _unrecorded(found.name, report),
         crumbs=[(UI_ROOT, "tapes"), (tape_href(found.name), found.name)],

@@ -20,7 +20,9 @@ import pytest
 skyrl_gym = pytest.importorskip("skyrl_gym", reason="the skyrl-gym extra is not installed")
 
 from skyrl_gym.envs.search.env import SearchEnvConfig  # noqa: E402
+from typer.testing import CliRunner  # noqa: E402
 
+from groundhog.cli import app  # noqa: E402
 from groundhog.client import Groundhog  # noqa: E402
 from groundhog.rollout_groups import RolloutGroups  # noqa: E402
 from groundhog.skyrl_gym import route_tool_groups  # noqa: E402
@@ -33,6 +35,7 @@ class Retrieval:
 
     def __init__(self) -> None:
         self.calls = 0
+        self.notes = 0
         self.lock = threading.Lock()
         self.url = ""
 
@@ -44,6 +47,11 @@ def retrieval() -> Iterator[Retrieval]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             query = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if self.path == "/notes":  # a write tool: each call files a note of its own
+                with state.lock:
+                    state.notes += 1
+                    send_json(self, {"note": state.notes})
+                return
             with state.lock:
                 state.calls += 1
                 serial = state.calls
@@ -98,3 +106,61 @@ def test_an_environment_without_routable_tool_groups_fails_loudly(
     env = skyrl_gym.make("gsm8k", env_config={}, extras={"reward_spec": {"ground_truth": "4"}})
     with pytest.raises(TypeError, match="has no tool group with a requests session"):
         route_tool_groups(env, RolloutGroups(gh_proxied.open(tape_name, world_seed=1)))
+
+
+def _run_group(
+    groups: RolloutGroups, config: SearchEnvConfig, retrieval: Retrieval, instance: str
+) -> list[str]:
+    """Four repetitions: each searches (SkyRL's own POST /retrieve) and files its own note."""
+
+    def trajectory(repetition: int) -> str:
+        env = skyrl_gym.make(
+            "search", env_config=config, extras={"reward_spec": {"ground_truth": "x"}}
+        )
+        route_tool_groups(env, groups)
+        with groups.rollout_sync(instance, repetition):
+            env.init([{"role": "user", "content": "What is solar?"}])
+            step = env.step("<search>solar</search>")
+            note = {"text": f"repetition {repetition} thinks solar"}
+            filed = groups.requests_session().post(f"{retrieval.url}/notes", json=note, timeout=30)
+            assert filed.status_code == 200, filed.text
+        return step["observations"][0]["content"]
+
+    with ThreadPoolExecutor(4) as pool:
+        return list(pool.map(trajectory, range(4)))
+
+
+def test_the_advisor_names_the_search_shareable_and_the_write_tool_not(
+    gh_proxied: Groundhog, tape_name: str, retrieval: Retrieval, tmp_path
+) -> None:
+    """Issue 56, done when: with no rules every POST is a write; the advisor's rules, applied,
+    give one live call per address."""
+    tape = gh_proxied.open(tape_name, world_seed=6)  # closure, no rules
+    config = SearchEnvConfig(search_url=f"{retrieval.url}/retrieve", log_requests=False)
+    _run_group(RolloutGroups(tape, use_shim=False), config, retrieval, "instance-1")
+    assert retrieval.calls == 4 and retrieval.notes == 4  # nothing shared: all writes
+
+    advice = gh_proxied.report(tape_name).advice
+    verdicts = {item["path"]: item for item in advice["operations"]}
+    assert verdicts["/retrieve"]["shareable"] and verdicts["/retrieve"]["could_share"] == 3
+    assert not verdicts["/notes"]["shareable"]
+    assert "no two siblings sent the identical request" in verdicts["/notes"]["why_not"]
+    assert advice["could_share"] == 3
+
+    rules_file = tmp_path / "advised.json"
+    done = CliRunner().invoke(
+        app,
+        ["tape", "advise", tape_name, "--out", str(rules_file)],
+        env={"GROUNDHOG_RESOLVER_URL": gh_proxied.transport.url, "COLUMNS": "200"},
+    )
+    assert done.exit_code == 0, done.output
+    advised = json.loads(rules_file.read_text())
+    assert [rule["path"] for rule in advised["rules"]] == ["/retrieve"]
+    # Never applied by itself: the advised tape is still the closure model with no rules.
+    assert gh_proxied.get_tape(tape_name).rules == []
+
+    applied = gh_proxied.open(f"{tape_name}-advised", world_seed=6, **advised)
+    observations = _run_group(RolloutGroups(applied, use_shim=False), config, retrieval, "i-2")
+    assert retrieval.calls == 5  # one live call for the address the four shared
+    assert observations == [observations[0]] * 4
+    assert retrieval.notes == 8  # the write tool stays each repetition's own

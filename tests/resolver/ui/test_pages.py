@@ -177,3 +177,17 @@ def test_tape_page_lists_an_unrecorded_write_with_what_it_invalidated(
     listed = listed[: listed.index("</table>")]
     assert "https://api.example.com/docs/9" in listed and "POST" in listed
     assert "origin:https://api.example.com" in listed
+
+
+def test_tape_page_says_which_writes_could_have_been_shared(ui_client: TestClient, ui_proxy):
+    tape = "viewer-advice"
+    ui_proxy.open(tape)
+    b0, b1 = ui_proxy.fork(tape, children=2)
+    for branch in (b0, b1):
+        ui_proxy.ask(tape, branch, "POST", "/retrieve", body=b'{"query": "solar"}')
+        ui_proxy.ask(tape, branch, "POST", "/notes", body=f'{{"by": "{branch}"}}'.encode())
+    page = _main(ui_client.get(f"/ui/tapes/{tape}").text)
+    advice = page[page.index('id="advice"') :]
+    advice = advice[: advice.index("</table>")]
+    assert _row(advice, "/retrieve").count("shareable") == 1
+    assert "keep a write: no two siblings sent the identical request" in _row(advice, "/notes")

@@ -47,6 +47,13 @@ LABEL org.opencontainers.image.title="groundhog" \
       org.opencontainers.image.description="Recording proxy, resolver and world simulator for branching agent RL" \
       org.opencontainers.image.licenses="Apache-2.0"
 
+# iptables for the capture init container (deploy/kubernetes/rollout-worker-captured.yaml):
+# it redirects a worker pod's outbound TCP to this proxy, as Istio's istio-init does.
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends iptables \
+    && rm -rf /var/lib/apt/lists/*
+
 # A fixed numeric user so Kubernetes' runAsNonRoot can verify it without a passwd lookup.
 # The mount points exist and belong to it, so named volumes start out writable by it. The
 # store lives in /data, the CA in /data/ca (the proxy keeps its CA in <--data>/ca).

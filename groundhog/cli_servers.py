@@ -70,6 +70,15 @@ MapHost = Annotated[
     ),
 ]
 
+CaptureDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--capture-dir",
+        help="Accept captured workers (groundhog run --capture --capture-dir DIR): a "
+        "transparent and a DNS listener, announced in DIR with each worker's tape and branch.",
+    ),
+]
+
 BranchLeases = Annotated[
     bool,
     typer.Option(
@@ -83,6 +92,11 @@ BranchLeases = Annotated[
 def lease_args(branch_leases: bool) -> list[str]:
     """The proxy's flags for branch leases, as `python -m proxy` takes them."""
     return ["--set", "groundhog_branch_leases=true"] if branch_leases else []
+
+
+def capture_args(capture_dir: Path | None) -> list[str]:
+    """The proxy's flag for captured workers (`groundhog run --capture`)."""
+    return ["--capture-dir", str(capture_dir.resolve())] if capture_dir is not None else []
 
 
 def egress_args(
@@ -182,10 +196,12 @@ def proxy(
     tcp_passthrough_host: TcpPassthroughHost = None,
     map_host: MapHost = None,
     branch_leases: BranchLeases = False,
+    capture_dir: CaptureDir = None,
 ) -> None:
     """Run the recording proxy (mitmproxy with the Groundhog addon) in the foreground."""
     _require_free_port(host, port)
     args = ["--host", host, "--port", str(port), "--resolver-url", resolver_url]
+    args += capture_args(capture_dir)
     egress = egress_args(
         upstream_ca, insecure_upstream, upstream_proxy, tcp_passthrough_host, map_host
     )
@@ -284,6 +300,7 @@ def up(
     tcp_passthrough_host: TcpPassthroughHost = None,
     map_host: MapHost = None,
     branch_leases: BranchLeases = False,
+    capture_dir: CaptureDir = None,
 ) -> None:
     """Start the resolver and the proxy together on an embedded SQLite store.
 
@@ -311,6 +328,7 @@ def up(
                         map_host,
                     ),
                     *lease_args(branch_leases),
+                    *capture_args(capture_dir),
                 ],
             ) as (resolver_child, proxy_child),
         ):

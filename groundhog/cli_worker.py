@@ -14,6 +14,14 @@ from typing import Annotated
 
 import typer
 
+from groundhog import capture_net
+from groundhog.capture_registry import (
+    CAPTURE_DIR_ENV,
+    DEFAULT_CAPTURE_DIR,
+    RegistryError,
+    sidecar,
+)
+from groundhog.capture_run import run_captured
 from groundhog.cli_common import console, fail, print_json, reporting, settings_of
 from groundhog.worker_env import shell_exports
 
@@ -71,15 +79,45 @@ def run(
         bool, typer.Option("--shim", help="Key time/random/uuid in a Python command.")
     ] = False,
     no_proxy: NoProxy = None,
+    capture: Annotated[
+        bool,
+        typer.Option(
+            "--capture",
+            help="Run CMD in a network namespace whose every connection goes through the "
+            "sidecar (no proxy variables needed; needs root).",
+        ),
+    ] = False,
+    capture_dir: Annotated[
+        Path,
+        typer.Option(
+            "--capture-dir",
+            envvar=CAPTURE_DIR_ENV,
+            help="The sidecar's capture directory (the proxy's --capture-dir).",
+        ),
+    ] = DEFAULT_CAPTURE_DIR,
 ) -> None:
     """Run a command as a worker of one branch: groundhog run --tape T --branch B -- CMD."""
+    if capture:
+        # Checked before the resolver is asked anything: never a silent uncaptured run.
+        try:
+            capture_net.check_privileges()
+            sidecar(capture_dir)
+        except (capture_net.CaptureUnavailable, RegistryError) as error:
+            raise fail(str(error)) from None
     environment = {**os.environ, **branch_env(ctx, tape, branch, no_proxy)}
     if shim:
         environment.update(shim_env(environment))
     try:
-        completed = subprocess.run(command, env=environment, check=False)
+        if capture:
+            status = run_captured(
+                command, environment, tape=tape, branch=branch, capture_dir=capture_dir
+            )
+        else:
+            status = subprocess.run(command, env=environment, check=False).returncode
     except FileNotFoundError:
         raise fail(f"command not found: {command[0]}") from None
     except PermissionError:
         raise fail(f"not executable: {command[0]}") from None
-    raise typer.Exit(completed.returncode)
+    except (capture_net.CaptureUnavailable, RegistryError) as error:
+        raise fail(str(error)) from None
+    raise typer.Exit(status)

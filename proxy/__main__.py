@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import socket
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -94,6 +95,28 @@ def build_parser() -> argparse.ArgumentParser:
         "online (repeatable); every other raw tunnel is closed",
     )
     parser.add_argument(
+        "--capture-dir",
+        default=os.environ.get("GROUNDHOG_CAPTURE_DIR"),
+        metavar="DIR",
+        help="accept captured workers (groundhog run --capture): announce the transparent and "
+        "DNS listeners in DIR and read each worker's tape and branch from it",
+    )
+    parser.add_argument(
+        "--transparent-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="listen for redirected connections (iptables REDIRECT/DNAT, as a Kubernetes init "
+        "container sets up) on --host:PORT; ephemeral with --capture-dir when not given",
+    )
+    parser.add_argument(
+        "--dns-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="answer captured workers' DNS on --host:PORT; ephemeral with --capture-dir",
+    )
+    parser.add_argument(
         "--admin-address",
         action="append",
         default=[],
@@ -126,6 +149,35 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--log-level", default="info", choices=["error", "warn", "info", "debug"])
     return parser
+
+
+def capture_modes(args: argparse.Namespace) -> list[str]:
+    """mitmproxy modes for the transparent and DNS listeners the flags ask for."""
+    transparent, dns = args.transparent_port, args.dns_port
+    if args.capture_dir:
+        transparent = 0 if transparent is None else transparent
+        # mitmproxy refuses two modes at one host:port spelling, port 0 included.
+        dns = free_udp_and_tcp_port(args.host) if dns is None else dns
+    modes = []
+    if transparent is not None:
+        modes.append(f"transparent@{args.host}:{transparent}")
+    if dns is not None:
+        modes.append(f"dns@{args.host}:{dns}")
+    return modes
+
+
+def free_udp_and_tcp_port(host: str) -> int:
+    """A port free for both UDP and TCP on `host` now (DNS mode listens on both)."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+            udp.bind((host, 0))
+            port = udp.getsockname()[1]
+            with socket.socket() as tcp:
+                try:
+                    tcp.bind((host, port))
+                except OSError:
+                    continue
+                return int(port)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -168,6 +220,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         extra_options["groundhog_upstream_read_timeout"] = str(args.upstream_timeout)
     if args.resolve_timeout is not None:
         extra_options["groundhog_resolve_timeout"] = str(args.resolve_timeout)
+    if args.capture_dir:
+        extra_options["groundhog_capture_dir"] = str(args.capture_dir)
     try:
         run(
             args.host,
@@ -186,6 +240,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             upstream_proxy=args.upstream_proxy,
             tcp_passthrough_hosts=args.tcp_passthrough_host,
             loop=args.loop,
+            capture_modes=capture_modes(args),
         )
     except (CAUnavailable, EgressConfigError) as error:
         sys.stderr.write(f"{error}\n")

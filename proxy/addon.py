@@ -25,6 +25,7 @@ from groundhog.protocol.wire import RecordAnswer, ResolveAnswer, ResolveAsk, Wir
 from proxy import faults, native, problems
 from proxy.attempts import Attempts
 from proxy.branch_leases import LeaseBook, configured_leases
+from proxy.capture import Capture, named_other_identity
 from proxy.h2c import PriorKnowledgeH2
 from proxy.host_map import Target, mapped
 from proxy.identity import (
@@ -32,6 +33,7 @@ from proxy.identity import (
     HEADER_TAPE,
     Credentials,
     CredentialsError,
+    Identity,
     credentials_from_request,
     identify,
 )
@@ -70,7 +72,9 @@ class GroundhogAddon:
         self.resolver: ResolverClient | None = None
         self.attempts = Attempts()
         self.live = LiveRecorder(self._resolver, self.attempts, self._recorded)
-        self.addons = [WebSocketTape(self._resolver)]  # mitmproxy calls nested addons' hooks
+        self.capture = Capture()
+        # mitmproxy calls nested addons' hooks.
+        self.addons = [WebSocketTape(self._resolver), self.capture]
         self._tunnel_credentials: dict[str, Credentials] = {}
         self._connect_timers: dict[str, asyncio.TimerHandle] = {}
         self._retired: list[ResolverClient] = []
@@ -154,6 +158,7 @@ class GroundhogAddon:
         """Answer a request for Groundhog's own endpoints with a problem; True if it was one.
         A host `--map-host` sends elsewhere is judged where it really goes as well."""
         host, port = flow.request.host, flow.request.port
+        host = self.capture.stand_ins.name_for(host) or host  # what will really be dialled
         reason = await self.guard.refusal(host, port)
         target = mapped(self.host_map, host, port)
         if reason is None and target != (host, port):
@@ -243,22 +248,32 @@ class GroundhogAddon:
         if await self._refused_target(flow):
             strip_private_headers(flow.request)
             return
-        options = ctx.options
-        try:
-            identity, missing = identify(
-                flow.request,
-                remembered=self._tunnel_credentials.get(flow.client_conn.id),
-                default_tape=options.groundhog_tape,
-                default_branch=options.groundhog_branch,
-            )
-        except CredentialsError as error:
-            flow.response = problems.bad_credentials(str(error))
-            return
-        finally:
+        worker = self.capture.worker_of(flow.client_conn)
+        if worker is not None:
+            # A captured worker's identity is its namespace: it cannot name another.
+            mismatch = named_other_identity(flow.request, worker)
             strip_private_headers(flow.request)
-        if identity is None:
-            flow.response = problems.missing_identity(missing or "tape")
-            return
+            if mismatch is not None:
+                flow.response = problems.captured_identity(mismatch.named, worker)
+                return
+            identity = Identity(tape=worker.tape, branch=worker.branch)
+        else:
+            try:
+                named, missing = identify(
+                    flow.request,
+                    remembered=self._tunnel_credentials.get(flow.client_conn.id),
+                    default_tape=ctx.options.groundhog_tape,
+                    default_branch=ctx.options.groundhog_branch,
+                )
+            except CredentialsError as error:
+                flow.response = problems.bad_credentials(str(error))
+                return
+            finally:
+                strip_private_headers(flow.request)
+            if named is None:
+                flow.response = problems.missing_identity(missing or "tape")
+                return
+            identity = named
 
         resolver = self._resolver()
         payload = resolve_payload(
@@ -429,4 +444,5 @@ class GroundhogAddon:
         return ctx.options.groundhog_max_body_bytes
 
 
-addons = [GroundhogAddon(), Tunnels(), PriorKnowledgeH2()]
+_groundhog = GroundhogAddon()
+addons = [_groundhog, Tunnels(_groundhog.capture), PriorKnowledgeH2()]

@@ -13,6 +13,7 @@ from typing import Any
 from mitmproxy import http
 from mitmproxy.net.http import status_codes
 
+from groundhog.capture_registry import CapturedWorker
 from groundhog.protocol.decisions import Decision
 from groundhog.protocol.problems import MEDIA_TYPE as PROBLEM_CONTENT_TYPE
 from groundhog.protocol.problems import problem_bytes
@@ -61,6 +62,17 @@ def missing_identity(missing: str) -> http.Response:
         "Tape or branch not named",
         f"this request names no {missing}; {IDENTITY_HELP}",
         missing=missing,
+    )
+
+
+def captured_identity(named: str, worker: CapturedWorker) -> http.Response:
+    return problem_response(
+        403,
+        "captured-identity",
+        "A captured worker cannot name another tape or branch",
+        f"this request names {named}, but it comes from the captured worker at "
+        f"{worker.address}, which runs as tape {worker.tape!r} branch {worker.branch!r}; "
+        "its namespace is its identity: drop the X-Groundhog-* headers and proxy credentials",
     )
 
 

@@ -70,6 +70,8 @@ class ProxyConfig:
     upstream_ca_files: tuple[Path, ...] = ()
     upstream_proxy: str | None = None
     tcp_passthrough_hosts: tuple[str, ...] = ()
+    # Extra listeners for captured workers, e.g. "transparent@127.0.0.1:0" (proxy/capture.py).
+    capture_modes: tuple[str, ...] = ()
 
     @property
     def ca_dir(self) -> Path:
@@ -142,6 +144,7 @@ def build_master() -> mitm_master.Master:
     credentials for an egress proxy (`--upstream-proxy`). Must be called inside a running loop.
     """
     master = mitm_master.Master(mitm_options.Options(), with_termlog=True)
+    groundhog = GroundhogAddon()
     master.addons.add(
         core.Core(),
         block.Block(),
@@ -150,9 +153,9 @@ def build_master() -> mitm_master.Master:
         next_layer.NextLayer(),
         tlsconfig.TlsConfig(),
         errorcheck.ErrorCheck(),
-        GroundhogAddon(),
+        groundhog,
         EgressAuth(),  # after Groundhog: it must not overwrite the worker's credentials
-        Tunnels(),  # after NextLayer: it vets the layer NextLayer chose
+        Tunnels(groundhog.capture),  # after NextLayer: it vets the layer NextLayer chose
         PriorKnowledgeH2(),  # after NextLayer: h2c with prior knowledge speaks HTTP/2
     )
     return master
@@ -174,6 +177,8 @@ async def serve(config: ProxyConfig, on_ready: Callable[[], None] | None = None)
     master = build_master()
     master.options.update(**mitmproxy_options(config), **egress, **groundhog_options(config))
     apply_settings(master.options, config.settings)
+    if config.capture_modes:
+        master.options.mode = [*master.options.mode, *config.capture_modes]
 
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -222,6 +227,7 @@ def run(
     upstream_proxy: str | None = None,
     tcp_passthrough_hosts: Sequence[str] = (),
     loop: EventLoop | str = EventLoop.AUTO,
+    capture_modes: Sequence[str] = (),
 ) -> None:
     """Block running the proxy; `on_ready` is called once its port accepts connections.
 
@@ -242,6 +248,7 @@ def run(
         upstream_ca_files=tuple(Path(path) for path in upstream_ca_files),
         upstream_proxy=upstream_proxy,
         tcp_passthrough_hosts=tuple(tcp_passthrough_hosts),
+        capture_modes=tuple(capture_modes),
     )
     asyncio.run(serve(config, on_ready), loop_factory=loop_factory(loop))
 

@@ -23,6 +23,7 @@ from mitmproxy.proxy import commands, events, layer, layers
 from mitmproxy.proxy.context import Context
 
 from groundhog.protocol.decisions import Decision
+from proxy.capture import Capture
 from proxy.identity import Credentials, CredentialsError, connect_credentials
 from proxy.options import seconds
 from proxy.resolver_client import (
@@ -71,7 +72,8 @@ class ClosedTunnel(layer.Layer):
 
 
 class Tunnels:
-    def __init__(self) -> None:
+    def __init__(self, capture: Capture | None = None) -> None:
+        self.capture = capture
         self.resolver: ResolverClient | None = None
         self._identities: dict[str, Credentials] = {}
         self._retired: list[ResolverClient] = []
@@ -142,8 +144,14 @@ class Tunnels:
         if not address:
             return TunnelVerdict(Decision.REFUSED, "no destination")
         host, port = str(address[0]), int(address[1])
+        if self.capture is not None:
+            host = self.capture.stand_ins.name_for(host) or host
         options = ctx.options
         remembered = self._identities.get(context.client.id)
+        worker = self.capture.worker_of(context.client) if self.capture else None
+        if worker is not None:
+            # A captured worker's namespace is its identity (proxy/capture.py).
+            remembered = Credentials(tape=worker.tape, branch=worker.branch)
         tape = (remembered.tape if remembered else None) or options.groundhog_tape
         branch = (remembered.branch if remembered else None) or options.groundhog_branch
         if not tape or not branch:

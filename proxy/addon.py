@@ -186,6 +186,7 @@ class GroundhogAddon:
         native.adapt(data.layer)
 
     def server_connect(self, data: server_hooks.ServerConnectionHookData) -> None:
+        self.capture.name_behind_stand_in(data)
         address = data.server.address
         if self.host_map and address is not None:
             # After mitmproxy chose the server name (SNI) and the Host header: only where the

@@ -178,8 +178,11 @@ class Capture:
             return
         flow.response = answer_locally(flow.request, self.stand_ins)
 
-    def server_connect(self, data: server_hooks.ServerConnectionHookData) -> None:
-        """Dial the name behind a stand-in address; never the stand-in itself."""
+    def name_behind_stand_in(self, data: server_hooks.ServerConnectionHookData) -> None:
+        """Dial the name behind a stand-in address; never the stand-in itself.
+
+        Not a hook of its own: the Groundhog addon calls it first in its `server_connect`, so
+        that `--map-host` applies to the name, whichever order mitmproxy runs hooks in."""
         address = data.server.address
         if not address or not self.stand_ins.is_stand_in(str(address[0])):
             return

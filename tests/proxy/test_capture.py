@@ -126,15 +126,21 @@ def test_the_proxy_dials_the_name_behind_a_stand_in_and_never_an_unknown_one() -
     with taddons.context(addon):
         known = tflow.tserver_conn()
         known.address = (str(handed_out), 443)
-        addon.server_connect(ServerConnectionHookData(server=known, client=tflow.tclient_conn()))
+        addon.name_behind_stand_in(
+            ServerConnectionHookData(server=known, client=tflow.tclient_conn())
+        )
         assert known.address == ("api.example.com", 443) and known.error is None
         unknown = tflow.tserver_conn()
         unknown.address = ("198.19.255.1", 80)
-        addon.server_connect(ServerConnectionHookData(server=unknown, client=tflow.tclient_conn()))
+        addon.name_behind_stand_in(
+            ServerConnectionHookData(server=unknown, client=tflow.tclient_conn())
+        )
         assert unknown.error and "never handed out" in unknown.error
         other = tflow.tserver_conn()
         other.address = ("127.0.0.1", 80)
-        addon.server_connect(ServerConnectionHookData(server=other, client=tflow.tclient_conn()))
+        addon.name_behind_stand_in(
+            ServerConnectionHookData(server=other, client=tflow.tclient_conn())
+        )
         assert other.address == ("127.0.0.1", 80) and other.error is None
 
 

@@ -87,3 +87,22 @@ def test_the_command_line_refuses_a_bad_map_before_starting(capsys) -> None:
         "--map-host",
         "a.test=127.0.0.1:9",
     ]
+
+
+def test_a_captured_workers_stand_in_address_is_named_first_then_mapped() -> None:
+    addon = GroundhogAddon()
+    stand_in = addon.capture.stand_ins.address_for("api.tavily.com")
+    with taddons.context(addon) as context:
+        context.configure(addon, groundhog_map_host=["api.tavily.com=127.0.0.1:9000"])
+        server = connection.Server(address=(str(stand_in), 443), sni="api.tavily.com")
+        client = connection.Client(
+            peername=("127.0.0.1", 1), sockname=("127.0.0.1", 2), timestamp_start=0
+        )
+        hook = server_hooks.ServerConnectionHookData(client=client, server=server)
+
+        async def connect() -> None:
+            addon.server_connect(hook)
+            addon.server_connected(hook)
+
+        asyncio.run(connect())
+        assert server.address == ("127.0.0.1", 9000) and server.error is None

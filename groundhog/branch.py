@@ -128,4 +128,10 @@ class Branch:
         """A `shim(...)` block for this branch, resuming the counters stored at its fork."""
         if counters is None and fetch_counters:
             counters = self.info().shim_counters or None
-        return shim(world_seed=self.world_seed, branch=self.path, counters=counters, **kwargs)
+        return shim(
+            world_seed=self.world_seed,
+            branch=self.path,
+            tape=self.tape,
+            counters=counters,
+            **kwargs,
+        )

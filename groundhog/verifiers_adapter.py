@@ -171,7 +171,7 @@ class GroundhogRollouts:
     def _running(self, branch: RolloutBranch) -> Iterator[None]:
         with use_branch(branch):
             if self.use_shim:
-                with shim(world_seed=branch.world_seed, branch=branch.path):
+                with shim(world_seed=branch.world_seed, branch=branch.path, tape=branch.tape):
                     yield
             else:
                 yield

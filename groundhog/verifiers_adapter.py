@@ -158,7 +158,9 @@ class GroundhogRollouts:
         with self._lock:
             group = self._groups.get(key)
             if group is None:
-                group = self.tape.fork(self.parent, 1, shim_counters=None)[0].path
+                # Each task's group is a fresh child of the same parent on purpose: one tape is
+                # one world, and tasks that ask what an earlier task asked are served its bytes.
+                group = self.tape.fork(self.parent, 1, shim_counters=None, warn=False)[0].path
                 self._groups[key] = group
                 logger.info("group %s of %s is branch %s", key, self.tape.name, group)
             # A sibling joins its group on purpose: the group's earlier children are the point.

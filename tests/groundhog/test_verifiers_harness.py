@@ -82,4 +82,8 @@ def test_the_null_harness_on_the_subprocess_runtime_runs_every_slot_with_the_def
     trace_ids = [e.traces[0].id for e in episodes]
     assert len(set(trace_ids)) == 2  # one runtime directory each
     assert [r["model"] for r in model_server.requests] == ["mock-model"] * 2
+    # The harness's turns went to the interception and on to the model, never onto the tape.
+    assert all("x-groundhog-branch" not in headers for headers in model_server.headers)
+    events = list(gh_proxied.iter_events(tape_name))
+    assert not [e for e in events if "/chat/completions" in e.url], [e.url for e in events]
     assert len({b.path for b in env.groundhog.branches}) == 2

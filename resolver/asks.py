@@ -97,7 +97,9 @@ def passes_through(tape: TapeRef, ask: Ask, body_too_large: bool) -> bool:
     hosts = {name.lower() for name in tape.config.get("passthrough_hosts", [])}
     if body_too_large or host in hosts:
         return True
-    toolchain = tape.config.get("toolchain_passthrough", True)
+    # Every tape opened since the setting exists stores it (default true); one recorded before
+    # (or imported from such an export) keeps serving the package reads it recorded.
+    toolchain = tape.config.get("toolchain_passthrough", False)
     return bool(toolchain) and is_toolchain_download(host, ask.request.path)
 
 

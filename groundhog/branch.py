@@ -58,11 +58,15 @@ class Branch:
 
     # -- for a worker subprocess -------------------------------------------------------------
 
-    def env(self, *, no_proxy: list[str] | None = None) -> dict[str, str]:
+    def env(
+        self, *, no_proxy: list[str] | None = None, model_urls: list[str] | None = None
+    ) -> dict[str, str]:
         """The exports for a worker process of this branch (also checks the branch exists).
 
-        `no_proxy` lists hosts that bypass the proxy, such as the model-inference server: the
-        policy is not the world. GROUNDHOG_NO_PROXY adds more, comma-separated.
+        `model_urls` name the policy's endpoints (OPENAI_BASE_URL is added by itself) and
+        `no_proxy` other hosts: both bypass the proxy, the policy is not the world.
+        GROUNDHOG_NO_PROXY adds more hosts, comma-separated; GROUNDHOG_RECORD_URLS keeps a model
+        endpoint that is part of the world (a judge) on the tape.
         """
         info = self.info()
         return worker_env(
@@ -73,6 +77,7 @@ class Branch:
             proxy_url=self.groundhog.proxy_url,
             ca=self.groundhog.ca_files(),
             no_proxy=no_proxy,
+            model_urls=model_urls,
             shim_counters=info.shim_counters or None,
         )
 
@@ -128,4 +133,10 @@ class Branch:
         """A `shim(...)` block for this branch, resuming the counters stored at its fork."""
         if counters is None and fetch_counters:
             counters = self.info().shim_counters or None
-        return shim(world_seed=self.world_seed, branch=self.path, counters=counters, **kwargs)
+        return shim(
+            world_seed=self.world_seed,
+            branch=self.path,
+            tape=self.tape,
+            counters=counters,
+            **kwargs,
+        )

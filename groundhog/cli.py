@@ -110,7 +110,11 @@ cli_rules.register(tape_app)
 app.add_typer(tape_app, name="tape", rich_help_panel="Tapes")
 app.command(rich_help_panel="Tapes")(cli_catalog.catalog)
 app.command(rich_help_panel="Workers")(cli_worker.env)
-app.command(rich_help_panel="Workers")(cli_worker.run)
+# Options end at the command: `groundhog run --tape T python3 -c ...` hands `-c` to python3 (it
+# was refused as an option of `run`), and `--` before the command still works.
+app.command(rich_help_panel="Workers", context_settings={"allow_interspersed_args": False})(
+    cli_worker.run
+)
 
 
 def _plain_type_label(self: _TyperParameter, ctx: _click.Context) -> str | None:

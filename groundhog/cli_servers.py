@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from groundhog import launcher
 
 Host = Annotated[str, typer.Option(help="Address to listen on (loopback by default).")]
+# A TCP port: click refuses anything else with a message naming the flag (99999 once reached
+# the socket layer as an OverflowError traceback).
+PORT_RANGE = {"min": 1, "max": 65535}
 Data = Annotated[
     Path,
     typer.Option(
@@ -164,7 +167,9 @@ def _require_free_port(host: str, port: int) -> None:
 
 def resolver(
     host: Host = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port for the admin API and /v1/resolve.")] = 8070,
+    port: Annotated[
+        int, typer.Option(help="Port for the admin API and /v1/resolve.", **PORT_RANGE)
+    ] = 8070,
     data: Data = DEFAULT_DATA,
     proxy_url: Annotated[
         str | None,
@@ -185,10 +190,22 @@ def resolver(
 
 def proxy(
     host: Host = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port workers use as HTTP(S)_PROXY.")] = 8080,
+    port: Annotated[
+        int, typer.Option(help="Port workers use as HTTP(S)_PROXY.", **PORT_RANGE)
+    ] = 8080,
     resolver_url: Annotated[
         str, typer.Option(envvar="GROUNDHOG_RESOLVER_URL", help="Where the resolver answers.")
     ] = "http://127.0.0.1:8070",
+    tape: Annotated[
+        str | None,
+        typer.Option(help="Tape for requests that name none (mitmproxy option groundhog_tape)."),
+    ] = None,
+    branch: Annotated[
+        str | None,
+        typer.Option(
+            help="Branch for requests that name none (groundhog_branch; root with --tape)."
+        ),
+    ] = None,
     data: Data = DEFAULT_DATA,
     upstream_ca: UpstreamCA = None,
     insecure_upstream: InsecureUpstream = False,
@@ -202,6 +219,8 @@ def proxy(
     _require_free_port(host, port)
     args = ["--host", host, "--port", str(port), "--resolver-url", resolver_url]
     args += capture_args(capture_dir)
+    args += ["--tape", tape] if tape else []
+    args += ["--branch", branch] if branch else []
     egress = egress_args(
         upstream_ca, insecure_upstream, upstream_proxy, tcp_passthrough_host, map_host
     )
@@ -210,7 +229,7 @@ def proxy(
 
 def worldsim(
     host: Host = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port of the simulated world.")] = 8090,
+    port: Annotated[int, typer.Option(help="Port of the simulated world.", **PORT_RANGE)] = 8090,
     seed: Annotated[int, typer.Option(help="The world's seed.")] = 0,
     uncooperative: Annotated[
         bool,
@@ -287,10 +306,10 @@ def _print_exports(
 def up(
     host: Host = "127.0.0.1",
     resolver_port: Annotated[
-        int, typer.Option("--resolver-port", help="Port of the resolver's admin API.")
+        int, typer.Option("--resolver-port", help="Port of the resolver's admin API.", **PORT_RANGE)
     ] = 8070,
     proxy_port: Annotated[
-        int, typer.Option("--proxy-port", help="Port workers use as HTTP(S)_PROXY.")
+        int, typer.Option("--proxy-port", help="Port workers use as HTTP(S)_PROXY.", **PORT_RANGE)
     ] = 8080,
     data: Data = DEFAULT_DATA,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for each to start.")] = 60.0,

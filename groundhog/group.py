@@ -101,6 +101,7 @@ class GroupRunner:
         return shim(
             world_seed=self.tape.world_seed,
             branch=branch.path,
+            tape=self.tape.name,
             counters=counters,
             **self.shim_options,
         )

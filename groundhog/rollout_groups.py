@@ -125,7 +125,12 @@ class RolloutGroups:
             if not self.use_shim:
                 yield None
                 return
-            with shim(world_seed=self.tape.world_seed, branch=branch.path, counters=counters) as b:
+            with shim(
+                world_seed=self.tape.world_seed,
+                branch=branch.path,
+                tape=self.tape.name,
+                counters=counters,
+            ) as b:
                 yield b
 
     def async_client(self, **kwargs: Any) -> httpx.AsyncClient:

@@ -40,7 +40,14 @@ from groundhog.real_clock import _RealClockAsyncTransport, _RealClockTransport
 from groundhog.real_clock_requests import _RealClockAdapter
 from groundhog.shim import shim
 from groundhog.tape import Tape
-from groundhog.verifiers_v1 import content_hash, stamp_group, with_runtime_env
+from groundhog.verifiers_v1 import (
+    content_hash,
+    interception_urls,
+    model_urls,
+    stamp_group,
+    with_runtime_env,
+)
+from groundhog.worker_env import policy_addresses
 
 logger = logging.getLogger(__name__)
 
@@ -138,12 +145,18 @@ class GroundhogRollouts:
         parent: str = "root",
         group_key: GroupKey = default_group_key,
         use_shim: bool = True,
+        model_urls: Sequence[str] = (),
+        record_urls: Sequence[str] | None = None,
+        endpoints: Callable[[], list[str]] = list,
     ) -> None:
         self.client = client
         self.tape = tape
         self.parent = parent
         self.group_key = group_key
         self.use_shim = use_shim
+        self.model_urls = list(model_urls)
+        self.record_urls = None if record_urls is None else list(record_urls)
+        self.endpoints = endpoints
         self.branches: list[RolloutBranch] = []
         self._groups: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -158,7 +171,9 @@ class GroundhogRollouts:
         with self._lock:
             group = self._groups.get(key)
             if group is None:
-                group = self.tape.fork(self.parent, 1, shim_counters=None)[0].path
+                # Each task's group is a fresh child of the same parent on purpose: one tape is
+                # one world, and tasks that ask what an earlier task asked are served its bytes.
+                group = self.tape.fork(self.parent, 1, shim_counters=None, warn=False)[0].path
                 self._groups[key] = group
                 logger.info("group %s of %s is branch %s", key, self.tape.name, group)
             # A sibling joins its group on purpose: the group's earlier children are the point.
@@ -171,7 +186,7 @@ class GroundhogRollouts:
     def _running(self, branch: RolloutBranch) -> Iterator[None]:
         with use_branch(branch):
             if self.use_shim:
-                with shim(world_seed=branch.world_seed, branch=branch.path):
+                with shim(world_seed=branch.world_seed, branch=branch.path, tape=branch.tape):
                     yield
             else:
                 yield
@@ -186,7 +201,7 @@ class GroundhogRollouts:
                     return await method(*args, **kwargs)
                 key = self.group_key(method, args, kwargs)
                 branch = await asyncio.to_thread(self.allocate, key)
-                args = await asyncio.to_thread(self._with_branch_env, branch, args)
+                args = await asyncio.to_thread(self._with_branch_env, branch, args, kwargs)
                 with self._running(branch):
                     result = await method(*args, **kwargs)
                 return annotate(result, branch)
@@ -198,16 +213,25 @@ class GroundhogRollouts:
             if _current.get() is not None:
                 return method(*args, **kwargs)
             branch = self.allocate(self.group_key(method, args, kwargs))
-            args = self._with_branch_env(branch, args)
+            args = self._with_branch_env(branch, args, kwargs)
             with self._running(branch):
                 result = method(*args, **kwargs)
             return annotate(result, branch)
 
         return run
 
-    def _with_branch_env(self, branch: RolloutBranch, args: tuple[Any, ...]) -> tuple[Any, ...]:
-        """A verifiers v1 task whose runtime (harness, per-rollout toolsets) uses the branch."""
-        return with_runtime_env(args, self.tape.branch(branch.path).env)
+    def _with_branch_env(
+        self, branch: RolloutBranch, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Any, ...]:
+        """A verifiers v1 task whose runtime (harness, per-rollout toolsets) uses the branch,
+        with the policy's endpoints (the run's `ModelContext`, the env's interception, the
+        `model_urls` given) in NO_PROXY: the model is the policy, not the world."""
+        named = [*self.model_urls, *model_urls(args, kwargs)]
+
+        def bypass() -> list[str]:
+            return policy_addresses([*named, *self.endpoints()], self.record_urls)
+
+        return with_runtime_env(args, self.tape.branch(branch.path).env, bypass)
 
     # -- clients for the environment's tools ---------------------------------------------------
 
@@ -272,11 +296,16 @@ def with_groundhog(
     use_shim: bool = True,
     methods: Sequence[str] = ROLLOUT_METHODS,
     token: str | None = None,
+    model_urls: Sequence[str] = (),
+    record_urls: Sequence[str] | None = None,
 ) -> Any:
     """Wrap `env`'s rollout methods in place so each call runs on its own sibling branch.
 
     Opens `tape` (creating it with `world_seed` if needed), and sets `env.groundhog` to the
-    `GroundhogRollouts` that hands out proxy clients for the environment's tools.
+    `GroundhogRollouts` that hands out proxy clients for the environment's tools. The policy's
+    endpoints bypass the proxy in the rollout's runtime: the run's `ModelContext` URL, the env's
+    interception endpoint, OPENAI_BASE_URL and `model_urls`; `record_urls` (else
+    GROUNDHOG_RECORD_URLS) names a model endpoint that is part of the world, kept on the tape.
     """
     if isinstance(tape, Tape):
         handle = tape
@@ -291,7 +320,14 @@ def with_groundhog(
             "pass methods=[...] naming the one that runs a single rollout"
         )
     rollouts = GroundhogRollouts(
-        client, handle, parent=parent, group_key=group_key, use_shim=use_shim
+        client,
+        handle,
+        parent=parent,
+        group_key=group_key,
+        use_shim=use_shim,
+        model_urls=model_urls,
+        record_urls=record_urls,
+        endpoints=lambda: interception_urls(env),
     )
     try:
         for name, method in found.items():

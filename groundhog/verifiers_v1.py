@@ -75,11 +75,37 @@ def stamp_group(result: Any, group: str) -> None:
     result.group = GroupInfo(id=group)
 
 
+def model_urls(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[str]:
+    """The policy's endpoints a rollout was called with: a `ModelContext`'s `client.base_url`."""
+    urls = []
+    for value in (*args, *kwargs.values()):
+        base_url = getattr(getattr(value, "client", None), "base_url", None)
+        if isinstance(base_url, str) and base_url:
+            urls.append(base_url)
+    return urls
+
+
+def interception_urls(env: Any) -> list[str]:
+    """Where the env's interception server(s) serve the model to the harness program.
+
+    verifiers' harness reaches the policy at the interception endpoint on a random port, not at
+    the `ModelContext` URL; its servers are read when the runtime starts, once `Env.serving()`
+    has brought them up (a server the elastic pool adds later is not known here).
+    """
+    interception = getattr(env, "_interception", None)
+    servers = [interception, *(getattr(interception, "servers", None) or [])]
+    urls = [getattr(server, "base_url", None) for server in servers]
+    return [url for url in urls if isinstance(url, str) and url]
+
+
 def with_runtime_env(
-    args: tuple[Any, ...], extra: Callable[[], Mapping[str, str]]
+    args: tuple[Any, ...],
+    extra: Callable[[], Mapping[str, str]],
+    bypass: Callable[[], list[str]] = list,
 ) -> tuple[Any, ...]:
     """`args` with a verifiers Task (the first argument) whose `runtime_env()` adds `extra()`
-    (called only when there is such a task: it may download the proxy's CA).
+    (called only when there is such a task: it may download the proxy's CA) and puts `bypass()`
+    (NO_PROXY entries, read when verifiers starts the runtime) in NO_PROXY.
 
     A shallow copy, as `Task.with_data` makes: the slot's own task object is shared by every
     rollout of the group and must not carry one branch's credentials.
@@ -92,7 +118,10 @@ def with_runtime_env(
     clone = copy.copy(task)
 
     def runtime_env() -> dict[str, str]:
-        return {**own(), **added}
+        merged = {**own(), **added}
+        entries = [*merged.get("NO_PROXY", "").split(","), *bypass()]
+        no_proxy = ",".join(dict.fromkeys(entry.strip() for entry in entries if entry.strip()))
+        return {**merged, "NO_PROXY": no_proxy, "no_proxy": no_proxy}
 
     clone.runtime_env = runtime_env
     return (clone, *args[1:])

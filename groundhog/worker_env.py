@@ -22,6 +22,10 @@ DEFAULT_PROXY_URL = "http://127.0.0.1:8080"
 PROXY_URL_ENV = "GROUNDHOG_PROXY_URL"
 CA_FILE_ENV = "GROUNDHOG_CA_FILE"
 NO_PROXY_ENV = "GROUNDHOG_NO_PROXY"
+# Where a trainer names its policy: the OpenAI SDK's own variable.
+POLICY_URL_ENVS = ("OPENAI_BASE_URL",)
+# Model endpoints that are part of the world (a judge, a search summariser): kept on the tape.
+RECORD_URLS_ENV = "GROUNDHOG_RECORD_URLS"
 
 
 def proxy_url_from_env(url: str | None = None) -> str:
@@ -58,6 +62,27 @@ def own_addresses(*urls: str) -> list[str]:
         if not _is_ip_or_localhost(parts.hostname):
             entries.append(parts.hostname)
     return entries
+
+
+def _origin(url: str) -> tuple[str, int] | None:
+    parts = urlsplit(url.strip())
+    if not parts.hostname:
+        return None
+    return parts.hostname.lower(), parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def policy_addresses(urls: list[str] | None = None, record: list[str] | None = None) -> list[str]:
+    """NO_PROXY entries for the policy: `urls` and OPENAI_BASE_URL, minus the model endpoints
+    the user keeps on the tape (`record`, else GROUNDHOG_RECORD_URLS, comma-separated URLs).
+
+    The policy is not the world: its turns recorded would be written to the tape as writes (a
+    POST each), refetched for nobody and refused once the tape is sealed.
+    """
+    named = [*(urls or []), *(os.environ.get(name, "") for name in POLICY_URL_ENVS)]
+    kept = record if record is not None else os.environ.get(RECORD_URLS_ENV, "").split(",")
+    recorded = {origin for origin in map(_origin, kept) if origin is not None}
+    policy = [url for url in named if url.strip() and _origin(url) not in recorded]
+    return own_addresses(*policy)
 
 
 def _is_ip_or_localhost(host: str) -> bool:
@@ -123,12 +148,17 @@ def worker_env(
     proxy_url: str,
     ca: CaFiles,
     no_proxy: list[str] | None = None,
+    model_urls: list[str] | None = None,
     shim_counters: dict[str, Any] | None = None,
 ) -> dict[str, str]:
-    """The exports for one worker process of `tape` at `branch`."""
+    """The exports for one worker process of `tape` at `branch`.
+
+    `model_urls` (and OPENAI_BASE_URL) are the policy's endpoints: they bypass the proxy.
+    """
     proxy = proxy_url_with_credentials(proxy_url, tape, branch)
     bypass = list(no_proxy or [])
     bypass += [host for host in os.environ.get(NO_PROXY_ENV, "").split(",") if host.strip()]
+    bypass += policy_addresses(model_urls)
     # Groundhog's own services are never the world: admin calls must not land on the tape.
     bypass += own_addresses(resolver_url, proxy_url)
     # Always set, even empty: an inherited NO_PROXY would silently send those hosts live.

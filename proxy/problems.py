@@ -22,7 +22,8 @@ from proxy.wire import mark_response
 IDENTITY_HELP = (
     "name the tape and branch in one of three ways: headers X-Groundhog-Tape and "
     "X-Groundhog-Branch; proxy credentials http://TAPE:BRANCH@proxy:port (branch URL-encoded); "
-    "or the proxy's options groundhog_tape and groundhog_branch (--tape/--branch)"
+    "or the proxy's options groundhog_tape and groundhog_branch "
+    "(groundhog proxy --tape TAPE --branch BRANCH)"
 )
 
 

@@ -39,6 +39,7 @@ from resolver.resolve_tx.units import Executor
 from resolver.sandbox_identity import without_sandbox_identity
 from resolver.schemas import ResolveRequest, check_branch_path, check_tape_name
 from resolver.session_labels import carried_session, session_hash, unknown_label, uses_session
+from resolver.toolchain_hosts import is_toolchain_download
 from store import exchanges, refs
 from store.hints import Hint, find_hint
 from store.models import KeyHint
@@ -95,10 +96,17 @@ CATALOG_MODELS = frozenset({DependencyModel.CLOSURE, DependencyModel.RULES})
 
 
 def passes_through(tape: TapeRef, ask: Ask, body_too_large: bool) -> bool:
-    """Whether the ask goes to the world unrecorded: a body over the limit, or a host the
-    tape's `passthrough_hosts` name."""
-    hosts = {host.lower() for host in tape.config.get("passthrough_hosts", [])}
-    return body_too_large or ask.request.normalised_host in hosts
+    """Whether the ask goes to the world unrecorded: a body over the limit, a host the tape's
+    `passthrough_hosts` name, or a package index / toolchain download (unless the tape's
+    `toolchain_passthrough` is off)."""
+    host = ask.request.normalised_host
+    hosts = {name.lower() for name in tape.config.get("passthrough_hosts", [])}
+    if body_too_large or host in hosts:
+        return True
+    # Every tape opened since the setting exists stores it (default true); one recorded before
+    # (or imported from such an export) keeps serving the package reads it recorded.
+    toolchain = tape.config.get("toolchain_passthrough", False)
+    return bool(toolchain) and is_toolchain_download(host, ask.request.path)
 
 
 def cooperative_headers(ask: Ask) -> list[list[str]]:

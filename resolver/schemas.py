@@ -142,6 +142,8 @@ class TapeConfig(Strict):
     match_headers: list[str] = []
     cooperative_hosts: list[str] = []
     passthrough_hosts: list[str] = []
+    # Package indexes and toolchain downloads pass through unrecorded: resolver/toolchain_hosts.
+    toolchain_passthrough: bool = True
     redact_headers: list[str] = []
     redact_params: list[str] = []
     redact_json_paths: list[str] = []

@@ -47,6 +47,7 @@ class TapeInfo(Extensible):
     match_headers: list[str] = field(default_factory=list)
     cooperative_hosts: list[str] = field(default_factory=list)
     passthrough_hosts: list[str] = field(default_factory=list)
+    toolchain_passthrough: bool = True
     redact_headers: list[str] = field(default_factory=list)
     redact_params: list[str] = field(default_factory=list)
     redact_json_paths: list[str] = field(default_factory=list)

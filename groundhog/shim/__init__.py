@@ -2,7 +2,8 @@
 
     from groundhog.shim import shim, agent_rng
     with shim(world_seed=7, branch="root/b2"):
-        time.time(); random.random(); uuid.uuid4()   # same in every branch of world 7
+        time.time(); random.random()                 # same in every branch of world 7
+        uuid.uuid4()                                 # unique per (tape, branch, call index)
         agent_rng().random()                         # different per branch, on purpose
 
 Without it, each branch of a fork reads its own clock and draws its own random numbers, and

@@ -20,6 +20,7 @@ from groundhog.shim.state import (
     ShimError,
     resolve_branch,
     resolve_seed,
+    resolve_tape,
 )
 
 
@@ -32,10 +33,12 @@ class shim:
 
     `with shim(world_seed=7, branch="root/b2"):` — every value drawn inside is
     `F(world_seed, channel, occurrence)`, the same for every branch with the same seed, while
-    `agent_rng()` is keyed by the branch. `counters=` resumes from `counters()` taken elsewhere
+    `agent_rng()` is keyed by the branch; uuid4/uuid1 are identities, keyed by `tape` and branch
+    so siblings never share one. `counters=` resumes from `counters()` taken elsewhere
     (a parent before a fork). `tick` is the seconds each clock read advances; `epoch` the Unix
     time the virtual clock starts at (default: a keyed moment in 2025, the same for the world).
-    Arguments left out come from GROUNDHOG_WORLD_SEED / GROUNDHOG_BRANCH (branch default `root`).
+    Arguments left out come from GROUNDHOG_WORLD_SEED / GROUNDHOG_BRANCH / GROUNDHOG_TAPE (branch
+    default `root`, tape default none).
     """
 
     def __init__(
@@ -43,6 +46,7 @@ class shim:
         world_seed: int | None = None,
         branch: str | None = None,
         *,
+        tape: str | None = None,
         counters: dict[str, Any] | None = None,
         tick: float | None = None,
         epoch: float | None = None,
@@ -50,6 +54,7 @@ class shim:
         self.state = BranchState(
             resolve_seed(world_seed),
             resolve_branch(branch),
+            tape=resolve_tape(tape),
             counters=counters,
             tick_ns=_tick_ns(tick),
             epoch_ns=None if epoch is None else round(epoch * 1e9),
@@ -96,6 +101,7 @@ def install(
     world_seed: int | None = None,
     branch: str | None = None,
     *,
+    tape: str | None = None,
     counters: dict[str, Any] | None = None,
     tick: float | None = None,
     epoch: float | None = None,
@@ -116,6 +122,7 @@ def install(
     state = BranchState(
         resolve_seed(world_seed),
         resolve_branch(branch),
+        tape=resolve_tape(tape),
         counters=counters,
         tick_ns=_tick_ns(tick),
         epoch_ns=None if epoch is None else round(epoch * 1e9),

@@ -25,6 +25,7 @@ _UUID_EPOCH_OFFSET = 0x01B21DD213814000  # 100 ns intervals from 1582-10-15 to 1
 
 SEED_ENV = "GROUNDHOG_WORLD_SEED"
 BRANCH_ENV = "GROUNDHOG_BRANCH"
+TAPE_ENV = "GROUNDHOG_TAPE"
 COUNTERS_ENV = "GROUNDHOG_SHIM_COUNTERS"
 
 
@@ -63,6 +64,24 @@ def resolve_branch(branch: str | None) -> str:
     return chosen
 
 
+def resolve_tape(tape: str | None) -> str:
+    """`tape`, else `GROUNDHOG_TAPE`, else the empty string (a shim used without a tape)."""
+    chosen = tape if tape is not None else os.environ.get(TAPE_ENV, "")
+    if not isinstance(chosen, str):
+        raise ShimError(f"tape must be a tape name, got {chosen!r}")
+    return chosen
+
+
+def identity_key(world_seed: int, tape: str, branch: str) -> bytes:
+    """The key of a branch's identities (uuid4, uuid1): unlike noise, they must differ per branch.
+
+    Siblings that drew the same uuid4 would collide on whatever it names (a runtime directory,
+    a trace id, a database row); keyed by tape and branch, a replayed branch still gets its own
+    ids again, and the same branch path in another tape of the same world does not repeat them.
+    """
+    return seed_key(f"{world_seed}\x00identity\x00{tape}\x00{branch}")
+
+
 def _stream_fields(counters: dict[str, Any], name: str) -> tuple[str, float | None]:
     stream = counters.get(name) or {}
     if not isinstance(stream, dict):
@@ -79,14 +98,17 @@ class BranchState:
         world_seed: int,
         branch: str,
         *,
+        tape: str = "",
         counters: dict[str, Any] | None = None,
         tick_ns: int | None = None,
         epoch_ns: int | None = None,
     ) -> None:
         self.world_seed = world_seed
         self.branch = branch
+        self.tape = tape
         restored = self._validated(counters or {}, world_seed)
         self._key = seed_key(world_seed)
+        self._identity_key = identity_key(world_seed, tape, branch)
         self._clock_lock = threading.Lock()
         self.occurrences = Occurrences(restored.get("occurrences"))
         self.elapsed_ns = int(restored.get("clock_ns", 0))
@@ -155,13 +177,13 @@ class BranchState:
     # -- uuid -------------------------------------------------------------------------------
 
     def uuid4(self) -> uuid.UUID:
-        raw = keyed_bytes(self._key, "uuid4", self.occurrences.take("uuid4"), 16)
+        raw = keyed_bytes(self._identity_key, "uuid4", self.occurrences.take("uuid4"), 16)
         return uuid.UUID(bytes=raw, version=4)
 
     def uuid1(self, node: int | None = None, clock_seq: int | None = None) -> uuid.UUID:
         """A time-based UUID on the virtual clock with keyed clock_seq and (multicast) node."""
         timestamp = self.wall_ns() // 100 + _UUID_EPOCH_OFFSET
-        raw = keyed_bytes(self._key, "uuid1", self.occurrences.take("uuid1"), 8)
+        raw = keyed_bytes(self._identity_key, "uuid1", self.occurrences.take("uuid1"), 8)
         if clock_seq is None:
             clock_seq = int.from_bytes(raw[:2], "big") & 0x3FFF
         if node is None:

@@ -1,5 +1,5 @@
-"""examples/framework_recipes.py, each recipe driven the way its framework calls it, through real
-resolver, proxy and worldsim processes."""
+"""examples/framework_recipes.py, each pattern driven through real resolver, proxy and worldsim
+processes."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
-import httpx
 import pytest
 
 from groundhog.client import Groundhog
@@ -67,45 +66,29 @@ def run_with_tools(groups: RolloutGroups, body):  # type: ignore[no-untyped-def]
     return asyncio.run(main())
 
 
-def test_verifiers_sandboxes_get_per_rollout_proxy_credentials(
+def test_sandboxes_get_per_rollout_proxy_credentials(
     stack: Stack, gh: Groundhog, groups: RolloutGroups
 ) -> None:
-    seen = asyncio.run(recipes.verifiers_sandbox_group(groups, stack.world.url, "ex-1", 3))
+    seen = asyncio.run(recipes.sandbox_group(groups, stack.world.url, "ex-1", 3))
     assert sorted(seen) == ["recorded", "shared", "shared"], seen
 
 
-def test_skyrl_trajectory_ids_map_to_groups(
-    stack: Stack, gh: Groundhog, groups: RolloutGroups
-) -> None:
-    ids = [recipes.TrajectoryID(instance, rep) for instance in ("i-1", "i-2") for rep in range(3)]
-    prompts = ["solar"] * 3 + ["wind"] * 3
-    rewards = run_with_tools(
-        groups,
-        lambda tools: recipes.skyrl_generate(groups, tools, stack.world.url, prompts, ids),
-    )
-    assert rewards[:3] == [rewards[0]] * 3 and rewards[3:] == [rewards[3]] * 3
-    assert min(rewards) > 0
-    for instance in ("i-1", "i-2"):
-        paths = [f"root/{instance}/s{rep}" for rep in range(3)]
-        group_shares_one_recording(gh, groups.tape.name, paths)
-
-
-def test_verl_group_spread_over_nodes_shares_one_recording(stack: Stack, gh: Groundhog) -> None:
-    tape = gh.open(f"verl-{uuid.uuid4().hex[:8]}", world_seed=5)
-    assert recipes.verl_identifiers(5, 4) == ("prompt1", 1)
-    assert recipes.verl_identifiers(5, 4, uid="u-7") == ("u-7", 1)
+def test_a_group_spread_over_nodes_shares_one_recording(stack: Stack, gh: Groundhog) -> None:
+    tape = gh.open(f"nodes-{uuid.uuid4().hex[:8]}", world_seed=5)
+    assert recipes.repeated_identifiers(5, 4) == ("prompt1", 1)
+    assert recipes.repeated_identifiers(5, 4, uid="u-7") == ("u-7", 1)
 
     def node(samples: range) -> list[float]:
-        """One node: its own client and RolloutGroups, told only sample_index and rollout_n."""
+        """One node: its own client and RolloutGroups, told only the sample index and n."""
         with Groundhog(stack.resolver.url, proxy_url=stack.proxy.url) as own:
             groups = RolloutGroups(own.tape(tape.name))
             return run_with_tools(
                 groups,
                 lambda tools: asyncio.gather(
                     *(
-                        recipes.verl_agent_loop_run(
+                        recipes.rollout_by_index(
                             groups, tools, stack.world.url,
-                            raw_prompt="battery", sample_index=index, rollout_n=4, uid="u-7",
+                            prompt="battery", sample_index=index, n=4, uid="u-7",
                         )
                         for index in samples
                     )
@@ -117,35 +100,10 @@ def test_verl_group_spread_over_nodes_shares_one_recording(stack: Stack, gh: Gro
     group_shares_one_recording(gh, tape.name, [f"root/u-7/s{i}" for i in range(4)])
 
 
-def test_art_trajectory_groups(stack: Stack, gh: Groundhog, groups: RolloutGroups) -> None:
-    async def body(tools: httpx.AsyncClient) -> list[list[float]]:
-        rollout = recipes.art_rollout(groups, tools, stack.world.url)
-        return await recipes.gather_trajectory_groups(
-            [[rollout(scenario, index) for index in range(3)] for scenario in ("grid", "solar")]
-        )
-
-    grid, solar = run_with_tools(groups, body)
-    assert len(set(grid)) == 1 and len(set(solar)) == 1
-    group_shares_one_recording(gh, groups.tape.name, [f"root/scenario-grid/s{i}" for i in range(3)])
-
-
-def test_trl_rollout_func_groups_each_prompts_generations(stack: Stack, gh: Groundhog) -> None:
-    run = f"trl-{uuid.uuid4().hex[:8]}"
-    rollout_func = recipes.trl_rollout_func(gh, stack.world.url, num_generations=2, run=run)
-    first = rollout_func(["wind", "wind", "nuclear", "nuclear"], None)
-    second = rollout_func(["wind", "wind"], None)
-    assert len(first["env_reward"]) == 4 and len(second["env_reward"]) == 2
-    assert (first["tape"], second["tape"]) == (f"{run}-step1", f"{run}-step2")
-    group_shares_one_recording(gh, first["tape"], ["root/p0/s0", "root/p0/s1"])
-    group_shares_one_recording(gh, first["tape"], ["root/p1/s0", "root/p1/s1"])
-    # A new step is a new draw of the world: its first read is recorded afresh.
-    group_shares_one_recording(gh, second["tape"], ["root/p0/s0", "root/p0/s1"])
-
-
-def test_nemo_gym_sessions(stack: Stack, gh: Groundhog, groups: RolloutGroups) -> None:
+def test_repeated_tasks(stack: Stack, gh: Groundhog, groups: RolloutGroups) -> None:
     by_task = run_with_tools(
         groups,
-        lambda tools: recipes.nemo_gym_collect(groups, tools, stack.world.url, ["hydrogen"], 3),
+        lambda tools: recipes.collect_repeats(groups, tools, stack.world.url, ["hydrogen"], 3),
     )
     assert len(by_task["hydrogen"]) == 3 and len(set(by_task["hydrogen"])) == 1
     group_shares_one_recording(gh, groups.tape.name, [f"root/task-hydrogen/s{i}" for i in range(3)])
@@ -165,9 +123,9 @@ def test_the_script_prints_a_json_summary_of_every_recipe(stack: Stack, tmp_path
     summary = json.loads(done.stdout)
     rewards = summary["rewards"]
     assert summary["tape"].startswith("recipes-")
-    for recipe in ("skyrl", "verl", "art", "nemo_gym"):
+    for recipe in ("by_index", "repeats"):
         assert len(rewards[recipe]) == 2 and len(set(rewards[recipe])) == 1, (recipe, rewards)
-    assert rewards["verifiers_sandbox_decisions"] == ["recorded", "shared"]
+    assert rewards["sandbox_decisions"] == ["recorded", "shared"]
 
 
 def test_the_system_python_is_told_to_use_the_venv() -> None:

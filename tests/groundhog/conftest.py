@@ -57,6 +57,8 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
         "GROUNDHOG_PROXY_URL",
         "GROUNDHOG_CA_FILE",
         "GROUNDHOG_NO_PROXY",
+        "GROUNDHOG_RECORD_URLS",
+        "OPENAI_BASE_URL",
         "GROUNDHOG_WORLD_SEED",
         "GROUNDHOG_BRANCH",
         "GROUNDHOG_SHIM_COUNTERS",

@@ -5,6 +5,8 @@ openai SDK — or it proves nothing about a rollout that talks to a model and to
 server answers `POST /v1/chat/completions` with a `chat.completion` whose text is a fresh
 random token on every call (a sampled model: no two rollouts answer alike), and keeps the
 requests it was sent, so a test can show that the model turn never went through Groundhog.
+A request with `"stream": true` (verifiers' interception relays the harness's turn that way) is
+answered as server-sent `chat.completion.chunk` events ending in `data: [DONE]`.
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ def _handler(state: ModelServer) -> type[BaseHTTPRequestHandler]:
                 state.requests.append(asked)
                 state.headers.append({k.lower(): v for k, v in self.headers.items()})
             message = {"role": "assistant", "content": f"answer {secrets.token_hex(8)}"}
+            if asked.get("stream"):
+                self._stream(asked["model"], message["content"])
+                return
             send_json(
                 self,
                 {
@@ -52,6 +57,23 @@ def _handler(state: ModelServer) -> type[BaseHTTPRequestHandler]:
                     "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
                 },
             )
+
+        def _stream(self, model: str, content: str) -> None:
+            base = {"id": f"chatcmpl-{secrets.token_hex(6)}", "object": "chat.completion.chunk",
+                    "created": 0, "model": model}  # fmt: skip
+            chunks = [
+                {**base, "choices": [{"index": 0, "delta": {"role": "assistant",
+                                                            "content": content}}]},
+                {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                 "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}},
+            ]  # fmt: skip
+            body = b"".join(f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks)
+            body += b"data: [DONE]\n\n"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
 
         def log_message(self, format: str, *args: object) -> None:
             return

@@ -227,6 +227,13 @@ def test_run_sets_the_worker_env_and_the_opt_in_shim(
     assert shimmed["draws"] == expected[1:], "the child resumes where the parent forked"
     assert shimmed["time"] < 1_767_225_600, "the virtual clock of world 31 (in 2025)"
 
+    # Without `--`, options end at the command: python's own `-c` is python's.
+    bare = run_cli(
+        "run", "--tape", name, "--branch", "root/b0", sys.executable, "-c", PROBE, env=env
+    )
+    assert bare.returncode == 0, bare.stderr
+    assert json.loads(bare.stdout)["branch"] == "root/b0"
+
     failing = run_cli("run", "--tape", name, "--", sys.executable, "-c", "exit(3)", env=env)
     assert failing.returncode == 3
     missing = run_cli("run", "--tape", name, "--", "no-such-command-xyz", env=env)

@@ -106,3 +106,33 @@ def test_up_records_through_an_egress_proxy_and_trusts_a_private_ca(tmp_path: Pa
     assert recorded.headers["x-groundhog-decision"] == "recorded"
     assert secure.status_code == 200, secure.text
     assert seen == [f"GET {plain.url}/up", f"CONNECT 127.0.0.1:{private.port}"]
+
+
+@pytest.mark.parametrize(
+    ("command", "flag"),
+    [
+        ("up", "--proxy-port"),
+        ("up", "--resolver-port"),
+        ("proxy", "--port"),
+        ("resolver", "--port"),
+    ],
+)
+def test_a_port_out_of_range_is_refused_naming_the_flag(command: str, flag: str) -> None:
+    result = runner.invoke(app, [command, flag, "99999"])
+    assert result.exit_code == 2, result.output
+    assert f"Invalid value for '{flag}'" in result.output and "65535" in result.output
+    assert not isinstance(result.exception, OverflowError)
+    assert "Traceback" not in result.output
+
+
+def test_proxy_takes_the_default_tape_and_branch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, default_ports_taken: list[int]
+) -> None:
+    started: list[list[str]] = []
+    monkeypatch.setattr(cli_servers, "_run_module", lambda _module, args: started.append(args))
+    command = ["proxy", "--port", str(free_port()), "--data", str(tmp_path)]
+    result = runner.invoke(app, [*command, "--tape", "demo", "--branch", "root/b0"])
+    assert result.exit_code == 0, result.output
+    args = started[0]
+    assert args[args.index("--tape") + 1] == "demo"
+    assert args[args.index("--branch") + 1] == "root/b0"

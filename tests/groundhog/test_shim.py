@@ -107,11 +107,22 @@ def run_worker(seed: int, branch: str) -> dict[str, Any]:
     return json.loads(done.stdout)
 
 
+IDENTITIES = ("uuid4", "uuid1")
+
+
+def noise(world: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in world.items() if name not in IDENTITIES}
+
+
 def test_two_processes_same_seed_different_branches_share_world_not_agent() -> None:
     first = run_worker(7, "root/b0")
     second = run_worker(7, "root/b1")
-    assert first["world"] == second["world"]
+    assert noise(first["world"]) == noise(second["world"])
     assert first["agent"] != second["agent"]
+    # uuids are identities, not noise: siblings never share one, a replayed branch repeats its own.
+    assert set(first["world"]["uuid4"]).isdisjoint(second["world"]["uuid4"])
+    assert first["world"]["uuid1"] != second["world"]["uuid1"]
+    assert run_worker(7, "root/b0")["world"] == first["world"]
     other_world = run_worker(8, "root/b0")
     assert other_world["world"]["random"] != first["world"]["random"]
     assert other_world["world"]["uuid4"] != first["world"]["uuid4"]
@@ -212,7 +223,7 @@ def test_asyncio_gather_branches_are_isolated_and_aligned() -> None:
 
     results = asyncio.run(group())
     assert results[0][0] == results[1][0] == results[2][0]
-    assert results[0][1] == results[1][1] == results[2][1]
+    assert len({uid for result in results for uid in result[1]}) == 15  # identities: unique
     elapsed = [round(result[2], 2) for result in results]
     assert elapsed[1] - elapsed[0] == pytest.approx(2.5, abs=0.05), "each task owns its clock"
     assert current() is None
@@ -308,7 +319,8 @@ def test_resumed_counters_continue_the_exact_sequence() -> None:
     with shim(world_seed=13, branch="root/b0", counters=snapshot):
         resumed_world = draws(4)
         expected_agent_after = agent_rng().random()
-    assert resumed_world == expected_world
+    assert noise(resumed_world) == noise(expected_world)
+    assert resumed_world["uuid4"] != expected_world["uuid4"]  # the child's own identities
     assert parent.counters()["occurrences"] != snapshot["occurrences"]
     with shim(world_seed=13, branch="root/b1", counters=snapshot):
         draws(4)
@@ -378,3 +390,16 @@ def test_outside_branch_sees_the_real_world_and_leaves_counters_alone() -> None:
             random.random()
         assert block.counters() == before
         assert time.time() < 10.0, "back inside the branch after the block"
+
+
+def test_uuids_are_keyed_by_tape_branch_and_call_index() -> None:
+    def ids(tape: str, branch: str) -> tuple[list[uuid.UUID], float]:
+        with shim(world_seed=5, branch=branch, tape=tape):
+            return [uuid.uuid4() for _ in range(3)], random.random()
+
+    first, noise_first = ids("run-1", "root/b0")
+    assert ids("run-1", "root/b0") == (first, noise_first)  # a replayed branch: the same ids
+    sibling, noise_sibling = ids("run-1", "root/b1")
+    other_tape, noise_other = ids("run-2", "root/b0")
+    assert len({*first, *sibling, *other_tape}) == 9
+    assert noise_first == noise_sibling == noise_other  # noise stays common to the world

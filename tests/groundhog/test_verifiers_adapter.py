@@ -9,12 +9,14 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+import warnings
 from typing import Any
 
 import httpx
 import pytest
 
 from groundhog.client import Groundhog
+from groundhog.errors import ForkWarning
 from groundhog.verifiers_adapter import (
     RolloutBranch,
     branch_headers,
@@ -132,3 +134,16 @@ def test_headers_follow_the_context() -> None:
     with use_branch(branch):
         assert branch_headers() == {"X-Groundhog-Tape": "t", "X-Groundhog-Branch": "root/b0/b1"}
     assert branch_headers() == {}
+
+
+def test_every_task_gets_its_own_group_without_a_fork_warning(
+    gh_proxied: Groundhog, tape_name: str, http_upstream: Upstream
+) -> None:
+    env = with_groundhog(SyncToyEnv(http_upstream.url), tape=gh_proxied.open(tape_name))
+    env.session = env.groundhog.requests_session()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sent = [env.run_rollout(f"{tape_name}-{task}")["sent"] for task in range(3) for _ in "ab"]
+    assert [str(w.message) for w in caught if issubclass(w.category, ForkWarning)] == []
+    groups = [branch.group for branch in sent]
+    assert len(set(groups)) == 3 and groups[0::2] == groups[1::2]

@@ -82,6 +82,7 @@ def test_store_ca_refuses_what_is_not_a_certificate(tmp_path: Path) -> None:
 
 def test_worker_env_sets_every_variable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("GROUNDHOG_NO_PROXY", "extra.local, ,localhost")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     ca = CaFiles(tmp_path / "ca.pem", tmp_path / "ca-bundle.pem")
     env = worker_env.worker_env(
         tape="t",
@@ -107,6 +108,7 @@ def test_worker_env_sets_every_variable(monkeypatch: pytest.MonkeyPatch, tmp_pat
 
 def test_no_proxy_is_set_even_when_empty(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("GROUNDHOG_NO_PROXY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     env = worker_env.worker_env(
         tape="t",
         branch="root",
@@ -118,6 +120,37 @@ def test_no_proxy_is_set_even_when_empty(monkeypatch: pytest.MonkeyPatch, tmp_pa
     # Only Groundhog's own addresses: a named host bare too (curl ignores ports in NO_PROXY).
     assert env["NO_PROXY"] == "resolver.svc:443,resolver.svc,p:1,p"
     assert "GROUNDHOG_SHIM_COUNTERS" not in env
+
+
+def test_the_policy_bypasses_the_proxy_unless_the_user_records_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("GROUNDHOG_NO_PROXY", raising=False)
+    monkeypatch.delenv("GROUNDHOG_RECORD_URLS", raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://inference.internal/v1")
+
+    def no_proxy() -> list[str]:
+        env = worker_env.worker_env(
+            tape="t",
+            branch="root",
+            world_seed=1,
+            resolver_url="http://127.0.0.1:8070",
+            proxy_url="http://127.0.0.1:8080",
+            ca=CaFiles(tmp_path / "a", tmp_path / "b"),
+            model_urls=["http://127.0.0.1:9100/v1"],
+        )
+        return env["NO_PROXY"].split(",")
+
+    policy = ["127.0.0.1:9100", "inference.internal:443", "inference.internal"]
+    assert no_proxy() == [*policy, "127.0.0.1:8070", "127.0.0.1:8080"]
+    # A judge model is part of the world: the user keeps it on the tape.
+    monkeypatch.setenv("GROUNDHOG_RECORD_URLS", "https://inference.internal")
+    assert no_proxy() == ["127.0.0.1:9100", "127.0.0.1:8070", "127.0.0.1:8080"]
+    assert worker_env.policy_addresses(["http://127.0.0.1:9100/v1"], record=[]) == [
+        "127.0.0.1:9100",
+        "inference.internal:443",
+        "inference.internal",
+    ]
 
 
 def test_own_loopback_addresses_bypass_by_port_only() -> None:

@@ -51,7 +51,11 @@ def test_missing_identity_names_what_is_missing_and_every_way_to_fix_it(missing:
     assert body["status"] == 400 and body["missing"] == missing
     assert body["type"].endswith("/missing-identity")
     assert body["detail"].startswith(f"this request names no {missing};")
-    for way in ("X-Groundhog-Tape", "http://TAPE:BRANCH@proxy:port", "--tape/--branch"):
+    for way in (
+        "X-Groundhog-Tape",
+        "http://TAPE:BRANCH@proxy:port",
+        "groundhog proxy --tape TAPE --branch BRANCH",
+    ):
         assert way in body["detail"]
 
 

@@ -223,6 +223,34 @@ def test_passthrough_hosts_are_forwarded_unrecorded(proxy: ProxyDouble, tape_nam
     assert tape["exchanges"] == 0
 
 
+def test_package_indexes_and_toolchain_downloads_pass_through_by_default(
+    proxy: ProxyDouble, tape_name: str
+) -> None:
+    proxy.open(tape_name)
+    asks = [
+        ("pypi.org", "/simple/openai/"),
+        ("files.pythonhosted.org", "/packages/openai.whl"),
+        ("github.com", "/astral-sh/uv/releases/download/0.9.0/uv.tar.gz"),
+    ]
+    assert [proxy.ask(tape_name, "root", path=p, host=h).decision for h, p in asks] == [
+        "passthrough"
+    ] * 3
+    # github.com's API and pages are a world like any other.
+    assert proxy.ask(tape_name, "root", path="/astral-sh/uv", host="github.com").decision == (
+        "recorded"
+    )
+    report = proxy.http.get(f"/v1/tapes/{tape_name}/report").json()
+    assert report["branches"]["root"]["passthrough"] == 3
+    assert proxy.http.get(f"/v1/tapes/{tape_name}").json()["exchanges"] == 1
+    proxy.http.post(f"/v1/tapes/{tape_name}/seal")
+    assert proxy.ask(tape_name, "root", path="/simple/x/", host="pypi.org").decision == "refused"
+
+
+def test_a_tape_may_record_the_toolchain(proxy: ProxyDouble, tape_name: str) -> None:
+    proxy.open(tape_name, toolchain_passthrough=False)
+    assert proxy.ask(tape_name, "root", path="/simple/x/", host="pypi.org").decision == "recorded"
+
+
 def test_unknown_ticket_is_409(proxy: ProxyDouble) -> None:
     reply = proxy.http.post("/v1/record", json={"ticket": "nope", "passthrough": "streamed"})
     assert reply.status_code == 409

@@ -289,6 +289,17 @@ FORMAT_TABLE: tuple[FormatRow, ...] = (
         "PuTTY-User-Key-File-",
         scope="text",
     ),
+    # A password in a URL's userinfo (`postgresql://user:pw@host/db`, `https://u:p@host/`): the
+    # user and the host stay readable.
+    _row(
+        "url-userinfo-password",
+        "url-password",
+        r"://[^/\s:@\"'<>\\]{0,256}+:(?P<secret>[^/\s@\"'<>\\]{1,256}+)@",
+        "postgresql://app:S3cr3t-Pw_42@db.internal:5432/app",
+        "https://example.com:8443/path@v2",
+        "://",
+        scope="text",
+    ),
     # Webhook and bot URLs carry their secret in one path segment; only that segment goes, so the
     # host and the ids before it stay readable.
     _row(

@@ -295,6 +295,10 @@ def redact_body(
         return body, headers
     if decoded is not body:
         # The compressed bytes held the secret too: an echo of them must be scrubbed.
-        marks.replace(base64.b64encode(body).decode("ascii"), "body", COMPRESSED_BODY_RULE)
+        placeholder = marks.replace(
+            base64.b64encode(body).decode("ascii"), "body", COMPRESSED_BODY_RULE
+        )
+        # Its bytes as text, for the spelling a JSON echo gives them (`"\u001f\u008b…"`).
+        marks.echoed_as(body.decode("latin-1"), placeholder)
     kept = [(k, v) for k, v in headers if k.lower() not in ("content-encoding", "content-length")]
     return redacted, kept

@@ -290,11 +290,11 @@ FORMAT_TABLE: tuple[FormatRow, ...] = (
         scope="text",
     ),
     # A password in a URL's userinfo (`postgresql://user:pw@host/db`, `https://u:p@host/`): the
-    # user and the host stay readable.
+    # user and the host stay readable; a placeholder already there is what redaction left.
     _row(
         "url-userinfo-password",
         "url-password",
-        r"://[^/\s:@\"'<>\\]{0,256}+:(?P<secret>[^/\s@\"'<>\\]{1,256}+)@",
+        r"://[^/\s:@\"'<>\\]{0,256}+:(?!\[redacted:)(?P<secret>[^/\s@\"'<>\\]{1,256}+)@",
         "postgresql://app:S3cr3t-Pw_42@db.internal:5432/app",
         "https://example.com:8443/path@v2",
         "://",

@@ -19,6 +19,7 @@ linear scan (`(?m)^` anchored, bounded repeats), so a 64 KiB text body costs one
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 from xml.etree.ElementTree import Element, ParseError, tostring
 
@@ -34,13 +35,18 @@ if TYPE_CHECKING:
 # `NAME = value`, `NAME: value`, `export NAME=value`, `- name: value`, one per line. The value
 # runs to the end of the line; surrounding quotes and trailing spaces stay readable.
 _ASSIGNMENT = re.compile(
-    r"(?m)^[ \t]{0,64}+(?:export[ \t]++|-[ \t]++)?"
+    r"[ \t]{0,64}+(?:export[ \t]++|-[ \t]++)?"
     r"(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,127}+)[\"']?[ \t]{0,16}+[=:][ \t]{0,16}+"
     r"(?P<value>[^\r\n]{1,8192}+)"
 )
 # A name/value pair: which member names the field, which holds its value.
 PAIR_NAMES = ("name", "key", "field", "parameter", "parameterkey", "variable", "header", "label")
 PAIR_VALUES = ("value", "parametervalue")
+# Every credential family's words and suffixes hold one of these (resolver/redaction_rules.py).
+# A case-insensitive alternation defeats the regex engine's literal search (tens of ms over
+# 64 KiB): ASCII text is lowered and searched case-sensitively, other text opens with a class.
+_CREDENTIALISH_LOWER = re.compile(r"pass|pw|secret|token|key|auth|cookie|cred|sig|sess")
+_CREDENTIALISH = re.compile(r"[pstkacPSTKAC](?i:ass|w|ecret|oken|ey|uth|ookie|red|ig|ess)")
 _YAML_ANCHOR = re.compile(r"(?:^|[\s\[{,:-])&[^\s]")
 
 
@@ -52,13 +58,34 @@ def _unquoted(value: str) -> tuple[int, str]:
     return 0, inner
 
 
+def _candidate_lines(text: str, policy: Policy) -> Iterator[int]:
+    """Where each line that may assign a credential starts: lines holding a word of a
+    credential family (one fast pass), or every line when the tape names fields of its own."""
+    if policy.params:
+        yield 0
+        yield from (index + 1 for index, char in enumerate(text) if char == "\n")
+        return
+    seen = -1
+    ascii_text = text.isascii()  # lowering keeps every offset only then
+    searched = text.lower() if ascii_text else text
+    words = _CREDENTIALISH_LOWER if ascii_text else _CREDENTIALISH
+    for hit in words.finditer(searched):
+        start = text.rfind("\n", 0, hit.start()) + 1
+        if start != seen:
+            seen = start
+            yield start
+
+
 def redact_lines(text: str, policy: Policy, marks: Placeholders) -> str:
     """`text` with the value of every credential-named assignment line replaced."""
     if "=" not in text and ":" not in text:
         return text
     parts: list[str] = []
     last = 0
-    for match in _ASSIGNMENT.finditer(text):
+    for line_start in _candidate_lines(text, policy):
+        match = _ASSIGNMENT.match(text, line_start)
+        if match is None or match.start() < last:
+            continue
         rule = policy.name_rule(match.group("name"), policy.params, "param")
         if rule is None:
             continue

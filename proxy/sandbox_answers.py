@@ -27,6 +27,7 @@ from typing import Any
 from mitmproxy import http
 
 from groundhog.protocol.sandbox import minted_session
+from groundhog.protocol.surrogates import served_with_surrogates
 
 MARKER = b"[sandbox]"
 # How resolver/redaction.py stores a Set-Cookie value.
@@ -34,6 +35,7 @@ COOKIE_PLACEHOLDER = b"=[redacted:set-cookie:"
 _SET_COOKIE = frozenset({b"set-cookie", b"set-cookie2"})
 SESSION_HEADER = "mcp-session-id"
 _JSONRPC = b'"jsonrpc"'
+ISSUED_MARK = b"[redacted:issued."
 
 
 def _is_stored_cookie(name: bytes, value: bytes) -> bool:
@@ -160,6 +162,20 @@ def restore_jsonrpc_ids(request: http.Request, response: http.Response) -> None:
         response.set_content(new.encode("utf-8"))
 
 
+def restore_issued_tokens(response: http.Response, tape: str, branch: str) -> None:
+    """Each credential the world issued, stored as an issued placeholder, becomes this branch's
+    surrogate of it (groundhog/protocol/surrogates.py): the shape a client expects, keyed as the
+    original when the branch presents it. The live value never reaches the tape or a sibling."""
+    raw = response.raw_content or b""
+    if ISSUED_MARK not in raw:
+        return  # the common case; a body holding one is stored decoded (resolver/issued_tokens)
+    text = raw.decode("utf-8", "surrogateescape")
+    served = served_with_surrogates(text, tape, branch).encode("utf-8", "surrogateescape")
+    response.raw_content = served
+    if "content-length" in response.headers:
+        response.headers["content-length"] = str(len(served))
+
+
 def make_own(
     request: http.Request,
     response: http.Response,
@@ -173,6 +189,7 @@ def make_own(
     restore_sandbox_headers(
         request, response, tape, branch, occurrence=occurrence, replayed_write=replayed_write
     )
+    restore_issued_tokens(response, tape, branch)
     restore_jsonrpc_ids(request, response)
 
 

@@ -14,6 +14,12 @@ something would still be replaced, and by which rule, never the value:
   `Set-Cookie`: responses are served byte for byte, so they are scrubbed of echoes, not of
   every random id, and the entropy rule would flag ids the world hands out.
 
+Both sides also get a second opinion (resolver/audit_second_opinion.py): detect-secrets' plugins
+over the same stored text (URLs, `name: value` header lines, bodies decoded from their content
+coding, a compressed payload inside opened too, events' URLs), so a secret that our rules do not
+know, or that a tape switched a rule off for, is still found; its findings' rules start with
+`detect-secrets-`.
+
 `GET /v1/tapes/{tape}/audit` answers `{"tape", "clean", "findings": [{"exchange", "where",
 "rule"}]}`; export refuses a tape whose audit is not clean unless told `allow_unscrubbed`.
 """
@@ -29,7 +35,8 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from resolver.content_coding import decode_content
+from resolver.audit_second_opinion import second_opinion
+from resolver.content_coding import decode_content, decode_sniffed
 from resolver.errors import ResolverError
 from resolver.redaction import DEFAULT_RESPONSE_HEADERS, Policy, policy_from_config, redact_request
 from resolver.redaction_rules import PLACEHOLDER
@@ -84,6 +91,38 @@ def _header(headers: Iterable[list[str]], name: str) -> str | None:
     return next((value for key, value in headers if key.lower() == name), None)
 
 
+def _decoded_text(body: bytes, encoding: str | None) -> str | None:
+    """A stored body as text, its content coding undone (and a compressed payload inside)."""
+    decoded = decode_content(body, encoding) if body else None
+    if not decoded:
+        return None
+    sniffed = decode_sniffed(decoded)
+    return (sniffed[0] if sniffed is not None else decoded).decode("latin-1")
+
+
+def _second_opinions(
+    exchange: Exchange, request_body: bytes, response_body: bytes
+) -> Iterable[tuple[str, str]]:
+    """detect-secrets' findings in every stored part of an exchange."""
+    for rule in second_opinion(exchange.request_url):
+        yield "request.url", rule
+    for side, pairs in (
+        ("request", exchange.request_headers or []),
+        ("response", exchange.response_headers or []),
+    ):
+        for name, value in pairs:
+            for rule in second_opinion(f"{name}: {value}"):
+                yield f"{side}.headers.{name}", rule
+    for side, body, headers in (
+        ("request", request_body, exchange.request_headers or []),
+        ("response", response_body, exchange.response_headers or []),
+    ):
+        text = _decoded_text(body, _header(headers, "content-encoding"))
+        if text:
+            for rule in second_opinion(text):
+                yield f"{side}.body", rule
+
+
 def _request_findings(exchange: Exchange, body: bytes, policy: Policy) -> Iterable[tuple[str, str]]:
     url = _url_request(exchange.request_method, exchange.request_url)
     for rule in _rules(url, policy):
@@ -120,9 +159,9 @@ def _response_findings(exchange: Exchange, body: bytes) -> Iterable[tuple[str, s
             continue
         for _start, _end, rule in scanner.find(value):
             yield f"response.headers.{name}", f"format-{rule}"
-    decoded = decode_content(body, _header(headers, "content-encoding")) if body else None
-    if decoded:
-        for _start, _end, rule in scanner.find(decoded.decode("latin-1")):
+    text = _decoded_text(body, _header(headers, "content-encoding"))
+    if text:
+        for _start, _end, rule in scanner.find(text):
             yield "response.body", f"format-{rule}"
 
 
@@ -137,13 +176,15 @@ def audit_tape(tape_id: int, config: Mapping[str, Any], *, session: Session) -> 
             found.add(AuditFinding(exchange.id, where, rule))
         for where, rule in _response_findings(exchange, response_body):
             found.add(AuditFinding(exchange.id, where, rule))
+        for where, rule in _second_opinions(exchange, request_body, response_body):
+            found.add(AuditFinding(exchange.id, where, rule))
     events = session.execute(
         select(Event.exchange_id, Event.method, Event.url)
         .join(Branch, Branch.id == Event.branch_id)
         .where(Branch.tape_id == tape_id)
     )
     for exchange_id, method, url in events:
-        for rule in _rules(_url_request(method, url), policy):
+        for rule in _rules(_url_request(method, url), policy) + sorted(second_opinion(url)):
             found.add(AuditFinding(exchange_id, "event.url", rule))
     return sorted(found, key=lambda f: (f.exchange or 0, f.where, f.rule))
 

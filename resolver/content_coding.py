@@ -78,6 +78,31 @@ def decode_content(
     return None
 
 
+# Compressed payloads that arrive without a `Content-Encoding` (an echo service answering with the
+# gzip bytes a client sent, an upload of a `.gz` file) still hold what they compress: their
+# magic numbers say which coding to undo.
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"\x28\xb5\x2f\xfd", "zstd"))
+
+
+def sniffed_coding(body: bytes) -> str | None:
+    """The content coding a body's own first bytes announce (gzip, zstd, zlib), or None."""
+    for magic, name in _MAGIC:
+        if body.startswith(magic):
+            return name
+    if len(body) > 2 and body[0] == 0x78 and (body[0] * 256 + body[1]) % 31 == 0:
+        return "deflate"
+    return None
+
+
+def decode_sniffed(body: bytes, cap: int = MAX_DECODED_BODY_BYTES) -> tuple[bytes, str] | None:
+    """(the decoded payload, its coding) when `body` is itself compressed, else None."""
+    coding = sniffed_coding(body)
+    if coding is None:
+        return None
+    decoded = decode_content(body, coding, cap)
+    return None if decoded is None else (decoded, coding)
+
+
 def encode_content(data: bytes, encoding: str) -> bytes:
     """`data` in `encoding` again (one `decode_content` undid); identity for any other."""
     name = encoding.strip().lower()

@@ -23,11 +23,13 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from urllib.parse import quote, quote_plus
 
-from resolver.content_coding import decode_content, encode_content
+from resolver.content_coding import decode_content, decode_sniffed, encode_content
 
 Secrets = tuple[tuple[str, str], ...]
 MAX_PENDING = 4096
 MIN_ECHO_LINE = 16
+# A compressed payload inside a compressed answer is opened this deep, no deeper.
+MAX_NESTED_CODINGS = 2
 
 
 class EchoBook:
@@ -87,6 +89,18 @@ def _scrub_text(text: str, pairs: list[tuple[str, str]]) -> str:
     return text
 
 
+def _scrub_bytes(decoded: bytes, pairs: list[tuple[str, str]], depth: int = 0) -> bytes | None:
+    """The scrubbed bytes, None if unchanged; a payload that is itself compressed (an echo of a
+    gzip request body) is scrubbed inside and compressed again the same way."""
+    inner = decode_sniffed(decoded) if depth < MAX_NESTED_CODINGS else None
+    if inner is not None:
+        scrubbed_inner = _scrub_bytes(inner[0], pairs, depth + 1)
+        return None if scrubbed_inner is None else encode_content(scrubbed_inner, inner[1])
+    text = decoded.decode("latin-1")  # one character per byte: offsets and bytes survive
+    scrubbed = _scrub_text(text, pairs)
+    return None if scrubbed == text else scrubbed.encode("latin-1")
+
+
 def scrub_response(
     headers: Sequence[Sequence[str]], body: bytes, secrets: Secrets
 ) -> tuple[list[list[str]], bytes, int]:
@@ -104,11 +118,10 @@ def scrub_response(
     decoded = decode_content(body, encoding)
     if decoded is None:
         return kept, body, hits
-    text = decoded.decode("latin-1")  # one character per byte: offsets and bytes survive
     scrubbed_pairs = [(form.encode().decode("latin-1"), placeholder) for form, placeholder in pairs]
-    scrubbed = _scrub_text(text, scrubbed_pairs)
-    if scrubbed == text:
+    new_decoded = _scrub_bytes(decoded, scrubbed_pairs)
+    if new_decoded is None:
         return kept, body, hits
-    new_body = encode_content(scrubbed.encode("latin-1"), encoding)
+    new_body = encode_content(new_decoded, encoding)
     kept = [[k, str(len(new_body))] if k.lower() == "content-length" else [k, v] for k, v in kept]
     return kept, new_body, hits + 1

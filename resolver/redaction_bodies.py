@@ -1,23 +1,35 @@
-"""Redaction inside request bodies: JSON at any depth, form fields, multipart parts, and text
-of any other kind.
+"""Redaction inside request bodies: JSON at any depth (name/value pairs included), form fields,
+multipart parts, XML, YAML, INI/`.env`/properties lines (resolver/redaction_structured.py), and
+text of any other kind.
 
 Bodies are where agents put passwords and keys most often (a login form, a JSON `password`
 three levels down, a multipart `api_key` field, a key pasted into a prompt), and they are
 stored as blobs that outlive the request. A JSON object or array under a credential name is
 replaced whole: everything inside `"credentials": {...}` is the credential. A changed body is
 stored decoded, so its `Content-Encoding` and `Content-Length` go; a body that cannot be
-decoded (an unknown encoding) is left as sent and keys by its hash.
+decoded (an unknown encoding) is left as sent and keys by its hash. A compressed body that was
+redacted leaves a placeholder for its compressed bytes too (base64 included), so a world that
+echoes the bytes it received is scrubbed of them (resolver/echoes.py opens compressed echoes).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qsl, quote, urlencode
 
-from resolver.content_coding import decode_content
+from resolver.content_coding import decode_content, decode_sniffed
 from resolver.redaction_rules import Placeholders, oauth_callback
+from resolver.redaction_structured import (
+    dump_yaml,
+    load_yaml,
+    pair_rule,
+    redact_elements,
+    redact_lines,
+    redact_xml,
+)
 from resolver.secret_formats import MIN_TOKEN
 
 if TYPE_CHECKING:
@@ -33,7 +45,7 @@ def _scalar_text(value: Any) -> str | None:
         return None
     if isinstance(value, str | int | float):
         return str(value)
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 _MIN_LEAF_ECHO = 8
@@ -63,8 +75,15 @@ class _JsonWalker:
         # Paths are only tracked when the tape names JSON paths; most tapes do not.
         tracked = bool(self.policy.json_paths)
         if isinstance(value, dict):
+            paired = pair_rule(value, self.policy)
             return {
-                name: self.field(name, item, (*path, name) if tracked else path)
+                name: (
+                    self.replaced(item, paired[1])
+                    if paired is not None and name == paired[0]
+                    else self.field(name, item, (*path, name) if tracked else path)
+                    if isinstance(name, str)
+                    else self.walk(item, path)
+                )
                 for name, item in value.items()
             }
         if isinstance(value, list):
@@ -79,6 +98,10 @@ class _JsonWalker:
             rule = "tape-json_path"
         if rule is None:
             return self.walk(value, path)
+        return self.replaced(value, rule)
+
+    def replaced(self, value: Any, rule: str) -> Any:
+        """`value` (a scalar, or an object or list replaced whole) as its placeholder."""
         text = _scalar_text(value)
         if text is None or text == "":
             return value
@@ -102,6 +125,8 @@ class _JsonWalker:
 
 
 _NOT_JSON = object()
+COMPRESSED_BODY_RULE = "compressed-body"
+_PAIR_VALUES = frozenset({"value", "parametervalue"})
 _NONE: frozenset[str] = frozenset()
 _JSON_NAME = re.compile(r'"([^"\\]*)"\s*:')
 
@@ -112,6 +137,8 @@ def _json_may_hold_secrets(text: str, policy: Policy) -> bool:
     if policy.json_paths or policy.scanner.extra or "\\" in text:
         return True  # escapes could hide a name from the quick look: walk it
     names = set(_JSON_NAME.findall(text))
+    if any(name.lower() in _PAIR_VALUES for name in names):
+        return True  # a name/value pair: its name is in a value
     if any(policy.name_rule(name, _NONE, "json") for name in names):
         return True
     return bool(policy.scanner.find(text))
@@ -191,6 +218,62 @@ def _redact_multipart(
     return delimiter.join(out)
 
 
+def _is_xml(media: str, text: str) -> bool:
+    if media.endswith(("/xml", "+xml")):
+        return True
+    return media in ("", "text/plain") and text.lstrip()[:1] == "<"
+
+
+def _redact_text(text: str, media: str, policy: Policy, marks: Placeholders) -> bytes | None:
+    """A text body other than JSON, a form or multipart: XML and YAML by their parsers, anything
+    else (or what does not parse) by its assignment lines and the format scan."""
+    if _is_xml(media, text):
+        document = redact_xml(text, policy, marks)
+        if document is not None:
+            return None if document == text else document.encode()
+    if "yaml" in media:
+        loaded = load_yaml(text)
+        if loaded is not None:
+            walker = _JsonWalker(policy, marks)
+            redacted = walker.walk(loaded, ())
+            return dump_yaml(redacted).encode() if walker.changed else None
+    loose = redact_elements(redact_lines(text, policy, marks), policy, marks)
+    scanned = policy.scan(loose, "body", marks)
+    return None if scanned == text else scanned.encode()
+
+
+def _redact_decoded(
+    decoded: bytes, content_type: str, policy: Policy, marks: Placeholders, path: str
+) -> bytes | None:
+    """The redacted bytes of a decoded body, None if nothing changed."""
+    media = content_type.split(";")[0].strip().lower()
+    redacted: Any = _NOT_JSON
+    try:
+        text = decoded.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is not None and ("json" in media or (not media and text.lstrip()[:1] in ("{", "["))):
+        redacted = _redact_json(text, policy, marks)
+    elif text is not None and media == "application/x-www-form-urlencoded":
+        redacted = _redact_form(text, policy, marks, path)
+    if redacted is not _NOT_JSON:
+        return cast(bytes | None, redacted)
+    if media.startswith("multipart/"):
+        # latin-1 maps bytes to characters one to one, so any body scans with ASCII patterns.
+        raw = decoded.decode("latin-1")
+        multipart = _redact_multipart(raw, content_type, policy, marks)
+        if multipart is not None:
+            return multipart.encode("latin-1") if multipart != raw else None
+    if text is not None:
+        return _redact_text(text, media, policy, marks)
+    sniffed = decode_sniffed(decoded)
+    if sniffed is not None:  # compressed without saying so: what it holds is redacted
+        return _redact_decoded(sniffed[0], "", policy, marks, path)
+    raw = decoded.decode("latin-1")
+    scanned = policy.scan(raw, "body", marks)
+    return scanned.encode("latin-1") if scanned != raw else None
+
+
 def redact_body(
     body: bytes,
     headers: list[tuple[str, str]],
@@ -207,27 +290,15 @@ def redact_body(
     if decoded is None:
         return body, headers
     content_type = _header(headers, "content-type") or ""
-    media = content_type.split(";")[0].strip().lower()
-    redacted: Any = _NOT_JSON
-    try:
-        text = decoded.decode("utf-8")
-    except UnicodeDecodeError:
-        text = None
-    if text is not None and ("json" in media or (not media and text.lstrip()[:1] in ("{", "["))):
-        redacted = _redact_json(text, policy, marks)
-    elif text is not None and media == "application/x-www-form-urlencoded":
-        redacted = _redact_form(text, policy, marks, path)
-    if redacted is _NOT_JSON:
-        # latin-1 maps bytes to characters one to one, so any body scans with ASCII patterns.
-        raw = decoded.decode("latin-1")
-        multipart = (
-            _redact_multipart(raw, content_type, policy, marks)
-            if media.startswith("multipart/")
-            else None
-        )
-        scanned = multipart if multipart is not None else policy.scan(raw, "body", marks)
-        redacted = scanned.encode("latin-1") if scanned != raw else None
+    redacted = _redact_decoded(decoded, content_type, policy, marks, path)
     if redacted is None:
         return body, headers
+    if decoded is not body:
+        # The compressed bytes held the secret too: an echo of them must be scrubbed.
+        placeholder = marks.replace(
+            base64.b64encode(body).decode("ascii"), "body", COMPRESSED_BODY_RULE
+        )
+        # Its bytes as text, for the spelling a JSON echo gives them (`"\u001f\u008b…"`).
+        marks.echoed_as(body.decode("latin-1"), placeholder)
     kept = [(k, v) for k, v in headers if k.lower() not in ("content-encoding", "content-length")]
     return redacted, kept

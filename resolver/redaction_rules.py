@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import unquote
 
+from groundhog.protocol.surrogates import ISSUED_PREFIX, shape_of, surrogate_digest
+
 # Word families (DESIGN §4): each set holds the spellings of one family, so a rule fires on
 # `pwd` as it does on `password`, on `tokens` as on `token`, on `sig` as on `signature`.
 # Short spellings (`pw`, `pass`, `sig`, `key`) match as whole words only: `compass`,
@@ -182,12 +184,28 @@ class Placeholders:
         self.findings.append(Finding(where, rule))
         slug = rule.replace(":", "-")
         if self.interchangeable and identity:
-            placeholder = f"[redacted:{slug}]"
-        else:
-            digest = hmac.new(self.key, value.encode("utf-8", "surrogatepass"), hashlib.sha256)
-            placeholder = f"[redacted:{slug}:{digest.hexdigest()[:DIGEST_HEX]}]"
+            return f"[redacted:{slug}]"
+        carried = surrogate_digest(value)
+        if carried is not None:
+            # A surrogate the tape served for a token the world issued: keyed as that token.
+            return f"[redacted:{slug}:{carried}]"
+        placeholder = f"[redacted:{slug}:{self.digest(value)}]"
         self.echoed_as(value, placeholder)
         return placeholder
+
+    def digest(self, value: str) -> str:
+        mac = hmac.new(self.key, value.encode("utf-8", "surrogatepass"), hashlib.sha256)
+        return mac.hexdigest()[:DIGEST_HEX]
+
+    def issued(self, value: str, where: str, *, named_format: bool) -> str:
+        """The stored form of a credential the world issued: keyed like the same value in a
+        request, with its shape, so a replaying branch is served a surrogate of it
+        (groundhog/protocol/surrogates.py)."""
+        if not value or PLACEHOLDER.fullmatch(value) or surrogate_digest(value) is not None:
+            return value
+        self.findings.append(Finding(where, "issued"))
+        shape = shape_of(value, named_format=named_format)
+        return f"[redacted:{ISSUED_PREFIX}{shape}:{self.digest(value)}]"
 
     def echoed_as(self, value: str, placeholder: str) -> None:
         """Scrub echoes of `value` by `placeholder` (a part of a value replaced whole, too)."""
@@ -210,5 +228,6 @@ def fired_rules(texts: list[str]) -> dict[str, int]:
         if PLACEHOLDER_MARK not in text:
             continue
         for match in PLACEHOLDER.finditer(text):
-            counts[match.group(1)] = counts.get(match.group(1), 0) + 1
+            rule = "issued" if match.group(1).startswith(ISSUED_PREFIX) else match.group(1)
+            counts[rule] = counts.get(rule, 0) + 1
     return dict(sorted(counts.items()))

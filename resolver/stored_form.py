@@ -15,6 +15,7 @@ from typing import Any
 
 from resolver.echoes import Secrets, scrub_response
 from resolver.errors import InvalidInput
+from resolver.issued_tokens import redact_issued
 from resolver.redaction import redact_response_headers
 from resolver.resolve_tx.units import Unit
 from resolver.sandbox_identity import stored_response_headers
@@ -49,13 +50,14 @@ def stored_form(
     redaction_key: bytes,
 ) -> tuple[list[list[str]], bytes]:
     """Headers redacted by the tape's rules (a `Set-Cookie` value a keyed placeholder), sandbox
-    identity marked (never kept in clear), then headers and body scrubbed of echoes."""
+    identity marked (never kept in clear), headers and body scrubbed of echoes, then the
+    credentials the world issued in the body kept as issued placeholders."""
     kept = redact_response_headers(
         headers, tape.config.get("redact_headers", []), key=redaction_key
     )
     kept = stored_response_headers(kept, tape.config)
     stored_headers, stored_body, _echoes = scrub_response(kept, body, echoed)
-    return stored_headers, stored_body
+    return redact_issued(stored_headers, stored_body, redaction_key)
 
 
 def exchange_content(

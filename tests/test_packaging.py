@@ -197,17 +197,17 @@ def test_the_protocol_is_standard_library_only() -> None:
 def test_an_undeclared_import_is_caught(tmp_path: Path) -> None:
     # The checks above must be able to fail: a module importing what no install declares.
     module = REPO_ROOT / "groundhog" / "_undeclared_probe.py"
-    module.write_text("import yaml\nimport certifi\n\n\ndef later():\n    import numpy\n")
+    module.write_text("import playwright\nimport certifi\n\n\ndef later():\n    import numpy\n")
     try:
         assert undeclared([module], "core", module_level_only=True) == [
-            "groundhog/_undeclared_probe.py imports yaml"
+            "groundhog/_undeclared_probe.py imports playwright"
         ]
         assert sorted(undeclared([module], "core", module_level_only=False)) == [
             "groundhog/_undeclared_probe.py imports numpy",
-            "groundhog/_undeclared_probe.py imports yaml",
+            "groundhog/_undeclared_probe.py imports playwright",
         ]
         assert undeclared([module], "bench", module_level_only=False) == [
-            "groundhog/_undeclared_probe.py imports yaml"
+            "groundhog/_undeclared_probe.py imports playwright"
         ]
     finally:
         module.unlink()

@@ -102,3 +102,19 @@ def test_a_replayed_write_keeps_its_stored_set_cookie() -> None:
     answer.headers.add("Set-Cookie", stored)
     make_own(request, answer, "t", "root/b0", replayed_write=True)
     assert answer.headers.get_all("set-cookie") == [stored]
+
+
+def test_an_issued_placeholder_is_served_as_the_branchs_surrogate() -> None:
+    stored = b'{"access_token":"[redacted:issued.40.alnum.ghu_:0123456789abcdef]","n":1}'
+    answers = {}
+    for branch in ("root/a", "root/b"):
+        answer = response(stored, "application/json", content_length=str(len(stored)))
+        make_own(tutils.treq(method=b"POST"), answer, "t", branch)
+        token = json.loads(answer.content)["access_token"]
+        assert len(token) == 40 and token.startswith("ghu_") and "[redacted" not in token
+        assert answer.headers["content-length"] == str(len(answer.raw_content))
+        answers[branch] = token
+    assert answers["root/a"] != answers["root/b"]
+    plain = response(b'{"n":1}', "application/json")
+    make_own(tutils.treq(method=b"POST"), plain, "t", "root/a")
+    assert plain.content == b'{"n":1}'

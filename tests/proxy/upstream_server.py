@@ -8,10 +8,13 @@ its headers so tests can check that nothing private leaked.
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
+import secrets
 import socket
 import ssl
+import string
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -50,6 +53,8 @@ class UpstreamState:
     # `/gated` answers once this is set (open by default); `/hang` never answers, until stop.
     gate: threading.Event = field(default_factory=lambda: _opened(threading.Event()))
     hung_up: threading.Event = field(default_factory=threading.Event)
+    # Tokens `/oauth/token` issued (random, as a real world's are); `/me` accepts only these.
+    issued: list[str] = field(default_factory=list)
 
     def count(self, path: str | None = None, method: str | None = None) -> int:
         with self.lock:
@@ -59,6 +64,26 @@ class UpstreamState:
                 if (path is None or seen.path.split("?")[0] == path)
                 and (method is None or seen.method == method)
             )
+
+
+def _issue_tokens(state: UpstreamState) -> dict:
+    """An OAuth token answer with fresh random tokens, remembered as issued."""
+    alphabet = string.ascii_letters + string.digits
+    access = "ghu_" + "".join(secrets.choice(alphabet) for _ in range(36))
+    refresh = "ghr_" + "".join(secrets.choice(alphabet) for _ in range(36))
+    claims = base64.urlsafe_b64encode(json.dumps({"sub": secrets.token_hex(8)}).encode())
+    id_token = (
+        "eyJhbGciOiJIUzI1NiJ9." + claims.decode().rstrip("=") + "." + secrets.token_urlsafe(32)
+    )
+    with state.lock:
+        state.issued += [access, refresh, id_token]
+    return {
+        "access_token": access,
+        "refresh_token": refresh,
+        "id_token": id_token,
+        "token_type": "bearer",
+        "expires_in": 3600,
+    }
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -90,6 +115,20 @@ class _Handler(BaseHTTPRequestHandler):
             )
             self.close_connection = True
             self.connection.close()
+            return
+        if url.path == "/oauth/token":
+            self._send(
+                200,
+                json.dumps(_issue_tokens(state)).encode(),
+                [("Content-Type", "application/json")],
+            )
+            return
+        if url.path == "/me":
+            bearer = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+            with state.lock:
+                known = bearer in state.issued
+            status, answer = (200, {"user": "ann"}) if known else (401, {"error": "bad token"})
+            self._send(status, json.dumps(answer).encode(), [("Content-Type", "application/json")])
             return
         if url.path == "/gzip":
             self._send(

@@ -33,7 +33,7 @@ def _random_key(length: int, alphabet: str = string.ascii_letters + string.digit
             return value
 
 
-def test_builtin_rules_come_from_detect_secrets_and_the_supplement() -> None:
+def test_builtin_rules_come_from_the_format_table() -> None:
     names = builtin_rule_names()
     assert {"aws-access-key", "github-token", "jwt", "private-key"} <= set(names)
     assert {"model-api-key", "google-api-key", "huggingface-token"} <= set(names)

@@ -152,3 +152,23 @@ def test_the_cli_audits_and_exits_non_zero_on_findings(audited, tmp_path: Path) 
     )
     assert allowed.exit_code == 0, allowed.output
     assert target.read_bytes().startswith(b"SQLite format 3")
+
+
+def test_a_secret_redaction_was_told_to_miss_is_found_by_the_second_opinion(audited) -> None:
+    """The tape switches the name rules off: the `.env` password is stored in clear, our own
+    rules (the tape's) see nothing, detect-secrets does, and export is refused."""
+    server, _data = audited
+    proxy = ProxyDouble(server.url)
+    proxy.open("rule-off", redact_disable=["names"])
+    body = b"DEBUG=true\nDB_PASSWORD=Seeded-Pw-4471\n"
+    headers = [["Content-Type", "text/plain"]]
+    served = proxy.ask("rule-off", "root", "POST", "/env", body=body, headers=headers)
+    assert served.decision == "write"
+    answer = proxy.http.get("/v1/tapes/rule-off/audit").raise_for_status()
+    findings = answer.json()["findings"]
+    assert {"where": "request.body", "rule": "detect-secrets-secret-keyword"} in [
+        {"where": f["where"], "rule": f["rule"]} for f in findings
+    ]
+    assert not any(f["rule"].startswith(("name-", "format-")) for f in findings)
+    assert "Seeded-Pw-4471" not in answer.text
+    assert proxy.http.get("/v1/tapes/rule-off/export").status_code == 409

@@ -26,7 +26,16 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, NoReturn
 
+from groundhog.protocol.capabilities import capability_digest
 from resolver.errors import ResolverError
+
+__all__ = [
+    "BranchCapabilities",
+    "Capabilities",
+    "CapabilityRefused",
+    "capability_digest",
+    "default_for",
+]
 
 # The key of capabilities is the deployment key's, under a label of its own: a capability is
 # never a redaction placeholder (resolver/redaction.py keys those under the same deployment key).
@@ -61,11 +70,6 @@ class CapabilityRefused(ResolverError):
     """A request names a tape and branch without that branch's capability (tape `required`)."""
 
     status, slug, title = 403, "capability-refused", "Capability refused"
-
-
-def capability_digest(capability: str) -> str:
-    """What a lease holder is given to compare a presented capability with (never the value)."""
-    return hashlib.sha256(capability.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class Capabilities:

@@ -17,6 +17,8 @@ PREFIX_BYTES: Final = PREFIX.lower().encode("ascii")
 # A worker names its tape and branch (or gives proxy credentials TAPE:BRANCH instead).
 TAPE: Final = "X-Groundhog-Tape"
 BRANCH: Final = "X-Groundhog-Branch"
+# ... and presents the branch's capability (or gives it in the credentials TAPE:BRANCH:CAP).
+CAPABILITY: Final = "X-Groundhog-Capability"
 
 # Every answer the proxy gives says why the worker got these bytes.
 DECISION: Final = "X-Groundhog-Decision"

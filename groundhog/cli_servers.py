@@ -162,10 +162,37 @@ def proxy(
     upstream_proxy: UpstreamProxy = None,
     tcp_passthrough_host: TcpPassthroughHost = None,
     branch_leases: BranchLeases = False,
+    tape: Annotated[
+        str | None,
+        typer.Option(
+            "--tape",
+            help="Pin the proxy to one tape (a sidecar of one worker): requests naming another "
+            "are refused.",
+        ),
+    ] = None,
+    branch: Annotated[
+        str | None,
+        typer.Option("--branch", help="Pin it to this branch of --tape (default root)."),
+    ] = None,
+    capability: Annotated[
+        str | None,
+        typer.Option(
+            "--capability",
+            envvar="GROUNDHOG_CAPABILITY",
+            help="The pinned branch's capability, presented for its worker (`groundhog tape "
+            "fork --json` prints it; `groundhog env` exports it as GROUNDHOG_CAPABILITY).",
+        ),
+    ] = None,
 ) -> None:
     """Run the recording proxy (mitmproxy with the Groundhog addon) in the foreground."""
     _require_free_port(host, port)
     args = ["--host", host, "--port", str(port), "--resolver-url", resolver_url]
+    if branch and not tape:
+        raise fail("--branch pins the proxy to a branch of --tape: give --tape too")
+    if tape:
+        args += ["--tape", tape, "--branch", branch or "root"]
+        if capability:
+            args += ["--capability", capability]
     egress = egress_args(upstream_ca, insecure_upstream, upstream_proxy, tcp_passthrough_host)
     _run_module("proxy", [*args, "--data", str(data), *egress, *lease_args(branch_leases)])
 

@@ -34,7 +34,7 @@ import requests
 
 # The real-clock transports keep httpx's and urllib3's own clock reads (timeouts, pools) out
 # of the branch's virtual clock, exactly as `Branch.client()` does.
-from groundhog.branch import BRANCH_HEADER, TAPE_HEADER
+from groundhog.branch import branch_headers as naming_headers
 from groundhog.client import Groundhog
 from groundhog.real_clock import _RealClockAsyncTransport, _RealClockTransport
 from groundhog.real_clock_requests import _RealClockAdapter
@@ -62,6 +62,8 @@ class RolloutBranch:
     path: str
     group: str
     world_seed: int
+    # What the rollout presents for its branch (docs/reliability.md); None: the resolver gave none.
+    capability: str | None = None
 
 
 _current: ContextVar[RolloutBranch | None] = ContextVar("groundhog_rollout_branch", default=None)
@@ -73,9 +75,10 @@ def current_rollout_branch() -> RolloutBranch | None:
 
 
 def branch_headers() -> dict[str, str]:
-    """`X-Groundhog-Tape`/`-Branch` for the current rollout; empty outside any rollout."""
+    """`X-Groundhog-Tape`/`-Branch` (and `-Capability`) for the current rollout; empty outside
+    any rollout."""
     branch = _current.get()
-    return {} if branch is None else {TAPE_HEADER: branch.tape, BRANCH_HEADER: branch.path}
+    return {} if branch is None else naming_headers(branch.tape, branch.path, branch.capability)
 
 
 @contextmanager
@@ -162,8 +165,10 @@ class GroundhogRollouts:
                 self._groups[key] = group
                 logger.info("group %s of %s is branch %s", key, self.tape.name, group)
             # A sibling joins its group on purpose: the group's earlier children are the point.
-            path = self.tape.fork(group, 1, shim_counters=None, warn=False)[0].path
-            branch = RolloutBranch(self.tape.name, path, group, self.tape.world_seed)
+            (child,) = self.tape.fork(group, 1, shim_counters=None, warn=False)
+            branch = RolloutBranch(
+                self.tape.name, child.path, group, self.tape.world_seed, child.capability
+            )
             self.branches.append(branch)
             return branch
 
@@ -207,7 +212,8 @@ class GroundhogRollouts:
 
     def _with_branch_env(self, branch: RolloutBranch, args: tuple[Any, ...]) -> tuple[Any, ...]:
         """A verifiers v1 task whose runtime (harness, per-rollout toolsets) uses the branch."""
-        return with_runtime_env(args, self.tape.branch(branch.path).env)
+        handle = self.tape.branch(branch.path, capability=branch.capability)
+        return with_runtime_env(args, handle.env)
 
     # -- clients for the environment's tools ---------------------------------------------------
 

@@ -14,9 +14,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from groundhog.models import BranchInfo
-from groundhog.protocol.headers import BRANCH as BRANCH_HEADER
-from groundhog.protocol.headers import CAPABILITY as CAPABILITY_HEADER
-from groundhog.protocol.headers import TAPE as TAPE_HEADER
+from groundhog.protocol.headers import naming
 from groundhog.real_clock import _RealClockAsyncTransport, _RealClockTransport
 from groundhog.shim import shim
 from groundhog.worker_env import proxy_url_with_credentials, worker_env
@@ -25,14 +23,6 @@ if TYPE_CHECKING:
     import requests
 
     from groundhog.client import Groundhog
-
-
-def branch_headers(tape: str, branch: str, capability: str | None) -> dict[str, str]:
-    """The headers that name a branch, and present its capability when there is one."""
-    headers = {TAPE_HEADER: tape, BRANCH_HEADER: branch}
-    if capability:
-        headers[CAPABILITY_HEADER] = capability
-    return headers
 
 
 class Branch:
@@ -121,7 +111,7 @@ class Branch:
         )
 
     def headers(self) -> dict[str, str]:
-        return branch_headers(self.tape, self.path, self.capability)
+        return naming(self.tape, self.path, self.capability)
 
     def _ssl_context(self) -> ssl.SSLContext:
         return ssl.create_default_context(cafile=str(self.groundhog.ca_files().bundle_file))

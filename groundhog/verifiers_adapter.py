@@ -34,8 +34,8 @@ import requests
 
 # The real-clock transports keep httpx's and urllib3's own clock reads (timeouts, pools) out
 # of the branch's virtual clock, exactly as `Branch.client()` does.
-from groundhog.branch import branch_headers as naming_headers
 from groundhog.client import Groundhog
+from groundhog.protocol.headers import naming as naming_headers
 from groundhog.real_clock import _RealClockAsyncTransport, _RealClockTransport
 from groundhog.real_clock_requests import _RealClockAdapter
 from groundhog.shim import shim

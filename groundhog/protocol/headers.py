@@ -41,3 +41,11 @@ WRITES: Final = "X-Groundhog-Writes"
 def is_groundhog_header(name: str) -> bool:
     """Whether a header is one of Groundhog's own (never sent upstream as the worker gave it)."""
     return name.lower().startswith(PREFIX.lower())
+
+
+def naming(tape: str, branch: str, capability: str | None = None) -> dict[str, str]:
+    """The headers that name a branch, presenting its capability when there is one."""
+    named = {TAPE: tape, BRANCH: branch}
+    if capability:
+        named[CAPABILITY] = capability
+    return named

@@ -20,7 +20,13 @@ from mitmproxy import http
 from groundhog.protocol.headers import CAPABILITY as HEADER_CAPABILITY
 from proxy import problems
 
-__all__ = ["HEADER_CAPABILITY", "header_capability", "pin_refusal", "split_branch_password"]
+__all__ = [
+    "HEADER_CAPABILITY",
+    "header_capability",
+    "pin_mismatch",
+    "pin_refusal",
+    "split_branch_password",
+]
 
 
 def split_branch_password(password: str) -> tuple[str | None, str | None]:
@@ -37,25 +43,33 @@ def header_capability(request: http.Request) -> str | None:
     return request.headers.get(HEADER_CAPABILITY) or None
 
 
-def pin_refusal(
+def pin_mismatch(
     tape: str, branch: str, *, pinned_tape: str | None, pinned_branch: str | None
-) -> http.Response | None:
-    """A 403 `refused` for a request that names another tape or branch than the sidecar's pin;
-    None when it names the pinned ones (or the sidecar is pinned to nothing)."""
+) -> str | None:
+    """What a request names beyond the sidecar's pin (None: nothing, or no pin)."""
     named = []
     if pinned_tape and tape != pinned_tape:
         named.append(f"tape {tape!r} (it serves tape {pinned_tape!r})")
     if pinned_branch and branch != pinned_branch:
         named.append(f"branch {branch!r} (it serves branch {pinned_branch!r})")
-    if not named:
+    return " and ".join(named) or None
+
+
+def pin_refusal(
+    tape: str, branch: str, *, pinned_tape: str | None, pinned_branch: str | None
+) -> http.Response | None:
+    """A 403 `refused` for a request that names another tape or branch than the sidecar's pin;
+    None when it names the pinned ones (or the sidecar is pinned to nothing)."""
+    named = pin_mismatch(tape, branch, pinned_tape=pinned_tape, pinned_branch=pinned_branch)
+    if named is None:
         return None
     return problems.problem_response(
         403,
         "branch-pinned",
         "The proxy serves another branch",
         f"this proxy was started for one branch (--tape/--branch) and refuses requests for "
-        f"{' and '.join(named)}: nothing was asked or forwarded. Send this worker's requests "
-        "without naming a tape or branch, or through a proxy of its own",
+        f"{named}: nothing was asked or forwarded. Send this worker's requests without naming "
+        "a tape or branch, or through a proxy of its own",
         tape=tape,
         branch=branch,
     )

@@ -23,6 +23,7 @@ from mitmproxy.proxy import commands, events, layer, layers
 from mitmproxy.proxy.context import Context
 
 from groundhog.protocol.decisions import Decision
+from proxy.capabilities import pin_mismatch
 from proxy.identity import Credentials, CredentialsError, connect_credentials
 from proxy.options import seconds
 from proxy.resolver_client import (
@@ -148,6 +149,14 @@ class Tunnels:
         branch = (remembered.branch if remembered else None) or options.groundhog_branch
         if not tape or not branch:
             return TunnelVerdict(Decision.REFUSED, "no tape and branch named")
+        elsewhere = pin_mismatch(
+            tape,
+            branch,
+            pinned_tape=options.groundhog_tape,
+            pinned_branch=options.groundhog_branch,
+        )
+        if elsewhere is not None:
+            return TunnelVerdict(Decision.REFUSED, f"the proxy is pinned: not {elsewhere}")
         assert self.resolver is not None
         payload = {
             "tape": tape,
@@ -156,6 +165,11 @@ class Tunnels:
             "port": port,
             "listed_by_proxy": host_listed(host, options.groundhog_tcp_passthrough_hosts),
         }
+        capability = (remembered.capability if remembered else None) or (
+            options.groundhog_capability
+        )
+        if capability:
+            payload["capability"] = capability  # checked by the resolver
         try:
             answer = await self.resolver.tunnel(payload)
         except (ResolverUnavailable, ResolverRejected, ResolverProtocolError) as error:

@@ -114,3 +114,19 @@ def test_reopening_with_another_policy_is_a_conflict(proxy: ProxyDouble, tape_na
         "/v1/tapes", json={"name": tape_name, "branch_capabilities": "optional"}
     )
     assert again.status_code == 409 and "branch_capabilities" in again.json()["detail"]
+
+
+def test_a_raw_tunnel_of_a_required_tape_needs_its_branchs_capability(
+    proxy: ProxyDouble, tape_name: str
+) -> None:
+    proxy.open(tape_name, branch_capabilities="required", passthrough_hosts=["db.internal"])
+    own, sibling = _fork(proxy, tape_name)["capabilities"].values()
+
+    def tunnel(capability: str | None) -> httpx.Response:
+        body = {"tape": tape_name, "branch": "root/b0", "host": "db.internal", "port": 5432}
+        return proxy.http.post("/v1/tunnel", json={**body, "capability": capability})
+
+    for wrong in (None, sibling):
+        refused = tunnel(wrong)
+        assert refused.status_code == 403 and refused.json()["type"].endswith("capability-refused")
+    assert tunnel(own).json()["decision"] == "passthrough"

@@ -18,6 +18,7 @@ import pytest
 import requests
 
 from bench.lease_scale import resolves
+from bench.reliability.raw_tunnel import EchoServer, raw_through_tunnel
 from tests.proxy.clients import Reply, with_curl, with_requests
 from tests.proxy.stack import Stack
 from tests.proxy.upstream_server import Upstream
@@ -242,3 +243,18 @@ def test_a_lease_holder_refuses_a_hit_without_the_branchs_capability(
         assert upstream.state.count("/a") == 1
     finally:
         sidecar.stop()
+
+
+def test_a_raw_tunnel_opens_only_with_its_branchs_capability(stack: Stack) -> None:
+    tape = stack.open_tape(branch_capabilities="required", passthrough_hosts=["127.0.0.1"])
+    capabilities = fork(stack, tape)
+    with EchoServer() as echo:
+        # Basic `TAPE:BRANCH:CAPABILITY` on the CONNECT, as a client sends the proxy URL's.
+        for branch, capability in (("root/b1", capabilities["root/b0"]), ("root/b0", "")):
+            outcome = raw_through_tunnel(
+                stack.proxy.port, echo.port, tape=tape, branch=f"{branch}:{capability}"
+            )
+            assert outcome.closed and not outcome.relayed, (branch, outcome)
+        assert echo.snapshot() == (0, 0)
+        own = f"root/b0:{capabilities['root/b0']}"
+        assert raw_through_tunnel(stack.proxy.port, echo.port, tape=tape, branch=own).relayed

@@ -103,7 +103,7 @@ def run_group(
         results = list(
             pool.map(
                 lambda pair: rollout(
-                    urls[0], urls[1], tape, *pair, forked.capabilities.get(pair[0])
+                    urls[0], urls[1], tape, pair[0], pair[1], forked.capabilities.get(pair[0])
                 ),
                 zip(forked.branches, BUDGETS, strict=True),
             )

@@ -471,7 +471,8 @@ def test_env_takes_the_proxy_the_resolver_announces(tmp_path: Path, isolated_env
     assert printed.returncode == 0, printed.stderr
     exports = json.loads(printed.stdout)
     assert exports["GROUNDHOG_PROXY_URL"] == proxy_url
-    assert exports["HTTP_PROXY"] == proxy_url.replace("http://", "http://t:root@")
+    capability = exports["GROUNDHOG_CAPABILITY"]
+    assert exports["HTTP_PROXY"] == proxy_url.replace("http://", f"http://t:root:{capability}@")
     assert urlsplit(proxy_url).netloc in exports["NO_PROXY"].split(",")
 
 

@@ -28,9 +28,7 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     ("host", "environment", "expected"),
     [
         ("127.0.0.1", None, BranchCapabilities.OPTIONAL),
-        ("::1", None, BranchCapabilities.OPTIONAL),
         ("0.0.0.0", None, BranchCapabilities.REQUIRED),
-        ("resolver.internal", None, BranchCapabilities.REQUIRED),
         ("0.0.0.0", "optional", BranchCapabilities.OPTIONAL),
         ("127.0.0.1", "required", BranchCapabilities.REQUIRED),
     ],

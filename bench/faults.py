@@ -29,12 +29,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from bench import http_clients
 from bench.harness import started_services
 from groundhog.client import Groundhog
 from groundhog.protocol import headers as protocol_headers
+from groundhog.worker_env import proxy_url_with_credentials
 
 STEPS = 6
 GROUP = 4
@@ -59,11 +59,15 @@ class GroupResult:
 
 
 def rollout(
-    proxy_url: str, world_url: str, tape: str, branch: str, budget: int
+    proxy_url: str,
+    world_url: str,
+    tape: str,
+    branch: str,
+    budget: int,
+    capability: str | None = None,
 ) -> tuple[float, int]:
-    """Reward and faults met by one rollout."""
-    credentials = f"{quote(tape, safe='')}:{quote(branch, safe='')}"
-    proxy = proxy_url.replace("http://", f"http://{credentials}@", 1)
+    """Reward and faults met by one rollout (presenting the branch's `capability`, if any)."""
+    proxy = proxy_url_with_credentials(proxy_url, tape, branch, capability)
     done = injected = 0
     with http_clients.client(proxy=proxy, timeout=60) as client:
         for step in range(STEPS):
@@ -93,13 +97,15 @@ def run_group(
         mode=mode,
         faults=[{"kind": "503", "rate": fault_rate, "path": "/context"}],
     )
-    branches = admin.fork(tape, "root", GROUP).branches
+    forked = admin.fork(tape, "root", GROUP)
     # The group's rollouts run at once, as a trainer runs them; who asks first does not matter.
     with ThreadPoolExecutor(max_workers=GROUP) as pool:
         results = list(
             pool.map(
-                lambda pair: rollout(urls[0], urls[1], tape, *pair),
-                zip(branches, BUDGETS, strict=True),
+                lambda pair: rollout(
+                    urls[0], urls[1], tape, pair[0], pair[1], forked.capabilities.get(pair[0])
+                ),
+                zip(forked.branches, BUDGETS, strict=True),
             )
         )
     return GroupResult([reward for reward, _ in results], sum(n for _, n in results))

@@ -205,11 +205,13 @@ def proxied_client(
     hooks: list[Any],
     request_hooks: list[Any] | None = None,
     index: int = 0,
+    capability: str | None = None,
 ) -> RolloutClient:
     return RolloutClient(
         proxy=context.proxy_for(index),
         timeout=CLIENT_TIMEOUT,
-        headers={protocol_headers.TAPE: tape, protocol_headers.BRANCH: branch},
+        # The branch's capability from its fork: a deployment may require it (compose does).
+        headers=protocol_headers.naming(tape, branch, capability),
         event_hooks={"response": hooks, "request": request_hooks or []},
         pool=context.connections,
     )
@@ -276,13 +278,17 @@ def run_group(
     names = [f"{stem}{index}-{strategy}" for index, strategy in enumerate(strategies)]
     if probe:
         names.append(f"{stem}{PROBE_BRANCH}")
-    branches = context.admin.fork(tape, "root", names, shim_counters=None).branches
+    forked = context.admin.fork(tape, "root", names, shim_counters=None)
+    branches, capabilities = forked.branches, forked.capabilities
     result = GroupResult(tape=tape, world_seed=world_seed)
     sessions: list[str] = []
     try:
         if probe:
             grader = Grader(context.world, enabled=False)
-            with proxied_client(context, tape, branches[-1], [grader]) as client:
+            probe_client = proxied_client(
+                context, tape, branches[-1], [grader], capability=capabilities.get(branches[-1])
+            )
+            with probe_client as client:
                 seed = agent_seed(seed_base, world_seed, len(strategies))
                 agent_adapter.run_probe(
                     client,
@@ -300,7 +306,13 @@ def run_group(
             seed = agent_seed(seed_base, world_seed, index)
             read_log = _ReadLog()
             client = proxied_client(
-                context, tape, branches[index], [grader], [read_log, grader.before_request], index
+                context,
+                tape,
+                branches[index],
+                [grader],
+                [read_log, grader.before_request],
+                index,
+                capability=capabilities.get(branches[index]),
             )
             with client:
                 try:

@@ -141,13 +141,14 @@ def run_group(
     names = [f"{stem}{index}-{strategy}" for index, strategy in enumerate(strategies)]
     if probe:
         names.append(f"{stem}{PROBE_BRANCH}")
-    branches = context.admin.fork(tape, "root", names, shim_counters=None).branches
+    forked = context.admin.fork(tape, "root", names, shim_counters=None)
+    branches = forked.branches
     url = mcp_client.endpoint(context.world_url, world_seed)
     result = GroupResult(tape=tape, world_seed=world_seed)
     sessions: list[str] = []
 
     def headers(branch: str) -> dict[str, str]:
-        return {protocol_headers.TAPE: tape, protocol_headers.BRANCH: branch}
+        return protocol_headers.naming(tape, branch, forked.capabilities.get(branch))
 
     try:
         if probe:

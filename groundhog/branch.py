@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from groundhog.models import BranchInfo
-from groundhog.protocol.headers import BRANCH as BRANCH_HEADER
-from groundhog.protocol.headers import TAPE as TAPE_HEADER
+from groundhog.protocol.headers import naming
 from groundhog.real_clock import _RealClockAsyncTransport, _RealClockTransport
 from groundhog.shim import shim
 from groundhog.worker_env import proxy_url_with_credentials, worker_env
@@ -30,12 +29,20 @@ class Branch:
     """Branch `path` of tape `tape` on the resolver `client` talks to."""
 
     def __init__(
-        self, client: Groundhog, tape: str, path: str, *, world_seed: int | None = None
+        self,
+        client: Groundhog,
+        tape: str,
+        path: str,
+        *,
+        world_seed: int | None = None,
+        capability: str | None = None,
     ) -> None:
         self.groundhog = client
         self.tape = tape
         self.path = path
         self._world_seed = world_seed
+        self._capability = capability
+        self._capability_asked = capability is not None
 
     def __repr__(self) -> str:
         return f"Branch({self.tape!r}, {self.path!r})"
@@ -46,13 +53,30 @@ class Branch:
             self._world_seed = self.groundhog.get_tape(self.tape).world_seed
         return self._world_seed
 
+    @property
+    def capability(self) -> str | None:
+        """What this branch's worker presents to the proxy (docs/reliability.md): from the fork
+        that made the branch, else asked of the resolver once (None from one that has none)."""
+        if not self._capability_asked:
+            self.info()
+        return self._capability
+
     def info(self) -> BranchInfo:
-        return self.groundhog.get_branch(self.tape, self.path)
+        info = self.groundhog.get_branch(self.tape, self.path)
+        self._capability = info.capability or self._capability
+        self._capability_asked = True
+        return info
 
     def fork(self, children: int | list[str] = 2, **kwargs: Any) -> list[Branch]:
         result = self.groundhog.fork(self.tape, self.path, children, **kwargs)
         return [
-            Branch(self.groundhog, self.tape, path, world_seed=self._world_seed)
+            Branch(
+                self.groundhog,
+                self.tape,
+                path,
+                world_seed=self._world_seed,
+                capability=result.capabilities.get(path),
+            )
             for path in result.branches
         ]
 
@@ -79,17 +103,20 @@ class Branch:
             no_proxy=no_proxy,
             model_urls=model_urls,
             shim_counters=info.shim_counters or None,
+            capability=self.capability,
         )
 
     # -- in-process --------------------------------------------------------------------------
 
     @property
     def proxy_url(self) -> str:
-        """The proxy URL with `TAPE:BRANCH` credentials."""
-        return proxy_url_with_credentials(self.groundhog.proxy_url, self.tape, self.path)
+        """The proxy URL with `TAPE:BRANCH:CAPABILITY` credentials."""
+        return proxy_url_with_credentials(
+            self.groundhog.proxy_url, self.tape, self.path, self.capability
+        )
 
     def headers(self) -> dict[str, str]:
-        return {TAPE_HEADER: self.tape, BRANCH_HEADER: self.path}
+        return naming(self.tape, self.path, self.capability)
 
     def _ssl_context(self) -> ssl.SSLContext:
         return ssl.create_default_context(cafile=str(self.groundhog.ca_files().bundle_file))

@@ -41,8 +41,9 @@ class CapturedWorker:
     tape: str
     branch: str
     owner_pid: int
-    # Reserved for branch capabilities: carried through untouched, read by whoever adds them.
-    capabilities: dict[str, Any] | None = None
+    # The branch's capability (resolver/capabilities.py), presented for the worker: a captured
+    # worker names nothing itself, so the sidecar presents it from here.
+    capability: str | None = None
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ def lookup(directory: Path, address: str) -> CapturedWorker | None:
             tape=str(document["tape"]),
             branch=str(document["branch"]),
             owner_pid=int(document["owner_pid"]),
-            capabilities=document.get("capabilities"),
+            capability=document.get("capability"),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None

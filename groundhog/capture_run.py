@@ -25,6 +25,7 @@ from groundhog import capture_net, capture_registry
 from groundhog.capture_net import CaptureNet
 from groundhog.capture_registry import CapturedWorker
 from groundhog.lifetime import start_time
+from groundhog.worker_env import CAPABILITY_ENV
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +150,13 @@ def run_captured(
     Path(scratch.name).chmod(0o755)
     try:
         _start_watcher(net, capture_dir)
-        worker = CapturedWorker(net.worker_address, tape, branch, owner_pid=owner)
+        worker = CapturedWorker(
+            net.worker_address,
+            tape,
+            branch,
+            owner_pid=owner,
+            capability=environment.get(CAPABILITY_ENV),
+        )
         capture_registry.register(capture_dir, worker)
         log.info("captured %s as %s/%s from %s", command[0], tape, branch, net.worker_address)
         user = _invoking_user()

@@ -196,16 +196,6 @@ def proxy(
     resolver_url: Annotated[
         str, typer.Option(envvar="GROUNDHOG_RESOLVER_URL", help="Where the resolver answers.")
     ] = "http://127.0.0.1:8070",
-    tape: Annotated[
-        str | None,
-        typer.Option(help="Tape for requests that name none (mitmproxy option groundhog_tape)."),
-    ] = None,
-    branch: Annotated[
-        str | None,
-        typer.Option(
-            help="Branch for requests that name none (groundhog_branch; root with --tape)."
-        ),
-    ] = None,
     data: Data = DEFAULT_DATA,
     upstream_ca: UpstreamCA = None,
     insecure_upstream: InsecureUpstream = False,
@@ -214,13 +204,38 @@ def proxy(
     map_host: MapHost = None,
     branch_leases: BranchLeases = False,
     capture_dir: CaptureDir = None,
+    tape: Annotated[
+        str | None,
+        typer.Option(
+            "--tape",
+            help="Pin the proxy to one tape (a sidecar of one worker): requests naming another "
+            "are refused.",
+        ),
+    ] = None,
+    branch: Annotated[
+        str | None,
+        typer.Option("--branch", help="Pin it to this branch of --tape (default root)."),
+    ] = None,
+    capability: Annotated[
+        str | None,
+        typer.Option(
+            "--capability",
+            envvar="GROUNDHOG_CAPABILITY",
+            help="The pinned branch's capability, presented for its worker (`groundhog tape "
+            "fork --json` prints it; `groundhog env` exports it as GROUNDHOG_CAPABILITY).",
+        ),
+    ] = None,
 ) -> None:
     """Run the recording proxy (mitmproxy with the Groundhog addon) in the foreground."""
     _require_free_port(host, port)
     args = ["--host", host, "--port", str(port), "--resolver-url", resolver_url]
     args += capture_args(capture_dir)
-    args += ["--tape", tape] if tape else []
-    args += ["--branch", branch] if branch else []
+    if branch and not tape:
+        raise fail("--branch pins the proxy to a branch of --tape: give --tape too")
+    if tape:
+        args += ["--tape", tape, "--branch", branch or "root"]
+        if capability:
+            args += ["--capability", capability]
     egress = egress_args(
         upstream_ca, insecure_upstream, upstream_proxy, tcp_passthrough_host, map_host
     )

@@ -200,7 +200,10 @@ class Groundhog:
             body["shim_counters"] = shim_counters
         document = self.transport.json("POST", f"/v1/tapes/{_segment(name)}/fork", json=body)
         result = ForkResult(
-            document["parent"], list(document["branches"]), list(document.get("warnings", []))
+            document["parent"],
+            list(document["branches"]),
+            list(document.get("warnings", [])),
+            dict(document.get("capabilities") or {}),
         )
         for message in result.warnings if warn else ():
             # Attributed to the caller's line, not to the client or Tape/GroupRunner inside it.

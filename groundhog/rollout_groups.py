@@ -119,7 +119,11 @@ class RolloutGroups:
     @contextlib.contextmanager
     def _running(self, branch: Branch, counters: dict[str, Any] | None) -> Iterator[shim | None]:
         marker = RolloutBranch(
-            self.tape.name, branch.path, branch.path.rsplit("/", 1)[0], self.tape.world_seed
+            self.tape.name,
+            branch.path,
+            branch.path.rsplit("/", 1)[0],
+            self.tape.world_seed,
+            branch.capability,
         )
         with use_branch(marker):
             if not self.use_shim:

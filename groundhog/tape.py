@@ -45,12 +45,15 @@ class Tape:
         self.info = self.client.get_tape(self.name)
         return self.info
 
-    def branch(self, path: str = "root") -> Branch:
+    def branch(self, path: str = "root", *, capability: str | None = None) -> Branch:
+        """A handle on branch `path`; its capability, unless given, is asked for on first use."""
         # On use: a branch brings the shim and the real-clock transports, which admin commands
         # (`groundhog tape ls`) never need.
         from groundhog.branch import Branch
 
-        return Branch(self.client, self.name, path, world_seed=self.world_seed)
+        return Branch(
+            self.client, self.name, path, world_seed=self.world_seed, capability=capability
+        )
 
     def fork(
         self,
@@ -63,7 +66,9 @@ class Tape:
         result = self.client.fork(
             self.name, parent, children, shim_counters=shim_counters, warn=warn
         )
-        return [self.branch(path) for path in result.branches]
+        return [
+            self.branch(path, capability=result.capabilities.get(path)) for path in result.branches
+        ]
 
     def branches(self) -> list[BranchInfo]:
         return self.client.list_branches(self.name)

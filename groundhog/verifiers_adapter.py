@@ -34,8 +34,8 @@ import requests
 
 # The real-clock transports keep httpx's and urllib3's own clock reads (timeouts, pools) out
 # of the branch's virtual clock, exactly as `Branch.client()` does.
-from groundhog.branch import BRANCH_HEADER, TAPE_HEADER
 from groundhog.client import Groundhog
+from groundhog.protocol.headers import naming as naming_headers
 from groundhog.real_clock import _RealClockAsyncTransport, _RealClockTransport
 from groundhog.real_clock_requests import _RealClockAdapter
 from groundhog.shim import shim
@@ -69,6 +69,8 @@ class RolloutBranch:
     path: str
     group: str
     world_seed: int
+    # What the rollout presents for its branch (docs/reliability.md); None: the resolver gave none.
+    capability: str | None = None
 
 
 _current: ContextVar[RolloutBranch | None] = ContextVar("groundhog_rollout_branch", default=None)
@@ -80,9 +82,10 @@ def current_rollout_branch() -> RolloutBranch | None:
 
 
 def branch_headers() -> dict[str, str]:
-    """`X-Groundhog-Tape`/`-Branch` for the current rollout; empty outside any rollout."""
+    """`X-Groundhog-Tape`/`-Branch` (and `-Capability`) for the current rollout; empty outside
+    any rollout."""
     branch = _current.get()
-    return {} if branch is None else {TAPE_HEADER: branch.tape, BRANCH_HEADER: branch.path}
+    return {} if branch is None else naming_headers(branch.tape, branch.path, branch.capability)
 
 
 @contextmanager
@@ -177,8 +180,10 @@ class GroundhogRollouts:
                 self._groups[key] = group
                 logger.info("group %s of %s is branch %s", key, self.tape.name, group)
             # A sibling joins its group on purpose: the group's earlier children are the point.
-            path = self.tape.fork(group, 1, shim_counters=None, warn=False)[0].path
-            branch = RolloutBranch(self.tape.name, path, group, self.tape.world_seed)
+            (child,) = self.tape.fork(group, 1, shim_counters=None, warn=False)
+            branch = RolloutBranch(
+                self.tape.name, child.path, group, self.tape.world_seed, child.capability
+            )
             self.branches.append(branch)
             return branch
 
@@ -231,7 +236,8 @@ class GroundhogRollouts:
         def bypass() -> list[str]:
             return policy_addresses([*named, *self.endpoints()], self.record_urls)
 
-        return with_runtime_env(args, self.tape.branch(branch.path).env, bypass)
+        handle = self.tape.branch(branch.path, capability=branch.capability)
+        return with_runtime_env(args, handle.env, bypass)
 
     # -- clients for the environment's tools ---------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""The environment a worker process needs: proxy with tape:branch credentials, trusted CA, seed.
+"""The environment a worker process needs: proxy with tape:branch:capability credentials, trusted
+CA, seed.
 
 A worker that is missing any one of these either bypasses the proxy (its calls go live,
 unrecorded), fails TLS against the proxy's certificates, or draws shim noise from the wrong
@@ -26,14 +27,23 @@ NO_PROXY_ENV = "GROUNDHOG_NO_PROXY"
 POLICY_URL_ENVS = ("OPENAI_BASE_URL",)
 # Model endpoints that are part of the world (a judge, a search summariser): kept on the tape.
 RECORD_URLS_ENV = "GROUNDHOG_RECORD_URLS"
+CAPABILITY_ENV = "GROUNDHOG_CAPABILITY"
 
 
 def proxy_url_from_env(url: str | None = None) -> str:
     return (url or os.environ.get(PROXY_URL_ENV) or DEFAULT_PROXY_URL).rstrip("/")
 
 
-def proxy_url_with_credentials(proxy_url: str, tape: str, branch: str) -> str:
-    """`http://TAPE:BRANCH@host:port`, both URL-encoded (a branch path contains '/')."""
+def proxy_url_with_credentials(
+    proxy_url: str, tape: str, branch: str, capability: str | None = None
+) -> str:
+    """`http://TAPE:BRANCH:CAPABILITY@host:port` (or `TAPE:BRANCH` without a capability), each
+    URL-encoded (a branch path contains '/').
+
+    Every HTTP client splits a URL's userinfo at its first ':' and sends Basic credentials
+    `user:password`, so the proxy receives `TAPE:BRANCH:CAPABILITY` (proxy/capabilities.py); a
+    capability is hex, safe unencoded.
+    """
     parts = urlsplit(proxy_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"proxy URL {proxy_url!r} must look like http://host:port")
@@ -41,6 +51,8 @@ def proxy_url_with_credentials(proxy_url: str, tape: str, branch: str) -> str:
     port = f":{parts.port}" if parts.port else ""
     user = quote(tape, safe="")
     password = quote(branch, safe="")
+    if capability:
+        password += ":" + quote(capability, safe="")
     return f"{parts.scheme}://{user}:{password}@{host}{port}"
 
 
@@ -150,12 +162,13 @@ def worker_env(
     no_proxy: list[str] | None = None,
     model_urls: list[str] | None = None,
     shim_counters: dict[str, Any] | None = None,
+    capability: str | None = None,
 ) -> dict[str, str]:
-    """The exports for one worker process of `tape` at `branch`.
+    """The exports for one worker process of `tape` at `branch` (presenting `capability`).
 
     `model_urls` (and OPENAI_BASE_URL) are the policy's endpoints: they bypass the proxy.
     """
-    proxy = proxy_url_with_credentials(proxy_url, tape, branch)
+    proxy = proxy_url_with_credentials(proxy_url, tape, branch, capability)
     bypass = list(no_proxy or [])
     bypass += [host for host in os.environ.get(NO_PROXY_ENV, "").split(",") if host.strip()]
     bypass += policy_addresses(model_urls)
@@ -181,6 +194,9 @@ def worker_env(
         "GROUNDHOG_RESOLVER_URL": resolver_url,
         "GROUNDHOG_PROXY_URL": proxy_url,
     }
+    if capability:
+        # For a sidecar pinned to this branch (`groundhog proxy --tape T --branch B`).
+        env[CAPABILITY_ENV] = capability
     if shim_counters:
         env["GROUNDHOG_SHIM_COUNTERS"] = json.dumps(shim_counters, sort_keys=True)
     return env

@@ -41,9 +41,21 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get("GROUNDHOG_CA_DIR"),
         help="the interception CA's directory, shared with the resolver (default: DATA/ca)",
     )
-    parser.add_argument("--tape", default=None, help="tape for requests that name none")
     parser.add_argument(
-        "--branch", default=None, help="branch for requests that name none (root with --tape)"
+        "--tape",
+        default=None,
+        help="pin the proxy to this tape: requests name none, or this one (others are refused)",
+    )
+    parser.add_argument(
+        "--branch",
+        default=None,
+        help="pin the proxy to this branch (root with --tape): requests naming another are refused",
+    )
+    parser.add_argument(
+        "--capability",
+        default=None,
+        help="the pinned branch's capability, presented for its worker (default: "
+        "GROUNDHOG_CAPABILITY with --tape); needed where the tape requires capabilities",
     )
     parser.add_argument(
         "--proxy-token",
@@ -209,8 +221,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         parse_host_map(args.map_host)
     except HostMapError as error:
         parser.error(str(error))
+    if args.capability and not args.tape:
+        parser.error("--capability is the pinned branch's: give --tape (and --branch) with it")
     branch = args.branch or ("root" if args.tape else None)
     extra_options: dict[str, Any] = {"termlog_verbosity": args.log_level.lower()}
+    capability = args.capability or (os.environ.get("GROUNDHOG_CAPABILITY") if args.tape else None)
+    if capability:
+        extra_options["groundhog_capability"] = capability
     if args.admin_address:
         extra_options["groundhog_admin_addresses"] = list(args.admin_address)
     if args.map_host:

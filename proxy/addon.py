@@ -25,18 +25,11 @@ from groundhog.protocol.wire import RecordAnswer, ResolveAnswer, ResolveAsk, Wir
 from proxy import faults, native, problems
 from proxy.attempts import Attempts
 from proxy.branch_leases import LeaseBook, configured_leases
+from proxy.capabilities import pin_refusal
 from proxy.capture import Capture, named_other_identity
 from proxy.h2c import PriorKnowledgeH2
 from proxy.host_map import Target, mapped
-from proxy.identity import (
-    HEADER_BRANCH,
-    HEADER_TAPE,
-    Credentials,
-    CredentialsError,
-    Identity,
-    credentials_from_request,
-    identify,
-)
+from proxy.identity import Credentials, CredentialsError, Identity, connect_credentials, identify
 from proxy.live import META, RESOLVER_ERRORS, FlowState, LiveRecorder, failure_kind
 from proxy.options import arm_failpoints, check_options, declare_options, host_map, seconds
 from proxy.passthrough import Kind, native_passthrough_kind
@@ -213,18 +206,12 @@ class GroundhogAddon:
         if await self._refused_target(flow):
             return
         try:
-            credentials = credentials_from_request(flow.request)
+            credentials = connect_credentials(flow.request)
         except CredentialsError as error:
             flow.response = problems.bad_credentials(str(error))
             return
-        # Some clients put headers on the CONNECT itself (requests' proxy_headers); they win.
-        header_tape = flow.request.headers.get(HEADER_TAPE)
-        header_branch = flow.request.headers.get(HEADER_BRANCH)
-        if credentials is not None or header_tape or header_branch:
-            self._tunnel_credentials[flow.client_conn.id] = Credentials(
-                tape=header_tape or (credentials.tape if credentials else None),
-                branch=header_branch or (credentials.branch if credentials else None),
-            )
+        if credentials is not None:
+            self._tunnel_credentials[flow.client_conn.id] = credentials
 
     def client_disconnected(self, client: connection.Client) -> None:
         self._tunnel_credentials.pop(client.id, None)
@@ -249,6 +236,7 @@ class GroundhogAddon:
         if await self._refused_target(flow):
             strip_private_headers(flow.request)
             return
+        options = ctx.options
         worker = self.capture.worker_of(flow.client_conn)
         if worker is not None:
             # A captured worker's identity is its namespace: it cannot name another.
@@ -257,14 +245,17 @@ class GroundhogAddon:
             if mismatch is not None:
                 flow.response = problems.captured_identity(mismatch.named, worker)
                 return
-            identity = Identity(tape=worker.tape, branch=worker.branch)
+            identity = Identity(
+                tape=worker.tape, branch=worker.branch, capability=worker.capability
+            )
         else:
             try:
                 named, missing = identify(
                     flow.request,
                     remembered=self._tunnel_credentials.get(flow.client_conn.id),
-                    default_tape=ctx.options.groundhog_tape,
-                    default_branch=ctx.options.groundhog_branch,
+                    default_tape=options.groundhog_tape,
+                    default_branch=options.groundhog_branch,
+                    default_capability=options.groundhog_capability,
                 )
             except CredentialsError as error:
                 flow.response = problems.bad_credentials(str(error))
@@ -275,11 +266,22 @@ class GroundhogAddon:
                 flow.response = problems.missing_identity(missing or "tape")
                 return
             identity = named
+        pinned = pin_refusal(
+            identity.tape,
+            identity.branch,
+            pinned_tape=options.groundhog_tape,
+            pinned_branch=options.groundhog_branch,
+        )
+        if pinned is not None:
+            flow.response = pinned
+            return
 
         resolver = self._resolver()
         payload = resolve_payload(
             flow.request, tape=identity.tape, branch=identity.branch, body_too_large=body_too_large
         )
+        if identity.capability:
+            payload["capability"] = identity.capability  # checked by the resolver
         payload["attempt"] = self.attempts.attempt_for(payload)
         state.ask = payload
         answer = await self._answer(flow, payload)

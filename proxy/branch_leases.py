@@ -27,12 +27,14 @@ from typing import Any
 
 from mitmproxy.exceptions import OptionsError
 
+from groundhog.protocol.capabilities import matches_digest
 from groundhog.protocol.decisions import Action, Decision
 from groundhog.protocol.wire import (
     AheadAnswer,
     LeaseAheadAsk,
     LeaseHitEvent,
     LeaseRenewAsk,
+    LeaseTakeAsk,
     RecordAnswer,
     ResolveAnswer,
     ResolveAsk,
@@ -147,9 +149,12 @@ class LeaseBook:
         first ask), or None: ask the resolver (after `before_remote`)."""
         await self.recovered.wait()
         name = (payload["tape"], payload["branch"])
-        held = self._held.get(name) or await self._take(name)
+        capability = payload.get("capability")
+        held = self._held.get(name) or await self._take(name, capability)
         if held is None or payload.get("body_too_large"):
             return None
+        if not matches_digest(held.capability_digest, capability):
+            return None  # not this branch's capability: the resolver refuses it
         try:
             wire = ResolveRequest.model_validate(payload)
             body = base64.b64decode(wire.body) if wire.body else b""
@@ -252,29 +257,36 @@ class LeaseBook:
 
     # -- taking, shipping, renewing, releasing --------------------------------------------
 
-    async def _take(self, name: tuple[str, str]) -> HeldBranch | None:
+    async def _take(
+        self, name: tuple[str, str], capability: str | None = None
+    ) -> HeldBranch | None:
+        """The branch's lease, taken for an ask presenting `capability` (the resolver refuses
+        a take without the branch's capability where the tape requires one)."""
         if time.monotonic() < self._cooling.get(name, 0.0):
             return None
         taking = self._taking.get(name)
         if taking is None:
-            taking = asyncio.ensure_future(self._take_now(name))
+            taking = asyncio.ensure_future(self._take_now(name, capability))
             self._taking[name] = taking
             taking.add_done_callback(lambda _done: self._taking.pop(name, None))
         return await asyncio.shield(taking)
 
-    async def _take_now(self, name: tuple[str, str]) -> HeldBranch | None:
+    async def _take_now(self, name: tuple[str, str], capability: str | None) -> HeldBranch | None:
         tape, branch = name
         releasing = self._releasing.pop(name, None)
         if releasing is not None:
             await asyncio.shield(releasing)  # its hits shipped first: serials stay in order
+        ask: LeaseTakeAsk = {"tape": tape, "branch": branch, "holder": self.holder}
+        if capability:
+            ask["capability"] = capability
         try:
-            grant = await self._resolver().take_lease(
-                {"tape": tape, "branch": branch, "holder": self.holder}
-            )
+            grant = await self._resolver().take_lease(ask)
+            digest = grant.get("capability_digest")
             held = HeldBranch(
                 epoch=int(grant["epoch"]),
                 copy=BranchCopy.from_grant(grant),
                 served=int(grant.get("shipped") or 0),  # the serials it has shipped already
+                capability_digest=None if digest is None else str(digest),
             )
         except (*RESOLVER_ERRORS, KeyError, TypeError, ValueError) as error:
             log.info("no lease on %s/%s for now: %s", tape, branch, error)

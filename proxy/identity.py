@@ -3,8 +3,8 @@
 Every exchange is addressed by tape and branch; a request filed under the wrong branch would
 share noise it should not, or miss a write it made. Workers name them in three ways, in order
 of precedence: `X-Groundhog-Tape`/`X-Groundhog-Branch` headers, proxy credentials
-`TAPE:BRANCH` (Proxy-Authorization, remembered per client connection because HTTPS requests
-inside a CONNECT tunnel no longer carry it), then the proxy's configured defaults.
+`TAPE:BRANCH[:CAPABILITY]` (Proxy-Authorization, remembered per client connection because HTTPS
+requests inside a CONNECT tunnel no longer carry it), then the proxy's configured defaults.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from mitmproxy import http
 
 from groundhog.protocol.headers import BRANCH as HEADER_BRANCH
 from groundhog.protocol.headers import TAPE as HEADER_TAPE
+from proxy.capabilities import header_capability, split_branch_password
 from proxy.errors import ProxyError
 
 
@@ -29,16 +30,18 @@ class CredentialsError(ProxyError, ValueError):
 class Credentials:
     tape: str | None
     branch: str | None
+    capability: str | None = None  # proxy/capabilities.py
 
 
 @dataclass(frozen=True)
 class Identity:
     tape: str
     branch: str
+    capability: str | None = None
 
 
 def parse_proxy_authorization(value: str | None) -> Credentials | None:
-    """Decode `Basic base64(TAPE:BRANCH)`; the branch may arrive URL-encoded or not."""
+    """Decode `Basic base64(TAPE:BRANCH[:CAPABILITY])`; the branch may come URL-encoded or not."""
     if not value:
         return None
     scheme, _, token = value.strip().partition(" ")
@@ -48,10 +51,11 @@ def parse_proxy_authorization(value: str | None) -> Credentials | None:
         decoded = base64.b64decode(token.strip(), validate=True).decode("utf-8")
     except (binascii.Error, UnicodeDecodeError) as error:
         raise CredentialsError("Proxy-Authorization is not valid base64 of UTF-8 text") from error
-    tape, separator, branch = decoded.partition(":")
+    tape, separator, password = decoded.partition(":")
     if not separator:
         raise CredentialsError("Proxy-Authorization has no ':' between tape and branch")
-    return Credentials(tape=unquote(tape) or None, branch=unquote(branch) or None)
+    branch, capability = split_branch_password(password)
+    return Credentials(tape=unquote(tape) or None, branch=branch, capability=capability)
 
 
 def credentials_from_request(request: http.Request) -> Credentials | None:
@@ -67,9 +71,10 @@ def connect_credentials(request: http.Request) -> Credentials | None:
     credentials = credentials_from_request(request)
     tape = request.headers.get(HEADER_TAPE) or (credentials.tape if credentials else None)
     branch = request.headers.get(HEADER_BRANCH) or (credentials.branch if credentials else None)
-    if credentials is None and not tape and not branch:
+    capability = header_capability(request) or (credentials.capability if credentials else None)
+    if credentials is None and not tape and not branch and not capability:
         return None
-    return Credentials(tape=tape, branch=branch)
+    return Credentials(tape=tape, branch=branch, capability=capability)
 
 
 def identify(
@@ -78,6 +83,7 @@ def identify(
     remembered: Credentials | None,
     default_tape: str | None,
     default_branch: str | None,
+    default_capability: str | None = None,
 ) -> tuple[Identity | None, str | None]:
     """The request's identity, or the name of what is missing ("tape", "branch").
 
@@ -88,6 +94,7 @@ def identify(
     sources = [own, remembered]
     tape = request.headers.get(HEADER_TAPE) or _first(s.tape for s in sources if s)
     branch = request.headers.get(HEADER_BRANCH) or _first(s.branch for s in sources if s)
+    capability = header_capability(request) or _first(s.capability for s in sources if s)
     tape = tape or default_tape
     branch = branch or default_branch
     if not tape and not branch:
@@ -96,7 +103,8 @@ def identify(
         return None, "tape"
     if not branch:
         return None, "branch"
-    return Identity(tape=tape, branch=unquote(branch)), None
+    capability = capability or default_capability
+    return Identity(tape=tape, branch=unquote(branch), capability=capability), None
 
 
 def _first(values) -> str | None:

@@ -54,6 +54,9 @@ class HeldBranch:
     shipper: asyncio.Future[Any] | None = None
     # Whether the answers its siblings recorded elsewhere were asked for (`/v1/leases/ahead`).
     read_ahead: bool = False
+    # The grant's digest of the branch's capability: a hit presenting another is the
+    # resolver's to refuse (proxy/branch_leases.py). None: the tape requires none.
+    capability_digest: str | None = None
 
     @property
     def lease(self) -> Lease:

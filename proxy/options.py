@@ -81,10 +81,24 @@ def declare_options(loader: Loader) -> None:
         "groundhog_resolver_url", str, "http://127.0.0.1:8070", "Groundhog resolver base URL."
     )
     loader.add_option(
-        "groundhog_tape", _OPTIONAL_STR, None, "Tape for requests that name none themselves."
+        "groundhog_tape",
+        _OPTIONAL_STR,
+        None,
+        "Pin the proxy to this tape: requests naming none are on it, requests naming another "
+        "are refused (proxy/capabilities.py).",
     )
     loader.add_option(
-        "groundhog_branch", _OPTIONAL_STR, None, "Branch for requests that name none themselves."
+        "groundhog_branch",
+        _OPTIONAL_STR,
+        None,
+        "Pin the proxy to this branch: requests naming none are on it, requests naming another "
+        "are refused.",
+    )
+    loader.add_option(
+        "groundhog_capability",
+        _OPTIONAL_STR,
+        None,
+        "The pinned branch's capability, presented for requests that give none.",
     )
     loader.add_option(
         "groundhog_max_body_bytes",

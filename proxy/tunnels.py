@@ -23,6 +23,7 @@ from mitmproxy.proxy import commands, events, layer, layers
 from mitmproxy.proxy.context import Context
 
 from groundhog.protocol.decisions import Decision
+from proxy.capabilities import pin_mismatch
 from proxy.capture import Capture
 from proxy.identity import Credentials, CredentialsError, connect_credentials
 from proxy.options import seconds
@@ -151,11 +152,21 @@ class Tunnels:
         worker = self.capture.worker_of(context.client) if self.capture else None
         if worker is not None:
             # A captured worker's namespace is its identity (proxy/capture.py).
-            remembered = Credentials(tape=worker.tape, branch=worker.branch)
+            remembered = Credentials(
+                tape=worker.tape, branch=worker.branch, capability=worker.capability
+            )
         tape = (remembered.tape if remembered else None) or options.groundhog_tape
         branch = (remembered.branch if remembered else None) or options.groundhog_branch
         if not tape or not branch:
             return TunnelVerdict(Decision.REFUSED, "no tape and branch named")
+        elsewhere = pin_mismatch(
+            tape,
+            branch,
+            pinned_tape=options.groundhog_tape,
+            pinned_branch=options.groundhog_branch,
+        )
+        if elsewhere is not None:
+            return TunnelVerdict(Decision.REFUSED, f"the proxy is pinned: not {elsewhere}")
         assert self.resolver is not None
         payload = {
             "tape": tape,
@@ -164,6 +175,11 @@ class Tunnels:
             "port": port,
             "listed_by_proxy": host_listed(host, options.groundhog_tcp_passthrough_hosts),
         }
+        capability = (remembered.capability if remembered else None) or (
+            options.groundhog_capability
+        )
+        if capability:
+            payload["capability"] = capability  # checked by the resolver
         try:
             answer = await self.resolver.tunnel(payload)
         except (ResolverUnavailable, ResolverRejected, ResolverProtocolError) as error:

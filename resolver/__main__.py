@@ -18,6 +18,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
 from resolver.app import create_app, uvicorn_protocol
+from resolver.capabilities import default_for
 from resolver.settings import Settings, load_settings
 from store.migrate import SchemaError
 
@@ -90,6 +91,9 @@ def main(argv: list[str] | None = None) -> None:
         migrate_on_start=False if args.no_migrate else None,
     )
     refuse_open_bind(args.host, settings)
+    if settings.branch_capabilities is None:
+        loopback_only = is_loopback(args.host)
+        settings.branch_capabilities = default_for(loopback_only=loopback_only)
     try:
         app = create_app(settings)
     except OperationalError as error:

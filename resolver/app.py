@@ -20,6 +20,7 @@ from resolver import failpoints, notify, ui
 from resolver.api_docs import install_api_docs
 from resolver.auth import check_proxy
 from resolver.ca import ensure_ca
+from resolver.capabilities import BranchCapabilities, Capabilities
 from resolver.deployment_key import load_or_create_key, make_private_dir, parse_key
 from resolver.disk import DiskReserve
 from resolver.echoes import EchoBook
@@ -119,6 +120,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         echoes=echoes,
         reserve=DiskReserve(settings.database_url, settings.disk_reserve_bytes or 0),
         loop_writer=loop_writer,
+        # An app built in process (tests) listens nowhere itself: python -m resolver chooses.
+        capabilities=Capabilities(
+            redaction_key, default=settings.branch_capabilities or BranchCapabilities.OPTIONAL
+        ),
     )
     app.state.recorder = Recorder(
         store,

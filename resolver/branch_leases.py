@@ -31,6 +31,7 @@ from groundhog.protocol.wire import (
 )
 from resolver import answers, failpoints
 from resolver.asks import load_tape_and_branch
+from resolver.capabilities import BranchCapabilities, Capabilities, capability_digest
 from resolver.errors import BranchLeased, Conflict, InvalidInput
 from resolver.schemas import (
     LeaseAheadRequest,
@@ -42,7 +43,7 @@ from store import branch_leases
 from store.db import Store, transaction
 from store.identity import store_token
 from store.models import Branch, Tape
-from store.refs import BranchRef
+from store.refs import BranchRef, TapeRef
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,9 @@ GRANT_COUNTS = 20_000
 @dataclass(frozen=True)
 class LeaseSettings:
     lease_seconds: float
+    # The deployment's branch capabilities: a take is checked as a resolve is, and the grant
+    # tells the holder what to compare each hit's capability with. None: nothing checked.
+    capabilities: Capabilities | None = None
 
 
 def fence_out(
@@ -93,12 +97,30 @@ def ask_back(
     notify()
 
 
+def _capability_digest(
+    capabilities: Capabilities | None, tape: TapeRef, branch: BranchRef, presented: str | None
+) -> str | None:
+    """What the holder compares each hit's capability with: None where the tape requires none.
+    A take that does not present the branch's capability where one is required is refused as
+    a resolve would be (`CapabilityRefused`), before anything is granted."""
+    if capabilities is None:
+        return None
+    tape_id, config = tape.id, tape.config
+    capabilities.check(
+        tape_id=tape_id, tape=tape.name, config=config, branch=branch.path, presented=presented
+    )
+    if capabilities.policy(config) is BranchCapabilities.OPTIONAL:
+        return None
+    return capability_digest(capabilities.of(tape_id, branch.path))
+
+
 def take(store: Store, body: LeaseTakeRequest, settings: LeaseSettings) -> LeaseGrant:
     """Grant the lease and hand the holder what it serves from: the tape as a resolve sees it
     and the branch's counters and versions (a refusal is `branch-leased`)."""
     now = time.time()
     with transaction(store.write) as session:
         tape, branch = load_tape_and_branch(session, body.tape, body.branch)
+        digest = _capability_digest(settings.capabilities, tape, branch, body.capability)
         granted = branch_leases.grant(
             branch.id,
             body.holder,
@@ -131,6 +153,7 @@ def take(store: Store, body: LeaseTakeRequest, settings: LeaseSettings) -> Lease
                 "counts": counts,
                 "counts_complete": complete,
                 "versions": versions,
+                "capability_digest": digest,
             }
     if not isinstance(granted, branch_leases.Refused):
         failpoints.reach("lease.take.committed")

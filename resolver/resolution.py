@@ -30,6 +30,7 @@ from resolver import answers, failpoints, injection
 from resolver.asks import Ask, passes_through
 from resolver.branch_leases import fence_out
 from resolver.cache import AnswerCache, Recorded
+from resolver.capabilities import Capabilities
 from resolver.decision import ClaimState, Facts, Step, decide_step
 from resolver.disk import DiskReserve
 from resolver.draft_memo import DraftMemo
@@ -66,6 +67,7 @@ class Resolver:
         echoes: EchoBook | None = None,
         reserve: DiskReserve | None = None,
         loop_writer: LoopWriter | None = None,
+        capabilities: Capabilities | None = None,
     ) -> None:
         self.store = store
         self.loop_writer = loop_writer
@@ -73,6 +75,7 @@ class Resolver:
         self.redaction_key = redaction_key or secrets.token_bytes(32)
         self.max_body_bytes = max_body_bytes
         self.lease_seconds = lease_seconds
+        self.capabilities = capabilities or Capabilities(self.redaction_key)
         self.cache = cache if cache is not None else AnswerCache()
         self.simulator = SimulatorClient(
             store, max_body_bytes=max_body_bytes, redaction_key=self.redaction_key
@@ -135,6 +138,15 @@ class Resolver:
                 redaction_key=self.redaction_key,
                 guess=self._tapes.get(wire.tape),
                 drafts=self._drafts,
+            )
+            # Before anything the ask took commits, and before a sibling's lease is fenced out:
+            # an ask without the branch's capability rolls back having changed nothing.
+            self.capabilities.check(
+                tape_id=tape.id,
+                tape=tape.name,
+                config=tape.config,
+                branch=branch.path,
+                presented=wire.capability,
             )
             fence_out(lambda: unit.session, branch, wire.lease_holder, now=time.time())
             self._remember(tape)

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from resolver.capabilities import CAPABILITY_LENGTH, BranchCapabilities
 from resolver.catalog import entry_ids
 from resolver.errors import BodyTooLarge, InvalidInput
 from resolver.faults import FaultKind
@@ -180,6 +181,9 @@ class TapeConfig(Strict):
     websocket_replay_client_messages: bool = False
     # The shipped tool catalog under `closure` and `rules` (resolver/catalog).
     catalog: CatalogSetting = Field(default_factory=CatalogSetting)
+    # Whether each request must present its branch's capability (resolver/capabilities.py);
+    # None: the deployment's default (`required` unless the resolver listens on loopback only).
+    branch_capabilities: BranchCapabilities | None = None
 
     @field_validator("name")
     @classmethod
@@ -287,6 +291,9 @@ class ResolveRequest(BaseModel):
     lease_holder: str | None = Field(
         default=None, min_length=1, max_length=64, pattern=ATTEMPT_PATTERN
     )
+    # The branch capability the worker presented (resolver/capabilities.py), as it gave it: a
+    # wrong one is refused by the check (403), not by validation (422), whatever its shape.
+    capability: str | None = Field(default=None, max_length=4 * CAPABILITY_LENGTH)
 
 
 class ResponseIn(BaseModel):
@@ -355,6 +362,8 @@ class LeaseTakeRequest(BaseModel):
     tape: str
     branch: str
     holder: str = Field(min_length=1, max_length=64, pattern=ATTEMPT_PATTERN)
+    # The capability of the ask that made the holder take the lease (resolver/capabilities.py).
+    capability: str | None = Field(default=None, max_length=4 * CAPABILITY_LENGTH)
 
 
 class LeaseAheadRequest(BaseModel):

@@ -12,6 +12,8 @@ from typing import Any, Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from resolver.capabilities import BranchCapabilities
+
 DEFAULT_DATA_DIR = Path("./.groundhog")
 
 
@@ -26,6 +28,9 @@ class Settings(BaseSettings):
     # Or the key itself, hex (at least 32 digits): how replicas in a cluster share one.
     redaction_key: SecretStr | None = None
     admin_token: str | None = None
+    # Whether a tape that does not say requires branch capabilities (resolver/capabilities.py);
+    # None: `required` when python -m resolver listens beyond loopback, else `optional`.
+    branch_capabilities: BranchCapabilities | None = None
     proxy_token: str | None = None
     # The proxy workers should use, announced at GET /v1/info so `groundhog env` never guesses.
     proxy_url: str | None = None

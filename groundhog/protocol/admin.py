@@ -69,6 +69,8 @@ class TapeInfo(Extensible):
     sandbox_cookies: list[str] = field(default_factory=list)
     # How the tape applies the shipped tool catalog (`groundhog catalog`); {} before it existed.
     catalog: dict[str, Any] = field(default_factory=dict)
+    # `required` or `optional`; None: the deployment's default (docs/reliability.md).
+    branch_capabilities: str | None = None
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,8 @@ class BranchInfo(Extensible):
     exogenous_answers: int | None = None
     signals: dict[str, Any] | None = None
     fork: dict[str, Any] | None = None
+    # What a worker of this branch presents to the proxy (the single branch view only).
+    capability: str | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Self:
@@ -109,6 +113,8 @@ class ForkResult:
     # What the fork cannot make true, said once (e.g. the parent already had children, whose
     # recordings the new ones will be served where they ask alike).
     warnings: list[str] = field(default_factory=list)
+    # Each new branch's capability, by path: what its worker presents to the proxy.
+    capabilities: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,8 @@ PREFIX_BYTES: Final = PREFIX.lower().encode("ascii")
 # A worker names its tape and branch (or gives proxy credentials TAPE:BRANCH instead).
 TAPE: Final = "X-Groundhog-Tape"
 BRANCH: Final = "X-Groundhog-Branch"
+# ... and presents the branch's capability (or gives it in the credentials TAPE:BRANCH:CAP).
+CAPABILITY: Final = "X-Groundhog-Capability"
 
 # Every answer the proxy gives says why the worker got these bytes.
 DECISION: Final = "X-Groundhog-Decision"
@@ -39,3 +41,11 @@ WRITES: Final = "X-Groundhog-Writes"
 def is_groundhog_header(name: str) -> bool:
     """Whether a header is one of Groundhog's own (never sent upstream as the worker gave it)."""
     return name.lower().startswith(PREFIX.lower())
+
+
+def naming(tape: str, branch: str, capability: str | None = None) -> dict[str, str]:
+    """The headers that name a branch, presenting its capability when there is one."""
+    named = {TAPE: tape, BRANCH: branch}
+    if capability:
+        named[CAPABILITY] = capability
+    return named

@@ -48,6 +48,8 @@ class ResolveAsk(TypedDict):
     attempt: NotRequired[str]
     # The asking proxy's lease holder id, when it takes branch leases (proxy/branch_leases.py).
     lease_holder: NotRequired[str]
+    # The branch capability the worker presented (resolver/capabilities.py), when it gave one.
+    capability: NotRequired[str]
 
 
 class ResolveAnswer(TypedDict):
@@ -101,6 +103,8 @@ class LeaseTakeAsk(TypedDict):
     tape: str
     branch: str
     holder: str
+    # The capability of the ask that made the holder take it (resolver/capabilities.py).
+    capability: NotRequired[str]
 
 
 class LeaseAheadAsk(TypedDict):
@@ -157,6 +161,9 @@ class LeaseGrant(TypedDict):
     # is unknown (its first ask goes to the resolver, whose answer tells its count).
     counts_complete: bool
     versions: dict[str, str]
+    # SHA-256 (hex) of the branch's capability where the tape requires one: a hit presenting
+    # another is not served by the holder (the resolver refuses it). None: none required.
+    capability_digest: NotRequired[str | None]
 
 
 class LeaseAheadAnswer(TypedDict):

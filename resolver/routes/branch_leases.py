@@ -78,7 +78,10 @@ def settle_before(request: Request, tape: str, branch: str | None = None) -> Non
 
 
 def _settings(request: Request) -> branch_leases.LeaseSettings:
-    return branch_leases.LeaseSettings(request.app.state.settings.branch_lease_seconds)
+    state = request.app.state
+    return branch_leases.LeaseSettings(
+        state.settings.branch_lease_seconds, capabilities=state.resolver.capabilities
+    )
 
 
 def _wire_json(

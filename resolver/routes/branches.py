@@ -84,7 +84,13 @@ def fork(tape: str, body: ForkRequest, request: Request) -> dict[str, Any]:
         )
         for path in paths:
             fork_branch(parent, path, counters, session=session)
-        return {"parent": parent_path, "branches": paths, "warnings": fork_warnings(earlier)}
+        capabilities = request.app.state.resolver.capabilities
+        return {
+            "parent": parent_path,
+            "branches": paths,
+            "warnings": fork_warnings(earlier),
+            "capabilities": {path: capabilities.of(found.id, path) for path in paths},
+        }
 
 
 @router.get("/{tape}/branches", response_model=BranchList)
@@ -141,4 +147,9 @@ def show_branch(tape: str, branch: str, request: Request) -> dict[str, Any]:
             )
         report = signed_report(found, session=session, around=row.path)
         signals = branch_signal_views(report)
-        return {**branch_view(row, session=session), **signals.get(row.path, {})}
+        capability = request.app.state.resolver.capabilities.of(found.id, row.path)
+        return {
+            **branch_view(row, session=session),
+            **signals.get(row.path, {}),
+            "capability": capability,
+        }

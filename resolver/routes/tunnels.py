@@ -15,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 
 from resolver.asks import load_tape_and_branch
 from resolver.auth import require_proxy
+from resolver.capabilities import CAPABILITY_LENGTH
 from resolver.tunnels import TunnelVerdict, decide_tunnel
 from store.db import transaction
 
@@ -27,11 +28,20 @@ class TunnelRequest(BaseModel):
     host: str = Field(min_length=1, max_length=300)
     port: int = Field(ge=1, le=65535)
     listed_by_proxy: bool = False
+    # The branch capability the tunnel's CONNECT presented (resolver/capabilities.py).
+    capability: str | None = Field(default=None, max_length=4 * CAPABILITY_LENGTH)
 
 
 def _verdict(request: Request, body: TunnelRequest) -> TunnelVerdict:
     with transaction(request.app.state.store.read) as session:
-        tape, _branch = load_tape_and_branch(session, body.tape, body.branch)
+        tape, branch = load_tape_and_branch(session, body.tape, body.branch)
+        request.app.state.resolver.capabilities.check(
+            tape_id=tape.id,
+            tape=tape.name,
+            config=tape.config,
+            branch=branch.path,
+            presented=body.capability,
+        )
         return decide_tunnel(
             tape=tape.name,
             online=tape.online,

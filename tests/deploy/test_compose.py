@@ -307,3 +307,14 @@ def test_resolver_variables_are_resolver_settings(compose: dict[str, Any]) -> No
         if is_groundhog_service(service) and service_command(name, service)[0] == "resolver":
             unknown = sorted(set(service["environment"]) - fields)
             assert unknown == [], f"{name} sets variables the resolver does not read: {unknown}"
+
+
+def test_every_resolver_requires_branch_capabilities(compose: dict[str, Any]) -> None:
+    resolvers = [
+        service
+        for name, service in compose["services"].items()
+        if is_groundhog_service(service) and service_command(name, service)[0] == "resolver"
+    ]
+    assert len(resolvers) >= 3  # the benchmark's, and the two replicas'
+    for service in resolvers:
+        assert service["environment"]["GROUNDHOG_BRANCH_CAPABILITIES"] == "required"

@@ -138,6 +138,16 @@ def test_the_resolver_runs_replicas_with_healthz_probes(manifests: Manifests) ->
     assert budget["spec"]["minAvailable"] < resolver["spec"]["replicas"]
 
 
+def test_the_resolver_requires_branch_capabilities_under_the_shared_key(
+    manifests: Manifests,
+) -> None:
+    resolver = kube.find(manifests, "Deployment", "groundhog-resolver")
+    variables = kube.env(kube.container(resolver, "resolver"))
+    assert variables["GROUNDHOG_BRANCH_CAPABILITIES"] == "required"
+    # Capabilities derive from the deployment key: every replica must hold the same one.
+    assert variables["GROUNDHOG_REDACTION_KEY"]["secretKeyRef"]["key"] == "redaction-key"
+
+
 def test_postgres_is_a_statefulset_behind_its_headless_service(manifests: Manifests) -> None:
     database = kube.find(manifests, "StatefulSet", "groundhog-postgres")
     service = kube.find(manifests, "Service", database["spec"]["serviceName"])

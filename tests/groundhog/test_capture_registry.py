@@ -20,12 +20,12 @@ from groundhog.capture_registry import (
 
 
 def test_an_entry_is_found_by_address_and_removed_only_by_its_owner(tmp_path: Path) -> None:
-    first = CapturedWorker("169.254.64.2", "demo", "root/b0", owner_pid=10, capabilities=None)
+    first = CapturedWorker("169.254.64.2", "demo", "root/b0", owner_pid=10, capability=None)
     register(tmp_path, first)
     assert lookup(tmp_path, "169.254.64.2") == first
     assert lookup(tmp_path, "169.254.64.6") is None
     # The address was handed to a later run: the earlier run's clean-up leaves it alone.
-    later = CapturedWorker("169.254.64.2", "demo", "root/b1", owner_pid=11, capabilities={"x": 1})
+    later = CapturedWorker("169.254.64.2", "demo", "root/b1", owner_pid=11, capability="c0ffee" * 5)
     register(tmp_path, later)
     unregister(tmp_path, "169.254.64.2", owner_pid=10)
     assert lookup(tmp_path, "169.254.64.2") == later

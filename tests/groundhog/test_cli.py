@@ -177,7 +177,10 @@ def test_env_prints_exports_for_a_branch(cli, name: str, resolver: ServerProcess
     result = cli("env", "--tape", name, "--branch", "root/b0", "--no-proxy", "llm.local")
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert f"export HTTPS_PROXY='http://{name}:root%2Fb0@127.0.0.1:8080'" in lines
+    with Groundhog(resolver.url) as client:
+        capability = client.get_branch(name, "root/b0").capability
+    assert f"export HTTPS_PROXY='http://{name}:root%2Fb0:{capability}@127.0.0.1:8080'" in lines
+    assert f"export GROUNDHOG_CAPABILITY='{capability}'" in lines
     assert "export GROUNDHOG_WORLD_SEED='5'" in lines
     no_proxy = next(line for line in lines if line.startswith("export NO_PROXY="))
     assert no_proxy.startswith("export NO_PROXY='llm.local,"), no_proxy
@@ -213,7 +216,7 @@ def test_run_sets_the_worker_env_and_the_opt_in_shim(
     )
     assert plain.returncode == 0, plain.stderr
     unshimmed = json.loads(plain.stdout)
-    assert unshimmed["branch"] == "root/b0" and f"{name}:root%2Fb0@" in unshimmed["proxy"]
+    assert unshimmed["branch"] == "root/b0" and f"{name}:root%2Fb0:" in unshimmed["proxy"]
     assert unshimmed["time"] > 1_700_000_000  # the real clock, no shim asked for
 
     shimmed_run = run_cli(
@@ -475,7 +478,8 @@ def test_env_takes_the_proxy_the_resolver_announces(tmp_path: Path, isolated_env
     assert printed.returncode == 0, printed.stderr
     exports = json.loads(printed.stdout)
     assert exports["GROUNDHOG_PROXY_URL"] == proxy_url
-    assert exports["HTTP_PROXY"] == proxy_url.replace("http://", "http://t:root@")
+    capability = exports["GROUNDHOG_CAPABILITY"]
+    assert exports["HTTP_PROXY"] == proxy_url.replace("http://", f"http://t:root:{capability}@")
     assert urlsplit(proxy_url).netloc in exports["NO_PROXY"].split(",")
 
 

@@ -162,8 +162,11 @@ def test_worker_env_names_tape_branch_proxy_and_ca(
     env = branch.env(no_proxy=["llm.internal"])
     proxy = urlsplit(env["HTTP_PROXY"])
     assert env["HTTPS_PROXY"] == env["HTTP_PROXY"] == env["http_proxy"] == env["https_proxy"]
-    assert proxy.username == tape_name and proxy.password == "root%2Fb1"
-    assert unquote(proxy.password) == "root/b1"
+    capability = gh.get_branch(tape_name, "root/b1").capability
+    assert capability and capability != gh.get_branch(tape_name, "root/b0").capability
+    assert proxy.username == tape_name and proxy.password == f"root%2Fb1:{capability}"
+    assert unquote(proxy.password) == f"root/b1:{capability}"
+    assert env["GROUNDHOG_CAPABILITY"] == capability
     assert (proxy.hostname, proxy.port) == ("127.0.0.1", 9)
     resolver_address = urlsplit(resolver.url).netloc
     assert env["NO_PROXY"] == env["no_proxy"] == f"llm.internal,{resolver_address},127.0.0.1:9"

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from urllib.parse import unquote
 
+import httpx
 import pytest
 
 from groundhog import worker_env
@@ -163,3 +165,22 @@ def test_shell_exports_survive_a_real_shell() -> None:
     script = shell_exports(env) + '\nprintf "%s\\n%s" "$PLAIN" "$QUOTED"'
     out = subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=True)
     assert out.stdout == 'x\nit\'s a "test" $HOME `x`'
+
+
+CAPABILITY = "0123456789abcdef" * 2
+
+
+def test_the_capability_follows_the_branch_in_the_password_as_clients_read_it() -> None:
+    import requests.utils
+
+    url = proxy_url_with_credentials("http://127.0.0.1:8080", "demo", "root/b0", CAPABILITY)
+    assert url == f"http://demo:root%2Fb0:{CAPABILITY}@127.0.0.1:8080"
+    # Each client splits userinfo at its first ':' and sends Basic `user:password` decoded:
+    # the proxy reads `demo:root/b0:CAPABILITY` (proxy/capabilities.py).
+    expected = ("demo", f"root/b0:{CAPABILITY}")
+    assert requests.utils.get_auth_from_url(url) == expected
+    parsed = httpx.URL(url)
+    assert (unquote(parsed.username), unquote(parsed.password)) == expected
+    assert proxy_url_with_credentials("http://127.0.0.1:8080", "demo", "root", None) == (
+        "http://demo:root@127.0.0.1:8080"
+    )

@@ -109,7 +109,7 @@ def test_serve_is_byte_for_byte_and_opens_no_upstream_connection() -> None:
         (
             {"X-Groundhog-Tape": "h", "Proxy-Authorization": "Basic " + b64(b"c:root/b1")},
             None,
-            {"groundhog_tape": "o", "groundhog_branch": "root"},
+            {},
             ("h", "root/b1"),
         ),
     ],

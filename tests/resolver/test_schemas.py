@@ -111,7 +111,12 @@ def test_a_wire_lease_events_body_validates_field_for_field() -> None:
         "release_unlisted": True,
     }
     assert LeaseRenewRequest.model_validate(renew).model_dump() == renew
-    take: LeaseTakeAsk = {"tape": "t", "branch": "root/b0", "holder": "h0lder-1"}
+    take: LeaseTakeAsk = {
+        "tape": "t",
+        "branch": "root/b0",
+        "holder": "h0lder-1",
+        "capability": "0f" * 16,
+    }
     assert LeaseTakeRequest.model_validate(take).model_dump() == take
     ahead: LeaseAheadAsk = {"tape": "t", "branch": "root/b0", "held": [9, 4]}
     assert LeaseAheadRequest.model_validate(ahead).model_dump() == ahead
@@ -141,6 +146,7 @@ def wire_ask() -> ResolveAsk:
         "body_too_large": False,
         "attempt": "Zq3-x_9",
         "lease_holder": "h0lder-1",
+        "capability": "0f" * 16,
     }
 
 

@@ -25,15 +25,9 @@ from groundhog.protocol.wire import RecordAnswer, ResolveAnswer, ResolveAsk, Wir
 from proxy import faults, native, problems
 from proxy.attempts import Attempts
 from proxy.branch_leases import LeaseBook, configured_leases
+from proxy.fail_closed import fail_closed_hooks
 from proxy.h2c import PriorKnowledgeH2
-from proxy.identity import (
-    HEADER_BRANCH,
-    HEADER_TAPE,
-    Credentials,
-    CredentialsError,
-    credentials_from_request,
-    identify,
-)
+from proxy.identity import Credentials, CredentialsError, connect_credentials, identify
 from proxy.live import META, RESOLVER_ERRORS, FlowState, LiveRecorder, failure_kind
 from proxy.options import arm_failpoints, check_options, declare_options, seconds
 from proxy.passthrough import Kind, native_passthrough_kind
@@ -64,6 +58,7 @@ from proxy.wire import (
 log = logging.getLogger(__name__)
 
 
+@fail_closed_hooks
 class GroundhogAddon:
     def __init__(self) -> None:
         self.resolver: ResolverClient | None = None
@@ -191,18 +186,12 @@ class GroundhogAddon:
         if await self._refused_target(flow):
             return
         try:
-            credentials = credentials_from_request(flow.request)
+            credentials = connect_credentials(flow.request)
         except CredentialsError as error:
             flow.response = problems.bad_credentials(str(error))
             return
-        # Some clients put headers on the CONNECT itself (requests' proxy_headers); they win.
-        header_tape = flow.request.headers.get(HEADER_TAPE)
-        header_branch = flow.request.headers.get(HEADER_BRANCH)
-        if credentials is not None or header_tape or header_branch:
-            self._tunnel_credentials[flow.client_conn.id] = Credentials(
-                tape=header_tape or (credentials.tape if credentials else None),
-                branch=header_branch or (credentials.branch if credentials else None),
-            )
+        if credentials is not None:
+            self._tunnel_credentials[flow.client_conn.id] = credentials
 
     def client_disconnected(self, client: connection.Client) -> None:
         self._tunnel_credentials.pop(client.id, None)

@@ -115,7 +115,8 @@ def declare_options(loader: Loader) -> None:
         str,
         "",
         "Crash-injection tests only: `name[@N],…` of resolver/failpoints.PROXY_NAMES at which "
-        "this proxy SIGKILLs itself (the N-th time it gets there); empty in production.",
+        "this proxy SIGKILLs itself (the N-th time it gets there), or `proxy.hook.<Addon>.<hook>` "
+        "at which that addon hook raises (proxy/fail_closed.py); empty in production.",
     )
     loader.add_option(
         "groundhog_lease_disk_bytes",

@@ -27,6 +27,7 @@ from proxy.attempts import Attempts
 from proxy.branch_leases import LeaseBook, configured_leases
 from proxy.fail_closed import fail_closed_hooks
 from proxy.h2c import PriorKnowledgeH2
+from proxy.header_deadline import HeaderDeadline
 from proxy.identity import Credentials, CredentialsError, connect_credentials, identify
 from proxy.live import META, RESOLVER_ERRORS, FlowState, LiveRecorder, failure_kind
 from proxy.options import arm_failpoints, check_options, declare_options, seconds
@@ -402,4 +403,4 @@ class GroundhogAddon:
         return ctx.options.groundhog_max_body_bytes
 
 
-addons = [GroundhogAddon(), Tunnels(), PriorKnowledgeH2()]
+addons = [GroundhogAddon(), HeaderDeadline(), Tunnels(), PriorKnowledgeH2()]

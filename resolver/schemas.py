@@ -23,6 +23,7 @@ from groundhog.protocol.names import (
     is_branch_path,
     is_tape_name,
 )
+from resolver.admin_regex import compile_admin_regex
 from resolver.errors import BodyTooLarge, InvalidInput
 from resolver.faults import FaultKind
 from resolver.policy import DependencyModel, Mode
@@ -165,9 +166,9 @@ class TapeConfig(Strict):
             if not pattern or len(pattern) > 500:
                 raise ValueError("each pattern must be 1-500 characters")
             try:
-                re.compile(pattern)
-            except re.error as error:
-                raise ValueError(f"pattern {pattern!r} is not a regex: {error}") from error
+                compile_admin_regex(pattern)
+            except InvalidInput as error:
+                raise ValueError(str(error)) from error
         return value
 
     @field_validator("prices", mode="before")

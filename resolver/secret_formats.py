@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from resolver.admin_regex import compile_admin_regex
+
 # detect-secrets plugin module -> (rule name, plugin class). Context-free plugins only.
 _DETECT_SECRETS_PLUGINS = (
     ("aws", "AWSKeyDetector", "aws-access-key"),
@@ -233,8 +235,9 @@ class FormatScanner:
             if any(f.rule == rule for f in whole)
         ]
         self.entropy = entropy
-        # A tape's own patterns may be short and span any characters: run on the whole text.
-        self.extra = [(re.compile(fmt.pattern), fmt.rule) for fmt in extra]
+        # A tape's own patterns may be short and span any characters: run on the whole text,
+        # on RE2, so an admin's pattern cannot backtrack for seconds (resolver/admin_regex.py).
+        self.extra = [(compile_admin_regex(fmt.pattern), fmt.rule) for fmt in extra]
 
     def find(self, text: str) -> list[tuple[int, int, str]]:
         """(start, end, rule) of every secret in `text`, in order, not overlapping."""

@@ -91,6 +91,7 @@ class GroundhogHttp1Server(Http1Server):
                 # mitmproxy's error page for a head it cannot parse: the same, as a problem.
                 found = _MESSAGE.search(command.data)
                 message = html.unescape(found.group(1).decode("utf-8", "replace")) if found else ""
+                message = message or "a malformed request line, header or HTTP version"
                 yield commands.SendData(
                     self.conn,
                     refusal_bytes(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -68,24 +69,21 @@ def _ascii(value: bytes, where: str) -> str:
         ) from error
 
 
+def _checked(text: str, where: str, what: str, valid: Callable[[str], bool], rule: str) -> str:
+    """`text` percent-decoded, if `valid`; else a `CredentialsError` naming `where` and `rule`."""
+    name = unquote(text, errors="strict") if "%" in text else text
+    if not valid(name):
+        noun = what.split()[0]
+        raise CredentialsError(f"{where} names {noun} {name[:120]!r}, not a {what}: {rule}")
+    return name
+
+
 def checked_tape(text: str, where: str) -> str:
-    """`text` percent-decoded, if it is a tape name; else a precise `CredentialsError`."""
-    tape = unquote(text, errors="strict") if "%" in text else text
-    if not is_tape_name(tape):
-        raise CredentialsError(
-            f"{where} names tape {tape[:120]!r}, not a tape name: {TAPE_NAME_RULE}"
-        )
-    return tape
+    return _checked(text, where, "tape name", is_tape_name, TAPE_NAME_RULE)
 
 
 def checked_branch(text: str, where: str) -> str:
-    """`text` percent-decoded, if it is a branch path; else a precise `CredentialsError`."""
-    branch = unquote(text, errors="strict") if "%" in text else text
-    if not is_branch_path(branch):
-        raise CredentialsError(
-            f"{where} names branch {branch[:120]!r}, not a branch path: {BRANCH_PATH_RULE}"
-        )
-    return branch
+    return _checked(text, where, "branch path", is_branch_path, BRANCH_PATH_RULE)
 
 
 def parse_proxy_authorization(value: bytes | str | None) -> Credentials | None:

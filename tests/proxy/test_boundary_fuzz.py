@@ -9,7 +9,9 @@ a frozen (SIGSTOP'd) resolver. Neither may ever let a byte reach the world. Afte
 - the world (a counting server, used by nothing else) has accepted no connection;
 - every answer that came back carries `X-Groundhog-Decision` (a CONNECT's own `200` is the
   tunnel, not an answer: what comes back inside it is held to the same rule), or the proxy
-  closed the connection.
+  closed the connection;
+- no answer is `proxy-failed`: an exception in the proxy's code fails closed, but is a bug
+  (the fuzzer found one: a non-UTF-8 method crashed proxy/attempts.py's retry memory).
 
 CI runs a bounded number of examples; `GROUNDHOG_BOUNDARY_EXAMPLES=N` runs more (a long run).
 """
@@ -205,6 +207,8 @@ def check(case: Case, answer: RawAnswer, world: Upstream) -> None:
     assert answer.decision is not None, (
         f"an answer without a decision to {case.data[:300]!r}: {answer.raw[:400]!r}"
     )
+    # Closed, but still a bug: an exception in the proxy's own code (proxy/fail_closed.py).
+    assert b"/problems/proxy-failed" not in answer.body, (case.data[:300], answer.body[:400])
 
 
 def send_one(stack: Stack, world: Upstream, data: st.DataObject) -> None:

@@ -32,7 +32,7 @@ from tests.proxy.raw_http import RawAnswer, exchange, parse
 from tests.proxy.stack import Stack, running_stack
 from tests.proxy.upstream_server import Upstream
 
-EXAMPLES = int(os.environ.get("GROUNDHOG_BOUNDARY_EXAMPLES", "40"))
+EXAMPLES = int(os.environ.get("GROUNDHOG_BOUNDARY_EXAMPLES", "100"))
 SEALED = "fuzz-sealed"
 ANSWER_SECONDS = 10.0  # how long one case waits for an answer: far above the proxy's timeouts
 

@@ -27,7 +27,9 @@ from proxy.attempts import Attempts
 from proxy.branch_leases import LeaseBook, configured_leases
 from proxy.capabilities import pin_refusal
 from proxy.capture import Capture, named_other_identity
+from proxy.fail_closed import fail_closed_hooks
 from proxy.h2c import PriorKnowledgeH2
+from proxy.header_deadline import HeaderDeadline
 from proxy.host_map import Target, mapped
 from proxy.identity import Credentials, CredentialsError, Identity, connect_credentials, identify
 from proxy.live import META, RESOLVER_ERRORS, FlowState, LiveRecorder, failure_kind
@@ -60,6 +62,7 @@ from proxy.wire import (
 log = logging.getLogger(__name__)
 
 
+@fail_closed_hooks
 class GroundhogAddon:
     def __init__(self) -> None:
         self.resolver: ResolverClient | None = None
@@ -448,4 +451,4 @@ class GroundhogAddon:
 
 
 _groundhog = GroundhogAddon()
-addons = [_groundhog, Tunnels(_groundhog.capture), PriorKnowledgeH2()]
+addons = [_groundhog, HeaderDeadline(), Tunnels(_groundhog.capture), PriorKnowledgeH2()]

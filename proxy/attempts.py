@@ -39,7 +39,8 @@ def request_identity(payload: ResolveAsk) -> str:
         repr(payload["query"]),
         payload["body"],
     ):
-        digest.update(part.encode())
+        # mitmproxy decodes raw bytes with surrogate escapes: hash them back as they came.
+        digest.update(part.encode("utf-8", "surrogateescape"))
         digest.update(b"\0")
     return digest.hexdigest()
 

@@ -22,7 +22,6 @@ from proxy import problems
 
 __all__ = [
     "HEADER_CAPABILITY",
-    "header_capability",
     "pin_mismatch",
     "pin_refusal",
     "split_branch_password",
@@ -37,10 +36,6 @@ def split_branch_password(password: str) -> tuple[str | None, str | None]:
     """
     branch, _, capability = unquote(password).partition(":")
     return branch or None, capability or None
-
-
-def header_capability(request: http.Request) -> str | None:
-    return request.headers.get(HEADER_CAPABILITY) or None
 
 
 def pin_mismatch(

@@ -34,6 +34,7 @@ from mitmproxy.proxy import mode_specs, server_hooks
 from groundhog.capture_registry import CapturedWorker, SidecarListeners, announce, lookup
 from groundhog.protocol.headers import BRANCH as HEADER_BRANCH
 from groundhog.protocol.headers import TAPE as HEADER_TAPE
+from proxy.fail_closed import fail_closed_hooks
 from proxy.identity import CredentialsError, Identity, credentials_from_request
 
 log = logging.getLogger(__name__)
@@ -117,6 +118,7 @@ def _announced_host(host: str) -> str:
     return "127.0.0.1" if host in ("", "0.0.0.0", "::") else host
 
 
+@fail_closed_hooks
 class Capture:
     """Registry lookups per client connection, the sidecar announcement and the DNS answers."""
 

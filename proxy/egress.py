@@ -24,6 +24,7 @@ from mitmproxy import http
 from mitmproxy.addons import upstream_auth
 
 from proxy.errors import ProxyError
+from proxy.fail_closed import fail_closed_hooks
 
 log = logging.getLogger(__name__)
 
@@ -152,6 +153,7 @@ def upstream_proxy_url(modes: Sequence[str], auth: str | None = None) -> str | N
     return None
 
 
+@fail_closed_hooks
 class EgressAuth(upstream_auth.UpstreamAuth):
     """mitmproxy's upstream-proxy credentials, added only after Groundhog has read the worker's.
 

@@ -18,6 +18,8 @@ import logging
 from mitmproxy.proxy import layer, layers
 from mitmproxy.proxy.server_hooks import ServerConnectionHookData
 
+from proxy.fail_closed import fail_closed_hooks
+
 log = logging.getLogger(__name__)
 
 # The first line of the HTTP/2 connection preface: NextLayer picks HTTP once it has a line.
@@ -28,6 +30,7 @@ def starts_with_preface(data: bytes) -> bool:
     return data.startswith(PREFACE_LINE)
 
 
+@fail_closed_hooks
 class PriorKnowledgeH2:
     def next_layer(self, nextlayer: layer.NextLayer) -> None:
         if not isinstance(nextlayer.layer, layers.HttpLayer):

@@ -62,6 +62,9 @@ from proxy.wire import (
 log = logging.getLogger(__name__)
 
 META = "groundhog"
+# How long, and how often, a read's unrecorded report is retried when no lease length is known.
+UNRECORDED_REPORT_SECONDS = 30.0
+UNRECORDED_REPORT_PAUSE = 0.25
 RESOLVER_ERRORS = (ResolverUnavailable, ResolverRejected, ResolverProtocolError)
 
 
@@ -310,6 +313,7 @@ class LiveRecorder:
             log.error("could not record %s: %s", flow.request.pretty_url, error)
             if not state.is_write:
                 self._unanswered(state)
+                self._spawn(state, self._settle_unrecorded_read(state, str(error)))
                 flow.response = problems.not_recorded(flow.request.pretty_url, str(error))
                 return
             # The write went live; withholding its answer would hide it from its own branch.
@@ -348,6 +352,7 @@ class LiveRecorder:
                 await self._report_unrecorded(state, str(error))
                 return
             self._unanswered(state)
+            self._spawn(state, self._settle_unrecorded_read(state, str(error)))
             if flow.killable:
                 flow.kill()  # the worker never gets the end of a stream the tape lacks
 
@@ -356,6 +361,33 @@ class LiveRecorder:
             await self.resolver.record({"ticket": state.ticket, "unrecorded": reason[:300]})
         except RESOLVER_ERRORS as error:
             log.info("could not report an unrecorded write: %s", error)
+
+    async def _settle_unrecorded_read(self, state: FlowState, reason: str) -> None:
+        """Tell the resolver a read's live answer never landed, until it hears it.
+
+        The report settles the ticket's pending record (the report lists the read as
+        unrecorded) and releases its claim, so the next ask of the address, by any sibling,
+        fetches it again at once, once for the group, instead of waiting out the claim's lease.
+        The resolver may be the reason the record failed (killed, restarting): the report is
+        tried again until it is heard, refused as already settled (409: the record committed
+        before the failure, or another report won), or the lease has lapsed anyway.
+        """
+        lease = state.lease_seconds or UNRECORDED_REPORT_SECONDS
+        deadline = asyncio.get_running_loop().time() + lease
+        payload = {"ticket": state.ticket, "unrecorded": f"read: {reason}"[:300]}
+        while True:
+            try:
+                await self.resolver.record(payload)
+                return
+            except ResolverRejected as rejected:
+                log.info("unrecorded read of ticket %s not taken: %s", state.ticket, rejected)
+                return
+            except (ResolverUnavailable, ResolverProtocolError) as error:
+                if asyncio.get_running_loop().time() >= deadline:
+                    log.warning("gave up reporting an unrecorded read: %s", error)
+                    return
+            # Not a wait for a server to start: the pace of re-asking one that is down.
+            await asyncio.sleep(UNRECORDED_REPORT_PAUSE)
 
     async def error(self, flow: http.HTTPFlow, state: FlowState) -> None:
         state.finish()

@@ -20,7 +20,9 @@ two things, and only for flows whose addon state put a response in
 - an injected `UpstreamDeadline` (the addon's deadline timer) cancels the upstream request and
   runs the same failure path, so a fetch past its deadline ends as `upstream-failed`.
 
-And one thing for every flow: an HTTP/1 upstream connection that has been quiet longer than
+HTTP/1 client connections are `GroundhogHttp1Server` (proxy/http1_limits.py: bounded request
+heads, and a problem instead of mitmproxy's HTML error page). And one thing for every flow:
+an HTTP/1 upstream connection that has been quiet longer than
 `groundhog_upstream_idle` is closed instead of reused (`GroundhogHttpLayer.get_connection`).
 A worker that keeps its connection to the proxy keeps the proxy's connection to the world; while
 the tape serves its reads that upstream connection sits idle, and the world's keep-alive (5 s
@@ -53,8 +55,10 @@ from mitmproxy.proxy.layers.http import (
     ResponseHeaders,
     ResponseProtocolError,
     SendHttp,
+    is_h3_alpn,
 )
 
+from proxy.http1_limits import GroundhogHttp1Server
 from proxy.options import SECONDS_OPTIONS, seconds
 from proxy.websocket_played import PLAYING, PlayedWebsocketLayer
 
@@ -192,6 +196,11 @@ class GroundhogHttpLayer(HttpLayer):
         yield from self.event_to_child(self.streams[stream_id], events.Start())
 
     def _handle_event(self, event: events.Event) -> layer.CommandGenerator[None]:
+        client = self.context.client
+        http1 = client.alpn != b"h2" and not is_h3_alpn(client.alpn)
+        if isinstance(event, events.Start) and http1 and client not in self.connections:
+            # HttpLayer's Start keeps a connection set beforehand: HTTP/1 with bounded heads.
+            self.connections[client] = GroundhogHttp1Server(self.context.fork())
         if isinstance(event, events.DataReceived) and isinstance(event.connection, Server):
             heard_from(self, event.connection)
         if not isinstance(event, UpstreamDeadline):

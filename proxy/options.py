@@ -23,6 +23,11 @@ DEFAULT_WAIT_TIMEOUT = 30.0
 DEFAULT_WAIT_LIMIT = 180.0
 DEFAULT_RESOLVE_RETRY = 3.0
 DEFAULT_LEASE_DISK_BYTES = 1024**3
+# The request head bounds (proxy/http1_limits.py, proxy/header_deadline.py): nginx's
+# large_client_header_buffers is 4 x 8 KiB; a worker's head far past that is an attack or a bug.
+DEFAULT_MAX_HEADER_BYTES = 64 * 1024
+DEFAULT_MAX_HEADER_COUNT = 200
+DEFAULT_MAX_HALF_OPEN = 256
 # Durations are declared as text: mitmproxy's `--set` parses only str, int, bool and sequences,
 # so a float option could not be set from mitmdump's command line. `seconds` reads them.
 SECONDS_OPTIONS: dict[str, tuple[float, str]] = {
@@ -62,6 +67,11 @@ SECONDS_OPTIONS: dict[str, tuple[float, str]] = {
         120.0,
         "Seconds a recorded live call may take in all; past it the call is upstream-failed "
         "(timeout), or a stream already flowing continues unrecorded as passthrough.",
+    ),
+    "groundhog_header_timeout": (
+        30.0,
+        "Seconds a new client connection has to deliver its first request head (slowloris "
+        "bound; mitmproxy's tcp_timeout only ends idle connections); then it is closed.",
     ),
     "groundhog_lease_ship_seconds": (
         1.0,
@@ -109,6 +119,25 @@ def declare_options(loader: Loader) -> None:
     loader.add_option(
         "groundhog_proxy_token", _OPTIONAL_STR, None, "Bearer token for the resolver's routes."
     )
+    loader.add_option(
+        "groundhog_max_header_bytes",
+        int,
+        DEFAULT_MAX_HEADER_BYTES,
+        "Bytes an HTTP/1 request head (request line and headers) may take; more is 431.",
+    )
+    loader.add_option(
+        "groundhog_max_header_count",
+        int,
+        DEFAULT_MAX_HEADER_COUNT,
+        "Header fields an HTTP/1 request may carry; more is 431.",
+    )
+    loader.add_option(
+        "groundhog_max_half_open",
+        int,
+        DEFAULT_MAX_HALF_OPEN,
+        "Connections one client address may hold open before their first request head is "
+        "complete; a connection beyond it is closed at once.",
+    )
     for name, (default, help_text) in SECONDS_OPTIONS.items():
         loader.add_option(name, str, f"{default:g}", help_text)
     loader.add_option(
@@ -130,7 +159,8 @@ def declare_options(loader: Loader) -> None:
         str,
         "",
         "Crash-injection tests only: `name[@N],…` of resolver/failpoints.PROXY_NAMES at which "
-        "this proxy SIGKILLs itself (the N-th time it gets there); empty in production.",
+        "this proxy SIGKILLs itself (the N-th time it gets there), or `proxy.hook.<Addon>.<hook>` "
+        "at which that addon hook raises (proxy/fail_closed.py); empty in production.",
     )
     loader.add_option(
         "groundhog_lease_disk_bytes",

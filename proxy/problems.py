@@ -81,7 +81,7 @@ def bad_credentials(reason: str) -> http.Response:
     return problem_response(
         400,
         "bad-proxy-credentials",
-        "Proxy credentials are not TAPE:BRANCH",
+        "Tape or branch not named as the proxy accepts",
         f"{reason}; {IDENTITY_HELP}",
     )
 
@@ -134,3 +134,20 @@ def not_recorded(url: str, reason: str) -> http.Response:
 def forbidden_target(target: str, detail: str) -> http.Response:
     """A request for Groundhog's own endpoints (proxy/self_guard.py): nothing was forwarded."""
     return problem_response(403, "forbidden-target", "Target refused", detail, target=target)
+
+
+def proxy_failed(hook: str, error: BaseException, *, world_called: bool) -> http.Response:
+    """The proxy's own code failed on this flow (proxy/fail_closed.py): refused, not forwarded."""
+    what = (
+        "the live call happened, but its answer was not served"
+        if world_called
+        else "nothing was forwarded upstream"
+    )
+    return problem_response(
+        502 if world_called else 500,
+        "proxy-failed",
+        "The proxy failed on this request",
+        f"Groundhog's {hook} hook failed ({type(error).__name__}: {error}); {what}. The proxy "
+        "log has the traceback.",
+        hook=hook,
+    )

@@ -39,6 +39,7 @@ from proxy.egress import INSECURE_WARNING, EgressAuth, parse_upstream_proxy, tru
 from proxy.errors import ProxyError
 from proxy.event_loop import EventLoop, loop_factory
 from proxy.h2c import PriorKnowledgeH2
+from proxy.header_deadline import HeaderDeadline
 from proxy.options import DEFAULT_MAX_BODY_BYTES
 from proxy.startup_checks import warn_if_resolver_dead
 from proxy.tunnels import Tunnels
@@ -154,6 +155,7 @@ def build_master() -> mitm_master.Master:
         tlsconfig.TlsConfig(),
         errorcheck.ErrorCheck(),
         groundhog,
+        HeaderDeadline(),  # after Groundhog: it reads the options Groundhog declares
         EgressAuth(),  # after Groundhog: it must not overwrite the worker's credentials
         Tunnels(groundhog.capture),  # after NextLayer: it vets the layer NextLayer chose
         PriorKnowledgeH2(),  # after NextLayer: h2c with prior knowledge speaks HTTP/2

@@ -19,12 +19,13 @@ from dataclasses import dataclass
 
 from mitmproxy import connection, ctx, http
 from mitmproxy.addonmanager import Loader
-from mitmproxy.proxy import commands, events, layer, layers
+from mitmproxy.proxy import layer, layers
 from mitmproxy.proxy.context import Context
 
 from groundhog.protocol.decisions import Decision
 from proxy.capabilities import pin_mismatch
 from proxy.capture import Capture
+from proxy.fail_closed import ClosedTunnel, fail_closed_hooks
 from proxy.identity import Credentials, CredentialsError, connect_credentials
 from proxy.options import seconds
 from proxy.resolver_client import (
@@ -61,17 +62,7 @@ def host_listed(host: str, listed: Sequence[str]) -> bool:
     return host.lower() in {name.strip().lower() for name in listed if name.strip()}
 
 
-class ClosedTunnel(layer.Layer):
-    """Close the client's connection (and the server's, if open) at once; relay nothing."""
-
-    def _handle_event(self, event: events.Event) -> layer.CommandGenerator[None]:
-        if isinstance(event, events.Start):
-            if self.context.server.connected:
-                yield commands.CloseConnection(self.context.server)
-            yield commands.CloseConnection(self.context.client)
-        # Whatever arrives afterwards (buffered client bytes included) is dropped.
-
-
+@fail_closed_hooks
 class Tunnels:
     def __init__(self, capture: Capture | None = None) -> None:
         self.capture = capture

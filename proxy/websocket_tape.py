@@ -34,6 +34,7 @@ from wsproto.utilities import generate_accept_token
 from groundhog.protocol.decisions import Action
 from groundhog.protocol.wire import ResolveAsk, WireResponse
 from proxy.egress import upstream_proxy_url
+from proxy.fail_closed import fail_closed_hooks
 from proxy.live import META, RESOLVER_ERRORS
 from proxy.options import host_map, seconds
 from proxy.passthrough import Kind
@@ -198,6 +199,7 @@ def _play_on(flow: http.HTTPFlow, player: ConversationPlayer) -> None:
         close_client_later(flow, code, "")
 
 
+@fail_closed_hooks
 class WebSocketTape:
     """The mitmproxy hooks that record a live conversation and play a recorded one."""
 

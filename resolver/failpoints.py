@@ -9,7 +9,9 @@ N-th time the name is reached, counting from 1). Reaching an armed failpoint SIG
 process (its whole group when it leads one): no shutdown hook, no last commit. Unset, as in
 production, `reach` is one call and one empty-dict test; nothing else changes.
 The proxy's places (`PROXY_NAMES`, in its branch lease paths) are armed by its option
-`groundhog_failpoints` with the same syntax.
+`groundhog_failpoints` with the same syntax, and so is `proxy.hook.<Addon>.<hook>` (`HOOK_PREFIX`),
+which does not kill: from its N-th time on it raises `InjectedFailure` inside that mitmproxy
+hook of the proxy's addons, to prove an exception there fails closed (proxy/fail_closed.py).
 Without this module the crash-injection test could only kill the resolver at random times,
 which rarely land between a commit and its answer, where the interesting states are.
 """
@@ -20,7 +22,7 @@ import logging
 import os
 import signal
 
-from resolver.errors import InvalidInput
+from resolver.errors import InvalidInput, ResolverError
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +44,13 @@ PROXY_NAMES = (
     "proxy.lease.batch_sent",  # a batch of hits shipped; its answer not marked in the log
     "proxy.lease.releasing",  # asked back (a fork's flush): the release batch not yet sent
 )
+# `proxy.hook.<Addon>.<hook>`: raise in that addon's hook instead of dying.
+HOOK_PREFIX = "proxy.hook."
+
+
+class InjectedFailure(ResolverError, RuntimeError):
+    """A failpoint armed to raise was reached (a test of what an exception there does)."""
+
 
 # name -> hits left before the process dies (absent: not armed).
 _armed: dict[str, int] = {}
@@ -54,8 +63,9 @@ def parse(spec: str) -> dict[str, int]:
         if not item:
             continue
         name, _, count = item.partition("@")
-        if name not in NAMES and name not in PROXY_NAMES:
-            known = ", ".join((*NAMES, *PROXY_NAMES))
+        hook = name.removeprefix(HOOK_PREFIX)
+        if name not in NAMES and name not in PROXY_NAMES and not (hook != name and hook):
+            known = ", ".join((*NAMES, *PROXY_NAMES, f"{HOOK_PREFIX}<Addon>.<hook>"))
             raise InvalidInput(
                 f"unknown failpoint {name!r} in GROUNDHOG_FAILPOINTS; known: {known}",
                 field="failpoints",
@@ -88,3 +98,12 @@ def reach(name: str) -> None:
     if os.getpgrp() == os.getpid():
         os.killpg(os.getpid(), signal.SIGKILL)
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def raise_if_armed(name: str) -> None:
+    """Raise `InjectedFailure` at `name` if it is armed, from its N-th time on."""
+    if not _armed or name not in _armed:
+        return
+    _armed[name] -= 1
+    if _armed[name] <= 0:
+        raise InjectedFailure(f"failpoint {name} reached")

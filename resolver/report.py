@@ -75,8 +75,10 @@ def _finish(counts: dict[str, Any]) -> dict[str, Any]:
 def unrecorded_json(
     rows: Iterable[EventRow], invalidated: Mapping[int, list[str]] | None = None
 ) -> list[dict[str, Any]]:
-    """The unrecorded live calls; a write's with the resources its intent left unknown in its
-    branch (`invalidated`: every read of them there is refetched, never served the base)."""
+    """The unrecorded live calls, each with its `kind` (`read`: the world answered, the record
+    failed and the worker was told 503; `write`); a write's with the resources its intent left
+    unknown in its branch (`invalidated`: every read of them there is refetched, never served
+    the base)."""
     return [
         {
             "id": r.id,
@@ -85,6 +87,7 @@ def unrecorded_json(
             "method": r.method,
             "url": r.url,
             "decision": r.decision,
+            "kind": "read" if r.is_read else "write",
             "invalidated": (invalidated or {}).get(r.id, []),
         }
         for r in rows

@@ -15,35 +15,34 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from groundhog.protocol.names import (
+    BRANCH_NAME_RULE,
+    BRANCH_PATH_RULE,
+    TAPE_NAME_RULE,
+    is_branch_name,
+    is_branch_path,
+    is_tape_name,
+)
+from resolver.admin_regex import compile_admin_regex
 from resolver.capabilities import CAPABILITY_LENGTH, BranchCapabilities
 from resolver.catalog import entry_ids
 from resolver.errors import BodyTooLarge, InvalidInput
 from resolver.faults import FaultKind
 from resolver.policy import DependencyModel, Mode
 
-TAPE_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,100}$"
 # Store integers are 64-bit signed (BigInteger on PostgreSQL, INTEGER on SQLite).
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-BRANCH_NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
-_BRANCH_PATH = re.compile(r"^root(/[A-Za-z0-9_.-]+)*$")
 
 
 def check_tape_name(name: str) -> str:
-    if not re.match(TAPE_NAME_PATTERN, name) or name in (".", ".."):
-        raise InvalidInput(
-            f"tape name {name!r} is invalid: use 1-100 of A-Z a-z 0-9 _ . - (not '.' or '..')",
-            field="name",
-        )
+    if not is_tape_name(name):
+        raise InvalidInput(f"tape name {name!r} is invalid: {TAPE_NAME_RULE}", field="name")
     return name
 
 
 def check_branch_path(path: str) -> str:
-    if not _BRANCH_PATH.match(path) or len(path) > 1000:
-        raise InvalidInput(
-            f"branch path {path!r} is malformed: use 'root' or 'root/<name>/…' "
-            "with names of A-Z a-z 0-9 _ . -",
-            field="branch",
-        )
+    if not is_branch_path(path):
+        raise InvalidInput(f"branch path {path!r} is malformed: {BRANCH_PATH_RULE}", field="branch")
     return path
 
 
@@ -188,8 +187,8 @@ class TapeConfig(Strict):
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
-        if not re.match(TAPE_NAME_PATTERN, value) or value in (".", ".."):
-            raise ValueError("use 1-100 of A-Z a-z 0-9 _ . - (not '.' or '..')")
+        if not is_tape_name(value):
+            raise ValueError(TAPE_NAME_RULE)
         return value
 
     @field_validator("redact_patterns")
@@ -199,9 +198,9 @@ class TapeConfig(Strict):
             if not pattern or len(pattern) > 500:
                 raise ValueError("each pattern must be 1-500 characters")
             try:
-                re.compile(pattern)
-            except re.error as error:
-                raise ValueError(f"pattern {pattern!r} is not a regex: {error}") from error
+                compile_admin_regex(pattern)
+            except InvalidInput as error:
+                raise ValueError(str(error)) from error
         return value
 
     @field_validator("prices", mode="before")
@@ -262,8 +261,8 @@ class ForkRequest(Strict):
         if len(set(value)) != len(value):
             raise ValueError("child names repeat")
         for name in value:
-            if not re.match(BRANCH_NAME_PATTERN, name):
-                raise ValueError(f"child name {name!r} must be of A-Z a-z 0-9 _ . -")
+            if not is_branch_name(name):
+                raise ValueError(f"child name {name!r}: {BRANCH_NAME_RULE}")
         return value
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from resolver.admin_regex import compile_admin_regex
 from resolver.secret_format_table import FORMAT_TABLE
 
 # A long run of token characters is a secret when it mixes cases and digits and carries
@@ -137,8 +138,9 @@ class FormatScanner:
             (f.literals, re.compile(f.pattern), f.rule) for f in formats if f.scope == "text"
         ]
         self.entropy = entropy
-        # A tape's own patterns may be short and span any characters: run on the whole text.
-        self.extra = [(re.compile(fmt.pattern), fmt.rule) for fmt in extra]
+        # A tape's own patterns may be short and span any characters: run on the whole text,
+        # on RE2, so an admin's pattern cannot backtrack for seconds (resolver/admin_regex.py).
+        self.extra = [(compile_admin_regex(fmt.pattern), fmt.rule) for fmt in extra]
 
     def find(self, text: str) -> list[tuple[int, int, str]]:
         """(start, end, rule) of every secret in `text`, in order, not overlapping."""

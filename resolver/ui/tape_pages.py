@@ -160,6 +160,7 @@ def _unrecorded(tape: str, report: Mapping[str, Any]) -> Markup:
         [
             link(timeline_href(tape, call["branch"]), call["branch"]),
             call["seq"],
+            call.get("kind", "write"),
             call["method"],
             call["url"],
             badge(call["decision"]),
@@ -167,7 +168,7 @@ def _unrecorded(tape: str, report: Mapping[str, Any]) -> Markup:
         ]
         for call in listed
     ]
-    headings = ["branch", "event", "method", "url", "decision", "invalidated"]
+    headings = ["branch", "event", "kind", "method", "url", "decision", "invalidated"]
     return table(headings, rows, id="unrecorded")
 
 

@@ -59,3 +59,13 @@ def test_the_memory_forgets_the_oldest_first() -> None:
     assert len(attempts) == 2
     assert attempts.attempt_for(payloads[0]) != payloads[0]["attempt"]
     assert attempts.attempt_for(payloads[2]) == payloads[2]["attempt"]
+
+
+def test_a_request_of_bytes_that_are_not_utf8_is_remembered_too() -> None:
+    """mitmproxy hands on a non-UTF-8 method or path byte as a surrogate escape (issue 53)."""
+    attempts = Attempts()
+    odd = ask(method="\udc80", path="/a\udcff")
+    odd["attempt"] = attempts.attempt_for(odd)
+    attempts.unanswered(odd)
+    assert request_identity(odd) != request_identity(ask(method="\udc81", path="/a\udcff"))
+    assert attempts.attempt_for(ask(method="\udc80", path="/a\udcff")) == odd["attempt"]

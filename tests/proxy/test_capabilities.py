@@ -51,7 +51,7 @@ def test_the_basic_password_is_branch_then_capability(password, expected) -> Non
          {}, CAP),
         ({}, None, {"groundhog_tape": "t", "groundhog_branch": "root",
                     "groundhog_capability": CAP}, CAP),
-        ({"Proxy-Authorization": basic("t:root:ffff"), "X-Groundhog-Capability": CAP},
+        ({"Proxy-Authorization": basic(f"t:root:{'f' * 32}"), "X-Groundhog-Capability": CAP},
          None, {}, CAP),
         ({"X-Groundhog-Tape": "t", "X-Groundhog-Branch": "root"}, None, {}, None),
     ],

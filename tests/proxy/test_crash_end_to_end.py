@@ -182,6 +182,40 @@ def test_a_read_recorded_by_a_resolver_that_died_before_answering_is_retried_at_
     assert again.headers["x-groundhog-occurrence"] == "1"
 
 
+def test_a_read_whose_record_died_is_listed_and_its_address_tried_again_at_once(
+    crashable: Stack, upstream: Upstream
+) -> None:
+    """The world answered b0's read and the resolver died before its record committed (issue
+    53): b0 gets 503. Once the resolver is back, the proxy's report settles the read: the
+    report lists it as an unrecorded read and its claim is released, so b1's ask of the same
+    address is fetched again at once (one more live call), not refused for a lease length."""
+    stack = crashable
+    tape = stack.open_tape()
+    b0, b1 = stack.fork(tape, 2)
+    item = f"{upstream.url}/item/unlanded"
+    stack.crash_resolver()
+    stack.restart_resolver(env={"GROUNDHOG_FAILPOINTS": "record.before_commit@1"})
+    lost = ask(stack, tape, b0, item)
+    assert lost.status == 503 and upstream.state.count("/item/unlanded") == 1
+    wait_until(lambda: stack.resolver.process.poll() is not None, what="the resolver dying")
+    stack.restart_resolver(env={})
+
+    def listed() -> list[dict]:
+        report = stack.admin("GET", f"/v1/tapes/{tape}/report").json()
+        return [call for call in report["unrecorded"] if call["url"].endswith("/unlanded")]
+
+    # Within the claim's 30 s lease: a report that never comes (the pending row left behind,
+    # as before) fails here, whatever the lease does meanwhile.
+    wait_until(lambda: bool(listed()), timeout=20, what="the unrecorded read in the report")
+    (call,) = listed()
+    assert (call["branch"], call["kind"], call["decision"]) == (b0, "read", "recorded")
+    sibling = ask(stack, tape, b1, item)
+    assert (sibling.status, sibling.decision) == (200, "recorded"), sibling.body[:300]
+    assert upstream.state.count("/item/unlanded") == 2
+    again = ask(stack, tape, b0, item)  # b0's retry: served the tape's bytes, no third call
+    assert again.status == 200 and upstream.state.count("/item/unlanded") == 2
+
+
 # The proxy's read timeout for the siblings' test: long enough for all three to be waiting on
 # the holder before its live call fails (the test checks they were), short enough to be quick.
 UPSTREAM_TIMEOUT_SECONDS = "4"

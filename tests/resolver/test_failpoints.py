@@ -61,3 +61,20 @@ def test_an_armed_failpoint_kills_the_process_on_its_nth_reach() -> None:
     )
     assert done.returncode == -signal.SIGKILL
     assert done.stdout.splitlines() == ["survived the first"]
+
+
+def test_a_hook_failpoint_raises_from_its_nth_time_on_and_does_not_kill() -> None:
+    failpoints.arm("proxy.hook.GroundhogAddon.request@2")
+    try:
+        failpoints.raise_if_armed("proxy.hook.GroundhogAddon.request")  # the 1st time passes
+        for _ in range(2):
+            with pytest.raises(failpoints.InjectedFailure):
+                failpoints.raise_if_armed("proxy.hook.GroundhogAddon.request")
+        failpoints.raise_if_armed("proxy.hook.GroundhogAddon.response")  # not armed
+    finally:
+        failpoints.arm("")
+
+
+def test_a_bare_hook_prefix_is_refused() -> None:
+    with pytest.raises(InvalidInput, match=r"proxy\.hook\.<Addon>\.<hook>"):
+        failpoints.parse("proxy.hook.")

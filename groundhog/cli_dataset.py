@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from groundhog.cli_common import console, fail, print_json, reporting, settings_of
@@ -22,11 +23,14 @@ DATASETS_HINT = "publishing writes Parquet: pip install 'groundhog-rl[datasets]'
 
 
 def print_verification(result: dict[str, Any]) -> None:
-    """The per-branch summary and, on failure, the first mismatch with its address."""
+    """The per-branch summary and, on failure, the first mismatch with its address.
+
+    Every value from the tape is escaped: rich would read `[sandbox]` in a reason as markup
+    and print nothing where `--json` shows it."""
     table = Table("branch", "asks", "replayed", "matched", "skipped", "shim resumes", "ok")
     for branch in result.get("branches", []):
         table.add_row(
-            branch["branch"],
+            escape(branch["branch"]),
             str(branch["asks"]),
             str(branch["replayed"]),
             str(branch["matched"]),
@@ -37,16 +41,17 @@ def print_verification(result: dict[str, Any]) -> None:
     console.print(table)
     console.print(f"connections towards the world: {result['live_connections']}")
     if result.get("problem"):
-        console.print(f"[red]problem:[/] {result['problem']}")
+        console.print(f"[red]problem:[/] {escape(result['problem'])}")
     mismatch = result.get("first_mismatch")
     if mismatch:
-        console.print(
-            f"[red]first mismatch:[/] branch {mismatch['branch']} event {mismatch['seq']}: "
+        text = (
+            f"branch {mismatch['branch']} event {mismatch['seq']}: "
             f"{mismatch['method']} {mismatch['url']}\n"
             f"  address: key {mismatch['key']!r}, occurrence {mismatch['occurrence']}, "
             f"fingerprint {mismatch['fingerprint']!r} (exchange {mismatch['exchange_id']})\n"
             f"  {mismatch['reason']}"
         )
+        console.print(f"[red]first mismatch:[/] {escape(text)}")
 
 
 @tape_app.command("verify")

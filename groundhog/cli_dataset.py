@@ -7,6 +7,7 @@ CLI starts without pyarrow.
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -55,10 +56,18 @@ def print_verification(result: dict[str, Any]) -> None:
 
 
 @tape_app.command("verify")
-def verify(ctx: typer.Context, name: TapeName, as_json: JsonFlag = False) -> None:
-    """Replay every branch of a sealed copy with the world closed; fail on any difference."""
+def verify(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The tape's name, or a published dataset folder.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Replay every branch of a sealed copy with the world closed; fail on any difference.
+
+    Given a dataset folder, first check it whole (card, SQLite file and Parquet tables agree),
+    then import its SQLite file under a temporary name, verify that, and remove it."""
+    folder = Path(name)
     with reporting(), settings_of(ctx).client() as client:
-        result = client.verify(name)
+        result = _verify_folder(client, folder) if folder.is_dir() else client.verify(name)
     if as_json:
         print_json(result)
     else:
@@ -66,6 +75,22 @@ def verify(ctx: typer.Context, name: TapeName, as_json: JsonFlag = False) -> Non
     if not result["ok"]:
         raise fail(f"tape {name} does not replay as recorded")
     console.print(f"verified {name}: every branch replays byte for byte, world closed")
+
+
+def _verify_folder(client: Any, folder: Path) -> dict[str, Any]:
+    from groundhog.dataset.folder import FolderError
+    from groundhog.dataset.folder_check import check_folder
+
+    try:
+        export = check_folder(folder)
+    except FolderError as error:
+        raise fail(str(error)) from None
+    temporary = f"verify-{uuid.uuid4().hex[:12]}"
+    client.import_tape(export, temporary)
+    try:
+        return dict(client.verify(temporary))
+    finally:
+        client.delete_tape(temporary)
 
 
 @tape_app.command("publish")

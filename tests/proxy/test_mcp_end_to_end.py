@@ -10,23 +10,12 @@ and on the sealed tape a new fork replays the conversation with no live call.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import httpx
-import pytest
 
 from tests.proxy.mcp_sessions import Branch, mcp_branch
 from tests.proxy.stack import Stack
-from tests.support.servers import ServerProcess, start_server
-
-
-@pytest.fixture(scope="module")
-def mcp_world() -> Iterator[ServerProcess]:
-    server = start_server(["tests.proxy.mcp_world"], health_path="/calls")
-    try:
-        yield server
-    finally:
-        server.stop()
+from tests.support.servers import ServerProcess
 
 
 def calls(world: ServerProcess) -> dict[str, int]:

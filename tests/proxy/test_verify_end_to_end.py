@@ -10,29 +10,18 @@ MCP tape missed at `initialize`, whose replay was handed a minted session the st
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
-import pytest
 import requests
 
 from tests.proxy.clients import CLIENTS, node_available, proxy_url
 from tests.proxy.stack import Stack
 from tests.proxy.test_mcp_end_to_end import group
 from tests.proxy.upstream_server import Upstream
-from tests.support.servers import ServerProcess, start_server
+from tests.support.servers import ServerProcess
 
 PLAIN_CLIENTS = ["curl", "urllib", "requests", "httpx", "node"]
-
-
-@pytest.fixture(scope="module")
-def mcp_world() -> Iterator[ServerProcess]:
-    server = start_server(["tests.proxy.mcp_world"], health_path="/calls")
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def verify(stack: Stack, tape: str) -> dict:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 
 import httpx
+import pytest
+from mcp.shared.exceptions import MCPError
 
 from tests.proxy.mcp_sessions import Branch, mcp_branch
 from tests.proxy.stack import Stack
@@ -194,3 +196,37 @@ def test_a_session_placeholder_keeps_one_sessions_write_from_anothers_reads_and_
         by_operation = {op: d for _m, op, d in log}
         assert by_operation["initialize"] == "replayed-write"
         assert by_operation["tools/call read_notes"] == "shared"
+
+
+def test_a_sealed_miss_fails_one_tool_call_and_the_session_goes_on(
+    stack: Stack, mcp_world: ServerProcess
+) -> None:
+    """A sealed MCP miss is a JSON-RPC error for that call inside HTTP 200 (before: a 502 that
+    ended the SDK's session): the next call of the same session is served from the tape."""
+    tape = stack.open_tape()
+    (recorder,) = stack.fork(tape, ["recorder"])
+    url = f"{mcp_world.url}/mcp"
+
+    async def record() -> str:
+        async with mcp_branch(stack.proxy.port, tape, recorder, url) as me:
+            await me.session.list_tools()  # the server declares `search` read-only
+            return await me.text("search", query="solar")
+
+    recorded = asyncio.run(record())
+    stack.seal(tape)
+    (replayer,) = stack.fork(tape, ["after-seal"])
+    sealed = calls(mcp_world)
+
+    async def replay() -> tuple[str, str, list[str]]:
+        async with mcp_branch(stack.proxy.port, tape, replayer, url) as me:
+            await me.session.list_tools()
+            with pytest.raises(MCPError) as missed:
+                await me.session.call_tool("search", {"query": "lunar"})
+            again = await me.text("search", query="solar")
+            return str(missed.value), again, me.decided("tools/call search")
+
+    message, again, decided = asyncio.run(replay())
+    assert "Not on tape" in message and "sealed" in message
+    assert again == recorded
+    assert decided == ["refused", "shared"]
+    assert calls(mcp_world) == sealed

@@ -153,6 +153,3 @@ def with_urllib(proxy: str, url: str, ca: Path, headers: dict[str, str]) -> Repl
     )
     with opener.open(urllib.request.Request(url, headers=headers), timeout=30) as answer:
         return Reply(answer.status, _lower(answer.headers), answer.read())
-
-
-CLIENTS["urllib"] = with_urllib

@@ -14,6 +14,7 @@ import asyncio
 import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
+from mcp.types import Implementation
 
 from tests.proxy.mcp_sessions import Branch, mcp_branch
 from tests.proxy.stack import Stack
@@ -230,3 +231,44 @@ def test_a_sealed_miss_fails_one_tool_call_and_the_session_goes_on(
     assert again == recorded
     assert decided == ["refused", "shared"]
     assert calls(mcp_world) == sealed
+
+
+def test_a_tape_recorded_by_one_mcp_client_version_replays_sealed_under_another(
+    stack: Stack, mcp_world: ServerProcess
+) -> None:
+    """`clientInfo` and `params._meta` are protocol noise (resolver/protocol_noise.py): a tape
+    recorded by one SDK version replays sealed under another (before: `initialize` missed with
+    `body field 'params.clientInfo.version'`); a real difference is still named."""
+    tape = stack.open_tape()
+    (recorder,) = stack.fork(tape, ["as-2.3"])
+    url = f"{mcp_world.url}/mcp"
+    newer = Implementation(name="mcp", version="2.3.0")
+    older = Implementation(name="mcp", version="2.0.0")
+
+    async def record() -> str:
+        async with mcp_branch(stack.proxy.port, tape, recorder, url, client_info=newer) as me:
+            await me.session.list_tools()
+            answer = await me.session.call_tool("search", {"query": "solar"}, meta={"t": "1"})
+            block = answer.content[0]
+            assert block.type == "text"
+            return block.text
+
+    recorded = asyncio.run(record())
+    stack.seal(tape)
+    (replayer,) = stack.fork(tape, ["as-2.0"])
+    sealed = calls(mcp_world)
+
+    async def replay() -> tuple[str, list[tuple[str, str, str]], str]:
+        async with mcp_branch(stack.proxy.port, tape, replayer, url, client_info=older) as me:
+            await me.session.list_tools()
+            again = await me.text("search", query="solar")
+            with pytest.raises(MCPError) as missed:
+                await me.session.call_tool("search", {"query": "lunar"})
+            return again, me.decisions, str(missed.value.error.data)
+
+    again, decisions, problem = asyncio.run(replay())
+    assert again == recorded
+    assert calls(mcp_world) == sealed
+    served = {op: decision for _method, op, decision in decisions if op != "tools/call search"}
+    assert served["initialize"] == "replayed-write" and served["tools/list"] == "shared"
+    assert "params.arguments.query" in problem and "lunar" in problem

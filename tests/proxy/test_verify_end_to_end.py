@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import requests
 
-from tests.proxy.clients import CLIENTS, node_available, proxy_url
+from tests.proxy.clients import CLIENTS, node_available, proxy_url, with_urllib
 from tests.proxy.stack import Stack
 from tests.proxy.test_mcp_end_to_end import group
 from tests.proxy.upstream_server import Upstream
@@ -35,7 +35,7 @@ def record_with_every_client(stack: Stack, upstream: Upstream, tls_upstream: Ups
     for name in PLAIN_CLIENTS:
         if name == "node" and not node_available():
             continue
-        drive = CLIENTS[name]
+        drive = with_urllib if name == "urllib" else CLIENTS[name]
         for base in (upstream.url, tls_upstream.url):
             reply = drive(proxy, f"{base}/page/{name}?q=1", stack.ca, {"X-Asker": name})
             assert reply.status == 200, (name, reply.status, reply.body)

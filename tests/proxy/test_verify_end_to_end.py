@@ -10,6 +10,7 @@ MCP tape missed at `initialize`, whose replay was handed a minted session the st
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -94,3 +95,51 @@ def test_an_mcp_tape_of_four_siblings_with_writes_verifies(
     replayed = {branch["branch"]: branch["matched"] for branch in result["branches"]}
     assert all(replayed[branch] >= 5 for branch in branches), replayed
     assert httpx.get(f"{mcp_world.url}/calls", timeout=10, trust_env=False).json() == ran
+
+
+def test_json_rpc_graphql_and_sse_tapes_verify(stack: Stack, upstream: Upstream) -> None:
+    """Each protocol profile's recording replays through the one path: JSON-RPC (a call and a
+    batch, ids as each client numbered them), GraphQL (query and mutation) and an SSE stream."""
+    tape = stack.open_tape()
+    (branch,) = stack.fork(tape, ["profiles"])
+    proxies = {"http": proxy_url(stack.proxy.port, tape, branch)}
+    with requests.Session() as session:
+        session.trust_env = False
+        session.proxies = proxies
+        rpc = f"{upstream.url}/rpc"
+        assert session.post(rpc, json={"jsonrpc": "2.0", "id": 9, "method": "look"}).ok
+        batch = [{"jsonrpc": "2.0", "id": n, "method": "look", "params": [n]} for n in (1, 2)]
+        assert session.post(rpc, json=batch).ok
+        graphql = f"{upstream.url}/graphql"
+        assert session.post(graphql, json={"query": "query Q { items { id } }"}).ok
+        assert session.post(graphql, json={"query": "mutation M { add(id: 1) }"}).ok
+        streamed = session.get(f"{upstream.url}/sse", headers={"Accept": "text/event-stream"})
+        assert streamed.text == "data: one\n\ndata: two\n\n"
+    result = verify(stack, tape)
+    assert result["ok"] is True and result["first_mismatch"] is None, result
+    replayed = {summary["branch"]: summary["matched"] for summary in result["branches"]}
+    assert replayed[branch] == 5
+
+
+def test_a_broken_row_is_a_finding_never_a_500(stack: Stack, upstream: Upstream) -> None:
+    """A row the replay cannot read (request headers that are not a header list, as a bad hand
+    edit leaves them) is the verdict, at once — before, verify answered 500 after a timeout."""
+    tape = stack.open_tape()
+    (branch,) = stack.fork(tape, ["broken"])
+    proxies = {"http": proxy_url(stack.proxy.port, tape, branch)}
+    assert requests.get(f"{upstream.url}/page/broken", proxies=proxies, timeout=30).ok
+    with sqlite3.connect(stack.data_dir / "groundhog.sqlite3") as db:
+        db.execute(
+            "update gh_exchanges set request_headers = '[[1, 2, 3]]' "
+            "where tape_id = (select id from gh_tapes where name = ?)",
+            (tape,),
+        )
+    db.close()
+    answer = httpx.post(
+        f"{stack.resolver.url}/v1/tapes/{tape}/verify", timeout=300, trust_env=False
+    )
+    assert answer.status_code == 200, answer.text
+    result = answer.json()
+    assert result["ok"] is False
+    found = result["problem"] or result["first_mismatch"]["reason"]
+    assert "ValueError" in found or "TypeError" in found, result

@@ -7,10 +7,12 @@ CLI starts without pyarrow.
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from groundhog.cli_common import console, fail, print_json, reporting, settings_of
@@ -22,11 +24,14 @@ DATASETS_HINT = "publishing writes Parquet: pip install 'groundhog-rl[datasets]'
 
 
 def print_verification(result: dict[str, Any]) -> None:
-    """The per-branch summary and, on failure, the first mismatch with its address."""
+    """The per-branch summary and, on failure, the first mismatch with its address.
+
+    Every value from the tape is escaped: rich would read `[sandbox]` in a reason as markup
+    and print nothing where `--json` shows it."""
     table = Table("branch", "asks", "replayed", "matched", "skipped", "shim resumes", "ok")
     for branch in result.get("branches", []):
         table.add_row(
-            branch["branch"],
+            escape(branch["branch"]),
             str(branch["asks"]),
             str(branch["replayed"]),
             str(branch["matched"]),
@@ -37,23 +42,32 @@ def print_verification(result: dict[str, Any]) -> None:
     console.print(table)
     console.print(f"connections towards the world: {result['live_connections']}")
     if result.get("problem"):
-        console.print(f"[red]problem:[/] {result['problem']}")
+        console.print(f"[red]problem:[/] {escape(result['problem'])}")
     mismatch = result.get("first_mismatch")
     if mismatch:
-        console.print(
-            f"[red]first mismatch:[/] branch {mismatch['branch']} event {mismatch['seq']}: "
+        text = (
+            f"branch {mismatch['branch']} event {mismatch['seq']}: "
             f"{mismatch['method']} {mismatch['url']}\n"
             f"  address: key {mismatch['key']!r}, occurrence {mismatch['occurrence']}, "
             f"fingerprint {mismatch['fingerprint']!r} (exchange {mismatch['exchange_id']})\n"
             f"  {mismatch['reason']}"
         )
+        console.print(f"[red]first mismatch:[/] {escape(text)}")
 
 
 @tape_app.command("verify")
-def verify(ctx: typer.Context, name: TapeName, as_json: JsonFlag = False) -> None:
-    """Replay every branch of a sealed copy with the world closed; fail on any difference."""
+def verify(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The tape's name, or a published dataset folder.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Replay every branch of a sealed copy with the world closed; fail on any difference.
+
+    Given a dataset folder, first check it whole (card, SQLite file and Parquet tables agree),
+    then import its SQLite file under a temporary name, verify that, and remove it."""
+    folder = Path(name)
     with reporting(), settings_of(ctx).client() as client:
-        result = client.verify(name)
+        result = _verify_folder(client, folder) if folder.is_dir() else client.verify(name)
     if as_json:
         print_json(result)
     else:
@@ -61,6 +75,22 @@ def verify(ctx: typer.Context, name: TapeName, as_json: JsonFlag = False) -> Non
     if not result["ok"]:
         raise fail(f"tape {name} does not replay as recorded")
     console.print(f"verified {name}: every branch replays byte for byte, world closed")
+
+
+def _verify_folder(client: Any, folder: Path) -> dict[str, Any]:
+    from groundhog.dataset.folder import FolderError
+    from groundhog.dataset.folder_check import check_folder
+
+    try:
+        export = check_folder(folder)
+    except FolderError as error:
+        raise fail(str(error)) from None
+    temporary = f"verify-{uuid.uuid4().hex[:12]}"
+    client.import_tape(export, temporary)
+    try:
+        return dict(client.verify(temporary))
+    finally:
+        client.delete_tape(temporary)
 
 
 @tape_app.command("publish")

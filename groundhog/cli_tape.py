@@ -28,7 +28,8 @@ from groundhog.cli_common import (
     transfer_progress,
 )
 from groundhog.cli_costs import cost_table
-from groundhog.dataset.folder import FolderError, checked_export
+from groundhog.dataset.folder import FolderError
+from groundhog.dataset.folder_check import check_folder
 from groundhog.models import BranchInfo, DecisionCounts, TapeInfo
 from groundhog.protocol.report_notes import CANNOT_SEE, LIES
 
@@ -291,7 +292,7 @@ def import_tape(
     """Import an exported SQLite file (or a published dataset folder) as a new tape."""
     if source.is_dir():
         try:
-            source = checked_export(source)
+            source = check_folder(source)
         except FolderError as error:
             raise fail(str(error)) from None
     if not source.is_file():

@@ -43,6 +43,7 @@ from proxy.resolver_client import (
 )
 from proxy.sandbox_answers import make_own
 from proxy.self_guard import SelfGuard
+from proxy.served_coding import serve_in_accepted_coding
 from proxy.tunnels import Tunnels
 from proxy.websocket_played import PLAYING
 from proxy.websocket_tape import (
@@ -364,6 +365,7 @@ class GroundhogAddon:
             occurrence=state.occurrence,
             replayed_write=replayed_write,
         )
+        serve_in_accepted_coding(flow.request, response)
         state.mark(response)
         state.mode = "served"
         flow.response = response

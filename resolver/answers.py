@@ -17,6 +17,7 @@ from resolver.asks import Ask
 from resolver.errors import PROBLEM_MEDIA_TYPE, problem_body
 from resolver.keys import KEY_VERSION
 from resolver.near_miss import NearMiss
+from resolver.protocol_refusals import in_protocol_words
 from resolver.redaction_rules import without_identity
 from resolver.schemas import encode_base64
 from store import exchanges
@@ -71,7 +72,8 @@ def refused(
         near_misses=[miss.as_json() for miss in near],
         **extras,
     )
-    return wire_response(502, PROBLEM_HEADERS, encode_base64(body))
+    spoken = in_protocol_words(ask.request, body)
+    return spoken or wire_response(502, PROBLEM_HEADERS, encode_base64(body))
 
 
 def upstream_error_body(exchange: Exchange, tape_name: str) -> bytes:

@@ -18,13 +18,18 @@ from urllib.parse import parse_qsl, quote, urlencode
 
 from resolver.content_coding import decode_content
 from resolver.operations import Operation
+from resolver.protocol_noise import user_agent_product
 from resolver.request import RequestParts
 
 # v2: repeated query names keep their relative order; negotiation headers and the placeholders
 # of redacted headers join the key.
 # v3: a request a protocol profile reads names its operation (`op:`), and a JSON-RPC body is
 # keyed without its ids; sandbox identity (Mcp-Session-Id, tape-named cookies) leaves the key.
-KEY_VERSION = "v3"
+# v4: protocol noise leaves the key (MCP `params._meta`, `initialize`'s `clientInfo`, a keyed
+# `User-Agent`'s versions: resolver/protocol_noise.py), and `Accept-Encoding` does: content
+# coding is the proxy's business, a recorded body is served in a coding the asker accepts;
+# `Accept: */*` is keyed as no `Accept` (the same answer either way).
+KEY_VERSION = "v4"
 # Headers that change the answer (a 304, a 206, another language or media type) by default.
 NEGOTIATION_HEADERS = frozenset(
     {
@@ -33,7 +38,6 @@ NEGOTIATION_HEADERS = frozenset(
         "if-modified-since",
         "if-match",
         "accept",
-        "accept-encoding",
         "accept-language",
         # A WebSocket upgrade is a conversation (proxy/websocket_tape.py), not the plain GET.
         "upgrade",
@@ -81,6 +85,16 @@ def canonical_body(body: bytes, content_type: str | None, content_encoding: str 
     return _hashed(decoded)
 
 
+def _no_preference(name: str, value: str) -> bool:
+    """`Accept: */*` says what no `Accept` says (RFC 9110 §12.5.1): curl and requests send
+    it, urllib and Node send nothing, and the world answers both alike."""
+    return name == "accept" and value.replace(" ", "") == "*/*"
+
+
+def _keyed_value(name: str, value: str) -> str:
+    return user_agent_product(value) if name == "user-agent" else value
+
+
 def request_key(
     request: RequestParts,
     *,
@@ -109,9 +123,10 @@ def request_key(
         name.lower() for name in match_headers
     }
     headers = sorted(
-        (name.lower(), value.strip())
+        (name.lower(), _keyed_value(name.lower(), value.strip()))
         for name, value in request.headers
-        if name.lower() in wanted or _PLACEHOLDER_MARK in value
+        if (name.lower() in wanted or _PLACEHOLDER_MARK in value)
+        and not _no_preference(name.lower(), value)
     )
     query_text = f"?{urlencode(query, quote_via=quote)}" if query else ""
     parts = [

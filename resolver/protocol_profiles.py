@@ -20,6 +20,7 @@ from typing import Any
 
 from resolver.content_coding import decode_content
 from resolver.operations import TOOLS_CALL, Call, Operation, Profile, is_mcp_method
+from resolver.protocol_noise import without_noise
 from resolver.request import RequestParts
 
 OFF = "off"
@@ -106,10 +107,9 @@ def _jsonrpc(request: RequestParts, pinned: Profile | None) -> Operation:
         profile = Profile.MCP
     names = [call.method if call.tool is None else f"{call.method} {call.tool}" for call in calls]
     name = names[0] if not isinstance(document, list) else f"batch[{','.join(names)}]"
-    without_ids = [
-        {field: value for field, value in item.items() if field != "id"} for item in items
-    ]
-    keyed = without_ids if isinstance(document, list) else without_ids[0]
+    # The profile's declared noise (the ids, MCP's `_meta` and `clientInfo`) leaves the key.
+    without_noise_items = [without_noise(item, profile) for item in items]
+    keyed = without_noise_items if isinstance(document, list) else without_noise_items[0]
     keyed_body = json.dumps(keyed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return Operation(profile, name, calls=tuple(calls), keyed_body=keyed_body)
 

@@ -22,6 +22,7 @@ import argparse
 import functools
 import logging
 import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -141,12 +142,18 @@ def _locked(engine: Engine) -> Iterator[Connection]:
         yield connection
 
 
+# Alembic runs a migration through module-global state (its `context` proxy, env.py's module):
+# two threads migrating two stores at once mix up their connections, and one store gets the
+# other's tables (two `tape verify` runs or exports at once on one resolver failed so).
+_ALEMBIC_IN_PROCESS = threading.Lock()
+
+
 def upgrade(engine: Engine, revision: str = "head") -> SchemaStatus:
     """Migrate the store to `revision` (the newest by default); answers the status before.
 
     An older `revision` is for tests that build a store as an older Groundhog left it.
     """
-    with _locked(engine) as connection:
+    with _ALEMBIC_IN_PROCESS, _locked(engine) as connection:
         status = schema_status(connection)
         if not status.known:
             raise SchemaTooNew(status.describe())

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from store.blob_integrity import BATCH, MISSING, body_hashes, first_damaged_body, stored_blobs
 from store.db import make_engine, make_session_factory, transaction
+from store.digest_manifest import first_difference, write_manifest
 from store.errors import StoreError
 from store.models import (
     Blob,
@@ -45,6 +46,10 @@ class TransferError(StoreError):
 
 class DamagedTape(TransferError):
     """A body's bytes do not hash to the name its exchanges use: the file was changed."""
+
+
+class EditedTape(DamagedTape):
+    """The file's content no longer hashes to the digest it states: it was changed."""
 
 
 def _chunks(rows: Iterable[dict[str, Any]], size: int = CHUNK) -> Iterator[list[dict[str, Any]]]:
@@ -173,7 +178,10 @@ def export_tape(
     engine = make_engine(f"sqlite:///{path}")
     try:
         with transaction(make_session_factory(engine)) as target:
-            copy_tape(session, tape, target, tape.name, config)
+            copy = copy_tape(session, tape, target, tape.name, config)
+            target.flush()
+            # The export states what it holds, so an import can tell what was edited on the way.
+            write_manifest(copy.id, session=target)
     finally:
         # Closing the last connection checkpoints the WAL into the file and removes it.
         engine.dispose()
@@ -210,6 +218,10 @@ def import_tape(
                 check(tape, target_name)  # first: a bad name must not be echoed as "exists"
             if get_tape(target_name, session=session) is not None:
                 raise FileExistsError(target_name)
-            return copy_tape(source, tape, session, target_name, check_bodies=True)
+            copy = copy_tape(source, tape, session, target_name, check_bodies=True)
+            edited = first_difference(tape.id, session=source)
+            if edited is not None:
+                raise EditedTape(f"{edited}; the file was changed after export")
+            return copy
     finally:
         engine.dispose()

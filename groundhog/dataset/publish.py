@@ -9,6 +9,7 @@ moved into place only when complete, so a failed publish leaves no half dataset 
 from __future__ import annotations
 
 import shutil
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,17 @@ class Published:
     verification: dict[str, Any]
 
 
+def single_file(export: Path) -> None:
+    """Leave `export` one checkpointed file in rollback-journal mode: read afterwards (the
+    tables, pandas, a folder check) it grows no `-wal`/`-shm` beside it in the folder."""
+    connection = sqlite3.connect(export)
+    try:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        connection.execute("PRAGMA journal_mode=DELETE")
+    finally:
+        connection.close()
+
+
 def _refuse_existing(folder: Path) -> None:
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise FileExistsError(f"{folder} exists and is not an empty directory: choose a new one")
@@ -65,6 +77,7 @@ def publish(
     partial.mkdir(parents=True)
     try:
         export = client.export_tape(tape, partial / SQLITE_NAME)
+        single_file(export)
         counts = write_tables(export, partial)
         branches = [
             {"branch": b.path, "parent": b.parent, "fork_point": b.fork_point, "events": b.events}

@@ -113,25 +113,39 @@ def _write_bodies(connection: sqlite3.Connection, path: Path) -> tuple[int, int]
     return count, size
 
 
+def small_table_rows(connection: sqlite3.Connection) -> dict[str, list[tuple[Any, ...]]]:
+    """The rows of the exchanges, events and branches tables, as the SQLite export holds them
+    (the writer writes these, the folder check compares the Parquet files with them)."""
+    return {
+        "exchanges": connection.execute(EXCHANGE_QUERY).fetchall(),
+        "events": [(*row[:8], bool(row[8]), row[9]) for row in connection.execute(EVENT_QUERY)],
+        "branches": [
+            (path, parent, fork, count, json.dumps(json.loads(counters or "{}"), sort_keys=True))
+            for path, parent, fork, count, counters in connection.execute(BRANCH_QUERY)
+        ],
+    }
+
+
+def body_rows(connection: sqlite3.Connection) -> Iterator[list[tuple[str, int, bytes]]]:
+    """The bodies table's rows, a batch at a time."""
+    return _bodies(connection)
+
+
+SCHEMAS = {"exchanges": EXCHANGES, "events": EVENTS, "branches": BRANCHES, "bodies": BODIES}
+
+
 def write_tables(export: Path, folder: Path) -> TableCounts:
     """Write the four tables of the tape in `export` under `folder`; what they hold."""
     connection = sqlite3.connect(f"file:{export}?mode=ro", uri=True)
     try:
-        exchanges = _write(
-            table_file(folder, "exchanges"), EXCHANGES,
-            connection.execute(EXCHANGE_QUERY).fetchall(),
-        )  # fmt: skip
-        events = _write(
-            table_file(folder, "events"),
-            EVENTS,
-            [(*row[:8], bool(row[8]), row[9]) for row in connection.execute(EVENT_QUERY)],
-        )
-        branch_rows = [
-            (path, parent, fork, count, json.dumps(json.loads(counters or "{}"), sort_keys=True))
-            for path, parent, fork, count, counters in connection.execute(BRANCH_QUERY)
-        ]
-        branches = _write(table_file(folder, "branches"), BRANCHES, branch_rows)
+        rows = small_table_rows(connection)
+        written = {
+            table: _write(table_file(folder, table), SCHEMAS[table], rows[table])
+            for table in ("exchanges", "events", "branches")
+        }
         bodies, body_bytes = _write_bodies(connection, table_file(folder, "bodies"))
     finally:
         connection.close()
-    return TableCounts(exchanges, bodies, body_bytes, events, branches)
+    return TableCounts(
+        written["exchanges"], bodies, body_bytes, written["events"], written["branches"]
+    )

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, select, text, update
 
 from store.db import make_engine, make_session_factory, transaction
+from store.digest_manifest import LINES, STATED
 from store.models import Blob, Branch, Event, Exchange, OccurrenceCounter, ResourceVersion, Tape
 from store.transfer import TransferError
 
@@ -142,5 +143,8 @@ def fresh_start(export: Path, target: Path) -> None:
             session.execute(delete(Branch).where(Branch.path != "root"))
             session.execute(update(Branch).values(event_count=0, fork_point=0))
             session.execute(update(Tape).values(online=False))
+            # What the export stated held for the tape with its events, not for this start.
+            session.execute(text(f"DROP TABLE IF EXISTS {STATED}"))
+            session.execute(text(f"DROP TABLE IF EXISTS {LINES}"))
     finally:
         engine.dispose()

@@ -139,3 +139,17 @@ CLIENTS = {
     "aiohttp": with_aiohttp,
     "node": with_node,
 }
+
+
+def with_urllib(proxy: str, url: str, ca: Path, headers: dict[str, str]) -> Reply:
+    """Python's own urllib: it adds `Accept-Encoding: identity` and its `User-Agent`."""
+    import ssl
+    import urllib.request
+
+    context = ssl.create_default_context(cafile=str(ca))
+    opener = urllib.request.build_opener(
+        urllib.request.ProxyHandler({"http": proxy, "https": proxy}),
+        urllib.request.HTTPSHandler(context=context),
+    )
+    with opener.open(urllib.request.Request(url, headers=headers), timeout=30) as answer:
+        return Reply(answer.status, _lower(answer.headers), answer.read())

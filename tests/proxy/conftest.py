@@ -12,6 +12,7 @@ from tests.proxy.stack import Stack, running_stack
 from tests.proxy.upstream_server import Upstream
 from tests.proxy.websocket_world import World
 from tests.support.certs import write_self_signed
+from tests.support.servers import ServerProcess, start_server
 from tests.support.store_databases import private_schema_url
 
 
@@ -72,3 +73,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         tmp_path_factory.mktemp("groundhog-data"), "--max-body-bytes", "100000"
     ) as s:
         yield s
+
+
+@pytest.fixture(scope="module")
+def mcp_world() -> Iterator[ServerProcess]:
+    """The MCP tool server (tests/proxy/mcp_world.py), one per test module."""
+    server = start_server(["tests.proxy.mcp_world"], health_path="/calls")
+    try:
+        yield server
+    finally:
+        server.stop()

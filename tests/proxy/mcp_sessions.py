@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import httpx2
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import Implementation
 
 from groundhog.protocol.headers import BRANCH, DECISION, TAPE
 
@@ -55,8 +56,11 @@ def operation_of(request: httpx2.Request) -> str:
 
 
 @asynccontextmanager
-async def mcp_branch(proxy_port: int, tape: str, branch: str, url: str) -> AsyncIterator[Branch]:
-    """An initialised MCP session of `branch`; leaving it ends the session (its DELETE)."""
+async def mcp_branch(
+    proxy_port: int, tape: str, branch: str, url: str, *, client_info: Implementation | None = None
+) -> AsyncIterator[Branch]:
+    """An initialised MCP session of `branch`; leaving it ends the session (its DELETE).
+    `client_info`: the name and version the client says it is (default: the SDK's own)."""
     log: list[tuple[str, str, str]] = []
     session_ids: list[str] = []
 
@@ -76,7 +80,7 @@ async def mcp_branch(proxy_port: int, tape: str, branch: str, url: str) -> Async
     async with (
         client,
         streamable_http_client(url, http_client=client) as (read, write),
-        ClientSession(read, write) as session,
+        ClientSession(read, write, client_info=client_info) as session,
     ):
         await session.initialize()  # its answer names the session
         yield Branch(branch, session, session_ids[0] if session_ids else None, log)

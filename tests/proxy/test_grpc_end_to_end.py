@@ -95,3 +95,35 @@ def test_a_shared_unary_answer_carries_the_worlds_trailers(
     (replay,) = stack.fork(tape, ["replay"])
     assert call(tape, replay) == recorded
     assert calls[METHOD] == 1
+
+
+def test_a_sealed_miss_is_a_grpc_status_in_trailers(
+    stack: Stack, grpc_world: tuple[Call, Counter[str]]
+) -> None:
+    """A sealed tape with nothing for the call answers NOT_FOUND as a gRPC status naming the
+    miss (before: a 502 problem, which grpcio reads as a broken stream)."""
+    call, calls = grpc_world
+    tape = stack.open_tape()
+    stack.seal(tape)
+    with pytest.raises(grpc.RpcError) as raised:
+        call(tape, "root")
+    error = raised.value
+    assert error.code() == grpc.StatusCode.NOT_FOUND, error
+    assert "Not on tape" in error.details() and tape in error.details()
+    assert calls[METHOD] == 0
+    events = stack.admin("GET", f"/v1/tapes/{tape}/events", params={"branch": "root"}).json()
+    assert [event["decision"] for event in events["events"]] == ["refused"]
+
+
+def test_a_grpc_tape_verifies_with_its_trailers(
+    stack: Stack, grpc_world: tuple[Call, Counter[str]]
+) -> None:
+    """Verify replays the gRPC recording through the proxy's own path and compares its
+    trailers with what the branch was served."""
+    call, _calls = grpc_world
+    tape = stack.open_tape()
+    (branch,) = stack.fork(tape, ["caller"])
+    call(tape, branch)
+    result = stack.admin("POST", f"/v1/tapes/{tape}/verify", timeout=300).json()
+    assert result["ok"] is True and result["first_mismatch"] is None, result
+    assert {b["branch"]: b["matched"] for b in result["branches"]}[branch] == 1

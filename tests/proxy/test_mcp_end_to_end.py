@@ -10,23 +10,15 @@ and on the sealed tape a new fork replays the conversation with no live call.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import httpx
 import pytest
+from mcp.shared.exceptions import MCPError
+from mcp.types import Implementation
 
 from tests.proxy.mcp_sessions import Branch, mcp_branch
 from tests.proxy.stack import Stack
-from tests.support.servers import ServerProcess, start_server
-
-
-@pytest.fixture(scope="module")
-def mcp_world() -> Iterator[ServerProcess]:
-    server = start_server(["tests.proxy.mcp_world"], health_path="/calls")
-    try:
-        yield server
-    finally:
-        server.stop()
+from tests.support.servers import ServerProcess
 
 
 def calls(world: ServerProcess) -> dict[str, int]:
@@ -205,3 +197,78 @@ def test_a_session_placeholder_keeps_one_sessions_write_from_anothers_reads_and_
         by_operation = {op: d for _m, op, d in log}
         assert by_operation["initialize"] == "replayed-write"
         assert by_operation["tools/call read_notes"] == "shared"
+
+
+def test_a_sealed_miss_fails_one_tool_call_and_the_session_goes_on(
+    stack: Stack, mcp_world: ServerProcess
+) -> None:
+    """A sealed MCP miss is a JSON-RPC error for that call inside HTTP 200 (before: a 502 that
+    ended the SDK's session): the next call of the same session is served from the tape."""
+    tape = stack.open_tape()
+    (recorder,) = stack.fork(tape, ["recorder"])
+    url = f"{mcp_world.url}/mcp"
+
+    async def record() -> str:
+        async with mcp_branch(stack.proxy.port, tape, recorder, url) as me:
+            await me.session.list_tools()  # the server declares `search` read-only
+            return await me.text("search", query="solar")
+
+    recorded = asyncio.run(record())
+    stack.seal(tape)
+    (replayer,) = stack.fork(tape, ["after-seal"])
+    sealed = calls(mcp_world)
+
+    async def replay() -> tuple[str, str, list[str]]:
+        async with mcp_branch(stack.proxy.port, tape, replayer, url) as me:
+            await me.session.list_tools()
+            with pytest.raises(MCPError) as missed:
+                await me.session.call_tool("search", {"query": "lunar"})
+            again = await me.text("search", query="solar")
+            return str(missed.value), again, me.decided("tools/call search")
+
+    message, again, decided = asyncio.run(replay())
+    assert "Not on tape" in message and "sealed" in message
+    assert again == recorded
+    assert decided == ["refused", "shared"]
+    assert calls(mcp_world) == sealed
+
+
+def test_a_tape_recorded_by_one_mcp_client_version_replays_sealed_under_another(
+    stack: Stack, mcp_world: ServerProcess
+) -> None:
+    """`clientInfo` and `params._meta` are protocol noise (resolver/protocol_noise.py): a tape
+    recorded by one SDK version replays sealed under another (before: `initialize` missed with
+    `body field 'params.clientInfo.version'`); a real difference is still named."""
+    tape = stack.open_tape()
+    (recorder,) = stack.fork(tape, ["as-2.3"])
+    url = f"{mcp_world.url}/mcp"
+    newer = Implementation(name="mcp", version="2.3.0")
+    older = Implementation(name="mcp", version="2.0.0")
+
+    async def record() -> str:
+        async with mcp_branch(stack.proxy.port, tape, recorder, url, client_info=newer) as me:
+            await me.session.list_tools()
+            answer = await me.session.call_tool("search", {"query": "solar"}, meta={"t": "1"})
+            block = answer.content[0]
+            assert block.type == "text"
+            return block.text
+
+    recorded = asyncio.run(record())
+    stack.seal(tape)
+    (replayer,) = stack.fork(tape, ["as-2.0"])
+    sealed = calls(mcp_world)
+
+    async def replay() -> tuple[str, list[tuple[str, str, str]], str]:
+        async with mcp_branch(stack.proxy.port, tape, replayer, url, client_info=older) as me:
+            await me.session.list_tools()
+            again = await me.text("search", query="solar")
+            with pytest.raises(MCPError) as missed:
+                await me.session.call_tool("search", {"query": "lunar"})
+            return again, me.decisions, str(missed.value.error.data)
+
+    again, decisions, problem = asyncio.run(replay())
+    assert again == recorded
+    assert calls(mcp_world) == sealed
+    served = {op: decision for _method, op, decision in decisions if op != "tools/call search"}
+    assert served["initialize"] == "replayed-write" and served["tools/list"] == "shared"
+    assert "params.arguments.query" in problem and "lunar" in problem

@@ -28,7 +28,7 @@ def test_sealed_miss_names_the_differing_parameter_and_recorded_occurrences(
     problem = json.loads(miss.body)
     nearest = problem["near_misses"][0]
     assert nearest["key"].startswith(
-        f"v3 GET http://localhost:{upstream.port}/search?page=1&q=solar headers:"
+        f"v4 GET http://localhost:{upstream.port}/search?page=1&q=solar"
     )
     assert nearest["differences"] == [
         {"part": "query", "name": "q", "asked": "wind", "recorded": "solar"}

@@ -217,3 +217,14 @@ def test_with_an_egress_proxy_a_sibling_that_leaves_the_recording_does_not_go_li
     asyncio.run(go())
     code, reason = flow.metadata[CLOSE_CLIENT]
     assert code == 1011 and reason.endswith("; egress proxy set")
+
+
+def test_a_websocket_conversation_tape_verifies(stack: Stack, world: World) -> None:
+    """Verify replays the recorded upgrade through the proxy's own resolve path: the
+    conversation's recording is found at its address and served as recorded."""
+    tape = stack.open_tape()
+    (branch,) = stack.fork(tape, ["talker"])
+    converse(stack, world, tape, branch, SAID)
+    result = stack.admin("POST", f"/v1/tapes/{tape}/verify", timeout=300).json()
+    assert result["ok"] is True and result["first_mismatch"] is None, result
+    assert {b["branch"]: b["matched"] for b in result["branches"]}[branch] == 1

@@ -23,7 +23,7 @@ def parts(**changes: object) -> RequestParts:
 
 def test_readable_form_is_versioned_and_normalised() -> None:
     key = request_key(parts())
-    assert key.readable == "v3 GET https://api.example.com/s?a=1&b=2"
+    assert key.readable == "v4 GET https://api.example.com/s?a=1&b=2"
     assert len(key.hash) == 64
 
 
@@ -138,7 +138,7 @@ def test_key_ignores_order_and_never_crashes(query, document, seed, body) -> Non
     other = base.with_changes(query=tuple(shuffled), body=other_body)
     assert request_key(base) == request_key(other)
     raw = request_key(base.with_changes(body=body))  # arbitrary bytes: keyed, not a crash
-    assert raw.readable.startswith("v3 POST ")
+    assert raw.readable.startswith("v4 POST ")
 
 
 def test_the_jsonrpc_id_leaves_the_key_and_the_operation_is_named() -> None:

@@ -134,3 +134,65 @@ def test_push_to_hub_without_huggingface_hub_says_how_to_get_it(
     monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # as if not installed
     with pytest.raises(HubUnavailable, match=r"groundhog-rl\[hub\]"):
         push_to_hub(tmp_path, "someone/tape")
+
+
+def _edit_parquet(path: Path, column: str, change) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    values = table.column(column).to_pylist()
+    values[0] = change(values[0])
+    index = table.schema.get_field_index(column)
+    field = table.schema.field(index)
+    pq.write_table(table.set_column(index, field, pa.array(values, type=field.type)), path)
+
+
+def test_a_published_folder_verifies_whole_and_any_edit_is_refused(
+    gh_proxied: Groundhog, resolver: ServerProcess, tape_name: str, http_upstream: Upstream,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    record_a_group(gh_proxied, tape_name, http_upstream)
+    folder = tmp_path / "dataset"
+    code, output = cli(resolver, "tape", "publish", tape_name, str(folder))
+    assert code == 0, output
+    assert sorted(p.name for p in folder.iterdir() if p.name.startswith("tape.")) == [
+        "tape.sqlite3"
+    ]
+    code, output = cli(resolver, "tape", "verify", str(folder))
+    assert code == 0 and "every branch replays" in output, output
+    assert not (folder / "tape.sqlite3-wal").exists() and not (folder / "tape.sqlite3-shm").exists()
+    before = sorted(tape.name for tape in gh_proxied.list_tapes())
+
+    def edited(name: str, edit) -> Path:
+        copy = tmp_path / name
+        shutil.copytree(folder, copy)
+        edit(copy)
+        return copy
+
+    body = edited("body", lambda f: _edit_parquet(
+        table_file(f, "bodies"), "data", lambda data: b"X" + data[1:]
+    ))  # fmt: skip
+    status = edited("status", lambda f: _edit_parquet(
+        table_file(f, "exchanges"), "response_status", lambda _s: 200 if _s != 200 else 503
+    ))  # fmt: skip
+
+    def other_card_digest(f: Path) -> None:
+        card = f / "README.md"
+        text = card.read_text()
+        digest = gh_proxied.digest(tape_name).digest
+        card.write_text(text.replace(digest, "0" * 64))
+
+    card = edited("card", other_card_digest)
+    for copy, named in (
+        (body, "bodies.parquet row 0 column 'data'"),
+        (status, "exchanges.parquet row 0 column 'response_status'"),
+        (card, "the card states " + "0" * 64),
+    ):
+        for command in ("import", "verify"):
+            args = ["tape", command, str(copy)]
+            if command == "import":
+                args += ["--name", f"{tape_name}-{copy.name}"]
+            code, output = cli(resolver, *args)
+            assert code == 1 and named in " ".join(output.split()), (command, output)
+    assert sorted(tape.name for tape in gh_proxied.list_tapes()) == before

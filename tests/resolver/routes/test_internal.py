@@ -152,8 +152,8 @@ def test_sealed_miss_is_502_naming_key_and_nearest_keys(proxy: ProxyDouble, tape
     assert miss.decision == "refused" and miss.status == 502
     problem = miss.json()
     assert problem["tape"] == tape_name and problem["branch"] == "root"
-    assert problem["request_key"] == "v3 GET https://api.example.com/search?q=solarx"
-    assert problem["nearest_keys"][0] == "v3 GET https://api.example.com/search?q=solar"
+    assert problem["request_key"] == "v4 GET https://api.example.com/search?q=solarx"
+    assert problem["nearest_keys"][0] == "v4 GET https://api.example.com/search?q=solar"
     assert len(problem["nearest_keys"]) == 3
     assert problem["occurrence"] == 0 and "fingerprint" in problem
     assert miss.resolution["response"]["headers"] == [["Content-Type", "application/problem+json"]]

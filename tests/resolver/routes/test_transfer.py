@@ -49,6 +49,8 @@ def test_export_import_round_trip_keeps_the_digest(
     )
     original_b1 = proxy.http.get(f"/v1/tapes/{tape_name}/branches/root%2Fb1").json()
     copy_b1 = proxy.http.get(f"/v1/tapes/{tape_name}-copy/branches/root%2Fb1").json()
+    # Capabilities are per tape: the copy's branch opens with its own, never the original's.
+    assert copy_b1.pop("capability") != original_b1.pop("capability")
     assert copy_b1 == original_b1 and copy_b1["versions"]
     # Occurrence counters came along too: the next ask of /docs/1 on b1 is occurrence 1.
     served = proxy.ask(tape_name + "-copy", "root/b1", path="/docs/1")

@@ -91,8 +91,7 @@ class Ask:
 def passes_through(tape: TapeRef, ask: Ask, body_too_large: bool) -> bool:
     """Whether the ask goes to the world unrecorded: a body over the limit, or a host the
     tape's `passthrough_hosts` name."""
-    hosts = {host.lower() for host in tape.config.get("passthrough_hosts", [])}
-    return body_too_large or ask.request.normalised_host in hosts
+    return body_too_large or ask.request.normalised_host in tape.settings.passthrough_host_set
 
 
 def cooperative_headers(ask: Ask) -> list[list[str]]:
@@ -169,8 +168,8 @@ def draft_ask(
     Sandbox identity leaves it first (resolver/sandbox_identity.py); the protocol profile reads
     the redacted body, so an operation's keyed body never holds a secret.
     """
-    config = tape.config
-    refuse_metadata(wire.host, wire.port, config)
+    settings = tape.settings
+    refuse_metadata(wire.host, wire.port, settings)
     raw = RequestParts(
         method=wire.method.upper(),
         scheme=wire.scheme,
@@ -181,20 +180,20 @@ def draft_ask(
         headers=tuple((name, value) for name, value in wire.headers),
         body=body,
     )
-    sandboxed = without_sandbox_identity(raw, config)
-    redacted = redact_request_cached(sandboxed, policy_from_config(config), redaction_key)
+    sandboxed = without_sandbox_identity(raw, settings)
+    redacted = redact_request_cached(sandboxed, policy_from_config(settings), redaction_key)
     request = redacted.request
-    carried = carried_session(raw, config)
+    carried = carried_session(raw, settings)
     operation = detect_operation(
         request,
-        pinned_profile(config, request.normalised_host),
+        pinned_profile(settings, request.normalised_host),
         in_session=raw.header(SESSION_HEADER) is not None,
     )
     key = request_key(
         request,
-        ignore_params=config.get("ignore_params", []),
-        match_headers=config.get("match_headers", []),
-        ignore_headers=config.get("ignore_headers", []),
+        ignore_params=settings.ignore_params,
+        match_headers=settings.match_headers,
+        ignore_headers=settings.ignore_headers,
         operation=operation,
     )
     return Draft(
@@ -233,15 +232,15 @@ def classify_draft(
 def _classify(
     draft: Draft, hint: Hint | KeyHint | None, tools_hint: Hint | None, session_label: str
 ) -> Classification:
-    config = draft.tape.config
+    settings = draft.tape.settings
     return classify(
         draft.request,
         draft.model,
-        rules=config.get("rules", []),
+        rules=settings.rule_mappings,
         hinted_reads=hint.reads if hint else None,
         hinted_writes=hint.writes if hint else None,
         operation=draft.operation,
-        tool_kinds=config.get("mcp_tools") or {},
+        tool_kinds=settings.mcp_tools,
         read_only_tools=names_of(tools_hint.reads) if tools_hint else frozenset(),
         session_label=session_label,
     )
@@ -265,13 +264,13 @@ def needs_tools_hint(draft: Draft) -> bool:
     operation = draft.operation
     if operation is None or operation.failed:
         return False
-    pinned = draft.tape.config.get("mcp_tools") or {}
+    pinned = draft.tape.settings.mcp_tools
     return any(c.method == TOOLS_CALL and c.tool not in pinned for c in operation.calls)
 
 
 def needs_session_label(draft: Draft) -> bool:
     """Whether the draft's `{session}` must be looked up in its lineage."""
-    return draft.session_hash is not None and uses_session(draft.tape.config)
+    return draft.session_hash is not None and uses_session(draft.tape.settings)
 
 
 def find_tools_hint(session: Executor, tape_id: int, draft: Draft) -> Hint | None:
@@ -315,7 +314,7 @@ def finish_ask(
 ) -> Ask:
     """The ask at its occurrence, with its fingerprints (pure)."""
     tape, branch, request = draft.tape, draft.branch, draft.request
-    config = tape.config
+    settings = tape.settings
     true_fingerprint = true_fingerprint_of(classification, versions)
     mode = Mode(tape.mode)
     address = lookup_fingerprint(
@@ -324,9 +323,7 @@ def finish_ask(
         true_fingerprint=true_fingerprint,
         branch=branch.path,
     )
-    cooperative = request.normalised_host in {
-        host.lower() for host in config.get("cooperative_hosts", [])
-    }
+    cooperative = request.normalised_host in settings.cooperative_host_set
     return Ask(
         tape_id=tape.id,
         tape_name=tape.name,
@@ -346,10 +343,10 @@ def finish_ask(
         fingerprint=address,
         findings=draft.findings,
         secrets=draft.secrets,
-        fault_rules=tuple(rules_of(config)),
-        simulator_url=config.get("simulator_url"),
-        simulate_writes=bool(config.get("simulate_writes", False)),
-        replay_client_messages=bool(config.get("websocket_replay_client_messages", False)),
+        fault_rules=tuple(rules_of(settings)),
+        simulator_url=settings.simulator_url,
+        simulate_writes=settings.simulate_writes,
+        replay_client_messages=settings.websocket_replay_client_messages,
         versions=tuple(sorted(versions.items())) if classification.is_write else (),
         attempt=attempt,
         session_hash=draft.session_hash,

@@ -20,7 +20,7 @@ something would still be replaced, and by which rule, never the value:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -29,6 +29,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from engine.tape_settings import TapeSettings
 from resolver.content_coding import decode_content
 from resolver.errors import ResolverError
 from resolver.redaction import DEFAULT_RESPONSE_HEADERS, Policy, policy_from_config, redact_request
@@ -126,9 +127,9 @@ def _response_findings(exchange: Exchange, body: bytes) -> Iterable[tuple[str, s
             yield "response.body", f"format-{rule}"
 
 
-def audit_tape(tape_id: int, config: Mapping[str, Any], *, session: Session) -> list[AuditFinding]:
+def audit_tape(tape_id: int, settings: TapeSettings, *, session: Session) -> list[AuditFinding]:
     """Every place in the tape's stored bytes that still looks like a secret (sorted, unique)."""
-    policy = policy_from_config(config)
+    policy = policy_from_config(settings)
     found: set[AuditFinding] = set()
     for exchange in session.scalars(select(Exchange).where(Exchange.tape_id == tape_id)):
         request_body = get_blob(exchange.request_body_sha, session=session)

@@ -154,7 +154,7 @@ def remember_opened_session(
     that session: remembered by the id's keyed hash as this ask's (resolver/session_labels.py)."""
     if pending.request.get("in_session"):
         return
-    opened = opened_session(live_headers, tape.config)
+    opened = opened_session(live_headers, tape.settings)
     if opened is None:
         return
     sandbox_sessions.remember_session_later(

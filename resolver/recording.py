@@ -192,7 +192,7 @@ class Recorder:
         """Release the ticket's claim; or, when a read's live call failed before the world
         answered and nothing is recorded, leave it failed for the waiters of this attempt
         (they are served the same failure, not a live call each: store/claims.py)."""
-        records_failures = tape is not None and tape.config.get("record_transport_failures")
+        records_failures = tape is not None and tape.settings.record_transport_failures
         failed = kind == "error" and wire.error is not None and not pending.is_write
         if failed and not records_failures:
             assert wire.error is not None
@@ -237,7 +237,7 @@ class Recorder:
                 # The event keeps no exchange: the report lists it as unrecorded.
                 logger.error("ticket %s went live unrecorded: %s", wire.ticket, wire.unrecorded)
                 return RecordResult(pending.decision, None, None, False), address
-            if kind == "error" and not tape.config.get("record_transport_failures", False):
+            if kind == "error" and not tape.settings.record_transport_failures:
                 result = upstream_failed(unit, pending, tape, wire)
             else:
                 result = store_answer(

@@ -9,14 +9,13 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import math
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from engine.tape_settings import Strict, TapeSettings
 from resolver.errors import BodyTooLarge, InvalidInput
-from resolver.faults import FaultKind
 from resolver.policy import DependencyModel, Mode
 
 TAPE_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,100}$"
@@ -68,90 +67,14 @@ def encode_base64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-_PRICED_HOST = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$")
-MAX_PRICE = 1e9
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Rule(Strict):
-    method: str = Field(default="*", min_length=1, max_length=20)
-    host: str | None = None
-    path: str | None = Field(default=None, min_length=1)
-    # A glob over the operation a protocol profile found (`tools/call write_note`,
-    # `query GetUser`, `/pkg.Service/Method`): resolver/operations.py.
-    operation: str | None = Field(default=None, min_length=1, max_length=500)
-    reads: list[str] = []
-    writes: list[str] = []
-
-    @model_validator(mode="after")
-    def _target(self) -> Rule:
-        if self.path is None and self.operation is None:
-            raise ValueError("a rule needs a path, an operation, or both")
-        return self
-
-
-class FaultRuleConfig(Strict):
-    """One `faults` rule of a tape (resolver/faults.py): where, how often, which failure."""
-
-    kind: FaultKind
-    rate: float = Field(ge=0.0, le=1.0)
-    host: str | None = None
-    path: str | None = None
-    methods: list[str] = []
-    retry_after: int = Field(default=1, ge=0, le=86400)
-    hold_ms: int = Field(default=1000, ge=0, le=600_000)
-    latency_ms: int = Field(default=200, ge=0, le=600_000)
-
-
-class TapeConfig(Strict):
-    """The body of `POST /v1/tapes`: everything that defines a tape's behaviour."""
+class TapeIdentity(Strict):
+    """What names a tape and is a column of its own: the tape's identity and switches."""
 
     name: str
     world_seed: int = Field(default=0, ge=INT64_MIN, le=INT64_MAX)
     mode: Mode = Mode.GROUNDHOG
     online: bool = True
     dependency_model: DependencyModel = DependencyModel.CLOSURE
-    ignore_params: list[str] = []
-    match_headers: list[str] = []
-    cooperative_hosts: list[str] = []
-    passthrough_hosts: list[str] = []
-    redact_headers: list[str] = []
-    redact_params: list[str] = []
-    redact_json_paths: list[str] = []
-    # Widen: extra secret formats (regexes). Narrow: names never redacted by the name rule,
-    # rule names switched off (`high-entropy`, `jwt`, `names`, …). See resolver/redaction.py.
-    redact_patterns: list[str] = []
-    redact_keep: list[str] = []
-    redact_disable: list[str] = []
-    # Hosts (or "*") whose credentials name no identity: every credential keys the same there.
-    interchangeable_credentials: list[str] | Literal["*"] = []
-    # Negotiation headers (Range, Accept, …) left out of the request key.
-    ignore_headers: list[str] = []
-    rules: list[Rule] = []
-    faults: list[FaultRuleConfig] = []
-    simulator_url: str | None = Field(default=None, pattern=r"^https?://[^\s]+$", max_length=2000)
-    simulate_writes: bool = False
-    # Record a failure before any HTTP answer (connect, TLS, timeout) as the world's answer.
-    record_transport_failures: bool = False
-    # Price of one live call per host, in any currency: the cost report prices calls with it.
-    prices: dict[str, float] = {}
-    # Let asks reach cloud metadata addresses (169.254.169.254, …): resolver/forbidden_targets.
-    allow_metadata_addresses: bool = False
-    # Protocol profiles pinned or switched off per host (or "*"): resolver/protocol_profiles.py.
-    protocols: dict[str, Literal["jsonrpc", "mcp", "graphql", "grpc", "off"]] = {}
-    # MCP tools classified by the tape, overriding the server's readOnlyHint either way.
-    mcp_tools: dict[str, Literal["read", "write"]] = {}
-    # Sandbox identity beyond Mcp-Session-Id (resolver/sandbox_identity.py): request headers
-    # and cookies that select a branch's sandbox, never keyed, never stored in clear.
-    sandbox_headers: list[str] = []
-    sandbox_cookies: list[str] = []
-    # A WebSocket sibling that leaves the recording goes live on a connection of its own; its
-    # earlier messages are sent to the world again first only where the tape says the server
-    # needs them: each is then a second live call of it (proxy/websocket_live.py).
-    websocket_replay_client_messages: bool = False
 
     @field_validator("name")
     @classmethod
@@ -160,42 +83,15 @@ class TapeConfig(Strict):
             raise ValueError("use 1-100 of A-Z a-z 0-9 _ . - (not '.' or '..')")
         return value
 
-    @field_validator("redact_patterns")
-    @classmethod
-    def _patterns(cls, value: list[str]) -> list[str]:
-        for pattern in value:
-            if not pattern or len(pattern) > 500:
-                raise ValueError("each pattern must be 1-500 characters")
-            try:
-                re.compile(pattern)
-            except re.error as error:
-                raise ValueError(f"pattern {pattern!r} is not a regex: {error}") from error
-        return value
 
-    @field_validator("prices", mode="before")
-    @classmethod
-    def _prices(cls, value: Any) -> Any:
-        if not isinstance(value, dict):
-            return value  # pydantic says it is not an object
-        for host, price in value.items():
-            if not isinstance(host, str) or not _PRICED_HOST.match(host):
-                raise ValueError(
-                    f"{host!r} is not a host name: give it in lowercase, without scheme, port or "
-                    "path (e.g. 'api.search.example')"
-                )
-            number_like = isinstance(price, int | float) and not isinstance(price, bool)
-            if not number_like or not math.isfinite(price) or not 0 <= price <= MAX_PRICE:
-                raise ValueError(
-                    f"the price of {host!r} must be a number from 0 to {MAX_PRICE:g} (the cost of "
-                    f"one live call), got {price!r}"
-                )
-        return value
+# The identity's fields come first in the schema (pydantic orders fields from the last base).
+class TapeConfig(TapeSettings, TapeIdentity):
+    """The body of `POST /v1/tapes`: everything that defines a tape's behaviour. Its settings
+    are `TapeSettings` (engine/tape_settings.py), the one place a setting is named."""
 
-    def stored_config(self) -> dict[str, Any]:
-        """The parts kept in the tape's JSON config column."""
-        return self.model_dump(
-            mode="json", exclude={"name", "world_seed", "mode", "online", "dependency_model"}
-        )
+    def identity(self) -> dict[str, Any]:
+        """The identity's fields as the tape view shows them."""
+        return self.model_dump(mode="json", include=set(TapeIdentity.model_fields))
 
 
 class ShimCounters(BaseModel):

@@ -50,10 +50,8 @@ def stored_form(
 ) -> tuple[list[list[str]], bytes]:
     """Headers redacted by the tape's rules (a `Set-Cookie` value a keyed placeholder), sandbox
     identity marked (never kept in clear), then headers and body scrubbed of echoes."""
-    kept = redact_response_headers(
-        headers, tape.config.get("redact_headers", []), key=redaction_key
-    )
-    kept = stored_response_headers(kept, tape.config)
+    kept = redact_response_headers(headers, tape.settings.redact_headers, key=redaction_key)
+    kept = stored_response_headers(kept, tape.settings)
     stored_headers, stored_body, _echoes = scrub_response(kept, body, echoed)
     return stored_headers, stored_body
 

@@ -125,4 +125,4 @@ def cost_section(tape: Tape, *, session: Session) -> dict[str, Any]:
     """The cost report (`resolver/costs.py`) of a tape, priced by its config's `prices`."""
     parents = {b.path: b.parent_path for b in list_branches(tape.id, session=session)}
     tallies = costs.host_tallies(tape.id, session=session)
-    return cost_report(tape.config.get("prices") or {}, tallies, parents)
+    return cost_report(tape.settings.prices, tallies, parents)

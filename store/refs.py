@@ -13,11 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from sqlalchemy import Text, bindparam, cast, func, select
 from sqlalchemy.sql import ClauseElement
 
+from engine.tape_settings import TapeSettings, stored_settings
 from store.models import Branch, BranchLease, Tape
 from store.prepared import Executor, Prepared
 
@@ -35,6 +37,11 @@ class TapeRef:
     config: dict[str, Any]
     # The config as the database holds it (JSON text), to tell later whether it changed.
     config_text: str | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def settings(self) -> TapeSettings:
+        """The config, typed (engine/tape_settings.py; parsed once per distinct config)."""
+        return stored_settings(self.config, self.config_text)
 
 
 @dataclass(frozen=True)

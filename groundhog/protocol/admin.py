@@ -66,6 +66,7 @@ class TapeInfo(Extensible):
     mcp_tools: dict[str, str] = field(default_factory=dict)
     sandbox_headers: list[str] = field(default_factory=list)
     sandbox_cookies: list[str] = field(default_factory=list)
+    websocket_replay_client_messages: bool = False
 
 
 @dataclass(frozen=True)

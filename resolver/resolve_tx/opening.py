@@ -81,7 +81,7 @@ def take_ask(
     found = None
     # A tape naming resources by `{session}` classifies after finding the branch (its lineage
     # names the session), so it opens with the plain statements.
-    if guess is not None and not uses_session(guess.config):
+    if guess is not None and not uses_session(guess.settings):
         taken = _take_as_guessed(
             session, guess, wire, body, redaction_key=redaction_key, drafts=drafts
         )

@@ -37,7 +37,7 @@ def _verdict(request: Request, body: TunnelRequest) -> TunnelVerdict:
             online=tape.online,
             host=body.host,
             port=body.port,
-            tape_passthrough_hosts=tape.config.get("passthrough_hosts") or [],
+            tape_passthrough_hosts=tape.settings.passthrough_hosts,
             listed_by_proxy=body.listed_by_proxy,
         )
 

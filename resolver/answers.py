@@ -12,6 +12,7 @@ from typing import Any, cast
 
 from sqlalchemy.orm import Session
 
+from engine.cache import Recorded
 from groundhog.protocol.wire import HeaderPairs, WireResponse, wire_response
 from resolver.asks import Ask
 from resolver.errors import PROBLEM_MEDIA_TYPE, problem_body
@@ -123,6 +124,11 @@ def recorded(exchange: Exchange, *, session: Session, tape_name: str) -> WireRes
     return wire_response(
         cast(int, exchange.response_status), exchange.response_headers or [], encode_base64(body)
     )
+
+
+def recorded_of(answer: exchanges.RecordedAnswer) -> Recorded:
+    """A recorded answer with no error (`answer.servable_as_read`), ready to serve."""
+    return Recorded(answer.exchange_id, from_answer(answer), answer.headers)
 
 
 def from_answer(answer: exchanges.RecordedAnswer) -> WireResponse:

@@ -16,35 +16,28 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from sqlalchemy.orm import Session
-
+from engine.refs import BranchRef, Hint, TapeRef
+from engine.resolve_request import ResolveRequest
 from groundhog.protocol import headers as protocol_headers
 from resolver.dependencies import Classification, classify, origin_resource
-from resolver.errors import NotFound
 from resolver.faults import FaultRule, rules_of
-from resolver.fingerprint import UNKNOWN_PREFIX, bump_versions, fingerprint
+from resolver.fingerprint import UNKNOWN_PREFIX, fingerprint
 from resolver.forbidden_targets import refuse_metadata
 from resolver.keys import RequestKey, request_key
-from resolver.mcp_tools import names_of, tools_key_hash
+from resolver.mcp_tools import names_of
 from resolver.operations import TOOLS_CALL, Operation
 from resolver.policy import DependencyModel, Mode, lookup_fingerprint
 from resolver.protocol_profiles import SESSION_HEADER, detect_operation, pinned_profile
 from resolver.redaction import policy_from_config, redact_request_cached
 from resolver.redaction_rules import Finding
 from resolver.request import RequestParts
-from resolver.resolve_tx.units import Executor
 from resolver.sandbox_identity import without_sandbox_identity
-from resolver.schemas import ResolveRequest, check_branch_path, check_tape_name
-from resolver.session_labels import carried_session, session_hash, unknown_label, uses_session
-from store import exchanges, refs
-from store.hints import Hint, find_hint
-from store.models import KeyHint
-from store.refs import BranchRef, TapeRef
-from store.sandbox_sessions import lineage_session_label
-from store.tapes import tape_exists
-from store.versions import set_versions, versions_of
+from resolver.session_labels import carried_session, session_hash, uses_session
+
+if TYPE_CHECKING:  # the ORM row a hint may be given as; the store is not loaded here
+    from store.models import KeyHint
 
 
 @dataclass(frozen=True)
@@ -106,35 +99,6 @@ def cooperative_headers(ask: Ask) -> list[list[str]]:
         [protocol_headers.SEED, str(seed)],
         [protocol_headers.OCCURRENCE, str(ask.occurrence)],
     ]
-
-
-def find_tape_and_branch(
-    session: Executor, tape_name: str, branch_path: str, *, relax_commit: bool = False
-) -> tuple[TapeRef, BranchRef] | None:
-    """Both in one round trip, or None if either is missing; malformed names are refused.
-
-    `relax_commit`: see `store.refs.find_tape_and_branch` (for the resolve path only).
-    """
-    check_tape_name(tape_name)
-    check_branch_path(branch_path)
-    return refs.find_tape_and_branch(
-        tape_name, branch_path, session=session, relax_commit=relax_commit
-    )
-
-
-def load_tape_and_branch(
-    session: Executor, tape_name: str, branch_path: str, *, relax_commit: bool = False
-) -> tuple[TapeRef, BranchRef]:
-    found = find_tape_and_branch(session, tape_name, branch_path, relax_commit=relax_commit)
-    if found is not None:
-        return found
-    if not tape_exists(tape_name, session=session):
-        raise NotFound(f"tape {tape_name!r} does not exist", tape=tape_name)
-    raise NotFound(
-        f"branch {branch_path!r} does not exist on tape {tape_name!r}",
-        tape=tape_name,
-        branch=branch_path,
-    )
 
 
 @dataclass(frozen=True)
@@ -246,18 +210,6 @@ def _classify(
     )
 
 
-def find_session_label(session: Executor, draft: Draft) -> str:
-    """What the draft's `{session}` names: "" where the tape's rules name no session or the
-    request carries none, else the label its lineage opened the session with (one lookup)."""
-    if not needs_session_label(draft):
-        return ""
-    assert draft.session_hash is not None
-    label = lineage_session_label(
-        draft.tape.id, draft.branch.id, draft.session_hash, session=session
-    )
-    return label if label is not None else unknown_label(draft.session_hash)
-
-
 def needs_tools_hint(draft: Draft) -> bool:
     """Whether the draft is a `tools/call` the tape does not classify itself, whose read-only
     tools its MCP endpoint declared (resolver/mcp_tools.py)."""
@@ -271,14 +223,6 @@ def needs_tools_hint(draft: Draft) -> bool:
 def needs_session_label(draft: Draft) -> bool:
     """Whether the draft's `{session}` must be looked up in its lineage."""
     return draft.session_hash is not None and uses_session(draft.tape.settings)
-
-
-def find_tools_hint(session: Executor, tape_id: int, draft: Draft) -> Hint | None:
-    """The read-only tools of the draft's MCP endpoint, looked up only for a `tools/call` the
-    tape does not classify itself (one lookup; every other ask reads nothing)."""
-    if not needs_tools_hint(draft):
-        return None
-    return find_hint(tape_id, tools_key_hash(draft.request.url()), session=session)
 
 
 def fingerprinted_resources(classification: Classification) -> frozenset[str]:
@@ -336,7 +280,7 @@ def finish_ask(
         branch=branch.path,
         request=request,
         key=draft.key,
-        body_sha=exchanges.sha256_hex(request.body),
+        body_sha=hashlib.sha256(request.body).hexdigest(),
         classification=classification,
         occurrence=occurrence,
         true_fingerprint=true_fingerprint,
@@ -399,14 +343,3 @@ def build_ask(
     return finish_ask(
         draft, classification, occurrence=occurrence, versions=versions, attempt=wire.attempt
     )
-
-
-def bump_branch(
-    session: Session,
-    branch_id: int,
-    resources: frozenset[str] | set[str],
-    key_hash: str,
-    body_sha: str,
-) -> None:
-    current = versions_of(branch_id, resources, session=session)
-    set_versions(branch_id, bump_versions(current, resources, key_hash, body_sha), session=session)

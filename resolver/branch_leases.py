@@ -23,14 +23,16 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from engine import failpoints
+from engine.refs import BranchRef
 from groundhog.protocol.wire import (
     LeaseAheadAnswer,
     LeaseEventsAnswer,
     LeaseGrant,
     LeaseRenewAnswer,
 )
-from resolver import answers, failpoints
-from resolver.asks import load_tape_and_branch
+from resolver import answers
+from resolver.ask_store import load_tape_and_branch
 from resolver.errors import BranchLeased, Conflict, InvalidInput
 from resolver.schemas import (
     LeaseAheadRequest,
@@ -42,7 +44,6 @@ from store import branch_leases
 from store.db import Store, transaction
 from store.identity import store_token
 from store.models import Branch, Tape
-from store.refs import BranchRef
 
 log = logging.getLogger(__name__)
 

@@ -19,11 +19,12 @@ import time
 
 from sqlalchemy.orm import Session
 
+from engine.cache import Recorded
 from groundhog.protocol.sandbox import minted_session
 from groundhog.protocol.wire import WireResponse
 from resolver import answers, injection, misses
-from resolver.asks import Ask, bump_branch, cooperative_headers
-from resolver.cache import Recorded
+from resolver.ask_store import bump_branch
+from resolver.asks import Ask, cooperative_headers
 from resolver.decision import ClaimState, Facts, Plan, Step
 from resolver.dependencies import recorded_writes
 from resolver.disk import DiskReserve

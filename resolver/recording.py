@@ -28,7 +28,10 @@ from typing import NoReturn
 
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
-from resolver import failpoints, notify
+from engine import failpoints
+from engine.cache import Address
+from engine.refs import TapeRef
+from resolver import notify
 from resolver.echoes import EchoBook
 from resolver.errors import BodyTooLarge, Conflict, ResolverError, StoreUnavailable
 from resolver.policy import Decision
@@ -43,13 +46,11 @@ from resolver.resolve_tx.opening import pop_pending_and_tape
 from resolver.resolve_tx.units import LoopWriter, Unit, unit_of_work
 from resolver.schemas import RecordRequest, decode_base64
 from resolver.stored_form import check_latin1_headers, stored_form
-from resolver.wakeups import Address
 from store import claims
 from store.claims import Pending
 from store.db import Store, transaction
 from store.exchanges import RecordedAnswer
 from store.models import PendingRecord, Tape
-from store.refs import TapeRef
 
 logger = logging.getLogger(__name__)
 

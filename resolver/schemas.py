@@ -14,7 +14,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from engine.resolve_request import ATTEMPT_PATTERN
 from engine.tape_settings import Strict, TapeSettings
+from groundhog.protocol import wire
 from resolver.errors import BodyTooLarge, InvalidInput
 from resolver.policy import DependencyModel, Mode
 
@@ -131,32 +133,6 @@ class ForkRequest(Strict):
         return value
 
 
-# An attempt id: what `secrets.token_urlsafe` makes (the proxy's), in a column of 64.
-ATTEMPT_PATTERN = r"^[A-Za-z0-9_-]+$"
-
-
-class ResolveRequest(BaseModel):
-    tape: str
-    branch: str
-    method: str = Field(min_length=1, max_length=20)
-    scheme: Literal["http", "https"] = "http"
-    host: str = Field(min_length=1, max_length=300)
-    port: int = Field(ge=1, le=65535)
-    path: str = "/"
-    query: list[tuple[str, str]] = []
-    headers: list[tuple[str, str]] = []
-    body: str = ""
-    body_too_large: bool = False
-    # The proxy's id for this ask, sent again when it retries an ask it got no answer to: the
-    # retry is given the occurrence its first try took (store/counters.py).
-    attempt: str | None = Field(default=None, min_length=1, max_length=64, pattern=ATTEMPT_PATTERN)
-    # The asking proxy's lease holder id (proxy/branch_leases.py), when it takes leases: a
-    # branch leased to another holder is refused to it (`branch-leased`) until released.
-    lease_holder: str | None = Field(
-        default=None, min_length=1, max_length=64, pattern=ATTEMPT_PATTERN
-    )
-
-
 class ResponseIn(BaseModel):
     status: int = Field(ge=100, le=599)
     headers: list[tuple[str, str]] = []
@@ -213,8 +189,6 @@ class WaitRequest(BaseModel):
 # Ids are BIGINT (SQLite's INTEGER); epochs and occurrences INTEGER on PostgreSQL.
 _MAX_ID = 2**63 - 1
 _MAX_INT = 2**31 - 1
-# A read-ahead names at most this many exchanges its holder keeps (the newest it knows).
-MAX_HELD_EXCHANGES = 1024
 
 
 class LeaseTakeRequest(BaseModel):
@@ -233,7 +207,7 @@ class LeaseAheadRequest(BaseModel):
     # Exchange ids of the tape whose answers the holder keeps already (a sibling's answers or
     # recordings): the read-ahead goes past them instead of sending them again.
     held: list[Annotated[int, Field(ge=1, le=_MAX_ID)]] = Field(
-        default_factory=list, max_length=MAX_HELD_EXCHANGES
+        default_factory=list, max_length=wire.MAX_HELD_EXCHANGES
     )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.refs import TapeRef
 from resolver.echoes import Secrets, scrub_response
 from resolver.errors import InvalidInput
 from resolver.redaction import redact_response_headers
@@ -22,7 +23,6 @@ from resolver.schemas import RecordRequest
 from store import exchanges
 from store.claims import Pending
 from store.models import Tape
-from store.refs import TapeRef
 
 
 def check_latin1_headers(headers: list[tuple[str, str]], field: str) -> None:

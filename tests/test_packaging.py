@@ -23,6 +23,7 @@ PROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
 LOCAL = {
     "groundhog",
     "engine",
+    "services",
     "resolver",
     "store",
     "proxy",
@@ -126,7 +127,7 @@ def test_publishing_needs_only_the_datasets_extra_and_the_hub_upload_its_own() -
 def test_every_service_import_is_declared() -> None:
     paths = [
         path
-        for package in ("engine", "resolver", "store", "proxy", "worldsim")
+        for package in ("engine", "services", "resolver", "store", "proxy", "worldsim")
         for path in sources(package)
     ]
     assert undeclared(paths, "services", module_level_only=False) == []

@@ -103,6 +103,10 @@ class LeaseTakeAsk(TypedDict):
     holder: str
 
 
+# A read-ahead names at most this many exchanges its holder keeps (the newest it knows).
+MAX_HELD_EXCHANGES = 1024
+
+
 class LeaseAheadAsk(TypedDict):
     """The body of `POST /v1/leases/ahead` (`held`: exchange ids of the tape the holder keeps
     already, which the read-ahead leaves out)."""

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from resolver.asks import load_tape_and_branch
+from resolver.ask_store import load_tape_and_branch
 from resolver.auth import require_proxy
 from resolver.tunnels import TunnelVerdict, decide_tunnel
 from store.db import transaction

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from engine.cache import Recorded
 from engine.tape_settings import FaultKind
 from resolver.asks import Ask
-from resolver.cache import Recorded
 from resolver.decision import ClaimState, Facts
 from resolver.dependencies import Classification
 from resolver.facts import address_of, claim_state, facts_of, recorded_facts

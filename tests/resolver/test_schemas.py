@@ -14,6 +14,7 @@ from typing import Any, NotRequired, Required, get_args, get_origin, get_type_hi
 import pytest
 from pydantic import BaseModel, ValidationError
 
+from engine.resolve_request import ResolveRequest
 from groundhog.protocol.wire import (
     HeldLeaseRef,
     LeaseAheadAsk,
@@ -30,7 +31,6 @@ from resolver.schemas import (
     LeaseEventsRequest,
     LeaseRenewRequest,
     LeaseTakeRequest,
-    ResolveRequest,
     TapeConfig,
 )
 

@@ -20,7 +20,7 @@ import logging
 import os
 import signal
 
-from resolver.errors import InvalidInput
+from engine.errors import InvalidSpec
 
 logger = logging.getLogger(__name__)
 
@@ -56,12 +56,12 @@ def parse(spec: str) -> dict[str, int]:
         name, _, count = item.partition("@")
         if name not in NAMES and name not in PROXY_NAMES:
             known = ", ".join((*NAMES, *PROXY_NAMES))
-            raise InvalidInput(
+            raise InvalidSpec(
                 f"unknown failpoint {name!r} in GROUNDHOG_FAILPOINTS; known: {known}",
                 field="failpoints",
             )
         if count and (not count.isdigit() or int(count) < 1):
-            raise InvalidInput(
+            raise InvalidSpec(
                 f"failpoint {item!r}: the count after @ must be a whole number from 1",
                 field="failpoints",
             )

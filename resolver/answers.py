@@ -13,11 +13,11 @@ from typing import Any, cast
 from sqlalchemy.orm import Session
 
 from engine.cache import Recorded
+from engine.near_miss import NearMiss
 from groundhog.protocol.wire import HeaderPairs, WireResponse, wire_response
 from resolver.asks import Ask
 from resolver.errors import PROBLEM_MEDIA_TYPE, problem_body
 from resolver.keys import KEY_VERSION
-from resolver.near_miss import NearMiss
 from resolver.redaction_rules import without_identity
 from resolver.schemas import encode_base64
 from store import exchanges

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
+from engine.fingerprint import bump_versions
 from engine.refs import BranchRef, Hint, TapeRef
 from resolver.asks import Draft, needs_session_label, needs_tools_hint
 from resolver.errors import NotFound
-from resolver.fingerprint import bump_versions
 from resolver.mcp_tools import tools_key_hash
 from resolver.resolve_tx.units import Executor
 from resolver.schemas import check_branch_path, check_tape_name

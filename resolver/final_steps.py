@@ -20,6 +20,7 @@ import time
 from sqlalchemy.orm import Session
 
 from engine.cache import Recorded
+from engine.fingerprint import unknown_version
 from groundhog.protocol.sandbox import minted_session
 from groundhog.protocol.wire import WireResponse
 from resolver import answers, injection, misses
@@ -30,7 +31,6 @@ from resolver.dependencies import recorded_writes
 from resolver.disk import DiskReserve
 from resolver.echoes import EchoBook
 from resolver.facts import holder_of
-from resolver.fingerprint import unknown_version
 from resolver.policy import Action, Decision
 from resolver.resolve_results import Resolution, Waiting
 from resolver.resolve_tx.units import Unit

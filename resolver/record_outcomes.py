@@ -22,12 +22,12 @@ from urllib.parse import urlsplit
 from sqlalchemy.orm import Session
 
 from engine.cache import Address
+from engine.fingerprint import BASE_VERSION, bump_versions, unknown_version
 from engine.refs import TapeRef
 from groundhog.protocol.wire import WireResponse, wire_response
 from resolver import answers
 from resolver.dependencies import Classification, origin_resource, recorded_writes, response_hints
 from resolver.echoes import Secrets
-from resolver.fingerprint import BASE_VERSION, bump_versions, unknown_version
 from resolver.mcp_tools import hint_value, is_tools_list, read_only_tools, tools_key_hash
 from resolver.policy import Decision, DependencyModel
 from resolver.request import DEFAULT_PORTS, RequestParts

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from engine.fingerprint import unknown_version
 from engine.refs import BranchRef, Hint, TapeRef
 from engine.resolve_request import ResolveRequest
 from resolver.ask_store import bump_branch, find_tape_and_branch, load_tape_and_branch
@@ -23,7 +24,6 @@ from resolver.asks import (
 )
 from resolver.dependencies import Classification
 from resolver.errors import InvalidInput, NotFound
-from resolver.fingerprint import unknown_version
 from resolver.policy import DependencyModel, Mode
 from resolver.resolve_tx.opening import take_ask
 from store.branches import fork_branch, get_branch

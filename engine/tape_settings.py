@@ -54,7 +54,7 @@ class Rule(Strict):
 
 
 class FaultRuleConfig(Strict):
-    """One `faults` rule of a tape (resolver/faults.py): where, how often, which failure."""
+    """One `faults` rule of a tape (engine/faults.py): where, how often, which failure."""
 
     kind: FaultKind
     rate: float = Field(ge=0.0, le=1.0)

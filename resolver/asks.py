@@ -18,12 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from engine.faults import FaultRule, rules_of
 from engine.fingerprint import UNKNOWN_PREFIX, fingerprint
 from engine.refs import BranchRef, Hint, TapeRef
 from engine.resolve_request import ResolveRequest
 from groundhog.protocol import headers as protocol_headers
 from resolver.dependencies import Classification, classify, origin_resource
-from resolver.faults import FaultRule, rules_of
 from resolver.forbidden_targets import refuse_metadata
 from resolver.keys import RequestKey, request_key
 from resolver.mcp_tools import names_of

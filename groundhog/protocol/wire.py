@@ -117,7 +117,7 @@ class LeaseAheadAsk(TypedDict):
 
 
 class LeaseTape(TypedDict):
-    """The tape as a resolve sees it (`store.refs.TapeRef`'s fields)."""
+    """The tape as a resolve sees it (`engine.refs.TapeRef`'s fields)."""
 
     id: int
     name: str

@@ -134,7 +134,7 @@ def _answer_fields(result: Resolution, lease_seconds: float | None) -> dict[str,
         "request_key": ask.key.hash,
         "ticket": result.ticket,
         "upstream_headers": result.upstream_headers,
-        "delay_ms": result.delay_ms,  # faults (resolver/faults.py): the proxy holds this long
+        "delay_ms": result.delay_ms,  # faults (engine/faults.py): the proxy holds this long
     }
     if result.ticket is not None and lease_seconds is not None:
         answer["lease_seconds"] = lease_seconds  # renew every third of it while fetching

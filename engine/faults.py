@@ -27,8 +27,8 @@ from typing import Any
 
 from engine.tape_settings import FaultKind, TapeSettings
 from groundhog.protocol.headers import FAULT as FAULT_HEADER
+from groundhog.protocol.problems import MEDIA_TYPE, problem_bytes
 from groundhog.protocol.wire import HeaderPairs, WireResponse, wire_response
-from resolver.errors import PROBLEM_MEDIA_TYPE, problem_body
 
 DRAW_VERSION = "groundhog-fault-v1"
 
@@ -125,7 +125,7 @@ def injected_response(
 ) -> WireResponse:
     """The wire response of an injected fault: identical bytes for every branch at the address."""
     status, title = _STATUS[fault.kind]
-    body = problem_body(
+    body = problem_bytes(
         status,
         f"injected-{fault.kind}",
         title,
@@ -136,7 +136,7 @@ def injected_response(
         occurrence=occurrence,
         fault=str(fault.kind),
     )
-    headers: HeaderPairs = [["Content-Type", PROBLEM_MEDIA_TYPE], [FAULT_HEADER, str(fault.kind)]]
+    headers: HeaderPairs = [["Content-Type", MEDIA_TYPE], [FAULT_HEADER, str(fault.kind)]]
     if fault.kind in (FaultKind.TOO_MANY_REQUESTS, FaultKind.UNAVAILABLE):
         headers.append(["Retry-After", str(fault.rule.retry_after)])
     return wire_response(status, headers, base64.b64encode(body).decode("ascii"))

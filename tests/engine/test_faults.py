@@ -7,8 +7,7 @@ import json
 
 import pytest
 
-from engine.tape_settings import FaultKind, stored_settings
-from resolver.faults import (
+from engine.faults import (
     FAULT_HEADER,
     Fault,
     FaultRule,
@@ -17,6 +16,7 @@ from resolver.faults import (
     injected_response,
     rules_of,
 )
+from engine.tape_settings import FaultKind, stored_settings
 
 
 def decide(

@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.perf_tapes import BRANCHES, bulk_load, resolve_body
+from engine.resolve_request import ResolveRequest
 from resolver import resolve_tx
 from resolver.policy import Decision
 from resolver.resolution import Resolver
 from resolver.resolve_results import Resolution, Waiting
 from resolver.resolve_tx.units import loop_writer_for
-from resolver.schemas import ResolveRequest
 from store.db import open_store
 
 logger = logging.getLogger("bench.hit_inprocess")

@@ -27,6 +27,7 @@ from typing import Any
 import httpx
 
 from bench.harness import start_child
+from engine.tape_settings import TapeSettings
 from resolver.keys import request_key
 from resolver.redaction import policy_from_config, redact_request, redact_request_cached
 from resolver.request import RequestParts
@@ -158,7 +159,7 @@ def per_call_us(function, repeats: int) -> float:
 
 def keying_functions(kind: str):
     request = worker_request(kind)
-    policy = policy_from_config({})
+    policy = policy_from_config(TapeSettings())
     key = b"k" * 32
     redacted = redact_request(request, policy, key).request
     return (

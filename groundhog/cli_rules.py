@@ -100,7 +100,7 @@ def rules(
             _load_document(from_openapi), server=server, read_extensions=read_extension or ()
         )
     except OpenAPIError as error:
-        raise fail(f"--from-openapi {from_openapi}: {error}") from None
+        raise fail(f"--from-openapi {from_openapi}: {error.detail}") from None
     console.print(_judgement_table(imported, accept_inferred))
     inferred = imported.inferred
     if inferred and not accept_inferred:

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from groundhog.errors import GroundhogError
+
 SAFE_METHODS = ("get", "head", "options")
 METHODS = ("get", "head", "options", "post", "put", "patch", "delete")
 # Words in an operation id or tag that, by common convention, name an operation that reads.
@@ -30,8 +32,11 @@ _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-class OpenAPIError(ValueError):
+class OpenAPIError(GroundhogError, ValueError):
     """The document is not an OpenAPI 3.x document this import can read."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(None, "Unusable OpenAPI document", detail)
 
 
 @dataclass(frozen=True)

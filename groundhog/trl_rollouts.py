@@ -36,6 +36,7 @@ from typing import Any
 import httpx
 
 from groundhog.client import Groundhog
+from groundhog.errors import GroundhogError
 from groundhog.rollout_groups import RolloutGroups
 
 REQUIRED_KEYS = ("prompt_ids", "completion_ids", "logprobs")
@@ -44,8 +45,11 @@ BRANCH_FIELD = "groundhog_branch"
 Rollout = Callable[[Any, Any, httpx.AsyncClient], Awaitable[Mapping[str, Any]]]
 
 
-class RolloutOutputError(ValueError):
+class RolloutOutputError(GroundhogError, ValueError):
     """A rollout returned something TRL's trainer would refuse (a missing key)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(None, "Rollout output TRL would refuse", detail)
 
 
 def _mode(trainer: Any) -> str:

@@ -27,6 +27,9 @@ from typing import Any
 
 from mitmproxy.exceptions import OptionsError
 
+from engine import failpoints
+from engine.cache import Recorded
+from engine.resolve_request import ResolveRequest
 from groundhog.protocol.capabilities import matches_digest
 from groundhog.protocol.decisions import Action, Decision
 from groundhog.protocol.wire import (
@@ -52,11 +55,8 @@ from proxy.resolver_client import (
     ResolverRejected,
     ResolverUnavailable,
 )
-from resolver import failpoints
-from resolver.cache import Recorded
 from resolver.draft_memo import DraftMemo
 from resolver.leased_hits import BranchCopy, local_hit
-from resolver.schemas import ResolveRequest
 
 log = logging.getLogger(__name__)
 

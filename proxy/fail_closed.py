@@ -16,7 +16,7 @@ exception applies that hook's closing move:
   nothing relayed; `server_connect`: the upstream connection is refused; `client_connected`:
   the client is disconnected.
 
-The wrapper also reaches the failpoint `proxy.hook.<Class>.<hook>` first (resolver/failpoints.py),
+The wrapper also reaches the failpoint `proxy.hook.<Class>.<hook>` first (engine/failpoints.py),
 so a test can raise inside any hook of a real proxy and see it closed.
 """
 
@@ -32,9 +32,9 @@ from mitmproxy import connection, http
 from mitmproxy.proxy import commands, events, layer
 from mitmproxy.proxy.server_hooks import ServerConnectionHookData
 
+from engine import failpoints
 from proxy import native, problems
 from proxy.live import META, FlowState
-from resolver import failpoints
 
 log = logging.getLogger(__name__)
 

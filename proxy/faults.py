@@ -1,4 +1,4 @@
-"""The proxy's part of injected faults (resolver/faults.py decides them; this acts them out).
+"""The proxy's part of injected faults (engine/faults.py decides them; this acts them out).
 
 Two faults cannot be expressed as an answer the resolver hands over: a delay (a latency fault,
 or a timeout's hold before its 504) and a connection reset. The resolver says `delay_ms` in the

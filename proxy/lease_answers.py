@@ -2,7 +2,7 @@
 
 The sidecar decides a leased branch's hits with the resolver's code (resolver/leased_hits.py),
 whose lookup of the recorded answer is synchronous: it runs on mitmproxy's event loop, between
-the request and its answer. Memory (resolver/cache.py's `AnswerCache`) answers it at once. A
+the request and its answer. Memory (engine/cache.py's `AnswerCache`) answers it at once. A
 memory miss the disk tier (proxy/answer_disk.py) holds is read in a thread and the decision
 made again with the answer read (`decide`); a read on the loop would stall every flow of the
 proxy for as long as the disk takes, and a cold or throttled disk can take milliseconds. What
@@ -22,9 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from engine.cache import Address, AnswerCache, Recorded
+from groundhog.protocol.wire import MAX_HELD_EXCHANGES
 from proxy.answer_disk import DIRECTORY_NAME, AnswerDisk, DiskKey
-from resolver.cache import Address, AnswerCache, Recorded
-from resolver.schemas import MAX_HELD_EXCHANGES
 
 log = logging.getLogger(__name__)
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine import failpoints
 from groundhog.protocol.wire import LeaseEventsAsk, LeaseHitEvent, LeaseRenewAsk
 from proxy.lease_log import Lease, LeaseLog
 from proxy.resolver_client import (
@@ -29,7 +30,6 @@ from proxy.resolver_client import (
     ResolverUnavailable,
     asked_again,
 )
-from resolver import failpoints
 from resolver.leased_hits import BranchCopy
 
 log = logging.getLogger(__name__)

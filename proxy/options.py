@@ -13,9 +13,9 @@ from typing import Any, cast
 from mitmproxy.addonmanager import Loader
 from mitmproxy.exceptions import OptionsError
 
+from engine import failpoints
+from engine.errors import InvalidSpec
 from proxy.host_map import HostMapError, Target, parse_host_map
-from resolver import failpoints
-from resolver.errors import InvalidInput
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 DEFAULT_RESOLVE_TIMEOUT = 5.0
@@ -158,7 +158,7 @@ def declare_options(loader: Loader) -> None:
         "groundhog_failpoints",
         str,
         "",
-        "Crash-injection tests only: `name[@N],…` of resolver/failpoints.PROXY_NAMES at which "
+        "Crash-injection tests only: `name[@N],…` of engine/failpoints.PROXY_NAMES at which "
         "this proxy SIGKILLs itself (the N-th time it gets there), or `proxy.hook.<Addon>.<hook>` "
         "at which that addon hook raises (proxy/fail_closed.py); empty in production.",
     )
@@ -206,7 +206,7 @@ def arm_failpoints(spec: str) -> None:
     """Arm `groundhog_failpoints` (crash-injection tests); a bad spec names the known ones."""
     try:
         failpoints.arm(spec)
-    except InvalidInput as error:
+    except InvalidSpec as error:
         raise OptionsError(f"groundhog_failpoints: {error}") from error
 
 

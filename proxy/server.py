@@ -4,7 +4,7 @@ The CLI (`groundhog proxy`, `groundhog up`) and `python -m proxy` both call `run
 options set here are part of the contract: `connection_strategy=lazy` and
 `upstream_cert=false` mean a tape hit opens no upstream connection at all (not even a TLS
 peek for the certificate), and the CA lives in `<data>/ca` (or `--ca-dir`), generated once per
-deployment by `resolver.ca.ensure_ca` — the same function the resolver uses, so a proxy and a
+deployment by `services.ca.ensure_ca` — the same function the resolver uses, so a proxy and a
 resolver starting together can never create two different CAs. Without this module each caller
 would assemble those options by hand.
 """
@@ -43,7 +43,7 @@ from proxy.header_deadline import HeaderDeadline
 from proxy.options import DEFAULT_MAX_BODY_BYTES
 from proxy.startup_checks import warn_if_resolver_dead
 from proxy.tunnels import Tunnels
-from resolver.ca import ensure_ca
+from services.ca import ensure_ca
 
 log = logging.getLogger(__name__)
 

@@ -12,11 +12,12 @@ from typing import Any, cast
 
 from sqlalchemy.orm import Session
 
+from engine.cache import Recorded
+from engine.near_miss import NearMiss
 from groundhog.protocol.wire import HeaderPairs, WireResponse, wire_response
 from resolver.asks import Ask
 from resolver.errors import PROBLEM_MEDIA_TYPE, problem_body
 from resolver.keys import KEY_VERSION
-from resolver.near_miss import NearMiss
 from resolver.protocol_refusals import in_protocol_words
 from resolver.redaction_rules import without_identity
 from resolver.schemas import encode_base64
@@ -125,6 +126,11 @@ def recorded(exchange: Exchange, *, session: Session, tape_name: str) -> WireRes
     return wire_response(
         cast(int, exchange.response_status), exchange.response_headers or [], encode_base64(body)
     )
+
+
+def recorded_of(answer: exchanges.RecordedAnswer) -> Recorded:
+    """A recorded answer with no error (`answer.servable_as_read`), ready to serve."""
+    return Recorded(answer.exchange_id, from_answer(answer), answer.headers)
 
 
 def from_answer(answer: exchanges.RecordedAnswer) -> WireResponse:

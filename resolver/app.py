@@ -16,18 +16,18 @@ from pathlib import Path
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
-from resolver import failpoints, notify, ui
+from engine import failpoints
+from resolver import notify, ui
 from resolver.api_docs import install_api_docs
 from resolver.auth import check_proxy
-from resolver.ca import ensure_ca
 from resolver.capabilities import BranchCapabilities, Capabilities
 from resolver.deployment_key import load_or_create_key, make_private_dir, parse_key
 from resolver.disk import DiskReserve
 from resolver.echoes import EchoBook
-from resolver.errors import install_error_handlers
 from resolver.hot_protocol import protocol_for
 from resolver.limits import BodyLimit
 from resolver.metrics import Metrics
+from resolver.problem_handlers import install_error_handlers
 from resolver.recording import Recorder
 from resolver.resolution import Resolver
 from resolver.resolve_tx.units import loop_writer_for
@@ -45,6 +45,7 @@ from resolver.routes import (
 )
 from resolver.settings import Settings, load_settings
 from resolver.wakeups import Wakeups
+from services.ca import ensure_ca
 from store.db import open_store
 
 logger = logging.getLogger(__name__)

@@ -16,37 +16,30 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from sqlalchemy.orm import Session
-
+from engine.faults import FaultRule, rules_of
+from engine.fingerprint import UNKNOWN_PREFIX, fingerprint
+from engine.refs import BranchRef, Hint, TapeRef
+from engine.resolve_request import ResolveRequest
 from groundhog.protocol import headers as protocol_headers
 from resolver.catalog.matching import ToolMatch, match_request, view_for
 from resolver.dependencies import Classification, classify, origin_resource
-from resolver.errors import NotFound
-from resolver.faults import FaultRule, rules_of
-from resolver.fingerprint import UNKNOWN_PREFIX, bump_versions, fingerprint
 from resolver.forbidden_targets import refuse_metadata
 from resolver.keys import RequestKey, request_key
-from resolver.mcp_tools import names_of, tools_key_hash
+from resolver.mcp_tools import names_of
 from resolver.operations import TOOLS_CALL, Operation
 from resolver.policy import DependencyModel, Mode, lookup_fingerprint
 from resolver.protocol_profiles import SESSION_HEADER, detect_operation, pinned_profile
 from resolver.redaction import policy_from_config, redact_request_cached
 from resolver.redaction_rules import Finding
 from resolver.request import RequestParts
-from resolver.resolve_tx.units import Executor
 from resolver.sandbox_identity import without_sandbox_identity
-from resolver.schemas import ResolveRequest, check_branch_path, check_tape_name
-from resolver.session_labels import carried_session, session_hash, unknown_label, uses_session
+from resolver.session_labels import carried_session, session_hash, uses_session
 from resolver.toolchain_hosts import is_toolchain_download
-from store import exchanges, refs
-from store.hints import Hint, find_hint
-from store.models import KeyHint
-from store.refs import BranchRef, TapeRef
-from store.sandbox_sessions import lineage_session_label
-from store.tapes import tape_exists
-from store.versions import set_versions, versions_of
+
+if TYPE_CHECKING:  # the ORM row a hint may be given as; the store is not loaded here
+    from store.models import KeyHint
 
 
 @dataclass(frozen=True)
@@ -98,15 +91,13 @@ CATALOG_MODELS = frozenset({DependencyModel.CLOSURE, DependencyModel.RULES})
 def passes_through(tape: TapeRef, ask: Ask, body_too_large: bool) -> bool:
     """Whether the ask goes to the world unrecorded: a body over the limit, a host the tape's
     `passthrough_hosts` name, or a package index / toolchain download (unless the tape's
-    `toolchain_passthrough` is off)."""
+    `toolchain_passthrough` is off; a tape stored before it existed reads it off and keeps
+    serving the package reads it recorded: engine/tape_settings.py)."""
     host = ask.request.normalised_host
-    hosts = {name.lower() for name in tape.config.get("passthrough_hosts", [])}
-    if body_too_large or host in hosts:
+    settings = tape.settings
+    if body_too_large or host in settings.passthrough_host_set:
         return True
-    # Every tape opened since the setting exists stores it (default true); one recorded before
-    # (or imported from such an export) keeps serving the package reads it recorded.
-    toolchain = tape.config.get("toolchain_passthrough", False)
-    return bool(toolchain) and is_toolchain_download(host, ask.request.path)
+    return settings.toolchain_passthrough and is_toolchain_download(host, ask.request.path)
 
 
 def cooperative_headers(ask: Ask) -> list[list[str]]:
@@ -121,35 +112,6 @@ def cooperative_headers(ask: Ask) -> list[list[str]]:
         [protocol_headers.SEED, str(seed)],
         [protocol_headers.OCCURRENCE, str(ask.occurrence)],
     ]
-
-
-def find_tape_and_branch(
-    session: Executor, tape_name: str, branch_path: str, *, relax_commit: bool = False
-) -> tuple[TapeRef, BranchRef] | None:
-    """Both in one round trip, or None if either is missing; malformed names are refused.
-
-    `relax_commit`: see `store.refs.find_tape_and_branch` (for the resolve path only).
-    """
-    check_tape_name(tape_name)
-    check_branch_path(branch_path)
-    return refs.find_tape_and_branch(
-        tape_name, branch_path, session=session, relax_commit=relax_commit
-    )
-
-
-def load_tape_and_branch(
-    session: Executor, tape_name: str, branch_path: str, *, relax_commit: bool = False
-) -> tuple[TapeRef, BranchRef]:
-    found = find_tape_and_branch(session, tape_name, branch_path, relax_commit=relax_commit)
-    if found is not None:
-        return found
-    if not tape_exists(tape_name, session=session):
-        raise NotFound(f"tape {tape_name!r} does not exist", tape=tape_name)
-    raise NotFound(
-        f"branch {branch_path!r} does not exist on tape {tape_name!r}",
-        tape=tape_name,
-        branch=branch_path,
-    )
 
 
 @dataclass(frozen=True)
@@ -185,8 +147,8 @@ def draft_ask(
     Sandbox identity leaves it first (resolver/sandbox_identity.py); the protocol profile reads
     the redacted body, so an operation's keyed body never holds a secret.
     """
-    config = tape.config
-    refuse_metadata(wire.host, wire.port, config)
+    settings = tape.settings
+    refuse_metadata(wire.host, wire.port, settings)
     raw = RequestParts(
         method=wire.method.upper(),
         scheme=wire.scheme,
@@ -197,24 +159,24 @@ def draft_ask(
         headers=tuple((name, value) for name, value in wire.headers),
         body=body,
     )
-    sandboxed = without_sandbox_identity(raw, config)
-    redacted = redact_request_cached(sandboxed, policy_from_config(config), redaction_key)
+    sandboxed = without_sandbox_identity(raw, settings)
+    redacted = redact_request_cached(sandboxed, policy_from_config(settings), redaction_key)
     request = redacted.request
-    carried = carried_session(raw, config)
+    carried = carried_session(raw, settings)
     operation = detect_operation(
         request,
-        pinned_profile(config, request.normalised_host),
+        pinned_profile(settings, request.normalised_host),
         in_session=raw.header(SESSION_HEADER) is not None,
     )
     model = DependencyModel(tape.dependency_model)
     tool = None
     if operation is None and model in CATALOG_MODELS:
-        tool = match_request(view_for(config), request)
+        tool = match_request(view_for(settings.catalog), request)
     key = request_key(
         request,
-        ignore_params=config.get("ignore_params", []),
-        match_headers=config.get("match_headers", []),
-        ignore_headers=config.get("ignore_headers", []),
+        ignore_params=settings.ignore_params,
+        match_headers=settings.match_headers,
+        ignore_headers=settings.ignore_headers,
         operation=operation,
         keyed_body=None if tool is None else tool.keyed_body,
     )
@@ -255,31 +217,19 @@ def classify_draft(
 def _classify(
     draft: Draft, hint: Hint | KeyHint | None, tools_hint: Hint | None, session_label: str
 ) -> Classification:
-    config = draft.tape.config
+    settings = draft.tape.settings
     return classify(
         draft.request,
         draft.model,
-        rules=config.get("rules", []),
+        rules=settings.rule_mappings,
         hinted_reads=hint.reads if hint else None,
         hinted_writes=hint.writes if hint else None,
         operation=draft.operation,
-        tool_kinds=config.get("mcp_tools") or {},
+        tool_kinds=settings.mcp_tools,
         read_only_tools=names_of(tools_hint.reads) if tools_hint else frozenset(),
         session_label=session_label,
         catalog_kind=None if draft.tool is None else draft.tool.kind,
     )
-
-
-def find_session_label(session: Executor, draft: Draft) -> str:
-    """What the draft's `{session}` names: "" where the tape's rules name no session or the
-    request carries none, else the label its lineage opened the session with (one lookup)."""
-    if not needs_session_label(draft):
-        return ""
-    assert draft.session_hash is not None
-    label = lineage_session_label(
-        draft.tape.id, draft.branch.id, draft.session_hash, session=session
-    )
-    return label if label is not None else unknown_label(draft.session_hash)
 
 
 def needs_tools_hint(draft: Draft) -> bool:
@@ -288,21 +238,13 @@ def needs_tools_hint(draft: Draft) -> bool:
     operation = draft.operation
     if operation is None or operation.failed:
         return False
-    pinned = draft.tape.config.get("mcp_tools") or {}
+    pinned = draft.tape.settings.mcp_tools
     return any(c.method == TOOLS_CALL and c.tool not in pinned for c in operation.calls)
 
 
 def needs_session_label(draft: Draft) -> bool:
     """Whether the draft's `{session}` must be looked up in its lineage."""
-    return draft.session_hash is not None and uses_session(draft.tape.config)
-
-
-def find_tools_hint(session: Executor, tape_id: int, draft: Draft) -> Hint | None:
-    """The read-only tools of the draft's MCP endpoint, looked up only for a `tools/call` the
-    tape does not classify itself (one lookup; every other ask reads nothing)."""
-    if not needs_tools_hint(draft):
-        return None
-    return find_hint(tape_id, tools_key_hash(draft.request.url()), session=session)
+    return draft.session_hash is not None and uses_session(draft.tape.settings)
 
 
 def fingerprinted_resources(classification: Classification) -> frozenset[str]:
@@ -338,7 +280,7 @@ def finish_ask(
 ) -> Ask:
     """The ask at its occurrence, with its fingerprints (pure)."""
     tape, branch, request = draft.tape, draft.branch, draft.request
-    config = tape.config
+    settings = tape.settings
     true_fingerprint = true_fingerprint_of(classification, versions)
     mode = Mode(tape.mode)
     address = lookup_fingerprint(
@@ -347,9 +289,7 @@ def finish_ask(
         true_fingerprint=true_fingerprint,
         branch=branch.path,
     )
-    cooperative = request.normalised_host in {
-        host.lower() for host in config.get("cooperative_hosts", [])
-    }
+    cooperative = request.normalised_host in settings.cooperative_host_set
     return Ask(
         tape_id=tape.id,
         tape_name=tape.name,
@@ -362,17 +302,17 @@ def finish_ask(
         branch=branch.path,
         request=request,
         key=draft.key,
-        body_sha=exchanges.sha256_hex(request.body),
+        body_sha=hashlib.sha256(request.body).hexdigest(),
         classification=classification,
         occurrence=occurrence,
         true_fingerprint=true_fingerprint,
         fingerprint=address,
         findings=draft.findings,
         secrets=draft.secrets,
-        fault_rules=tuple(rules_of(config)),
-        simulator_url=config.get("simulator_url"),
-        simulate_writes=bool(config.get("simulate_writes", False)),
-        replay_client_messages=bool(config.get("websocket_replay_client_messages", False)),
+        fault_rules=tuple(rules_of(settings)),
+        simulator_url=settings.simulator_url,
+        simulate_writes=settings.simulate_writes,
+        replay_client_messages=settings.websocket_replay_client_messages,
         versions=tuple(sorted(versions.items())) if classification.is_write else (),
         attempt=attempt,
         session_hash=draft.session_hash,
@@ -425,14 +365,3 @@ def build_ask(
     return finish_ask(
         draft, classification, occurrence=occurrence, versions=versions, attempt=wire.attempt
     )
-
-
-def bump_branch(
-    session: Session,
-    branch_id: int,
-    resources: frozenset[str] | set[str],
-    key_hash: str,
-    body_sha: str,
-) -> None:
-    current = versions_of(branch_id, resources, session=session)
-    set_versions(branch_id, bump_versions(current, resources, key_hash, body_sha), session=session)

@@ -26,7 +26,7 @@ know, or that a tape switched a rule off for, is still found; its findings' rule
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -35,6 +35,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from engine.tape_settings import TapeSettings
 from resolver.audit_second_opinion import second_opinion
 from resolver.content_coding import decode_content, decode_sniffed
 from resolver.errors import ResolverError
@@ -165,9 +166,9 @@ def _response_findings(exchange: Exchange, body: bytes) -> Iterable[tuple[str, s
             yield "response.body", f"format-{rule}"
 
 
-def audit_tape(tape_id: int, config: Mapping[str, Any], *, session: Session) -> list[AuditFinding]:
+def audit_tape(tape_id: int, settings: TapeSettings, *, session: Session) -> list[AuditFinding]:
     """Every place in the tape's stored bytes that still looks like a secret (sorted, unique)."""
-    policy = policy_from_config(config)
+    policy = policy_from_config(settings)
     found: set[AuditFinding] = set()
     for exchange in session.scalars(select(Exchange).where(Exchange.tape_id == tape_id)):
         request_body = get_blob(exchange.request_body_sha, session=session)

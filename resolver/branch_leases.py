@@ -23,14 +23,16 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from engine import failpoints
+from engine.refs import BranchRef, TapeRef
 from groundhog.protocol.wire import (
     LeaseAheadAnswer,
     LeaseEventsAnswer,
     LeaseGrant,
     LeaseRenewAnswer,
 )
-from resolver import answers, failpoints
-from resolver.asks import load_tape_and_branch
+from resolver import answers
+from resolver.ask_store import load_tape_and_branch
 from resolver.capabilities import BranchCapabilities, Capabilities, capability_digest
 from resolver.errors import BranchLeased, Conflict, InvalidInput
 from resolver.schemas import (
@@ -43,7 +45,6 @@ from store import branch_leases
 from store.db import Store, transaction
 from store.identity import store_token
 from store.models import Branch, Tape
-from store.refs import BranchRef, TapeRef
 
 log = logging.getLogger(__name__)
 
@@ -105,11 +106,11 @@ def _capability_digest(
     a resolve would be (`CapabilityRefused`), before anything is granted."""
     if capabilities is None:
         return None
-    tape_id, config = tape.id, tape.config
+    tape_id, settings = tape.id, tape.settings
     capabilities.check(
-        tape_id=tape_id, tape=tape.name, config=config, branch=branch.path, presented=presented
+        tape_id=tape_id, tape=tape.name, settings=settings, branch=branch.path, presented=presented
     )
-    if capabilities.policy(config) is BranchCapabilities.OPTIONAL:
+    if capabilities.policy(settings) is BranchCapabilities.OPTIONAL:
         return None
     return capability_digest(capabilities.of(tape_id, branch.path))
 

@@ -22,10 +22,8 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Mapping
-from enum import StrEnum
-from typing import Any, NoReturn
 
+from engine.tape_settings import BranchCapabilities, TapeSettings
 from groundhog.protocol.capabilities import capability_digest
 from resolver.errors import ResolverError
 
@@ -45,19 +43,6 @@ CAPABILITY_BYTES = 16
 CAPABILITY_LENGTH = 2 * CAPABILITY_BYTES
 # Derived values kept (a few per branch of the running groups); more only clears them.
 REMEMBERED = 65_536
-SETTING = "branch_capabilities"
-
-
-class BranchCapabilities(StrEnum):
-    """Whether a tape's requests must present their branch's capability."""
-
-    REQUIRED = "required"
-    OPTIONAL = "optional"
-
-    @classmethod
-    def _missing_(cls, value: object) -> NoReturn:
-        valid = ", ".join(repr(member.value) for member in cls)
-        raise ValueError(f"{value!r} is not a branch_capabilities value; use one of {valid}")
 
 
 def default_for(*, loopback_only: bool) -> BranchCapabilities:
@@ -94,15 +79,9 @@ class Capabilities:
         self._derived[(tape_id, branch)] = derived
         return derived
 
-    def policy(self, config: Mapping[str, Any] | None) -> BranchCapabilities:
+    def policy(self, settings: TapeSettings) -> BranchCapabilities:
         """The tape's `branch_capabilities`, else the deployment's default."""
-        chosen = (config or {}).get(SETTING)
-        if chosen is None:
-            return self.default
-        try:
-            return BranchCapabilities(chosen)
-        except ValueError:  # not a value TapeConfig lets in: fail closed
-            return BranchCapabilities.REQUIRED
+        return settings.branch_capabilities or self.default
 
     def opens(self, tape_id: int, branch: str, presented: str | None) -> bool:
         """Whether `presented` is the capability of exactly this branch of this tape."""
@@ -118,13 +97,13 @@ class Capabilities:
         *,
         tape_id: int,
         tape: str,
-        config: Mapping[str, Any] | None,
+        settings: TapeSettings,
         branch: str,
         presented: str | None,
     ) -> None:
         """Raise `CapabilityRefused` unless the ask may act on the branch. An `optional` tape
         checks nothing (what is presented is not looked at: it opens every branch anyway)."""
-        if self.policy(config) is BranchCapabilities.OPTIONAL:
+        if self.policy(settings) is BranchCapabilities.OPTIONAL:
             return
         if self.opens(tape_id, branch, presented):
             return

@@ -17,9 +17,9 @@ from collections import OrderedDict
 from dataclasses import replace
 from typing import Any
 
+from engine.refs import BranchRef, TapeRef
+from engine.resolve_request import ResolveRequest
 from resolver.asks import Draft, draft_ask
-from resolver.schemas import ResolveRequest
-from store.refs import BranchRef, TapeRef
 
 
 class DraftMemo:

@@ -10,14 +10,16 @@ would spell the translation out again, and a poll could decide differently from 
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 
+from engine.cache import Address, Recorded
 from resolver import injection
 from resolver.asks import Ask
-from resolver.cache import Recorded
 from resolver.decision import ClaimState, Facts
 from resolver.simulation import is_simulated
-from resolver.wakeups import Address
-from store.claims import HeldClaim
+
+if TYPE_CHECKING:  # a claim row as the store reads it; the store is not loaded here
+    from store.claims import HeldClaim
 
 
 def facts_of(ask: Ask, *, passthrough: bool = False) -> Facts:

@@ -19,17 +19,18 @@ import time
 
 from sqlalchemy.orm import Session
 
+from engine.cache import Recorded
+from engine.fingerprint import unknown_version
 from groundhog.protocol.sandbox import minted_session
 from groundhog.protocol.wire import WireResponse
 from resolver import answers, injection, misses
-from resolver.asks import Ask, bump_branch, cooperative_headers
-from resolver.cache import Recorded
+from resolver.ask_store import bump_branch
+from resolver.asks import Ask, cooperative_headers
 from resolver.decision import ClaimState, Facts, Plan, Step
 from resolver.dependencies import recorded_writes
 from resolver.disk import DiskReserve
 from resolver.echoes import EchoBook
 from resolver.facts import holder_of
-from resolver.fingerprint import unknown_version
 from resolver.policy import Action, Decision
 from resolver.resolve_results import Resolution, Waiting
 from resolver.resolve_tx.units import Unit

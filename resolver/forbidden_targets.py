@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import functools
 import ipaddress
-from collections.abc import Mapping
-from typing import Any
 
+from engine.tape_settings import TapeSettings
 from resolver.errors import ResolverError
 
 OPT_OUT_FIELD = "allow_metadata_addresses"
@@ -49,9 +48,9 @@ def is_metadata_host(host: str) -> bool:
     return address in METADATA_ADDRESSES or mapped in METADATA_ADDRESSES
 
 
-def metadata_refusal(host: str, port: int, config: Mapping[str, Any]) -> str | None:
+def metadata_refusal(host: str, port: int, settings: TapeSettings) -> str | None:
     """Why an ask for `host` is refused, or None when it may go on."""
-    if config.get(OPT_OUT_FIELD) or not is_metadata_host(host):
+    if settings.allow_metadata_addresses or not is_metadata_host(host):
         return None
     return (
         f"{host}:{port} is a cloud metadata address: it serves this node's own credentials, "
@@ -60,8 +59,8 @@ def metadata_refusal(host: str, port: int, config: Mapping[str, Any]) -> str | N
     )
 
 
-def refuse_metadata(host: str, port: int, config: Mapping[str, Any]) -> None:
+def refuse_metadata(host: str, port: int, settings: TapeSettings) -> None:
     """Raise `ForbiddenTarget` for a metadata address the tape has not opted into."""
-    reason = metadata_refusal(host, port, config)
+    reason = metadata_refusal(host, port, settings)
     if reason is not None:
         raise ForbiddenTarget(reason, host=host, port=port)

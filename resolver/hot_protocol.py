@@ -40,8 +40,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from resolver.errors import problem_response
 from resolver.limits import body_limit
+from resolver.problem_handlers import problem_response
 
 logger = logging.getLogger(__name__)
 

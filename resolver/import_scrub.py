@@ -17,6 +17,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from engine.tape_settings import TapeSettings
 from resolver.redaction import DEFAULT_RESPONSE_HEADERS, Policy, policy_from_config
 from resolver.redaction_rules import Placeholders
 from store.models import Exchange
@@ -41,7 +42,7 @@ def _scrub_url(url: str, policy: Policy, marks: Placeholders) -> str:
 
 def scrub_imported(tape_id: int, key: bytes, *, session: Session) -> int:
     """Scrub the imported tape's exchanges in place; the number of exchanges changed."""
-    policy = policy_from_config({})
+    policy = policy_from_config(TapeSettings())
     changed = 0
     for exchange in session.scalars(select(Exchange).where(Exchange.tape_id == tape_id)):
         marks = Placeholders(key, False)

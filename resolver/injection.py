@@ -1,4 +1,4 @@
-"""Where the resolve path meets the tape's `faults` (the decisions are in `resolver/faults.py`).
+"""Where the resolve path meets the tape's `faults` (the decisions are in `engine/faults.py`).
 
 Kept apart from the resolve path so it only carries three small hooks: skip the hit path when
 a fault replaces the answer (`facts.py`), serve an injected answer (`final_steps.py`: event
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from engine.faults import Fault, decide_fault, injected_response
 from groundhog.protocol.wire import WireResponse
 from resolver.asks import Ask
-from resolver.faults import Fault, decide_fault, injected_response
 from resolver.resolve_results import Resolution, Waiting
 
 

@@ -18,6 +18,9 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from engine.cache import Address, Recorded
+from engine.refs import BranchRef, Hint, TapeRef
+from engine.resolve_request import ResolveRequest
 from groundhog.protocol.wire import LeaseGrant
 from resolver.asks import (
     Ask,
@@ -27,16 +30,11 @@ from resolver.asks import (
     needs_tools_hint,
     passes_through,
 )
-from resolver.cache import Recorded
 from resolver.decision import Step, decide_step
 from resolver.draft_memo import DraftMemo
 from resolver.errors import ResolverError
 from resolver.facts import address_of, facts_of, recorded_facts
 from resolver.policy import Decision
-from resolver.schemas import ResolveRequest
-from resolver.wakeups import Address
-from store.hints import Hint
-from store.refs import BranchRef, TapeRef
 
 # The copy keys no secret: an ask whose request held one is the resolver's (its placeholder is
 # keyed by the deployment's key), so any key serves for the rest.

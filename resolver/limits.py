@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from resolver.errors import problem_response
+from resolver.problem_handlers import problem_response
 
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]

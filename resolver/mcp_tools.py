@@ -13,14 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy.orm import Session
-
 from resolver.content_coding import decode_content
-from store.exchanges import ExchangeContent
-from store.hints import set_hint
 
 TOOLS_LIST_MARK = " op:mcp tools/list"
 _SSE_DATA = "data:"
@@ -94,20 +89,3 @@ def hint_value(names: list[str]) -> str:
 
 def names_of(value: str | None) -> frozenset[str]:
     return frozenset(name for name in (value or "").split(",") if name)
-
-
-def learn_read_only_tools(
-    session: Session,
-    tape_id: int,
-    request: Mapping[str, Any],
-    content: ExchangeContent,
-    stored_body: bytes,
-) -> None:
-    """Keep what a just-recorded `tools/list` answer declared read-only (first one wins)."""
-    if not is_tools_list(str(request.get("key_readable", ""))):
-        return
-    headers = {name.lower(): value for name, value in content.response_headers or []}
-    names = read_only_tools(
-        stored_body, headers.get("content-type"), headers.get("content-encoding")
-    )
-    set_hint(tape_id, tools_key_hash(str(request["url"])), hint_value(names), "", session=session)

@@ -16,8 +16,8 @@ from collections.abc import Callable
 import psycopg
 from sqlalchemy import Engine
 
+from engine.cache import Address
 from resolver.resolve_tx.units import Executor, Unit
-from resolver.wakeups import Address
 from store import settled_notices
 from store.settled_notices import CHANNEL
 

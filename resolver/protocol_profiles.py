@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
 from typing import Any
 
+from engine.tape_settings import TapeSettings
 from resolver.content_coding import decode_content
 from resolver.operations import TOOLS_CALL, Call, Operation, Profile, is_mcp_method
 from resolver.protocol_noise import without_noise
@@ -34,9 +34,9 @@ _GRAPHQL_COMMENT = re.compile(r"#[^\n]*")
 _GRAPHQL_STRING = re.compile(r'"""[\s\S]*?"""|"(?:[^"\\\n]|\\.)*"')
 
 
-def pinned_profile(config: Mapping[str, Any], host: str) -> str | None:
+def pinned_profile(settings: TapeSettings, host: str) -> str | None:
     """The tape's `protocols` entry for `host` (or `*`), or None when detection decides."""
-    pins = config.get("protocols")
+    pins = settings.protocols
     if not pins:
         return None
     value = pins.get(host, pins.get("*"))

@@ -9,12 +9,13 @@ what is on the tape and need no column of their own.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from engine.tape_settings import TapeSettings
 from store.models import Exchange
 
 _OP = " op:"
@@ -40,13 +41,11 @@ def profile_counts(rows: Iterable[tuple[str, str]]) -> dict[str, dict[str, dict[
     return dict(sorted(hosts.items()))
 
 
-def protocol_summary(
-    tape_id: int, config: Mapping[str, Any], *, session: Session
-) -> dict[str, Any]:
+def protocol_summary(tape_id: int, settings: TapeSettings, *, session: Session) -> dict[str, Any]:
     rows = session.execute(
         select(Exchange.request_host, Exchange.key_readable).where(Exchange.tape_id == tape_id)
     )
     return {
-        "pinned": dict(config.get("protocols") or {}),
+        "pinned": dict(settings.protocols),
         "hosts": profile_counts((host, readable) for host, readable in rows),
     }

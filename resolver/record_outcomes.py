@@ -14,30 +14,32 @@ siblings.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
 
 from sqlalchemy.orm import Session
 
+from engine.cache import Address
+from engine.fingerprint import BASE_VERSION, bump_versions, unknown_version
+from engine.refs import TapeRef
 from groundhog.protocol.wire import WireResponse, wire_response
 from resolver import answers
 from resolver.dependencies import Classification, origin_resource, recorded_writes, response_hints
 from resolver.echoes import Secrets
-from resolver.fingerprint import BASE_VERSION, bump_versions, unknown_version
-from resolver.mcp_tools import learn_read_only_tools
+from resolver.mcp_tools import hint_value, is_tools_list, read_only_tools, tools_key_hash
 from resolver.policy import Decision, DependencyModel
 from resolver.request import DEFAULT_PORTS, RequestParts
 from resolver.resolve_tx.units import Unit
 from resolver.schemas import RecordRequest, encode_base64
 from resolver.session_labels import opened_label, opened_session, session_hash
 from resolver.stored_form import exchange_content
-from resolver.wakeups import Address
 from store import counters, exchanges, sandbox_sessions, write_answers
 from store.claims import Pending
+from store.exchanges import ExchangeContent
 from store.hints import set_hint
 from store.models import PendingRecord
-from store.refs import TapeRef
 from store.versions import set_versions, versions_of
 
 # A recorded read's answer up to this size is kept in memory by its record (RecordResult.kept):
@@ -54,7 +56,7 @@ class RecordResult:
     response: WireResponse | None
     recorded: bool
     # A read's answer this record stored as its address's exchange, for the resolver's memory
-    # once committed (resolver/cache.py); None for a write, a lost race or no answer.
+    # once committed (engine/cache.py); None for a write, a lost race or no answer.
     kept: exchanges.RecordedAnswer | None = field(default=None, repr=False, compare=False)
 
 
@@ -154,7 +156,7 @@ def remember_opened_session(
     that session: remembered by the id's keyed hash as this ask's (resolver/session_labels.py)."""
     if pending.request.get("in_session"):
         return
-    opened = opened_session(live_headers, tape.config)
+    opened = opened_session(live_headers, tape.settings)
     if opened is None:
         return
     sandbox_sessions.remember_session_later(
@@ -247,3 +249,20 @@ def bump_write_versions(
     moved = bump_versions(chained, written, pending.key_hash, pending.request["body_sha"])
     restored = {r: before.get(r, BASE_VERSION) for r in marked - written if intended(r)}
     set_versions(pending.branch_id, {**restored, **moved}, session=session)
+
+
+def learn_read_only_tools(
+    session: Session,
+    tape_id: int,
+    request: Mapping[str, Any],
+    content: ExchangeContent,
+    stored_body: bytes,
+) -> None:
+    """Keep what a just-recorded `tools/list` answer declared read-only (first one wins)."""
+    if not is_tools_list(str(request.get("key_readable", ""))):
+        return
+    headers = {name.lower(): value for name, value in content.response_headers or []}
+    names = read_only_tools(
+        stored_body, headers.get("content-type"), headers.get("content-encoding")
+    )
+    set_hint(tape_id, tools_key_hash(str(request["url"])), hint_value(names), "", session=session)

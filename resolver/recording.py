@@ -28,7 +28,10 @@ from typing import NoReturn
 
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
-from resolver import failpoints, notify
+from engine import failpoints
+from engine.cache import Address
+from engine.refs import TapeRef
+from resolver import notify
 from resolver.echoes import EchoBook
 from resolver.errors import BodyTooLarge, Conflict, ResolverError, StoreUnavailable
 from resolver.policy import Decision
@@ -43,13 +46,11 @@ from resolver.resolve_tx.opening import pop_pending_and_tape
 from resolver.resolve_tx.units import LoopWriter, Unit, unit_of_work
 from resolver.schemas import RecordRequest, decode_base64
 from resolver.stored_form import check_latin1_headers, stored_form
-from resolver.wakeups import Address
 from store import claims
 from store.claims import Pending
 from store.db import Store, transaction
 from store.exchanges import RecordedAnswer
 from store.models import PendingRecord, Tape
-from store.refs import TapeRef
 
 logger = logging.getLogger(__name__)
 
@@ -192,7 +193,7 @@ class Recorder:
         """Release the ticket's claim; or, when a read's live call failed before the world
         answered and nothing is recorded, leave it failed for the waiters of this attempt
         (they are served the same failure, not a live call each: store/claims.py)."""
-        records_failures = tape is not None and tape.config.get("record_transport_failures")
+        records_failures = tape is not None and tape.settings.record_transport_failures
         failed = kind == "error" and wire.error is not None and not pending.is_write
         if failed and not records_failures:
             assert wire.error is not None
@@ -237,7 +238,7 @@ class Recorder:
                 # The event keeps no exchange: the report lists it as unrecorded.
                 logger.error("ticket %s went live unrecorded: %s", wire.ticket, wire.unrecorded)
                 return RecordResult(pending.decision, None, None, False), address
-            if kind == "error" and not tape.config.get("record_transport_failures", False):
+            if kind == "error" and not tape.settings.record_transport_failures:
                 result = upstream_failed(unit, pending, tape, wire)
             else:
                 result = store_answer(

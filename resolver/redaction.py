@@ -16,11 +16,12 @@ would carry API keys to whoever receives it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from engine.tape_settings import TapeSettings
 from resolver.redaction_bodies import redact_body
 from resolver.redaction_rules import (
     OAUTH_CALLBACK_NAMES,
@@ -130,9 +131,9 @@ class Policy:
         return "".join(parts)
 
 
-def policy_from_config(config: Mapping[str, Any]) -> Policy:
+def policy_from_config(settings: TapeSettings) -> Policy:
     """The compiled policy of a tape config (cached: the hit path asks for it on every ask)."""
-    frozen = tuple(_freeze(config.get(name)) for name in _CONFIG_FIELDS)
+    frozen = tuple(_freeze(getattr(settings, name)) for name in _CONFIG_FIELDS)
     return _policy(frozen)
 
 

@@ -7,12 +7,12 @@ the placeholders in the stored request keys, so they are exact for what is on th
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from engine.tape_settings import TapeSettings
 from resolver.keys import KEY_VERSION, NEGOTIATION_HEADERS
 from resolver.redaction import DEFAULT_RESPONSE_HEADERS
 from resolver.redaction_rules import CREDENTIAL_SUFFIXES, CREDENTIAL_WORDS, fired_rules
@@ -30,9 +30,9 @@ TAPE_FIELDS = (
 )
 
 
-def rules_applied(config: Mapping[str, Any]) -> dict[str, Any]:
+def rules_applied(settings: TapeSettings) -> dict[str, Any]:
     """The rules in force for a tape: the defaults, less what it switched off, plus its own."""
-    disabled = set(config.get("redact_disable") or [])
+    disabled = set(settings.redact_disable)
     return {
         "key_version": KEY_VERSION,
         "placeholder": "[redacted:RULE:HMAC-SHA256(deployment key, value)[:16]]",
@@ -43,12 +43,10 @@ def rules_applied(config: Mapping[str, Any]) -> dict[str, Any]:
         "response_headers_dropped": sorted(DEFAULT_RESPONSE_HEADERS),
         "echoes_scrubbed": True,
         "negotiation_headers_in_key": sorted(NEGOTIATION_HEADERS),
-        "tape": {name: config.get(name) or [] for name in TAPE_FIELDS},
+        "tape": {name: getattr(settings, name) for name in TAPE_FIELDS},
     }
 
 
-def redaction_summary(
-    tape_id: int, config: Mapping[str, Any], *, session: Session
-) -> dict[str, Any]:
+def redaction_summary(tape_id: int, settings: TapeSettings, *, session: Session) -> dict[str, Any]:
     keys = session.scalars(select(Exchange.key_readable).where(Exchange.tape_id == tape_id))
-    return {"applied": rules_applied(config), "fired": fired_rules(list(keys))}
+    return {"applied": rules_applied(settings), "fired": fired_rules(list(keys))}

@@ -26,10 +26,13 @@ from dataclasses import replace
 
 from sqlalchemy.orm import Session
 
-from resolver import answers, failpoints, injection
+from engine import failpoints
+from engine.cache import Address, AnswerCache, Recorded
+from engine.refs import TapeRef
+from engine.resolve_request import ResolveRequest
+from resolver import answers, injection
 from resolver.asks import Ask, passes_through
 from resolver.branch_leases import fence_out
-from resolver.cache import AnswerCache, Recorded
 from resolver.capabilities import Capabilities
 from resolver.decision import ClaimState, Facts, Step, decide_step
 from resolver.disk import DiskReserve
@@ -42,12 +45,10 @@ from resolver.policy import Action
 from resolver.resolve_results import Resolution, Waiting, wants_simulator
 from resolver.resolve_tx.opening import take_ask
 from resolver.resolve_tx.units import Executor, LoopWriter, ReadAhead, Unit, unit_of_work
-from resolver.schemas import ResolveRequest, decode_base64
+from resolver.schemas import decode_base64
 from resolver.simulator_client import SimulatorClient
-from resolver.wakeups import Address
 from store import claims, exchanges, write_answers
 from store.db import Store, relax_commit_durability
-from store.refs import TapeRef
 
 # Tapes whose config is kept as a guess (a few per deployment; more only clears the guesses).
 TAPES_REMEMBERED = 1024
@@ -144,7 +145,7 @@ class Resolver:
             self.capabilities.check(
                 tape_id=tape.id,
                 tape=tape.name,
-                config=tape.config,
+                settings=tape.settings,
                 branch=branch.path,
                 presented=wire.capability,
             )
@@ -271,8 +272,8 @@ class Resolver:
 
     def keep(self, address: Address, answer: exchanges.RecordedAnswer) -> None:
         """Hold a read's answer, just recorded and committed at `address`, in memory
-        (resolver/cache.py): its first hit and its waiters are then served from there."""
-        self.cache.put(address, Recorded.of(answer))
+        (engine/cache.py): its first hit and its waiters are then served from there."""
+        self.cache.put(address, answers.recorded_of(answer))
 
     @staticmethod
     def _recorded(unit: Unit, ask: Ask, answer: exchanges.RecordedAnswer) -> Recorded:
@@ -284,7 +285,7 @@ class Resolver:
             return Recorded(answer.exchange_id, response, answer.headers)
         if answer.body_sha and answer.body is None:
             raise LookupError(f"blob {answer.body_sha} is missing from the store")
-        return Recorded.of(answer)
+        return answers.recorded_of(answer)
 
     def _take_claim(self, session: Executor, ask: Ask, ticket: str) -> bool:
         lease_expires = time.time() + self.lease_seconds

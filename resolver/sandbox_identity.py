@@ -13,9 +13,9 @@ Credentials stay credentials: this module never touches what resolver/redaction.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
+from engine.tape_settings import TapeSettings
 from resolver.request import RequestParts
 
 DEFAULT_HEADERS = frozenset({"mcp-session-id"})
@@ -24,8 +24,8 @@ DEFAULT_HEADERS = frozenset({"mcp-session-id"})
 MARKER = "[sandbox]"
 
 
-def sandbox_headers(config: Mapping[str, Any]) -> frozenset[str]:
-    named = config.get("sandbox_headers")
+def sandbox_headers(settings: TapeSettings) -> frozenset[str]:
+    named = settings.sandbox_headers
     if not named:
         return DEFAULT_HEADERS
     return DEFAULT_HEADERS | {name.lower() for name in named}
@@ -40,10 +40,10 @@ def _without_cookies(value: str, names: frozenset[str]) -> str:
     return "; ".join(kept)
 
 
-def without_sandbox_identity(request: RequestParts, config: Mapping[str, Any]) -> RequestParts:
+def without_sandbox_identity(request: RequestParts, settings: TapeSettings) -> RequestParts:
     """The request with its sandbox headers and cookies removed (the rest as it was)."""
-    headers = sandbox_headers(config)
-    cookies = frozenset(config.get("sandbox_cookies") or ())
+    headers = sandbox_headers(settings)
+    cookies = frozenset(settings.sandbox_cookies)
     kept: list[tuple[str, str]] = []
     changed = False
     for name, value in request.headers:
@@ -62,8 +62,8 @@ def without_sandbox_identity(request: RequestParts, config: Mapping[str, Any]) -
 
 
 def stored_response_headers(
-    headers: Iterable[Sequence[str]], config: Mapping[str, Any]
+    headers: Iterable[Sequence[str]], settings: TapeSettings
 ) -> list[tuple[str, str]]:
     """Response headers as a recording keeps them: each sandbox header's value a marker."""
-    names = sandbox_headers(config)
+    names = sandbox_headers(settings)
     return [(name, MARKER if name.lower() in names else value) for name, value in headers]

@@ -9,12 +9,13 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import math
-import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from engine.resolve_request import ATTEMPT_PATTERN, MAX_CAPABILITY_TEXT
+from engine.tape_settings import CatalogSetting, Strict, TapeSettings
+from groundhog.protocol import wire
 from groundhog.protocol.names import (
     BRANCH_NAME_RULE,
     BRANCH_PATH_RULE,
@@ -23,11 +24,8 @@ from groundhog.protocol.names import (
     is_branch_path,
     is_tape_name,
 )
-from resolver.admin_regex import compile_admin_regex
-from resolver.capabilities import CAPABILITY_LENGTH, BranchCapabilities
 from resolver.catalog import entry_ids
 from resolver.errors import BodyTooLarge, InvalidInput
-from resolver.faults import FaultKind
 from resolver.policy import DependencyModel, Mode
 
 # Store integers are 64-bit signed (BigInteger on PostgreSQL, INTEGER on SQLite).
@@ -69,120 +67,14 @@ def encode_base64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-_PRICED_HOST = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$")
-MAX_PRICE = 1e9
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Rule(Strict):
-    method: str = Field(default="*", min_length=1, max_length=20)
-    host: str | None = None
-    path: str | None = Field(default=None, min_length=1)
-    # A glob over the operation a protocol profile found (`tools/call write_note`,
-    # `query GetUser`, `/pkg.Service/Method`): resolver/operations.py.
-    operation: str | None = Field(default=None, min_length=1, max_length=500)
-    reads: list[str] = []
-    writes: list[str] = []
-
-    @model_validator(mode="after")
-    def _target(self) -> Rule:
-        if self.path is None and self.operation is None:
-            raise ValueError("a rule needs a path, an operation, or both")
-        return self
-
-
-class FaultRuleConfig(Strict):
-    """One `faults` rule of a tape (resolver/faults.py): where, how often, which failure."""
-
-    kind: FaultKind
-    rate: float = Field(ge=0.0, le=1.0)
-    host: str | None = None
-    path: str | None = None
-    methods: list[str] = []
-    retry_after: int = Field(default=1, ge=0, le=86400)
-    hold_ms: int = Field(default=1000, ge=0, le=600_000)
-    latency_ms: int = Field(default=200, ge=0, le=600_000)
-
-
-class CatalogSetting(Strict):
-    """How a tape applies the shipped tool catalog (resolver/catalog, `groundhog catalog`)."""
-
-    enabled: bool = True
-    # Entries by id switched `off`, or overridden to `read` or `write`.
-    entries: dict[str, Literal["read", "write", "off"]] = {}
-    # Hosts whose chat-completion APIs are part of the world (a judge, a simulator): the
-    # catalog's chat entries apply to them, and to no other host. Never the policy's own model.
-    world_model_hosts: list[str] = []
-
-    @field_validator("entries")
-    @classmethod
-    def _known(cls, value: dict[str, str]) -> dict[str, str]:
-        known = entry_ids()
-        unknown = sorted(set(value) - known)
-        if unknown:
-            raise ValueError(
-                f"no catalog entry is named {', '.join(unknown)}; the entries are "
-                f"{', '.join(sorted(known))} (groundhog catalog lists them)"
-            )
-        return value
-
-
-class TapeConfig(Strict):
-    """The body of `POST /v1/tapes`: everything that defines a tape's behaviour."""
+class TapeIdentity(Strict):
+    """What names a tape and is a column of its own: the tape's identity and switches."""
 
     name: str
     world_seed: int = Field(default=0, ge=INT64_MIN, le=INT64_MAX)
     mode: Mode = Mode.GROUNDHOG
     online: bool = True
     dependency_model: DependencyModel = DependencyModel.CLOSURE
-    ignore_params: list[str] = []
-    match_headers: list[str] = []
-    cooperative_hosts: list[str] = []
-    passthrough_hosts: list[str] = []
-    # Package indexes and toolchain downloads pass through unrecorded: resolver/toolchain_hosts.
-    toolchain_passthrough: bool = True
-    redact_headers: list[str] = []
-    redact_params: list[str] = []
-    redact_json_paths: list[str] = []
-    # Widen: extra secret formats (regexes). Narrow: names never redacted by the name rule,
-    # rule names switched off (`high-entropy`, `jwt`, `names`, …). See resolver/redaction.py.
-    redact_patterns: list[str] = []
-    redact_keep: list[str] = []
-    redact_disable: list[str] = []
-    # Hosts (or "*") whose credentials name no identity: every credential keys the same there.
-    interchangeable_credentials: list[str] | Literal["*"] = []
-    # Negotiation headers (Range, Accept, …) left out of the request key.
-    ignore_headers: list[str] = []
-    rules: list[Rule] = []
-    faults: list[FaultRuleConfig] = []
-    simulator_url: str | None = Field(default=None, pattern=r"^https?://[^\s]+$", max_length=2000)
-    simulate_writes: bool = False
-    # Record a failure before any HTTP answer (connect, TLS, timeout) as the world's answer.
-    record_transport_failures: bool = False
-    # Price of one live call per host, in any currency: the cost report prices calls with it.
-    prices: dict[str, float] = {}
-    # Let asks reach cloud metadata addresses (169.254.169.254, …): resolver/forbidden_targets.
-    allow_metadata_addresses: bool = False
-    # Protocol profiles pinned or switched off per host (or "*"): resolver/protocol_profiles.py.
-    protocols: dict[str, Literal["jsonrpc", "mcp", "graphql", "grpc", "off"]] = {}
-    # MCP tools classified by the tape, overriding the server's readOnlyHint either way.
-    mcp_tools: dict[str, Literal["read", "write"]] = {}
-    # Sandbox identity beyond Mcp-Session-Id (resolver/sandbox_identity.py): request headers
-    # and cookies that select a branch's sandbox, never keyed, never stored in clear.
-    sandbox_headers: list[str] = []
-    sandbox_cookies: list[str] = []
-    # A WebSocket sibling that leaves the recording goes live on a connection of its own; its
-    # earlier messages are sent to the world again first only where the tape says the server
-    # needs them: each is then a second live call of it (proxy/websocket_live.py).
-    websocket_replay_client_messages: bool = False
-    # The shipped tool catalog under `closure` and `rules` (resolver/catalog).
-    catalog: CatalogSetting = Field(default_factory=CatalogSetting)
-    # Whether each request must present its branch's capability (resolver/capabilities.py);
-    # None: the deployment's default (`required` unless the resolver listens on loopback only).
-    branch_capabilities: BranchCapabilities | None = None
 
     @field_validator("name")
     @classmethod
@@ -191,42 +83,28 @@ class TapeConfig(Strict):
             raise ValueError(TAPE_NAME_RULE)
         return value
 
-    @field_validator("redact_patterns")
-    @classmethod
-    def _patterns(cls, value: list[str]) -> list[str]:
-        for pattern in value:
-            if not pattern or len(pattern) > 500:
-                raise ValueError("each pattern must be 1-500 characters")
-            try:
-                compile_admin_regex(pattern)
-            except InvalidInput as error:
-                raise ValueError(str(error)) from error
-        return value
 
-    @field_validator("prices", mode="before")
-    @classmethod
-    def _prices(cls, value: Any) -> Any:
-        if not isinstance(value, dict):
-            return value  # pydantic says it is not an object
-        for host, price in value.items():
-            if not isinstance(host, str) or not _PRICED_HOST.match(host):
-                raise ValueError(
-                    f"{host!r} is not a host name: give it in lowercase, without scheme, port or "
-                    "path (e.g. 'api.search.example')"
-                )
-            number_like = isinstance(price, int | float) and not isinstance(price, bool)
-            if not number_like or not math.isfinite(price) or not 0 <= price <= MAX_PRICE:
-                raise ValueError(
-                    f"the price of {host!r} must be a number from 0 to {MAX_PRICE:g} (the cost of "
-                    f"one live call), got {price!r}"
-                )
-        return value
+# The identity's fields come first in the schema (pydantic orders fields from the last base).
+class TapeConfig(TapeSettings, TapeIdentity):
+    """The body of `POST /v1/tapes`: everything that defines a tape's behaviour. Its settings
+    are `TapeSettings` (engine/tape_settings.py), the one place a setting is named."""
 
-    def stored_config(self) -> dict[str, Any]:
-        """The parts kept in the tape's JSON config column."""
-        return self.model_dump(
-            mode="json", exclude={"name", "world_seed", "mode", "online", "dependency_model"}
-        )
+    def identity(self) -> dict[str, Any]:
+        """The identity's fields as the tape view shows them."""
+        return self.model_dump(mode="json", include=set(TapeIdentity.model_fields))
+
+    @field_validator("catalog")
+    @classmethod
+    def _known_catalog_entries(cls, value: CatalogSetting) -> CatalogSetting:
+        # The catalog's ids are the resolver's data: checked where the API takes a setting.
+        known = entry_ids()
+        unknown = sorted(set(value.entries) - known)
+        if unknown:
+            raise ValueError(
+                f"no catalog entry is named {', '.join(unknown)}; the entries are "
+                f"{', '.join(sorted(known))} (groundhog catalog lists them)"
+            )
+        return value
 
 
 class ShimCounters(BaseModel):
@@ -264,35 +142,6 @@ class ForkRequest(Strict):
             if not is_branch_name(name):
                 raise ValueError(f"child name {name!r}: {BRANCH_NAME_RULE}")
         return value
-
-
-# An attempt id: what `secrets.token_urlsafe` makes (the proxy's), in a column of 64.
-ATTEMPT_PATTERN = r"^[A-Za-z0-9_-]+$"
-
-
-class ResolveRequest(BaseModel):
-    tape: str
-    branch: str
-    method: str = Field(min_length=1, max_length=20)
-    scheme: Literal["http", "https"] = "http"
-    host: str = Field(min_length=1, max_length=300)
-    port: int = Field(ge=1, le=65535)
-    path: str = "/"
-    query: list[tuple[str, str]] = []
-    headers: list[tuple[str, str]] = []
-    body: str = ""
-    body_too_large: bool = False
-    # The proxy's id for this ask, sent again when it retries an ask it got no answer to: the
-    # retry is given the occurrence its first try took (store/counters.py).
-    attempt: str | None = Field(default=None, min_length=1, max_length=64, pattern=ATTEMPT_PATTERN)
-    # The asking proxy's lease holder id (proxy/branch_leases.py), when it takes leases: a
-    # branch leased to another holder is refused to it (`branch-leased`) until released.
-    lease_holder: str | None = Field(
-        default=None, min_length=1, max_length=64, pattern=ATTEMPT_PATTERN
-    )
-    # The branch capability the worker presented (resolver/capabilities.py), as it gave it: a
-    # wrong one is refused by the check (403), not by validation (422), whatever its shape.
-    capability: str | None = Field(default=None, max_length=4 * CAPABILITY_LENGTH)
 
 
 class ResponseIn(BaseModel):
@@ -351,8 +200,6 @@ class WaitRequest(BaseModel):
 # Ids are BIGINT (SQLite's INTEGER); epochs and occurrences INTEGER on PostgreSQL.
 _MAX_ID = 2**63 - 1
 _MAX_INT = 2**31 - 1
-# A read-ahead names at most this many exchanges its holder keeps (the newest it knows).
-MAX_HELD_EXCHANGES = 1024
 
 
 class LeaseTakeRequest(BaseModel):
@@ -362,7 +209,7 @@ class LeaseTakeRequest(BaseModel):
     branch: str
     holder: str = Field(min_length=1, max_length=64, pattern=ATTEMPT_PATTERN)
     # The capability of the ask that made the holder take the lease (resolver/capabilities.py).
-    capability: str | None = Field(default=None, max_length=4 * CAPABILITY_LENGTH)
+    capability: str | None = Field(default=None, max_length=MAX_CAPABILITY_TEXT)
 
 
 class LeaseAheadRequest(BaseModel):
@@ -373,7 +220,7 @@ class LeaseAheadRequest(BaseModel):
     # Exchange ids of the tape whose answers the holder keeps already (a sibling's answers or
     # recordings): the read-ahead goes past them instead of sending them again.
     held: list[Annotated[int, Field(ge=1, le=_MAX_ID)]] = Field(
-        default_factory=list, max_length=MAX_HELD_EXCHANGES
+        default_factory=list, max_length=wire.MAX_HELD_EXCHANGES
     )
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from resolver.admin_regex import compile_admin_regex
+from engine.admin_regex import compile_admin_regex
 from resolver.secret_format_table import FORMAT_TABLE
 
 # A long run of token characters is a secret when it mixes cases and digits and carries
@@ -139,7 +139,7 @@ class FormatScanner:
         ]
         self.entropy = entropy
         # A tape's own patterns may be short and span any characters: run on the whole text,
-        # on RE2, so an admin's pattern cannot backtrack for seconds (resolver/admin_regex.py).
+        # on RE2, so an admin's pattern cannot backtrack for seconds (engine/admin_regex.py).
         self.extra = [(compile_admin_regex(fmt.pattern), fmt.rule) for fmt in extra]
 
     def find(self, text: str) -> list[tuple[int, int, str]]:

@@ -16,19 +16,19 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
+from engine.tape_settings import TapeSettings
 from resolver.request import RequestParts
 from resolver.sandbox_identity import MARKER, sandbox_headers
 
 PLACEHOLDER = "{session}"
 
 
-def uses_session(config: Mapping[str, Any]) -> bool:
+def uses_session(settings: TapeSettings) -> bool:
     """Whether any of the tape's rules names a resource by `{session}`."""
-    for rule in config.get("rules") or ():
-        for template in [*(rule.get("reads") or ()), *(rule.get("writes") or ())]:
+    for rule in settings.rules:
+        for template in [*rule.reads, *rule.writes]:
             if PLACEHOLDER in str(template):
                 return True
     return False
@@ -50,18 +50,18 @@ def unknown_label(hashed: str) -> str:
     return "unknown-" + hashed[:16]
 
 
-def carried_session(request: RequestParts, config: Mapping[str, Any]) -> str | None:
+def carried_session(request: RequestParts, settings: TapeSettings) -> str | None:
     """The sandbox session id the request carries (its first sandbox header), or None."""
-    names = sandbox_headers(config)
+    names = sandbox_headers(settings)
     for name, value in request.headers:
         if name.lower() in names and value:
             return value
     return None
 
 
-def opened_session(headers: Iterable[Sequence[str]], config: Mapping[str, Any]) -> str | None:
+def opened_session(headers: Iterable[Sequence[str]], settings: TapeSettings) -> str | None:
     """The sandbox session id a live answer hands out (its first sandbox header), or None."""
-    names = sandbox_headers(config)
+    names = sandbox_headers(settings)
     for name, value in headers:
         if name.lower() in names and value and value != MARKER:
             return value

@@ -62,7 +62,7 @@ class Settings(BaseSettings):
     hot_protocol: bool = True
     # False: refuse a store whose schema is not current instead of migrating it (store/migrate.py).
     migrate_on_start: bool = True
-    # Crash injection for tests (resolver/failpoints.py): `name[@N],…`; empty, as in production,
+    # Crash injection for tests (engine/failpoints.py): `name[@N],…`; empty, as in production,
     # arms nothing.
     failpoints: str = ""
 

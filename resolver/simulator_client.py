@@ -16,10 +16,10 @@ from typing import Any
 import httpx
 from sqlalchemy.orm import Session
 
+from engine.near_miss import NearMiss
 from groundhog.protocol.wire import WireResponse
 from resolver import answers, misses
 from resolver.asks import Ask
-from resolver.near_miss import NearMiss
 from resolver.policy import Decision
 from resolver.recording import Recorder
 from resolver.schemas import RecordRequest, ResponseIn, encode_base64

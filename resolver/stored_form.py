@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.refs import TapeRef
 from resolver.echoes import Secrets, scrub_response
 from resolver.errors import InvalidInput
 from resolver.issued_tokens import redact_issued
@@ -23,7 +24,6 @@ from resolver.schemas import RecordRequest
 from store import exchanges
 from store.claims import Pending
 from store.models import Tape
-from store.refs import TapeRef
 
 
 def check_latin1_headers(headers: list[tuple[str, str]], field: str) -> None:
@@ -52,10 +52,8 @@ def stored_form(
     """Headers redacted by the tape's rules (a `Set-Cookie` value a keyed placeholder), sandbox
     identity marked (never kept in clear), headers and body scrubbed of echoes, then the
     credentials the world issued in the body kept as issued placeholders."""
-    kept = redact_response_headers(
-        headers, tape.config.get("redact_headers", []), key=redaction_key
-    )
-    kept = stored_response_headers(kept, tape.config)
+    kept = redact_response_headers(headers, tape.settings.redact_headers, key=redaction_key)
+    kept = stored_response_headers(kept, tape.settings)
     stored_headers, stored_body, _echoes = scrub_response(kept, body, echoed)
     return redact_issued(stored_headers, stored_body, redaction_key)
 

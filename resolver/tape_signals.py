@@ -12,10 +12,10 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from engine.fingerprint import UNKNOWN_PREFIX, unknown_version
 from groundhog.protocol.report_notes import NOTES
 from resolver.contamination import contamination_view, suspects
 from resolver.costs import cost_report
-from resolver.fingerprint import UNKNOWN_PREFIX, unknown_version
 from resolver.policy import RECORDING_DECISIONS, Decision
 from resolver.report import build_report
 from resolver.signals import EMPTY_DIGEST, branch_signals, exogenous_digests, fork_signals
@@ -125,4 +125,4 @@ def cost_section(tape: Tape, *, session: Session) -> dict[str, Any]:
     """The cost report (`resolver/costs.py`) of a tape, priced by its config's `prices`."""
     parents = {b.path: b.parent_path for b in list_branches(tape.id, session=session)}
     tallies = costs.host_tallies(tape.id, session=session)
-    return cost_report(tape.config.get("prices") or {}, tallies, parents)
+    return cost_report(tape.settings.prices, tallies, parents)

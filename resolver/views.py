@@ -17,14 +17,15 @@ from store.versions import branch_versions
 
 
 def tape_config(tape: Tape) -> dict[str, Any]:
-    """The tape's defining fields, comparable with a `TapeConfig` dump."""
+    """The tape's defining fields, comparable with a `TapeConfig` dump: its identity and every
+    setting (`TapeSettings`, defaults filled in for a tape stored before a setting existed)."""
     return {
         "name": tape.name,
         "world_seed": tape.world_seed,
         "mode": tape.mode,
         "online": tape.online,
         "dependency_model": tape.dependency_model,
-        **tape.config,
+        **tape.settings.stored_config(),
     }
 
 

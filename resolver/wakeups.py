@@ -28,7 +28,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import NamedTuple
 
-Address = tuple[int, str, int, str]  # tape id, key hash, occurrence, fingerprint
+from engine.cache import Address
+
 # Addresses the settle log keeps; a mark older than the oldest forgotten one always looks.
 SETTLED_REMEMBERED = 4096
 

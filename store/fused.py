@@ -32,6 +32,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.sql import ClauseElement
 
+from engine.refs import BranchRef, TapeRef
 from store.claims import Pending, pop_pending, pop_pending_statement
 from store.counters import (
     attempt_parameter,
@@ -47,8 +48,6 @@ from store.refs import (
     RELAX_COMMIT,
     TAPE_AND_BRANCH,
     TAPE_COLUMNS,
-    BranchRef,
-    TapeRef,
     find_tape_ref,
     refs_from_row,
     tape_from_row,

@@ -8,11 +8,12 @@ recording wins, as for exchanges. Every function takes `session=` and never comm
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
+from engine.refs import Hint
 from store.models import KeyHint
 from store.prepared import Executor, Prepared
 from store.upsert import insert_for_dialect
@@ -20,13 +21,6 @@ from store.upsert import insert_for_dialect
 
 def get_hint(tape_id: int, key_hash: str, *, session: Session) -> KeyHint | None:
     return session.get(KeyHint, (tape_id, key_hash))
-
-
-class Hint(NamedTuple):
-    """A key's hint as the resolve path reads it (the columns of `KeyHint`, no ORM object)."""
-
-    reads: str | None
-    writes: str
 
 
 _hints = KeyHint.__table__

@@ -27,6 +27,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from engine.tape_settings import TapeSettings, stored_settings
+
 # SQLite only auto-increments INTEGER PRIMARY KEY; PostgreSQL gets a BIGINT identity.
 IdType = BigInteger().with_variant(Integer(), "sqlite")
 
@@ -52,6 +54,11 @@ class Tape(Base):
     online: Mapped[bool] = mapped_column(Boolean)
     dependency_model: Mapped[str] = mapped_column(String(20))
     config: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+    @property
+    def settings(self) -> TapeSettings:
+        """The config column, typed (engine/tape_settings.py; parsed once per distinct one)."""
+        return stored_settings(self.config or {})
 
 
 class Branch(Base):

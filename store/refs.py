@@ -12,39 +12,14 @@ it returns is the same as what `find_tape_and_branch` returns.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Text, bindparam, cast, func, select
 from sqlalchemy.sql import ClauseElement
 
+from engine.refs import BranchRef, TapeRef
 from store.models import Branch, BranchLease, Tape
 from store.prepared import Executor, Prepared
-
-
-@dataclass(frozen=True)
-class TapeRef:
-    """The tape fields the resolve hot path reads, without ORM identity-map overhead."""
-
-    id: int
-    name: str
-    world_seed: int
-    mode: str
-    online: bool
-    dependency_model: str
-    config: dict[str, Any]
-    # The config as the database holds it (JSON text), to tell later whether it changed.
-    config_text: str | None = field(default=None, repr=False, compare=False)
-
-
-@dataclass(frozen=True)
-class BranchRef:
-    id: int
-    path: str
-    # Who holds the branch's lease and until when (store/branch_leases.py); None: nobody.
-    lease_holder: str | None = None
-    lease_expires: float = 0.0
-
 
 # Core statements on the tables (not the mapped classes): no ORM compile step per execution.
 _tapes, _branches, _leases = Tape.__table__, Branch.__table__, BranchLease.__table__

@@ -1,6 +1,6 @@
-"""One exception root per package: every exception a module of `groundhog`, `store`, `proxy`,
-`resolver` or `worldsim` defines derives from its package's root, so "one of ours" is one
-`except`."""
+"""One exception root per package: every exception a module of `groundhog`, `engine`, `store`,
+`proxy`, `resolver` or `worldsim` defines derives from its package's root, so "one of ours" is
+one `except`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pkgutil
 
 import pytest
 
+from engine.errors import EngineError
 from groundhog.errors import GroundhogError, LocalProblem
 from proxy.errors import ProxyError
 from resolver.errors import ResolverError
@@ -18,6 +19,7 @@ from worldsim.errors import WorldError
 
 ROOTS: dict[str, type[Exception]] = {
     "groundhog": GroundhogError,
+    "engine": EngineError,
     "store": StoreError,
     "proxy": ProxyError,
     "resolver": ResolverError,

@@ -20,7 +20,18 @@ from pathlib import Path
 from tests.support.servers import REPO_ROOT
 
 PROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
-LOCAL = {"groundhog", "resolver", "store", "proxy", "worldsim", "bench", "tests", "examples"}
+LOCAL = {
+    "groundhog",
+    "engine",
+    "services",
+    "resolver",
+    "store",
+    "proxy",
+    "worldsim",
+    "bench",
+    "tests",
+    "examples",
+}
 HEAVY = {
     "sqlalchemy", "mitmproxy", "fastapi", "uvicorn", "alembic", "numpy", "scipy", "pyarrow",
     "pandas", "huggingface_hub",
@@ -115,7 +126,9 @@ def test_publishing_needs_only_the_datasets_extra_and_the_hub_upload_its_own() -
 
 def test_every_service_import_is_declared() -> None:
     paths = [
-        path for package in ("resolver", "store", "proxy", "worldsim") for path in sources(package)
+        path
+        for package in ("engine", "services", "resolver", "store", "proxy", "worldsim")
+        for path in sources(package)
     ]
     assert undeclared(paths, "services", module_level_only=False) == []
 

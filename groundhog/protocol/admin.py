@@ -71,6 +71,7 @@ class TapeInfo(Extensible):
     catalog: dict[str, Any] = field(default_factory=dict)
     # `required` or `optional`; None: the deployment's default (docs/reliability.md).
     branch_capabilities: str | None = None
+    websocket_replay_client_messages: bool = False
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ OCCURRENCE: Final = "X-Groundhog-Occurrence"
 FINGERPRINT: Final = "X-Groundhog-Fingerprint"
 # A write whose live answer reached the worker but could not be recorded.
 RECORD_ERROR: Final = "X-Groundhog-Record-Error"
-# An injected fault's kind (resolver/faults.py).
+# An injected fault's kind (engine/faults.py).
 FAULT: Final = "X-Groundhog-Fault"
 # A stored answer the tape's simulator wrote (resolver/simulation.py).
 SIMULATED: Final = "X-Groundhog-Simulated"

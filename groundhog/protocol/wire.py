@@ -107,6 +107,10 @@ class LeaseTakeAsk(TypedDict):
     capability: NotRequired[str]
 
 
+# A read-ahead names at most this many exchanges its holder keeps (the newest it knows).
+MAX_HELD_EXCHANGES = 1024
+
+
 class LeaseAheadAsk(TypedDict):
     """The body of `POST /v1/leases/ahead` (`held`: exchange ids of the tape the holder keeps
     already, which the read-ahead leaves out)."""
@@ -117,7 +121,7 @@ class LeaseAheadAsk(TypedDict):
 
 
 class LeaseTape(TypedDict):
-    """The tape as a resolve sees it (`store.refs.TapeRef`'s fields)."""
+    """The tape as a resolve sees it (`engine.refs.TapeRef`'s fields)."""
 
     id: int
     name: str

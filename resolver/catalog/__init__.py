@@ -21,6 +21,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from resolver.errors import ResolverError
 from resolver.operations import Kind
 
 ANY_HOST = "*"
@@ -56,7 +57,7 @@ class Endpoint:
         }
 
 
-class CatalogError(ValueError):
+class CatalogError(ResolverError, ValueError):
     """tools.toml does not hold a usable catalog (a packaging or editing mistake)."""
 
 

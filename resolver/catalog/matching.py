@@ -13,13 +13,14 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
+from engine.tape_settings import CatalogSetting
 from resolver.catalog import ANY_HOST, Endpoint, shipped
 from resolver.content_coding import decode_content
 from resolver.operations import Kind
 from resolver.request import RequestParts
 
 OFF = "off"
-SETTING = "catalog"
+
 Routes = dict[tuple[str, str], Endpoint]
 
 
@@ -77,15 +78,14 @@ def _view(setting_json: str) -> CatalogView:
 
 # What a tape opened with no `catalog` setting stores: compared first, so the common tape pays
 # one dict comparison per draft rather than a JSON encoding.
-_DEFAULT_SETTING: dict[str, Any] = {"enabled": True, "entries": {}, "world_model_hosts": []}
+_DEFAULT_SETTING = CatalogSetting()
 
 
-def view_for(config: Mapping[str, Any]) -> CatalogView:
+def view_for(setting: CatalogSetting) -> CatalogView:
     """The catalog as the tape's `catalog` setting applies it (built once per setting)."""
-    setting = config.get(SETTING)
-    if not setting or setting == _DEFAULT_SETTING:
+    if setting == _DEFAULT_SETTING:
         return _view("{}")
-    return _view(json.dumps(setting, sort_keys=True, separators=(",", ":")))
+    return _view(setting.model_dump_json())
 
 
 @dataclass(frozen=True)

@@ -40,11 +40,12 @@ from resolver.errors import ResolverError
 from resolver.resolve_tx.units import LoopWriter, Unit, WouldWait
 
 if TYPE_CHECKING:  # the steps import this package's parts, so the door names them lazily
+    from engine.resolve_request import ResolveRequest
     from resolver.record_outcomes import RecordResult
     from resolver.recording import Recorder
     from resolver.resolution import Resolver
     from resolver.resolve_results import Resolution, Waiting
-    from resolver.schemas import RecordRequest, ResolveRequest
+    from resolver.schemas import RecordRequest
 
 type Transaction = AbstractContextManager[Unit]
 type Settled = Resolution | Waiting

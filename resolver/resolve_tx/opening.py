@@ -14,21 +14,21 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import NamedTuple
 
+from engine.refs import BranchRef, Hint, TapeRef
+from engine.resolve_request import ResolveRequest
+from resolver.ask_store import find_session_label, find_tools_hint, load_tape_and_branch
 from resolver.asks import (
     Ask,
     Draft,
     build_ask,
     classify_draft,
     draft_ask,
-    find_session_label,
-    find_tools_hint,
     finish_ask,
-    load_tape_and_branch,
     looked_up_resources,
 )
 from resolver.draft_memo import DraftMemo
 from resolver.policy import DependencyModel, Mode, lookup_fingerprint
-from resolver.schemas import ResolveRequest, check_branch_path, check_tape_name
+from resolver.schemas import check_branch_path, check_tape_name
 from resolver.session_labels import uses_session
 from store.fused import (
     ReadAhead,
@@ -36,9 +36,8 @@ from store.fused import (
     take_occurrence_and_versions,
     take_occurrence_as_guessed,
 )
-from store.hints import Hint, find_hint
+from store.hints import find_hint
 from store.prepared import Executor
-from store.refs import BranchRef, TapeRef
 
 # A record opens with `pop_pending_and_tape`: the ticket's pending record taken with its tape,
 # one statement on PostgreSQL, two elsewhere (it makes that choice itself).
@@ -81,7 +80,7 @@ def take_ask(
     found = None
     # A tape naming resources by `{session}` classifies after finding the branch (its lineage
     # names the session), so it opens with the plain statements.
-    if guess is not None and not uses_session(guess.config):
+    if guess is not None and not uses_session(guess.settings):
         taken = _take_as_guessed(
             session, guess, wire, body, redaction_key=redaction_key, drafts=drafts
         )

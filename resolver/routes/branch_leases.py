@@ -16,6 +16,7 @@ import asyncio
 from fastapi import APIRouter, Depends, Request, Response
 from starlette.concurrency import run_in_threadpool
 
+from engine.cache import dumps_compact
 from groundhog.protocol.wire import (
     LeaseAheadAnswer,
     LeaseEventsAnswer,
@@ -24,7 +25,6 @@ from groundhog.protocol.wire import (
 )
 from resolver import branch_leases
 from resolver.auth import require_proxy
-from resolver.cache import dumps_compact
 from resolver.errors import BranchLeased
 from resolver.hot_protocol import json_response
 from resolver.schemas import (

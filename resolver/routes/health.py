@@ -15,10 +15,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import func, select
 
 from resolver.auth import require_admin
-from resolver.ca import ensure_ca
 from resolver.errors import ResolverError
 from resolver.policy import LIVE_DECISIONS
 from resolver.signals import fork_rates_from_tallies
+from services.ca import ensure_ca
 from store import signals
 from store.db import transaction
 from store.models import Exchange, Tape

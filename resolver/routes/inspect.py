@@ -126,9 +126,9 @@ def report(
         if view is ReportView.COUNTS:
             return counted_report(found, session=session)
         result = signed_report(found, session=session)
-        result["redaction"] = redaction_summary(found.id, found.config, session=session)
+        result["redaction"] = redaction_summary(found.id, found.settings, session=session)
         result["costs"] = cost_section(found, session=session)
-        result["protocols"] = protocol_summary(found.id, found.config, session=session)
+        result["protocols"] = protocol_summary(found.id, found.settings, session=session)
         result["advice"] = advice_section(found.id, session=session)
         return result
 
@@ -147,4 +147,4 @@ def audit(tape: str, request: Request) -> dict[str, Any]:
     """Where the tape's stored bytes still look like secrets, by rule; never the values."""
     with transaction(store_of(request).read) as session:
         found = find_tape(tape, session=session)
-        return audit_document(found.name, audit_tape(found.id, found.config, session=session))
+        return audit_document(found.name, audit_tape(found.id, found.settings, session=session))

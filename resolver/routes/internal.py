@@ -33,18 +33,19 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from engine.cache import Address, dumps_compact
+from engine.resolve_request import ResolveRequest
 from groundhog.protocol.wire import RenewAnswer, ResolveAnswer
 from resolver import branch_leases, leases, resolve_tx, wait_tokens
 from resolver.auth import require_proxy
-from resolver.cache import dumps_compact
 from resolver.errors import BranchLeased, Conflict
 from resolver.hot_protocol import HotRoute, json_response
 from resolver.policy import Action, Decision
 from resolver.record_outcomes import RecordResult
 from resolver.resolution import Resolver
 from resolver.resolve_results import Resolution, Waiting
-from resolver.schemas import RecordRequest, ResolveRequest, TicketRequest, WaitRequest
-from resolver.wakeups import Address, Mark, Wakeups
+from resolver.schemas import RecordRequest, TicketRequest, WaitRequest
+from resolver.wakeups import Mark, Wakeups
 
 router = APIRouter(prefix="/v1", tags=["internal"], dependencies=[Depends(require_proxy)])
 
@@ -133,7 +134,7 @@ def _answer_fields(result: Resolution, lease_seconds: float | None) -> dict[str,
         "request_key": ask.key.hash,
         "ticket": result.ticket,
         "upstream_headers": result.upstream_headers,
-        "delay_ms": result.delay_ms,  # faults (resolver/faults.py): the proxy holds this long
+        "delay_ms": result.delay_ms,  # faults (engine/faults.py): the proxy holds this long
     }
     if result.ticket is not None and lease_seconds is not None:
         answer["lease_seconds"] = lease_seconds  # renew every third of it while fetching

@@ -54,9 +54,9 @@ def export(tape: str, request: Request, allow_unscrubbed: bool = False) -> FileR
         with transaction(store_of(request).read) as session:
             found = find_tape(tape, session=session)
             if not allow_unscrubbed:  # an export carries the tape to others: audit it first
-                refuse_unscrubbed(found.name, audit_tape(found.id, found.config, session=session))
+                refuse_unscrubbed(found.name, audit_tape(found.id, found.settings, session=session))
             # The file says which redaction rules applied (names and counts, no values).
-            summary = redaction_summary(found.id, found.config, session=session)
+            summary = redaction_summary(found.id, found.settings, session=session)
             export_tape(found, path, session=session, config={**found.config, "redaction": summary})
     except BaseException:
         remove_tape_file(path)

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from resolver.asks import load_tape_and_branch
+from resolver.ask_store import load_tape_and_branch
 from resolver.auth import require_proxy
 from resolver.capabilities import CAPABILITY_LENGTH
 from resolver.tunnels import TunnelVerdict, decide_tunnel
@@ -38,7 +38,7 @@ def _verdict(request: Request, body: TunnelRequest) -> TunnelVerdict:
         request.app.state.resolver.capabilities.check(
             tape_id=tape.id,
             tape=tape.name,
-            config=tape.config,
+            settings=tape.settings,
             branch=branch.path,
             presented=body.capability,
         )
@@ -47,7 +47,7 @@ def _verdict(request: Request, body: TunnelRequest) -> TunnelVerdict:
             online=tape.online,
             host=body.host,
             port=body.port,
-            tape_passthrough_hosts=tape.config.get("passthrough_hosts") or [],
+            tape_passthrough_hosts=tape.settings.passthrough_hosts,
             listed_by_proxy=body.listed_by_proxy,
         )
 

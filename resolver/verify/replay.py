@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 from mitmproxy import http
 
+from engine.resolve_request import ResolveRequest
 from groundhog.protocol.wire import TRAILER_PREFIX, wire_response
 from proxy.sandbox_answers import MARKER, make_own
 from proxy.wire import (
@@ -32,10 +33,10 @@ from proxy.wire import (
     response_from_payload,
     strip_private_headers,
 )
+from resolver.errors import ResolverError
 from resolver.policy import Action, Decision
 from resolver.resolution import Resolver
 from resolver.resolve_results import Resolution
-from resolver.schemas import ResolveRequest
 from resolver.verify.conversation import Ask, BranchConversation, Conversation
 
 # Nothing was served from the tape for these asks, so there is nothing to serve again.
@@ -75,7 +76,7 @@ class BranchSummary:
         return {**asdict(self), "ok": self.ok}
 
 
-class DeadlinePassed(Exception):
+class DeadlinePassed(ResolverError):
     """The verify run's deadline came before every ask was replayed."""
 
 
@@ -185,7 +186,7 @@ def compare(replay: Replay, branch: str, ask: Ask, result: Resolution) -> str | 
 def ask_again(replay: Replay, branch: str, ask: Ask) -> str | None:
     """Resolve one recorded ask as the proxy would; None if the answer matches, else why not."""
     if time.monotonic() > replay.deadline:
-        raise DeadlinePassed
+        raise DeadlinePassed("the verify deadline passed before every recorded ask was replayed")
     tape = replay.conversation.tape
     request = recorded_request(ask, replay.sessions.get(branch, {}))
     too_large = len(ask.body) > replay.resolver.max_body_bytes

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from bench import hit_inprocess
+from engine.resolve_request import ResolveRequest
 from resolver.resolution import Resolver
-from resolver.schemas import ResolveRequest
 from store.db import open_store
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from engine.cache import Recorded
 from proxy.answer_disk import AnswerDisk, DiskKey, encode, file_name
-from resolver.cache import Recorded
 
 
 def key(n: int = 0, store: str = "s1") -> DiskKey:

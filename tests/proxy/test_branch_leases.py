@@ -12,15 +12,15 @@ import pytest
 from mitmproxy.exceptions import OptionsError
 from mitmproxy.test import taddons
 
+from engine.cache import Address, Recorded
+from engine.refs import BranchRef, TapeRef
+from engine.resolve_request import ResolveRequest
 from groundhog.protocol.wire import ResolveAsk
 from proxy.addon import GroundhogAddon
 from proxy.branch_leases import LeaseBook
 from proxy.lease_shipping import HeldBranch
 from proxy.resolver_client import ResolverGone, ResolverRejected, ResolverUnavailable
-from resolver.cache import Address, Recorded
 from resolver.leased_hits import BranchCopy, local_hit
-from resolver.schemas import ResolveRequest
-from store.refs import BranchRef, TapeRef
 from tests.proxy.test_answer_disk import answer
 
 

@@ -1,6 +1,6 @@
 """One CA per deployment: what the resolver serves at /v1/ca.pem is what the proxy signs with.
 
-Both sides create the CA if it is absent (`resolver.ca.ensure_ca`). Started at the same instant
+Both sides create the CA if it is absent (`services.ca.ensure_ca`). Started at the same instant
 on a fresh directory they must still agree, or every worker's TLS handshake would fail. The
 check is the worker's: trust only /v1/ca.pem and complete a TLS handshake through the proxy
 (no request is sent, so nothing reaches any upstream).
@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from proxy.server import ca_cert_path
-from resolver.ca import CA_KEY_NAME
+from services.ca import CA_KEY_NAME
 from tests.support.servers import LOOPBACK, ServerProcess, free_port, start_server
 
 HOST = "ca-check.example"

@@ -1,6 +1,6 @@
 """Crash injection through the real proxy (issue 29): a hypothesis state machine drives branches
 through a real `python -m proxy` and a real resolver against a local upstream, while the
-resolver dies at random failpoints (resolver/failpoints.py) and the proxy is SIGKILLed while a
+resolver dies at random failpoints (engine/failpoints.py) and the proxy is SIGKILLed while a
 live read is in flight; both are restarted on their ports as a supervisor would, and the worker
 retries what went unanswered, as workers do.
 
@@ -18,7 +18,7 @@ tape. Invariants, checked after every read served:
 
 With branch leases on (the `leases` parameter) the proxy answers hits itself and ships them; the
 lease failpoints (a grant, a shipped batch before and after its commit) are armed like the rest,
-and the proxy's own (resolver/failpoints.PROXY_NAMES: a served hit logged but not sent, a batch
+and the proxy's own (engine/failpoints.PROXY_NAMES: a served hit logged but not sent, a batch
 sent but not marked, a fork's flush) kill it, while a supervisor restarts whatever died at once,
 a fork's flush included. A hit logged when the proxy died is the one documented exception to
 the occurrence rule (docs/internals.md, "Branch leases"): the proxy cannot tell it from one the
@@ -45,7 +45,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
-from resolver.failpoints import NAMES, PROXY_NAMES
+from engine.failpoints import NAMES, PROXY_NAMES
 from tests.proxy.clients import Reply
 from tests.proxy.stack import Stack, running_stack
 from tests.proxy.test_end_to_end import ask

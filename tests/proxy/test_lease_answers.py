@@ -8,9 +8,9 @@ import asyncio
 import threading
 from pathlib import Path
 
+from engine.cache import Address, Recorded
 from proxy.answer_disk import AnswerDisk
 from proxy.lease_answers import LeaseAnswers
-from resolver.cache import Address, Recorded
 from tests.proxy.test_answer_disk import answer
 
 ADDRESS: Address = (7, "k" * 64, 0, "")

@@ -14,9 +14,9 @@ import pytest
 from mitmproxy.exceptions import OptionsError
 from mitmproxy.test import taddons
 
+from engine import failpoints
 from proxy.addon import GroundhogAddon
 from proxy.options import DEFAULT_LEASE_DISK_BYTES, SECONDS_OPTIONS, seconds
-from resolver import failpoints
 from tests.support.servers import accepting, free_port, wait_until
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,19 +1,19 @@
-"""Admin regular expressions run on RE2 or are refused with a 422 (resolver/admin_regex.py)."""
+"""Admin regular expressions run on RE2 (engine/admin_regex.py) or a tape is refused with a 422."""
 
 from __future__ import annotations
 
 import httpx
 import pytest
 
-from resolver.admin_regex import compile_admin_regex
-from resolver.errors import InvalidInput
+from engine.admin_regex import compile_admin_regex
+from engine.errors import InvalidSpec
 from resolver.redaction import Policy
 from tests.support.servers import ServerProcess
 
 
 @pytest.mark.parametrize("pattern", [r"(?<=k)ey", r"(a)\1", r"a(?!b)"])
 def test_a_pattern_re2_cannot_run_is_refused_naming_it(pattern: str) -> None:
-    with pytest.raises(InvalidInput, match="linear-time") as refused:
+    with pytest.raises(InvalidSpec, match="linear-time") as refused:
         compile_admin_regex(pattern)
     assert repr(pattern) in str(refused.value)
 

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from resolver.ca import CA_KEY_NAME, ensure_ca
 from resolver.deployment_key import KeyFileError, load_or_create_key
 from resolver.ui.access import (
     COOKIE_NAME,
@@ -19,6 +18,7 @@ from resolver.ui.access import (
     LoginThrottle,
     session_is_valid,
 )
+from services.ca import CA_KEY_NAME, ensure_ca
 from tests.resolver.ui.ui_server import app_with_ui
 
 TOKEN = "admin-token-for-the-surface"

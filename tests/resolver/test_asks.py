@@ -10,27 +10,25 @@ from typing import Any
 
 import pytest
 
+from engine.fingerprint import unknown_version
+from engine.refs import BranchRef, Hint, TapeRef
+from engine.resolve_request import ResolveRequest
+from resolver.ask_store import bump_branch, find_tape_and_branch, load_tape_and_branch
 from resolver.asks import (
     Ask,
-    bump_branch,
     classify_draft,
     cooperative_headers,
     draft_ask,
-    find_tape_and_branch,
     finish_ask,
-    load_tape_and_branch,
     true_fingerprint_of,
 )
 from resolver.dependencies import Classification
 from resolver.errors import InvalidInput, NotFound
-from resolver.fingerprint import unknown_version
 from resolver.policy import DependencyModel, Mode
 from resolver.resolve_tx.opening import take_ask
-from resolver.schemas import ResolveRequest
 from store.branches import fork_branch, get_branch
 from store.db import Store, open_store, transaction
-from store.hints import Hint, set_hint
-from store.refs import BranchRef, TapeRef
+from store.hints import set_hint
 from store.tapes import create_tape
 from store.versions import branch_versions
 

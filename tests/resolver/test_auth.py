@@ -9,7 +9,7 @@ from fastapi import Depends, FastAPI
 from fastapi.testclient import TestClient
 
 from resolver.auth import require_admin, require_proxy
-from resolver.errors import install_error_handlers
+from resolver.problem_handlers import install_error_handlers
 
 
 def _client(admin_token: str | None, proxy_token: str | None) -> TestClient:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
+from engine.tape_settings import TapeSettings, stored_settings
 from resolver.capabilities import (
     CAPABILITY_LENGTH,
     BranchCapabilities,
@@ -14,7 +16,7 @@ from resolver.capabilities import (
 )
 
 KEY = bytes(range(32))
-REQUIRED = {"branch_capabilities": "required"}
+REQUIRED = TapeSettings(branch_capabilities=BranchCapabilities.REQUIRED)
 
 
 def test_a_capability_is_stable_and_url_safe() -> None:
@@ -50,7 +52,7 @@ def test_a_capability_is_not_the_redaction_placeholder_of_the_same_text() -> Non
 def test_required_opens_exactly_its_own_branch() -> None:
     book = Capabilities(KEY)
     own = book.of(7, "root/b0")
-    book.check(tape_id=7, tape="t", config=REQUIRED, branch="root/b0", presented=own)
+    book.check(tape_id=7, tape="t", settings=REQUIRED, branch="root/b0", presented=own)
     for tape_id, branch, presented in [
         (7, "root/b1", own),
         (7, "root/b0/b0", own),
@@ -64,7 +66,7 @@ def test_required_opens_exactly_its_own_branch() -> None:
     ]:
         with pytest.raises(CapabilityRefused) as refused:
             book.check(
-                tape_id=tape_id, tape="t", config=REQUIRED, branch=branch, presented=presented
+                tape_id=tape_id, tape="t", settings=REQUIRED, branch=branch, presented=presented
             )
         assert refused.value.status == 403
         assert refused.value.extras["decision"] == "refused"
@@ -74,30 +76,39 @@ def test_required_opens_exactly_its_own_branch() -> None:
 def test_the_refusal_says_what_is_missing_and_how_to_give_it() -> None:
     book = Capabilities(KEY)
     with pytest.raises(CapabilityRefused) as missing:
-        book.check(tape_id=7, tape="t", config=REQUIRED, branch="root/b0", presented=None)
+        book.check(tape_id=7, tape="t", settings=REQUIRED, branch="root/b0", presented=None)
     assert "presented none" in missing.value.detail
     assert "X-Groundhog-Capability" in missing.value.detail
     assert "TAPE:BRANCH:CAPABILITY" in missing.value.detail
     with pytest.raises(CapabilityRefused) as wrong:
-        book.check(tape_id=7, tape="t", config=REQUIRED, branch="root/b0", presented="00" * 16)
+        book.check(tape_id=7, tape="t", settings=REQUIRED, branch="root/b0", presented="00" * 16)
     assert "not this branch's" in wrong.value.detail
 
 
 def test_optional_checks_nothing_and_the_tape_overrides_the_default() -> None:
     optional_default = Capabilities(KEY)
-    optional_default.check(tape_id=7, tape="t", config={}, branch="root", presented=None)
-    optional_default.check(tape_id=7, tape="t", config=None, branch="root", presented="junk")
+    optional_default.check(
+        tape_id=7, tape="t", settings=TapeSettings(), branch="root", presented=None
+    )
+    optional_default.check(
+        tape_id=7, tape="t", settings=TapeSettings(), branch="root", presented="junk"
+    )
     with pytest.raises(CapabilityRefused):
-        optional_default.check(tape_id=7, tape="t", config=REQUIRED, branch="root", presented=None)
+        optional_default.check(
+            tape_id=7, tape="t", settings=REQUIRED, branch="root", presented=None
+        )
     required_default = Capabilities(KEY, default=BranchCapabilities.REQUIRED)
     with pytest.raises(CapabilityRefused):
-        required_default.check(tape_id=7, tape="t", config={}, branch="root", presented=None)
-    opted_out = {"branch_capabilities": "optional"}
-    required_default.check(tape_id=7, tape="t", config=opted_out, branch="root", presented=None)
+        required_default.check(
+            tape_id=7, tape="t", settings=TapeSettings(), branch="root", presented=None
+        )
+    opted_out = TapeSettings(branch_capabilities=BranchCapabilities.OPTIONAL)
+    required_default.check(tape_id=7, tape="t", settings=opted_out, branch="root", presented=None)
 
 
-def test_a_stored_value_that_is_no_policy_fails_closed() -> None:
-    assert Capabilities(KEY).policy({"branch_capabilities": "maybe"}) is BranchCapabilities.REQUIRED
+def test_a_stored_value_that_is_no_policy_is_refused_not_read_as_optional() -> None:
+    with pytest.raises(ValidationError, match="'required' or 'optional'"):
+        stored_settings({"branch_capabilities": "maybe"})
 
 
 def test_the_policy_names_its_valid_values() -> None:

@@ -8,6 +8,9 @@ import re
 import pytest
 from pydantic import ValidationError
 
+from engine.refs import BranchRef, TapeRef
+from engine.resolve_request import ResolveRequest
+from engine.tape_settings import CatalogSetting, TapeSettings
 from resolver.asks import classify_draft, draft_ask
 from resolver.catalog import shipped
 from resolver.catalog.matching import match_request, view_for
@@ -15,8 +18,7 @@ from resolver.operations import Kind
 from resolver.policy import DependencyModel
 from resolver.redaction import policy_from_config, redact_request
 from resolver.request import RequestParts
-from resolver.schemas import ResolveRequest, TapeConfig
-from store.refs import BranchRef, TapeRef
+from resolver.schemas import TapeConfig
 
 SECRET = "vendorsecret0123456789abcdefXYZ"
 
@@ -50,15 +52,17 @@ def test_each_entrys_credential_is_redacted_where_it_travels(entry) -> None:
         query = ((place.removeprefix("query parameter "), SECRET),)
     host = entry.hosts[0] if entry.hosts[0] != "*" else "judge.internal"
     request = RequestParts(entry.method, "https", host, 443, entry.paths[0], query, headers)
-    redacted = redact_request(request, policy_from_config({}), b"k" * 32).request
+    redacted = redact_request(request, policy_from_config(TapeSettings()), b"k" * 32).request
     assert SECRET not in repr(redacted)
     if "api_key in the body" in place:
         body = _post(host, entry.paths[0], {"query": "q", "api_key": SECRET})
-        assert SECRET not in repr(redact_request(body, policy_from_config({}), b"k" * 32).request)
+        assert SECRET not in repr(
+            redact_request(body, policy_from_config(TapeSettings()), b"k" * 32).request
+        )
 
 
 def test_a_search_post_reads_and_another_shape_at_its_path_does_not() -> None:
-    view = view_for({})
+    view = view_for(CatalogSetting())
     found = match_request(view, _post("api.tavily.com", "/search", {"query": "groundhog"}))
     assert found is not None and found.kind is Kind.READ and found.keyed_body is None
     assert match_request(view, _post("api.tavily.com", "/search", {"other": 1})) is None
@@ -69,7 +73,7 @@ def test_a_search_post_reads_and_another_shape_at_its_path_does_not() -> None:
 
 
 def test_noise_fields_leave_the_keyed_body() -> None:
-    view = view_for({})
+    view = view_for(CatalogSetting())
     one = match_request(
         view, _post("api.openai.com", "/v1/embeddings", {"input": "a", "user": "1"})
     )
@@ -82,10 +86,10 @@ def test_noise_fields_leave_the_keyed_body() -> None:
 
 def test_chat_completions_are_world_only_where_the_tape_says() -> None:
     chat = {"model": "m", "messages": [{"role": "user", "content": "grade this"}]}
-    default = view_for({})
+    default = view_for(CatalogSetting())
     assert match_request(default, _post("api.openai.com", "/v1/chat/completions", chat)) is None
     assert match_request(default, _post("judge.internal", "/v1/chat/completions", chat)) is None
-    world = view_for({"catalog": {"world_model_hosts": ["api.openai.com", "Judge.Internal"]}})
+    world = view_for(CatalogSetting(**{"world_model_hosts": ["api.openai.com", "Judge.Internal"]}))
     for host in ("api.openai.com", "judge.internal"):
         found = match_request(world, _post(host, "/v1/chat/completions", chat))
         assert found is not None and found.kind is Kind.READ
@@ -94,10 +98,13 @@ def test_chat_completions_are_world_only_where_the_tape_says() -> None:
 
 def test_a_tape_switches_entries_off_overrides_them_or_the_whole_catalog() -> None:
     search = _post("api.exa.ai", "/search", {"query": "q"})
-    assert match_request(view_for({"catalog": {"entries": {"exa-search": "off"}}}), search) is None
-    pinned = match_request(view_for({"catalog": {"entries": {"exa-search": "write"}}}), search)
+    assert (
+        match_request(view_for(CatalogSetting(**{"entries": {"exa-search": "off"}})), search)
+        is None
+    )
+    pinned = match_request(view_for(CatalogSetting(**{"entries": {"exa-search": "write"}})), search)
     assert pinned is not None and pinned.kind is Kind.WRITE
-    assert match_request(view_for({"catalog": {"enabled": False}}), search) is None
+    assert match_request(view_for(CatalogSetting(**{"enabled": False})), search) is None
 
 
 def test_an_unknown_entry_is_refused_naming_the_known_ones() -> None:

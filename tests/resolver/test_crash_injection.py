@@ -1,6 +1,6 @@
 """Crash injection (issue 29): a hypothesis state machine drives branches through reads, writes,
 forks and single-flight waits against a real resolver process whose failpoints
-(resolver/failpoints.py) kill it at random transitions; it restarts the resolver on the same
+(engine/failpoints.py) kill it at random transitions; it restarts the resolver on the same
 store and checks the lifecycle's invariants after every step.
 
 The test plays the proxy over the real internal protocol (as tests/resolver/proxy_double.py
@@ -43,7 +43,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from resolver.failpoints import NAMES
+from engine.failpoints import NAMES
 from tests.support.servers import ServerProcess, free_port, start_server
 from tests.support.store_databases import private_schema_url
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
+from engine.refs import BranchRef, TapeRef
+from engine.resolve_request import ResolveRequest
 from resolver.asks import draft_ask
 from resolver.draft_memo import DraftMemo
-from resolver.schemas import ResolveRequest
-from store.refs import BranchRef, TapeRef
 
 KEY = b"k" * 32
 TAPE = TapeRef(7, "t", 1, "groundhog", True, "closure", {})

@@ -23,10 +23,9 @@ from resolver.errors import (
     ResolverError,
     ResolveTimeout,
     Unauthorized,
-    install_error_handlers,
     problem_body,
-    problem_response,
 )
+from resolver.problem_handlers import install_error_handlers, problem_response
 from resolver.settings import load_settings
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from engine.cache import Recorded
+from engine.faults import FaultRule
+from engine.tape_settings import FaultKind
 from resolver.asks import Ask
-from resolver.cache import Recorded
 from resolver.decision import ClaimState, Facts
 from resolver.dependencies import Classification
 from resolver.facts import address_of, claim_state, facts_of, recorded_facts
-from resolver.faults import FaultKind, FaultRule
 from resolver.keys import RequestKey
 from resolver.policy import DependencyModel, Mode
 from resolver.request import RequestParts

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+from engine.fingerprint import UNKNOWN_PREFIX
 from resolver import final_steps
 from resolver.asks import Ask
 from resolver.decision import Plan, Step
@@ -18,7 +19,6 @@ from resolver.echoes import EchoBook
 from resolver.errors import StoreFull
 from resolver.facts import facts_of, holder_of
 from resolver.final_steps import FinalSteps, pending_request
-from resolver.fingerprint import UNKNOWN_PREFIX
 from resolver.policy import Action, Decision
 from resolver.request import RequestParts
 from resolver.resolve_results import Resolution, Waiting

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from engine.tape_settings import TapeSettings
 from resolver.forbidden_targets import (
     OPT_OUT_FIELD,
     ForbiddenTarget,
@@ -38,11 +39,13 @@ def test_other_hosts_are_not_metadata(host: str) -> None:
 
 
 def test_the_refusal_names_the_target_and_the_opt_out() -> None:
-    reason = metadata_refusal("169.254.169.254", 80, {})
+    reason = metadata_refusal("169.254.169.254", 80, TapeSettings())
     assert reason is not None and "169.254.169.254:80" in reason and OPT_OUT_FIELD in reason
-    assert metadata_refusal("169.254.169.254", 80, {OPT_OUT_FIELD: True}) is None
+    assert (
+        metadata_refusal("169.254.169.254", 80, TapeSettings(allow_metadata_addresses=True)) is None
+    )
     with pytest.raises(ForbiddenTarget):
-        refuse_metadata("metadata.google.internal", 80, {})
+        refuse_metadata("metadata.google.internal", 80, TapeSettings())
 
 
 def test_the_resolver_refuses_a_metadata_ask_before_anything_is_taken(

@@ -21,8 +21,8 @@ from fastapi import FastAPI
 
 from resolver.app import create_app, uvicorn_protocol
 from resolver.auth import check_proxy
-from resolver.errors import install_error_handlers
 from resolver.hot_protocol import protocol_for
+from resolver.problem_handlers import install_error_handlers
 from resolver.settings import load_settings
 from tests.support.servers import wait_until
 

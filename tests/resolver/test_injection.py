@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from resolver.faults import FaultKind, FaultRule
+from engine.faults import FaultRule
+from engine.tape_settings import FaultKind
 from resolver.injection import replacing_fault, with_delay
 from resolver.policy import Action, Decision
 from resolver.resolve_results import Resolution, Waiting

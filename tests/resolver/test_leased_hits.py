@@ -14,6 +14,8 @@ from sqlalchemy import event as sqlalchemy_event
 from sqlalchemy.orm import Session
 
 from bench.lease_scale import STATEMENTS
+from engine.cache import Address, Recorded
+from engine.resolve_request import ResolveRequest
 from groundhog.protocol.wire import (
     AheadAnswer,
     LeaseAheadAnswer,
@@ -26,7 +28,6 @@ from groundhog.protocol.wire import (
 from resolver import answers
 from resolver import branch_leases as resolver_leases
 from resolver.branch_leases import LeaseSettings, read_ahead, renew, ship, take
-from resolver.cache import Recorded
 from resolver.draft_memo import DraftMemo
 from resolver.leased_hits import BranchCopy, local_hit
 from resolver.policy import Action, Decision
@@ -39,10 +40,8 @@ from resolver.schemas import (
     LeaseRenewRequest,
     LeaseTakeRequest,
     RecordRequest,
-    ResolveRequest,
     ResponseIn,
 )
-from resolver.wakeups import Address
 from store import exchanges
 from store.branches import fork_branch, get_branch
 from store.db import Store, open_store, transaction

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from engine.tape_settings import TapeSettings
 from resolver.operations import Profile
 from resolver.protocol_profiles import detect_operation, graphql_operation, pinned_profile
 from resolver.request import RequestParts
@@ -116,9 +117,9 @@ def test_graphql_shapes() -> None:
 
 
 def test_pins_per_host_switch_profiles_off() -> None:
-    config = {"protocols": {"tools.example": "off", "*": "mcp"}}
+    config = TapeSettings.model_validate({"protocols": {"tools.example": "off", "*": "mcp"}})
     assert pinned_profile(config, "tools.example") == "off"
     assert pinned_profile(config, "other.example") == "mcp"
-    assert pinned_profile({}, "tools.example") is None
+    assert pinned_profile(TapeSettings(), "tools.example") is None
     call = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     assert detect_operation(post(call), "off") is None

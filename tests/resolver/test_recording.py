@@ -15,6 +15,7 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy.exc import OperationalError
 
+from engine.resolve_request import ResolveRequest
 from resolver import record_outcomes, resolve_tx
 from resolver.app import create_app
 from resolver.errors import ResolverError
@@ -22,7 +23,7 @@ from resolver.policy import Action, Decision
 from resolver.recording import Recorder
 from resolver.resolution import Resolver
 from resolver.resolve_results import Resolution, Waiting
-from resolver.schemas import RecordRequest, ResolveRequest, ResponseIn
+from resolver.schemas import RecordRequest, ResponseIn
 from resolver.settings import load_settings
 from store.db import Store
 from store.loop_writes import LoopWriter

@@ -8,6 +8,7 @@ import json
 import re
 import sys
 
+from engine.tape_settings import TapeSettings
 from resolver.keys import request_key
 from resolver.redaction import Policy, policy_from_config, redact_request, redact_response_headers
 from resolver.redaction_rules import PLACEHOLDER, credential_word, without_identity
@@ -19,7 +20,7 @@ GITHUB = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 AWS = "AKIAIOSFODNN7EXAMPLE"
 SLACK = "xoxb-123456789012-abcdefghijkl"
 JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbm4ifQ.c2lnbmF0dXJlLXBhcnQtaGVyZQ"
-DEFAULT = policy_from_config({})
+DEFAULT = policy_from_config(TapeSettings())
 
 
 def _request(**changes: object) -> RequestParts:
@@ -128,13 +129,17 @@ def test_same_secret_same_placeholder_other_secret_other_key() -> None:
 
 
 def test_interchangeable_hosts_share_credentials_but_not_ids() -> None:
-    policy = policy_from_config({"interchangeable_credentials": ["api.example.com"]})
+    policy = policy_from_config(
+        TapeSettings.model_validate({"interchangeable_credentials": ["api.example.com"]})
+    )
     a = redact_request(_request(headers=(("X-Api-Key", "alpha-123"),)), policy, KEY)
     b = redact_request(_request(headers=(("X-Api-Key", "beta-456"),)), policy, KEY)
     assert request_key(a.request).hash == request_key(b.request).hash
     other = _request(host="other.example.com", headers=(("X-Api-Key", "alpha-123"),))
     assert PLACEHOLDER.search(redact_request(other, policy, KEY).request.headers[0][1]).group(2)
-    everywhere = policy_from_config({"interchangeable_credentials": "*"})
+    everywhere = policy_from_config(
+        TapeSettings.model_validate({"interchangeable_credentials": "*"})
+    )
     assert redact_request(other, everywhere, KEY).request.headers[0][1] == "[redacted:name-key]"
 
 
@@ -153,14 +158,16 @@ def test_placeholders_are_left_alone() -> None:
 
 def test_tape_widens_and_narrows() -> None:
     policy = policy_from_config(
-        {
-            "redact_headers": ["X-Customer"],
-            "redact_params": ["account"],
-            "redact_json_paths": ["items.*.card"],
-            "redact_patterns": [r"ACME-\d{6}"],
-            "redact_keep": ["session"],
-            "redact_disable": ["high-entropy"],
-        }
+        TapeSettings(
+            **{
+                "redact_headers": ["X-Customer"],
+                "redact_params": ["account"],
+                "redact_json_paths": ["items.*.card"],
+                "redact_patterns": [r"ACME-\d{6}"],
+                "redact_keep": ["session"],
+                "redact_disable": ["high-entropy"],
+            }
+        )
     )
     request = _request(
         method="POST",
@@ -231,7 +238,7 @@ def test_a_cookie_keys_per_pair_and_its_replayed_placeholder_keys_as_the_cookie_
     other = redact_response_headers([("Set-Cookie", "sid=zzz999")], key=KEY)[0][1]
     assert _cookie_key(f"{other}; theme=dark") != recorded
     # Interchangeable credentials: the digest leaves both forms alike.
-    shared = policy_from_config({"interchangeable_credentials": "*"})
+    shared = policy_from_config(TapeSettings.model_validate({"interchangeable_credentials": "*"}))
     assert _cookie_key(f"{served}; theme=dark", shared) == _cookie_key("sid=x; theme=y", shared)
 
 

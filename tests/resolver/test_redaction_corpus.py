@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 
 import pytest
 
+from engine.tape_settings import TapeSettings
 from resolver.content_coding import decode_content, encode_content
 from resolver.echoes import scrub_response
 from resolver.keys import request_key
@@ -25,7 +26,7 @@ CORPUS = json.loads((Path(__file__).parent / "fixtures" / "credential_shapes.jso
 SHAPES = CORPUS["shapes"]
 READABLE = CORPUS["readable"]
 KEY = b"k" * 32
-DEFAULT = policy_from_config({})
+DEFAULT = policy_from_config(TapeSettings())
 BOUNDARY = "corpusBoundary42"
 
 

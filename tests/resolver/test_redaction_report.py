@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from engine.tape_settings import TapeSettings
 from resolver.redaction_report import TAPE_FIELDS, rules_applied
 from resolver.redaction_rules import CREDENTIAL_WORDS
 from resolver.secret_formats import builtin_rule_names
 
 
 def test_defaults_are_stated_in_full() -> None:
-    applied = rules_applied({})
+    applied = rules_applied(TapeSettings())
     assert applied["names"] == sorted(CREDENTIAL_WORDS)
     assert applied["formats"] == builtin_rule_names()
     assert applied["high_entropy"] is True
@@ -20,9 +21,9 @@ def test_disabled_rules_are_left_out_and_the_tapes_own_rules_are_listed() -> Non
     config = {
         "redact_disable": ["names", "jwt", "high-entropy"],
         "redact_headers": ["X-Internal"],
-        "redact_patterns": [{"rule": "pin", "pattern": "PIN-\\d{4}"}],
+        "redact_patterns": ["PIN-\\d{4}"],
     }
-    applied = rules_applied(config)
+    applied = rules_applied(TapeSettings.model_validate(config))
     assert applied["names"] == [] and applied["name_suffixes"] == []
     assert "jwt" not in applied["formats"]
     assert set(applied["formats"]) == set(builtin_rule_names()) - {"jwt"}

@@ -11,6 +11,7 @@ import zlib
 import brotli
 import pytest
 
+from engine.tape_settings import TapeSettings
 from resolver.content_coding import encode_content
 from resolver.echoes import scrub_response
 from resolver.redaction import policy_from_config, redact_request
@@ -19,7 +20,7 @@ from resolver.request import RequestParts
 KEY = b"s" * 32
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 PASSWORD = "Hunter2-Pass"
-DEFAULT = policy_from_config({})
+DEFAULT = policy_from_config(TapeSettings())
 
 
 def _post(body: bytes, content_type: str, encoding: str | None = None) -> RequestParts:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from engine.tape_settings import TapeSettings
 from resolver.request import RequestParts
 from resolver.sandbox_identity import (
     MARKER,
@@ -15,7 +16,7 @@ def request(*headers: tuple[str, str]) -> RequestParts:
 
 
 def test_session_headers_and_named_cookies_leave_the_request() -> None:
-    config = {"sandbox_headers": ["X-Sandbox"], "sandbox_cookies": ["sid"]}
+    config = TapeSettings(sandbox_headers=["X-Sandbox"], sandbox_cookies=["sid"])
     raw = request(
         ("Mcp-Session-Id", "abc123"),
         ("X-Sandbox", "box-7"),
@@ -28,12 +29,12 @@ def test_session_headers_and_named_cookies_leave_the_request() -> None:
     assert only_sid.headers == ()
     # Nothing to remove: the very same value (the redaction cache keys on it).
     plain = request(("Accept", "*/*"))
-    assert without_sandbox_identity(plain, {}) is plain
+    assert without_sandbox_identity(plain, TapeSettings()) is plain
 
 
 def test_stored_answers_keep_a_marker_in_place_of_the_session() -> None:
     headers = [("content-type", "text/event-stream"), ("mcp-session-id", "abc123")]
-    assert stored_response_headers(headers, {}) == [
+    assert stored_response_headers(headers, TapeSettings()) == [
         ("content-type", "text/event-stream"),
         ("mcp-session-id", MARKER),
     ]

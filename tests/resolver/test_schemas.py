@@ -14,6 +14,8 @@ from typing import Any, NotRequired, Required, get_args, get_origin, get_type_hi
 import pytest
 from pydantic import BaseModel, ValidationError
 
+from engine.resolve_request import ResolveRequest
+from engine.tape_settings import TapeSettings
 from groundhog.protocol.wire import (
     HeldLeaseRef,
     LeaseAheadAsk,
@@ -30,8 +32,8 @@ from resolver.schemas import (
     LeaseEventsRequest,
     LeaseRenewRequest,
     LeaseTakeRequest,
-    ResolveRequest,
     TapeConfig,
+    TapeIdentity,
 )
 
 # Each request model and the wire shape the proxy builds its body as.
@@ -194,3 +196,12 @@ def test_protocol_pins_and_tool_kinds_take_known_words_only() -> None:
         TapeConfig(name="t", protocols={"api.example": "soap"})
     with pytest.raises(ValidationError):
         TapeConfig(name="t", mcp_tools={"search": "maybe"})
+
+
+def test_the_open_body_is_the_identity_and_the_settings_and_nothing_else() -> None:
+    """A setting declared on `TapeConfig` itself would be accepted but never stored or shown:
+    settings are fields of `TapeSettings` (engine/tape_settings.py) only."""
+    identity, settings = set(TapeIdentity.model_fields), set(TapeSettings.model_fields)
+    assert not identity & settings
+    assert set(TapeConfig.model_fields) == identity | settings
+    assert set(TapeConfig(name="t").stored_config()) == settings

@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from engine.tape_settings import TapeSettings
 from resolver.redaction import policy_from_config, redact_request
 from resolver.request import RequestParts
 from resolver.secret_format_table import FORMAT_TABLE, FormatRow
@@ -72,7 +73,7 @@ def test_the_counter_example_is_left_alone(quiet: FormatScanner, name: str) -> N
 def test_the_example_is_replaced_by_a_keyed_placeholder(name: str) -> None:
     row = ROWS[name]
     secret = _secret_of(row)
-    redacted = redact_request(_json_request(row.example), policy_from_config({}), KEY)
+    redacted = redact_request(_json_request(row.example), policy_from_config(TapeSettings()), KEY)
     body = redacted.request.body.decode()
     assert secret not in body
     assert re.search(rf"\[redacted:format-{row.rule}:[0-9a-f]{{16}}\]", body), body
@@ -81,7 +82,9 @@ def test_the_example_is_replaced_by_a_keyed_placeholder(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(ROWS))
 def test_interchangeable_credentials_of_a_format_key_alike(name: str) -> None:
     row = ROWS[name]
-    policy = policy_from_config({"interchangeable_credentials": ["api.example.com"]})
+    policy = policy_from_config(
+        TapeSettings.model_validate({"interchangeable_credentials": ["api.example.com"]})
+    )
     body = redact_request(_json_request(row.example), policy, KEY).request.body.decode()
     assert f"[redacted:format-{row.rule}]" in body, body
 
@@ -90,7 +93,9 @@ def test_two_fine_grained_github_tokens_share_on_an_interchangeable_host() -> No
     """`github_pat_` once fell to the entropy rule, whose placeholder stays keyed everywhere."""
     example = ROWS["github-fine-grained-token"].example
     other = example[:11] + example[11:].swapcase()
-    policy = policy_from_config({"interchangeable_credentials": ["api.example.com"]})
+    policy = policy_from_config(
+        TapeSettings.model_validate({"interchangeable_credentials": ["api.example.com"]})
+    )
     bodies = {
         redact_request(_json_request(value), policy, KEY).request.body for value in (example, other)
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from engine.tape_settings import TapeSettings
 from resolver.request import RequestParts
 from resolver.sandbox_identity import MARKER
 from resolver.session_labels import (
@@ -20,10 +21,20 @@ def request(*headers: tuple[str, str]) -> RequestParts:
 
 
 def test_a_tape_uses_sessions_only_when_a_rule_names_one() -> None:
-    assert not uses_session({})
-    assert not uses_session({"rules": [{"path": "/x", "reads": ["doc:{id}"]}]})
-    assert uses_session({"rules": [{"path": "/x", "reads": ["a"]}, {"writes": ["n:{session}"]}]})
-    assert uses_session({"rules": [{"operation": "tools/call r", "reads": ["notes:{session}"]}]})
+    assert not uses_session(TapeSettings())
+    assert not uses_session(
+        TapeSettings.model_validate({"rules": [{"path": "/x", "reads": ["doc:{id}"]}]})
+    )
+    assert uses_session(
+        TapeSettings.model_validate(
+            {"rules": [{"path": "/x", "reads": ["a"]}, {"path": "/n", "writes": ["n:{session}"]}]}
+        )
+    )
+    assert uses_session(
+        TapeSettings.model_validate(
+            {"rules": [{"operation": "tools/call r", "reads": ["notes:{session}"]}]}
+        )
+    )
 
 
 def test_a_label_is_the_opening_asks_address_the_same_for_siblings() -> None:
@@ -43,18 +54,18 @@ def test_the_hash_is_keyed_and_never_the_id() -> None:
 
 
 def test_the_session_a_request_carries_by_default_and_by_the_tapes_names() -> None:
-    assert carried_session(request(("Mcp-Session-Id", "abc")), {}) == "abc"
-    assert carried_session(request(("Accept", "*/*")), {}) is None
-    assert carried_session(request(("Mcp-Session-Id", "")), {}) is None
-    named = {"sandbox_headers": ["X-Sandbox"]}
+    assert carried_session(request(("Mcp-Session-Id", "abc")), TapeSettings()) == "abc"
+    assert carried_session(request(("Accept", "*/*")), TapeSettings()) is None
+    assert carried_session(request(("Mcp-Session-Id", "")), TapeSettings()) is None
+    named = TapeSettings(sandbox_headers=["X-Sandbox"])
     assert carried_session(request(("x-sandbox", "box-7")), named) == "box-7"
-    assert carried_session(request(("x-sandbox", "box-7")), {}) is None
+    assert carried_session(request(("x-sandbox", "box-7")), TapeSettings()) is None
 
 
 def test_the_session_a_live_answer_opens_and_a_stored_one_hands_out() -> None:
     live = [["content-type", "text/event-stream"], ["mcp-session-id", "fresh"]]
-    assert opened_session(live, {}) == "fresh"
-    assert opened_session([["mcp-session-id", MARKER]], {}) is None
-    assert opened_session([["content-type", "x"]], {}) is None
+    assert opened_session(live, TapeSettings()) == "fresh"
+    assert opened_session([["mcp-session-id", MARKER]], TapeSettings()) is None
+    assert opened_session([["content-type", "x"]], TapeSettings()) is None
     assert names_marked_session([["mcp-session-id", MARKER]])
     assert not names_marked_session(live)

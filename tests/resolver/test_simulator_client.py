@@ -23,6 +23,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from engine.resolve_request import ResolveRequest
 from groundhog.protocol.headers import SIMULATED
 from groundhog.protocol.wire import WireResponse, wire_response
 from resolver import simulator_client
@@ -31,7 +32,6 @@ from resolver.asks import Ask
 from resolver.policy import Decision
 from resolver.resolution import Resolver
 from resolver.resolve_results import Resolution
-from resolver.schemas import ResolveRequest
 from resolver.settings import load_settings
 from resolver.simulation import PROTOCOL
 from resolver.simulator_client import SimulatorClient

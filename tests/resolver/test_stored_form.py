@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.refs import TapeRef
 from resolver.errors import InvalidInput
 from resolver.redaction_rules import Placeholders
 from resolver.schemas import RecordRequest, ResponseIn, UpstreamError
@@ -15,7 +16,6 @@ from resolver.stored_form import check_latin1_headers, exchange_content, stored_
 from store.claims import Pending
 from store.db import Store, open_store
 from store.exchanges import get_blob, sha256_hex
-from store.refs import TapeRef
 from store.unit import unit_of_work
 
 SECRET = "sk-live-0123456789abcdef"

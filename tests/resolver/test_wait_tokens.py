@@ -9,10 +9,11 @@ from dataclasses import MISSING, fields, replace
 
 import pytest
 
+from engine.faults import FaultRule
+from engine.tape_settings import FaultKind
 from resolver.asks import Ask
 from resolver.dependencies import Classification
 from resolver.errors import InvalidInput
-from resolver.faults import FaultKind, FaultRule
 from resolver.keys import RequestKey
 from resolver.policy import Decision, DependencyModel, Mode
 from resolver.redaction_rules import Finding

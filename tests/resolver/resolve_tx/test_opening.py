@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from resolver.asks import bump_branch, load_tape_and_branch
+from engine.refs import TapeRef
+from engine.resolve_request import ResolveRequest
+from resolver.ask_store import bump_branch, load_tape_and_branch
 from resolver.errors import InvalidInput, NotFound
 from resolver.resolve_tx.opening import TakenAsk, take_ask
 from resolver.resolve_tx.units import ReadAhead
-from resolver.schemas import ResolveRequest
 from store.db import Store, transaction
-from store.refs import TapeRef
 from tests.resolver.test_asks import _ask, _make_tape, _wire
 from tests.support.store_databases import store_of_kind
 

@@ -1,4 +1,4 @@
-"""Unit tests of resolver/failpoints.py: parsing, counting, and dying at the armed place."""
+"""Unit tests of engine/failpoints.py: parsing, counting, and dying at the armed place."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from resolver import failpoints
-from resolver.errors import InvalidInput
+from engine import failpoints
+from engine.errors import InvalidSpec
 
 
 def test_a_spec_names_failpoints_and_their_counts() -> None:
@@ -23,14 +23,14 @@ def test_a_spec_names_failpoints_and_their_counts() -> None:
 
 def test_the_proxys_failpoints_parse_too_and_are_named_when_one_is_unknown() -> None:
     assert failpoints.parse("proxy.lease.logged@2") == {"proxy.lease.logged": 2}
-    with pytest.raises(InvalidInput) as raised:
+    with pytest.raises(InvalidSpec) as raised:
         failpoints.parse("proxy.lease.loged")
     assert all(name in str(raised.value) for name in failpoints.PROXY_NAMES)
 
 
 @pytest.mark.parametrize("spec", ["resolve.commited", "record.committed@0", "wait.committed@x"])
 def test_a_bad_spec_is_refused_naming_the_failpoints(spec: str) -> None:
-    with pytest.raises(InvalidInput) as raised:
+    with pytest.raises(InvalidSpec) as raised:
         failpoints.parse(spec)
     assert raised.value.extras["field"] == "failpoints"
 
@@ -43,7 +43,7 @@ def test_unarmed_failpoints_do_nothing() -> None:
 
 def test_an_armed_failpoint_kills_the_process_on_its_nth_reach() -> None:
     script = (
-        "from resolver import failpoints\n"
+        "from engine import failpoints\n"
         "failpoints.arm('record.committed@2')\n"
         "failpoints.reach('resolve.committed')\n"
         "failpoints.reach('record.committed')\n"
@@ -76,5 +76,5 @@ def test_a_hook_failpoint_raises_from_its_nth_time_on_and_does_not_kill() -> Non
 
 
 def test_a_bare_hook_prefix_is_refused() -> None:
-    with pytest.raises(InvalidInput, match=r"proxy\.hook\.<Addon>\.<hook>"):
+    with pytest.raises(InvalidSpec, match=r"proxy\.hook\.<Addon>\.<hook>"):
         failpoints.parse("proxy.hook.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from resolver.fingerprint import BASE_VERSION, bump_versions, fingerprint, next_version
+from engine.fingerprint import BASE_VERSION, bump_versions, fingerprint, next_version
 
 
 def test_fingerprint_empty_until_a_dependency_is_written() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from resolver.cache import AnswerCache, Recorded
+from engine.cache import AnswerCache, Recorded
 
 
 def entry(exchange_id: int, body: str = "x" * 100) -> Recorded:

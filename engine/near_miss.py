@@ -150,7 +150,9 @@ def parse_key(readable: str) -> KeyParts:
     )
 
 
-def _pairs_diff(part: str, asked: tuple, recorded: tuple) -> list[Difference]:
+def _pairs_diff(
+    part: str, asked: tuple[tuple[str, str], ...], recorded: tuple[tuple[str, str], ...]
+) -> list[Difference]:
     """Differences between two name/value lists; repeated names compare as joined values."""
     left: dict[str, list[str]] = {}
     right: dict[str, list[str]] = {}

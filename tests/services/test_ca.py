@@ -5,7 +5,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from resolver.ca import CA_KEY_NAME, ensure_ca
+from services.ca import CA_KEY_NAME, ensure_ca
 
 
 def test_racing_starters_get_one_ca_and_it_is_kept(tmp_path: Path) -> None:

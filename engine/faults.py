@@ -23,22 +23,14 @@ import fnmatch
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
+from engine.tape_settings import FaultKind, TapeSettings
 from groundhog.protocol.headers import FAULT as FAULT_HEADER
+from groundhog.protocol.problems import MEDIA_TYPE, problem_bytes
 from groundhog.protocol.wire import HeaderPairs, WireResponse, wire_response
-from resolver.errors import PROBLEM_MEDIA_TYPE, problem_body
 
 DRAW_VERSION = "groundhog-fault-v1"
-
-
-class FaultKind(StrEnum):
-    TIMEOUT = "timeout"
-    RESET = "reset"
-    TOO_MANY_REQUESTS = "429"
-    UNAVAILABLE = "503"
-    LATENCY = "latency"
 
 
 @dataclass(frozen=True)
@@ -133,7 +125,7 @@ def injected_response(
 ) -> WireResponse:
     """The wire response of an injected fault: identical bytes for every branch at the address."""
     status, title = _STATUS[fault.kind]
-    body = problem_body(
+    body = problem_bytes(
         status,
         f"injected-{fault.kind}",
         title,
@@ -144,11 +136,11 @@ def injected_response(
         occurrence=occurrence,
         fault=str(fault.kind),
     )
-    headers: HeaderPairs = [["Content-Type", PROBLEM_MEDIA_TYPE], [FAULT_HEADER, str(fault.kind)]]
+    headers: HeaderPairs = [["Content-Type", MEDIA_TYPE], [FAULT_HEADER, str(fault.kind)]]
     if fault.kind in (FaultKind.TOO_MANY_REQUESTS, FaultKind.UNAVAILABLE):
         headers.append(["Retry-After", str(fault.rule.retry_after)])
     return wire_response(status, headers, base64.b64encode(body).decode("ascii"))
 
 
-def rules_of(config: dict[str, Any]) -> list[FaultRule]:
-    return [FaultRule.from_config(raw) for raw in config.get("faults") or ()]
+def rules_of(settings: TapeSettings) -> list[FaultRule]:
+    return [FaultRule.from_config(rule.model_dump()) for rule in settings.faults]

@@ -7,16 +7,16 @@ import json
 
 import pytest
 
-from resolver.faults import (
+from engine.faults import (
     FAULT_HEADER,
     Fault,
-    FaultKind,
     FaultRule,
     decide_fault,
     draw,
     injected_response,
     rules_of,
 )
+from engine.tape_settings import FaultKind, stored_settings
 
 
 def decide(
@@ -116,6 +116,7 @@ def test_delays_and_what_replaces_the_answer() -> None:
 
 
 def test_rules_of_a_stored_config() -> None:
-    rules = rules_of({"faults": [{"kind": "429", "rate": 0.5, "methods": ["get"]}]})
+    stored = {"faults": [{"kind": "429", "rate": 0.5, "methods": ["get"]}]}
+    rules = rules_of(stored_settings(stored))
     assert rules == [FaultRule(FaultKind.TOO_MANY_REQUESTS, 0.5, methods=("GET",))]
-    assert rules_of({}) == []
+    assert rules_of(stored_settings({})) == []

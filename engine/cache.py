@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groundhog.protocol.wire import WireResponse
-from resolver.answers import from_answer
-from resolver.wakeups import Address  # the one definition; others import it from here too
-from store.exchanges import RecordedAnswer
+
+# Where an answer lives: tape id, request key hash, occurrence, fingerprint (the one definition).
+Address = tuple[int, str, int, str]
 
 DEFAULT_BUDGET_BYTES = 64 * 1024 * 1024
 
@@ -43,11 +43,6 @@ class Recorded:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "response_json", dumps_compact(self.response))
-
-    @classmethod
-    def of(cls, answer: RecordedAnswer) -> Recorded:
-        """A recorded answer with no error (`answer.servable_as_read`), ready to serve."""
-        return cls(answer.exchange_id, from_answer(answer), answer.headers)
 
     def size(self) -> int:
         return len(self.response_json) + 64 * (len(self.response_headers) + 4)

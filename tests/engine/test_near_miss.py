@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from resolver.near_miss import (
+from engine.near_miss import (
     Difference,
     Recording,
     differences,

@@ -13,7 +13,7 @@ from typing import Any
 
 import re2  # type: ignore[import-untyped]  # google-re2 ships no type hints
 
-from resolver.errors import InvalidInput
+from engine.errors import InvalidSpec
 
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False  # the refusal says why; RE2's own stderr line would only repeat it
@@ -27,7 +27,7 @@ def compile_admin_regex(pattern: str, *, field: str = "redact_patterns") -> Any:
         reason = error.args[0] if error.args else error
         if isinstance(reason, bytes):
             reason = reason.decode("utf-8", "replace")
-        raise InvalidInput(
+        raise InvalidSpec(
             f"pattern {pattern!r} cannot run on a linear-time regex engine (RE2: {reason}); "
             "lookarounds, backreferences and possessive quantifiers are not supported, so "
             "rewrite it without them",

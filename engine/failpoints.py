@@ -22,7 +22,7 @@ import logging
 import os
 import signal
 
-from resolver.errors import InvalidInput, ResolverError
+from engine.errors import EngineError, InvalidSpec
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ PROXY_NAMES = (
 HOOK_PREFIX = "proxy.hook."
 
 
-class InjectedFailure(ResolverError, RuntimeError):
+class InjectedFailure(EngineError, RuntimeError):
     """A failpoint armed to raise was reached (a test of what an exception there does)."""
 
 
@@ -66,12 +66,12 @@ def parse(spec: str) -> dict[str, int]:
         hook = name.removeprefix(HOOK_PREFIX)
         if name not in NAMES and name not in PROXY_NAMES and not (hook != name and hook):
             known = ", ".join((*NAMES, *PROXY_NAMES, f"{HOOK_PREFIX}<Addon>.<hook>"))
-            raise InvalidInput(
+            raise InvalidSpec(
                 f"unknown failpoint {name!r} in GROUNDHOG_FAILPOINTS; known: {known}",
                 field="failpoints",
             )
         if count and (not count.isdigit() or int(count) < 1):
-            raise InvalidInput(
+            raise InvalidSpec(
                 f"failpoint {item!r}: the count after @ must be a whole number from 1",
                 field="failpoints",
             )

@@ -14,19 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bench.report import NOT_MEASURED
+from bench.report import NOT_MEASURED, interval_text
 
 HEADLINE_CLAIM = "U1"
 BENCHMARK_MD = "docs/benchmark/benchmark.md"
-
-
-def _interval(value: Mapping[str, Any] | None, digits: int = 1, suffix: str = "x") -> str:
-    if not value or value.get("value") is None:
-        return NOT_MEASURED
-    text = f"{value['value']:.{digits}f}{suffix}"
-    if value.get("low") is not None and value.get("high") is not None:
-        text += f" [{value['low']:.{digits}f}, {value['high']:.{digits}f}]"
-    return text
 
 
 def _equivalence(value: Mapping[str, Any] | None) -> str:
@@ -65,7 +56,7 @@ def _cell_rows(results: Mapping[str, Any]) -> list[str]:
             continue
         ceiling = cell.get("reference", {}).get("ceiling_interval")
         lines.append(
-            f"| {name} | {_interval(groundhog.get('reduction'))} | {_interval(ceiling)} | "
+            f"| {name} | {interval_text(groundhog.get('reduction'))} | {interval_text(ceiling)} | "
             f"{_equivalence(groundhog.get('equivalence'))} | {_ceiling_verdict(groundhog)} | "
             f"{_lies(groundhog.get('lies'))} |"
         )
@@ -83,7 +74,7 @@ def _curve_rows(results: Mapping[str, Any]) -> list[str]:
     for row in points:
         lines.append(
             f"| {row['exo_over_gap_squared']:.1f} | {row['predicted']:.1f}x | "
-            f"{_interval(row['measured'])} |"
+            f"{interval_text(row['measured'])} |"
         )
     return lines
 
@@ -111,9 +102,9 @@ def _headline(results: Mapping[str, Any]) -> str:
         f"**Headline** ({claim['cell']}, protocol version "
         f"{results['meta'].get('protocol_version', '?')}, claim {claim['id']}: {verdict}): "
         f"(C) groundhog cuts the live world's advantage-contrast variance by "
-        f"{_interval(groundhog.get('reduction'))} (95% CI over worlds); its bias against the "
+        f"{interval_text(groundhog.get('reduction'))} (95% CI over worlds); its bias against the "
         f"live reference is {_equivalence(groundhog.get('equivalence'))} within ±0.10; "
-        f"this mode's own endogenous ceiling is {_interval(ceiling)}."
+        f"this mode's own endogenous ceiling is {interval_text(ceiling)}."
     )
 
 

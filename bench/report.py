@@ -73,7 +73,7 @@ def _ratio(value: Any) -> str:
     return "inf" if value == "inf" or value == math.inf else f"{value:.1f}x"
 
 
-def _interval(value: Mapping[str, Any] | None, digits: int = 1, suffix: str = "x") -> str:
+def interval_text(value: Mapping[str, Any] | None, digits: int = 1, suffix: str = "x") -> str:
     if not value or value.get("value") is None:
         return NOT_MEASURED
     point = value["value"]
@@ -147,7 +147,7 @@ ROWS: list[Row] = [
     ("(1) advantage-contrast variance", lambda c, _, __: number(c.get("contrast_variance"))),
     (
         "variance reduction vs (A) [95% bootstrap CI]",
-        lambda c, _, __: _interval(c.get("reduction")),
+        lambda c, _, __: interval_text(c.get("reduction")),
     ),
     ("group advantage variance", lambda c, _, __: number(c.get("group_advantage_variance"))),
     ("Levene vs (A): p", lambda c, _, __: _pvalue(c.get("levene_vs_naive"))),
@@ -277,9 +277,9 @@ def _grpo_section(results: Mapping[str, Any]) -> list[str]:
             if not row:
                 continue
             finals = ", ".join(f"{value:.2f}" for value in row["final_best_probability"])
-            mean = _interval(row["mean_final_best"], 2, "")
+            mean = interval_text(row["mean_final_best"], 2, "")
             reached = _rate(row["reached_threshold"])
-            steps = _interval(row.get("mean_steps_to_threshold"), 1, "")
+            steps = interval_text(row.get("mean_steps_to_threshold"), 1, "")
             lines.append(
                 f"| {LABELS[name]} | {row['steps']} | {finals} | {mean} | {reached} | {steps} |"
             )
@@ -289,7 +289,9 @@ def _grpo_section(results: Mapping[str, Any]) -> list[str]:
         ):
             paired = summary.get(key)
             if paired:
-                lines.append(f"- {label}: {_interval(paired, 3, '')} over {paired['seeds']} seeds")
+                lines.append(
+                    f"- {label}: {interval_text(paired, 3, '')} over {paired['seeds']} seeds"
+                )
         lines.append("")
     return lines
 
@@ -307,7 +309,9 @@ def _curve_section(cell_name: str, cell: Mapping[str, Any]) -> list[str]:
     ]
     worlds = {len(counts) for by_size in curve["per_world"].values() for counts in by_size}
     for index, size in enumerate(curve["sizes"]):
-        cells = [_interval(curve["live_calls_per_group"][name][index], 1, "") for name in present]
+        cells = [
+            interval_text(curve["live_calls_per_group"][name][index], 1, "") for name in present
+        ]
         lines.append(f"| {size} | " + " | ".join(cells) + " |")
     return [
         *lines,
@@ -453,7 +457,7 @@ def summary_block(results: Mapping[str, Any]) -> str:
         lines += [_sizes_line(results, world), ""]
         # Each mode's reduction is bounded by its own (A)'s ceiling, never another mode's.
         ceilings = [
-            f"{name.split('/')[-1]} {_interval(cell['reference']['ceiling_interval'])}"
+            f"{name.split('/')[-1]} {interval_text(cell['reference']['ceiling_interval'])}"
             for name, cell in results["cells"].items()
             if cell.get("world") == world and cell.get("reference", {}).get("ceiling_interval")
         ]

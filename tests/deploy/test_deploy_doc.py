@@ -27,6 +27,8 @@ def test_every_variable_the_guide_names_exists(guide: str) -> None:
     known |= variables_in((REPO_ROOT / "Dockerfile").read_text())
     for manifest in KUBERNETES_DIR.glob("*.yaml"):
         known |= variables_in(manifest.read_text())
+    # What a worker's environment carries (`groundhog env`, a pinned sidecar's capability).
+    known |= variables_in((REPO_ROOT / "groundhog" / "worker_env.py").read_text())
     try:
         from resolver.settings import Settings
     except ImportError:

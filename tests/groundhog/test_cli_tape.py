@@ -225,7 +225,12 @@ def test_fork_by_count_or_by_name(settings: FakeSettings) -> None:
     assert forks[0][1] == ("t", "root", 3) and forks[0][2] == {"shim_counters": None, "warn": False}
     assert forks[1][1] == ("t", "root/b0", ["x", "y"])
     as_json = json.loads(_run(settings, "fork", "t", "--json").stdout)
-    assert as_json == {"parent": "root", "branches": ["root/b0", "root/b1"], "warnings": []}
+    assert as_json == {
+        "parent": "root",
+        "branches": ["root/b0", "root/b1"],
+        "capabilities": {},
+        "warnings": [],
+    }
 
 
 def test_report_rows_are_sorted_and_skip_zero_decisions(settings: FakeSettings) -> None:

@@ -245,7 +245,10 @@ def check_constant_time(root: Path = REPO_ROOT) -> dict[str, Any]:
                 operands = [node.left, *node.comparators]
                 if any(isinstance(o, ast.Constant) and o.value is None for o in operands):
                     continue
-                secret_operands = [o for o in operands if _mentions_secret(o)]
+                # A literal is public: `scope == "token"` names a kind, it compares no secret.
+                secret_operands = [
+                    o for o in operands if _mentions_secret(o) and not isinstance(o, ast.Constant)
+                ]
                 literal_only = all(
                     isinstance(o, ast.Constant) for o in operands if o not in secret_operands
                 )

@@ -66,6 +66,10 @@ def test_constant_time_check_finds_a_plain_comparison(tmp_path: Path) -> None:
     (tmp_path / "resolver" / "auth.py").write_text(
         "def ok(token, expected):\n    return token == expected\n"
     )
+    (tmp_path / "resolver" / "kinds.py").write_text(
+        "def is_token_kind(scope):\n    return scope == 'token'\n"
+    )
     figures = security.check_constant_time(tmp_path)
     assert not figures["held"]
+    # The literal 'token' names a kind and compares no secret: only the real comparison is found.
     assert figures["plain_comparisons"] == ["resolver/auth.py:2: token == expected"]

@@ -12,10 +12,13 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 import requests
 
+from groundhog.client import Groundhog
+from groundhog.dataset.publish import publish
 from tests.proxy.clients import CLIENTS, node_available, proxy_url, with_urllib
 from tests.proxy.stack import Stack
 from tests.proxy.test_mcp_end_to_end import group
@@ -27,6 +30,17 @@ PLAIN_CLIENTS = ["curl", "urllib", "requests", "httpx", "node"]
 
 def verify(stack: Stack, tape: str) -> dict:
     return stack.admin("POST", f"/v1/tapes/{tape}/verify", timeout=300).json()
+
+
+def publish_checked(stack: Stack, tape: str, folder: Path) -> None:
+    """`tape publish` (verify, audit, package) succeeds, and its folder imports back whole."""
+    with Groundhog(stack.resolver.url) as client:
+        published = publish(client, tape, folder)
+        assert published.verification["ok"] is True
+        assert (folder / "tape.sqlite3").exists() and (folder / "README.md").exists()
+        copy = client.import_tape(folder / "tape.sqlite3", name=f"{tape}-copy")
+        assert copy.name == f"{tape}-copy"
+        assert client.digest(f"{tape}-copy").digest == published.digest
 
 
 def record_with_every_client(stack: Stack, upstream: Upstream, tls_upstream: Upstream) -> str:
@@ -54,8 +68,8 @@ def record_with_every_client(stack: Stack, upstream: Upstream, tls_upstream: Ups
     return tape
 
 
-def test_tapes_recorded_by_curl_urllib_requests_httpx_and_node_verify(
-    stack: Stack, upstream: Upstream, tls_upstream: Upstream
+def test_tapes_recorded_by_curl_urllib_requests_httpx_and_node_verify_and_publish(
+    stack: Stack, upstream: Upstream, tls_upstream: Upstream, tmp_path: Path
 ) -> None:
     tape = record_with_every_client(stack, upstream, tls_upstream)
     hits = len(upstream.state.requests) + len(tls_upstream.state.requests)
@@ -68,6 +82,7 @@ def test_tapes_recorded_by_curl_urllib_requests_httpx_and_node_verify(
     assert branches["root"]["matched"] == expected_root
     assert all(branches[f"root/b{n}"]["matched"] == 4 for n in range(4))
     assert len(upstream.state.requests) + len(tls_upstream.state.requests) == hits
+    publish_checked(stack, tape, tmp_path / "published")
 
 
 def test_verifies_side_by_side_on_one_resolver_do_not_disturb_each_other(
@@ -80,8 +95,8 @@ def test_verifies_side_by_side_on_one_resolver_do_not_disturb_each_other(
         assert result["ok"] is True, result
 
 
-def test_an_mcp_tape_of_four_siblings_with_writes_verifies(
-    stack: Stack, mcp_world: ServerProcess
+def test_an_mcp_tape_of_four_siblings_with_writes_verifies_and_publishes(
+    stack: Stack, mcp_world: ServerProcess, tmp_path: Path
 ) -> None:
     tape = stack.open_tape()
     branches = stack.fork(tape, 4)
@@ -94,6 +109,8 @@ def test_an_mcp_tape_of_four_siblings_with_writes_verifies(
     assert result["ok"] is True and result["live_connections"] == 0
     replayed = {branch["branch"]: branch["matched"] for branch in result["branches"]}
     assert all(replayed[branch] >= 5 for branch in branches), replayed
+    assert httpx.get(f"{mcp_world.url}/calls", timeout=10, trust_env=False).json() == ran
+    publish_checked(stack, tape, tmp_path / "published")
     assert httpx.get(f"{mcp_world.url}/calls", timeout=10, trust_env=False).json() == ran
 
 

@@ -17,11 +17,9 @@ from urllib.parse import unquote
 
 from mitmproxy import http
 
-from groundhog.protocol.headers import CAPABILITY as HEADER_CAPABILITY
 from proxy import problems
 
 __all__ = [
-    "HEADER_CAPABILITY",
     "pin_mismatch",
     "pin_refusal",
     "split_branch_password",

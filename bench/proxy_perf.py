@@ -15,10 +15,13 @@ the siblings row is reported against both; the same two groups as deployed, one 
 per worker (four Groundhog proxies sharing the resolver, and four mitmdumps); the resolver's
 hit alone (asked directly, with the
 proxy's own client, proxy/resolver_http.py, and with aiohttp and httpx, the general clients it
-replaced); and the hit path against an
-instant stand-in resolver, which isolates the proxy's own cost. Ratios are against mitmdump
-with no addon and against server replay, measured in the same run; the record and hit paths
-take turns with mitmdump slice by slice, so a neighbour's load falls on both. Goals (issue 18):
+replaced); the hit path against an
+instant stand-in resolver, which isolates the proxy's own cost; and the branch capability
+check alone (`bench.capability_cost`: a hit under `required` presenting the capability against
+one under `optional`, alternating rounds, as a ratio with an interval; goal under 1.05x).
+Ratios are against mitmdump with no addon and against server replay, measured in the same run;
+the record and hit paths take turns with mitmdump slice by slice, so a neighbour's load falls
+on both. Goals (issue 18):
 hit p50 within 1.15x of no-addon and throughput at least 1.0x; recorded miss p50 within 2.0x
 and throughput at least 0.6x; four siblings' last answer within 1.3x of one plain forward.
 
@@ -48,6 +51,8 @@ from typing import Any, cast
 import aiohttp
 import httpx
 
+from bench.capability_cost import SIDES as CAPABILITY_SIDES
+from bench.capability_cost import measure_capability_cost
 from bench.harness import LOOPBACK, ChildService, cpu_seconds, start_child
 from bench.load import timed_concurrently
 from bench.proxy_groups import GROUP, group_conditions
@@ -100,6 +105,7 @@ def measure(quick: bool = False, database_url: str | None = None) -> list[dict[s
     run = time.time_ns()  # a database may hold earlier (or concurrent) runs' tapes
     tapes = {clients: f"perf{clients}-{run}" for clients in CONCURRENCY}
     siblings_tape = f"perf-siblings-{run}"
+    capability_tape = f"perf-capability-{run}"
     rows: list[dict[str, Any]] = []
     with (
         tempfile.TemporaryDirectory(prefix="gh-proxy-perf-") as temporary,
@@ -162,11 +168,25 @@ def measure(quick: bool = False, database_url: str | None = None) -> list[dict[s
                     ratio_row(name, clients, numbers, measured)
                     for name, numbers in measured.items()
                 ]
+                if clients == 1:
+                    rows.append(
+                        measure_capability_cost(
+                            resolver.url,
+                            proxy.port,
+                            upstream.url,
+                            capability_tape,
+                            rounds=20 if quick else 60,
+                        )
+                    )
                 rows.sort(key=lambda row: "cpu_ms" in row)  # the CPU rows after the timed ones
         finally:
             if database_url:  # a database outlives the run: leave it as it was
                 mcp_tapes = [f"{tape}-mcp" for tape in tapes.values()]
-                delete_tapes(resolver.url, [*tapes.values(), *mcp_tapes, siblings_tape])
+                capability_tapes = [f"{capability_tape}-{side}" for side in CAPABILITY_SIDES]
+                delete_tapes(
+                    resolver.url,
+                    [*tapes.values(), *mcp_tapes, siblings_tape, *capability_tapes],
+                )
     store = store_label(database_url)
     return [{**row, "store": store} for row in rows]
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 
+from bench.capability_cost import CAPABILITY_ROW, describe
 from bench.proxy_groups import GROUP, GROUP_BASELINES, SIBLINGS
 
 NO_ADDON = "mitmproxy (no addon)"
@@ -79,7 +80,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         "| p50 vs replay | req/s vs replay |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    timed = [row for row in rows if "cpu_ms" not in row]
+    timed = [row for row in rows if "cpu_ms" not in row and row["condition"] != CAPABILITY_ROW]
     for row in timed:
         lines.append(
             f"| {row['condition']} | {row['clients']} | {row['p50_ms']:.2f} | {row['p90_ms']:.2f} "
@@ -91,6 +92,9 @@ def table(rows: list[dict[str, Any]]) -> str:
     if cpu:
         lines += ["", "| the resolver's CPU | clients | ms per 1000 hits |", "|---|---|---|"]
         lines += [f"| {row['condition']} | {row['clients']} | {row['cpu_ms']:.0f} |" for row in cpu]
+    for row in rows:
+        if row["condition"] == CAPABILITY_ROW:
+            lines += ["", describe(row)]
     for row in timed:
         if row["condition"] in GROUP_BASELINES:
             how = "through one proxy" if row["condition"] == SIBLINGS else "one sidecar each"

@@ -9,7 +9,8 @@ connection waits for its first head it counts as half-open against its address; 
 `groundhog_max_half_open` a new connection from that address is closed at once.
 
 A kept-alive connection between requests is idle, not half-open: mitmproxy's `tcp_timeout`
-bounds it, as before.
+bounds it, as before. Each later head (and every head inside a CONNECT tunnel) is timed by the
+HTTP/1 layer itself from its first byte (proxy/http1_limits.py): same option, answered `408`.
 """
 
 from __future__ import annotations

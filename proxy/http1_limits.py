@@ -10,13 +10,20 @@ from the world's answer.
 `GroundhogHttp1Server` is mitmproxy's HTTP/1 server connection with exactly those changes: a
 head over `groundhog_max_header_bytes` or with more than `groundhog_max_header_count` fields is
 answered `431`; a `Content-Length` beyond 2^63-1 is `400`; every error page mitmproxy would
-write to the client is a `refused` problem instead. `GroundhogHttpLayer` (proxy/native.py)
-builds it in place of `Http1Server`.
+write to the client is a `refused` problem instead. And each request head on the connection,
+not only the first, must complete within `groundhog_header_timeout` of its first byte, or it is
+answered `408` and the connection closed: proxy/header_deadline.py bounds a connection's wait
+for its first head from the moment it connects, but a kept-alive connection that got its answer
+and then dribbles the next head one byte at a time would otherwise be held until mitmproxy's
+`tcp_timeout` (600 s without any byte), never. An idle kept-alive connection (no byte of a next
+head) starts no deadline. `GroundhogHttpLayer` (proxy/native.py) builds it in place of
+`Http1Server`.
 """
 
 from __future__ import annotations
 
 import html
+import math
 import re
 from typing import Any
 
@@ -32,7 +39,11 @@ from mitmproxy.proxy.layers.http._base import ReceiveHttp
 from mitmproxy.proxy.layers.http._http1 import Http1Server
 
 from proxy import problems
-from proxy.options import DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_HEADER_COUNT
+from proxy.options import (
+    DEFAULT_MAX_HEADER_BYTES,
+    DEFAULT_MAX_HEADER_COUNT,
+    SECONDS_OPTIONS,
+)
 
 # A decimal Content-Length that fits a signed 64-bit integer has at most 19 digits.
 MAX_CONTENT_LENGTH = 2**63 - 1
@@ -42,6 +53,18 @@ _MESSAGE = re.compile(rb"<p>(.*?)</p>", re.S)
 def _option(options: Any, name: str, default: int) -> int:
     value = getattr(options, name, default)
     return value if isinstance(value, int) and value > 0 else default
+
+
+def _header_timeout(options: Any) -> float:
+    """`groundhog_header_timeout`, or its default where the option is missing or unusable (the
+    addon refuses an unusable value at configure time; this layer must not raise meanwhile)."""
+    default = SECONDS_OPTIONS["groundhog_header_timeout"][0]
+    value = getattr(options, "groundhog_header_timeout", default)
+    try:
+        parsed = float(value)
+    except (TypeError, ValueError):
+        return default
+    return parsed if math.isfinite(parsed) and parsed > 0 else default
 
 
 def refusal_bytes(status: int, slug: str, title: str, detail: str) -> bytes:
@@ -66,6 +89,29 @@ def oversized_length(request: Any) -> str | None:
 
 
 class GroundhogHttp1Server(Http1Server):
+    # Which head of the connection a pending deadline is for: a head that completed in time
+    # makes its wakeup stale (the next head, if any, has a wakeup of its own).
+    _heads_done = 0
+    _deadlines: dict[commands.RequestWakeup, int] | None = None
+
+    def _handle_event(self, event: events.Event) -> layer.CommandGenerator[None]:
+        if isinstance(event, events.Wakeup):
+            yield from self._head_deadline(event.command)
+            return
+        yield from super()._handle_event(event)
+
+    def _head_deadline(self, wakeup: commands.RequestWakeup) -> layer.CommandGenerator[None]:
+        head = (self._deadlines or {}).pop(wakeup, None)
+        if head != self._heads_done or self.state != self.read_headers:
+            return  # that head completed (or the connection is done): nothing is late
+        yield from self._refuse(
+            408,
+            "request-head-timeout",
+            "Request head not received in time",
+            f"the request head did not complete within {wakeup.delay:g} s of its first byte "
+            "(groundhog_header_timeout); the connection is closed and nothing was forwarded",
+        )
+
     def _refuse(
         self, status: int, slug: str, title: str, detail: str
     ) -> layer.CommandGenerator[None]:
@@ -74,6 +120,23 @@ class GroundhogHttp1Server(Http1Server):
         self.state = self.done
 
     def read_headers(self, event: events.ConnectionEvent) -> layer.CommandGenerator[None]:
+        yield from self._read_headers(event)
+        if self.request is not None:
+            self._heads_done += 1  # complete: its deadline, if one is pending, is stale now
+        elif len(self.buf) > 0 and self.state == self.read_headers:
+            yield from self._arm_deadline()  # part of a head has come: it is now on the clock
+
+    def _arm_deadline(self) -> layer.CommandGenerator[None]:
+        """A wakeup at the deadline of the head now arriving (one per head)."""
+        deadlines = self._deadlines if self._deadlines is not None else {}
+        self._deadlines = deadlines
+        if self._heads_done in deadlines.values():
+            return
+        wakeup = commands.RequestWakeup(_header_timeout(self.context.options))
+        deadlines[wakeup] = self._heads_done
+        yield wakeup
+
+    def _read_headers(self, event: events.ConnectionEvent) -> layer.CommandGenerator[None]:
         options = self.context.options
         if isinstance(event, events.DataReceived):
             limit = _option(options, "groundhog_max_header_bytes", DEFAULT_MAX_HEADER_BYTES)

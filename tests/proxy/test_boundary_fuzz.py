@@ -18,75 +18,28 @@ CI runs a bounded number of examples; `GROUNDHOG_BOUNDARY_EXAMPLES=N` runs more 
 
 from __future__ import annotations
 
-import base64
-import os
-import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
+from tests.proxy.boundary_grammar import (
+    ANSWER_SECONDS,
+    EXAMPLES,
+    FUZZ_SETTINGS,
+    HEADER_NAMES,
+    NASTY_TEXT,
+    SEALED,
+    credentials,
+    frozen,
+    mutated,
+    sealed_stack,
+)
 from tests.proxy.raw_http import RawAnswer, exchange, parse
-from tests.proxy.stack import Stack, running_stack
+from tests.proxy.stack import Stack
 from tests.proxy.upstream_server import Upstream
-
-EXAMPLES = int(os.environ.get("GROUNDHOG_BOUNDARY_EXAMPLES", "100"))
-SEALED = "fuzz-sealed"
-ANSWER_SECONDS = 10.0  # how long one case waits for an answer: far above the proxy's timeouts
-
-NASTY = st.sampled_from(
-    [
-        b"\x00",
-        b"\xff",
-        b"\xc3\xa9",
-        b"\r",
-        b"\n",
-        b"\r\n ",
-        b"\r\n\t",
-        b"\t",
-        b"\x7f",
-        b" ",
-        b"%ff",
-        b"%00",
-        b"%2F",
-        b"%",
-        b"..",
-        b"/",
-        b":",
-        b",",
-        b";",
-        b"\x1b[0m",
-        b"\xed\xa0\x80",
-    ]
-)
-SEGMENT = st.one_of(
-    st.sampled_from([SEALED.encode(), b"root", b"root/b0", b"b0", b"fuzz", b"a" * 120]),
-    NASTY,
-    st.binary(max_size=12),
-)
-NASTY_TEXT = st.lists(SEGMENT, max_size=4).map(b"".join)
-HEADER_NAMES = st.one_of(
-    st.sampled_from(
-        [
-            b"X-Groundhog-Tape",
-            b"X-Groundhog-Branch",
-            b"x-groundhog-tape",
-            b"Proxy-Authorization",
-            b"Host",
-            b"Content-Length",
-            b"Transfer-Encoding",
-            b"Connection",
-            b"Upgrade",
-            b"Expect",
-            b"X-Groundhog-Decision",
-            b"Accept",
-            b"Cookie",
-        ]
-    ),
-    st.binary(min_size=1, max_size=10),
-)
 
 
 @dataclass(frozen=True)
@@ -94,22 +47,6 @@ class Case:
     data: bytes
     connect: bool  # a CONNECT: the proxy's 200 opens a tunnel; the answer inside is checked
     incomplete: bool  # the body framing promises bytes never sent: half-close after sending
-
-
-def credentials(draw: st.DrawFn) -> bytes:
-    tape = draw(st.sampled_from([SEALED.encode(), b""]) | NASTY_TEXT)
-    branch = draw(st.sampled_from([b"root", b"root%2Fb0", b""]) | NASTY_TEXT)
-    token = base64.b64encode(tape + b":" + branch)
-    return draw(
-        st.sampled_from([b"Basic " + token, b"basic " + token, b"Bearer " + token, token])
-        | st.builds(lambda junk: b"Basic " + junk, NASTY_TEXT)
-    )
-
-
-def mutated(draw: st.DrawFn) -> bool:
-    """One element in eight is mutated: about a third of the cases are well-formed throughout
-    and meet the resolver (a sealed-tape miss, a frozen resolver's 503)."""
-    return draw(st.integers(0, 7)) == 0
 
 
 @st.composite
@@ -227,29 +164,14 @@ def world() -> Iterator[Upstream]:
 
 @pytest.fixture(scope="module")
 def fuzz_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    with running_stack(
-        tmp_path_factory.mktemp("fuzz"),
-        *("--set", "groundhog_resolve_timeout=0.5"),
-        *("--set", "groundhog_resolve_retry=0"),
-        *("--set", "groundhog_record_timeout=1"),
-        *("--set", "groundhog_header_timeout=3"),
-    ) as stack:
-        stack.open_tape(name=SEALED, world_seed=1)
-        stack.seal(SEALED)
+    with sealed_stack(tmp_path_factory.mktemp("fuzz")) as stack:
         yield stack
 
 
-FUZZ_SETTINGS = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    derandomize=EXAMPLES <= 100,  # CI: the same cases every run; a long run explores
-    suppress_health_check=[
-        HealthCheck.function_scoped_fixture,
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-        HealthCheck.large_base_example,
-    ],
-)
+@pytest.fixture
+def frozen_resolver(fuzz_stack: Stack) -> Iterator[Stack]:
+    with frozen(fuzz_stack) as stack:
+        yield stack
 
 
 @FUZZ_SETTINGS
@@ -258,16 +180,6 @@ def test_a_sealed_tape_lets_nothing_through(
     fuzz_stack: Stack, world: Upstream, data: st.DataObject
 ) -> None:
     send_one(fuzz_stack, world, data)
-
-
-@pytest.fixture
-def frozen_resolver(fuzz_stack: Stack) -> Iterator[Stack]:
-    """SIGSTOP the resolver (sockets open, no answers); SIGCONT in teardown, whatever happens."""
-    os.kill(fuzz_stack.resolver.process.pid, signal.SIGSTOP)
-    try:
-        yield fuzz_stack
-    finally:
-        os.kill(fuzz_stack.resolver.process.pid, signal.SIGCONT)
 
 
 @settings(FUZZ_SETTINGS, max_examples=max(EXAMPLES // 2, 1))

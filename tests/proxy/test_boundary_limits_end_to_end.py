@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.proxy.raw_http import exchange
+from tests.proxy.raw_http import RawAnswer, exchange, parse
 from tests.proxy.stack import Stack, running_stack
 from tests.proxy.upstream_server import Upstream
 
@@ -42,17 +42,65 @@ def tape(limited: Stack) -> str:
     return limited.open_tape(world_seed=1)  # online: anything not refused would go live
 
 
-def request(world: Upstream, tape: str, *extra: bytes, body: bytes = b"") -> bytes:
-    url = f"http://127.0.0.1:{world.port}/limited".encode()
+def request(
+    world: Upstream,
+    tape: str,
+    *extra: bytes,
+    body: bytes = b"",
+    path: str = "/limited",
+    close: bool = True,
+) -> bytes:
+    url = f"http://127.0.0.1:{world.port}{path}".encode()
     lines = [
         b"POST " + url + b" HTTP/1.1",
         f"Host: 127.0.0.1:{world.port}".encode(),
         f"X-Groundhog-Tape: {tape}".encode(),
         b"X-Groundhog-Branch: root",
         *extra,
-        b"Connection: close",
+        *([b"Connection: close"] if close else [b"Content-Length: 0"]),
     ]
     return b"\r\n".join([*lines, b"", b""]) + body
+
+
+def dribble_until_closed(sock: socket.socket, head: bytes) -> bytes:
+    """Send `head` a few bytes at a time (never its blank line) until the proxy closes the
+    connection or DEADLINE passes; whatever the proxy sent meanwhile."""
+    received = bytearray()
+    sent, closed = 0, False
+    deadline = time.monotonic() + DEADLINE
+    while time.monotonic() < deadline and not closed:
+        readable, _, _ = select.select([sock], [], [], 0.2)  # a poll, not a sleep
+        if readable:
+            try:
+                chunk = sock.recv(4096)
+            except ConnectionResetError:
+                chunk = b""
+            received += chunk
+            closed = chunk == b""
+            continue
+        try:
+            sock.sendall(head[sent : sent + 3] if sent < len(head) else b"X-Slow: a\r\n")
+        except OSError:
+            closed = True
+        sent += 3
+    assert closed, "the proxy kept a connection whose head never completed"
+    return bytes(received)
+
+
+def read_answer(sock: socket.socket) -> RawAnswer:
+    """One complete answer from a kept-alive connection (its Content-Length tells the end)."""
+    received = bytearray()
+    deadline = time.monotonic() + DEADLINE
+    while time.monotonic() < deadline:
+        answer = parse(bytes(received))
+        length = answer.header(b"content-length")
+        if answer.status is not None and length is not None and len(answer.body) >= int(length):
+            return answer
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        received += chunk
+    return parse(bytes(received))
 
 
 @pytest.mark.parametrize(
@@ -104,6 +152,39 @@ def test_a_slow_head_is_cut_off(limited: Stack, world: Upstream, tape: str) -> N
             sent += 1
         assert closed, "the proxy kept a connection whose head never completed"
     assert world.state.accepts == before
+
+
+def test_every_head_of_a_kept_alive_connection_has_a_deadline(
+    limited: Stack, world: Upstream, tape: str
+) -> None:
+    """One full request and its answer, then the next head dribbled forever: cut with a 408
+    (the first head's deadline, proxy/header_deadline.py, was settled by the first request)."""
+    first = request(world, tape, path="/kept-alive", close=False)
+    second = request(world, tape, path="/never-complete", close=False)[:-2]
+    with socket.create_connection(("127.0.0.1", limited.proxy.port), timeout=DEADLINE) as sock:
+        sock.sendall(first)
+        answer = read_answer(sock)
+        assert (answer.status, answer.decision) == (200, b"write"), answer.raw[:600]
+        cut = parse(dribble_until_closed(sock, second))
+    assert (cut.status, cut.decision) == (408, b"refused"), cut.raw[:600]
+    assert b"groundhog_header_timeout" in cut.body
+    assert world.state.count("/kept-alive") == 1 and world.state.count("/never-complete") == 0
+
+
+def test_a_kept_alive_connection_may_idle_past_the_head_deadline(
+    limited: Stack, world: Upstream, tape: str
+) -> None:
+    """The deadline runs from a head's first byte: between requests, no byte, no deadline
+    (mitmproxy's tcp_timeout bounds an idle connection)."""
+    with socket.create_connection(("127.0.0.1", limited.proxy.port), timeout=DEADLINE) as sock:
+        sock.sendall(request(world, tape, path="/idle-1", close=False))
+        assert read_answer(sock).status == 200
+        # Three head deadlines of silence: a proxy that timed the idle gap would close now.
+        readable, _, _ = select.select([sock], [], [], 3.0)
+        assert not readable, "the proxy closed (or wrote to) an idle kept-alive connection"
+        sock.sendall(request(world, tape, path="/idle-2", close=False))
+        second = read_answer(sock)
+    assert (second.status, second.decision) == (200, b"write"), second.raw[:600]
 
 
 def test_half_open_connections_per_address_are_capped(

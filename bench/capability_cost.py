@@ -16,18 +16,26 @@ interval on the log ratios (`bench.intervals.t_mean`), and each side's p50 over 
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import json
+import logging
 import math
 import statistics
+import sys
+import tempfile
+import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import httpx
 
-from bench.harness import LOOPBACK
+from bench.harness import LOOPBACK, start_child
 from bench.intervals import t_mean
 from bench.load import timed
 from bench.proxy_load import get_ok, load, load_session
+from bench.proxy_stack import child_processes, delete_tapes, proxy_arguments, resolver_arguments
 from groundhog.worker_env import proxy_url_with_credentials
 
 CAPABILITY_ROW = "capability check: hit, required (presented) / optional (none)"
@@ -35,6 +43,7 @@ REQUIRED, OPTIONAL = "required", "optional"
 SIDES = (REQUIRED, OPTIONAL)  # each side's tape is `<tape>-<side>`
 GOAL = 1.05  # the issue's budget: under 5% of a hit
 ROUND_SIZE = 8  # hits per condition per round
+ROUNDS, QUICK_ROUNDS = 60, 20
 
 
 def open_capability_tape(resolver_url: str, tape: str, policy: str) -> dict[str, str]:
@@ -142,3 +151,54 @@ def measure_capability_cost(
     asyncio.run(_rounds(proxies, warm, 1))
     measured = {side: urls[side][ROUND_SIZE:] for side in urls}
     return capability_row(asyncio.run(_rounds(proxies, measured, rounds)))
+
+
+def measure(quick: bool = False, database_url: str | None = None) -> dict[str, Any]:
+    """The row alone, on an upstream, resolver and proxy of its own (`python -m bench.proxy_perf`
+    measures it beside the other rows, on its own processes)."""
+    with (
+        tempfile.TemporaryDirectory(prefix="gh-capability-cost-") as temporary,
+        child_processes() as kids,
+    ):
+        work = Path(temporary)
+        upstream = start_child(
+            "upstream", ["bench.proxy_perf", "--serve-upstream"], health="tcp", log_dir=work
+        )
+        kids.append(upstream)
+        resolver_command = resolver_arguments(work, database_url)
+        resolver = start_child("resolver", resolver_command, health="http", log_dir=work)
+        kids.append(resolver)
+        proxy = start_child(
+            "proxy", proxy_arguments(resolver.url, work), health="tcp", log_dir=work
+        )
+        kids.append(proxy)
+        tape = f"capability-cost-{time.time_ns()}"
+        try:
+            row = measure_capability_cost(
+                resolver.url,
+                proxy.port,
+                upstream.url,
+                tape,
+                rounds=QUICK_ROUNDS if quick else ROUNDS,
+            )
+        finally:
+            if database_url:  # a database outlives the run: leave it as it was
+                delete_tapes(resolver.url, [f"{tape}-{side}" for side in SIDES])
+    return row
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.capability_cost", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_ROUNDS} rounds, not {ROUNDS}")
+    parser.add_argument("--json", type=Path, help="also write the row here")
+    parser.add_argument("--database-url", metavar="URL", help="the resolver's store")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    row = measure(quick=args.quick, database_url=args.database_url)
+    if args.json:
+        args.json.write_text(json.dumps(row, indent=2))
+    sys.stdout.write(describe(row) + "\n")
+
+
+if __name__ == "__main__":
+    main()

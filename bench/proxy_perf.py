@@ -51,8 +51,7 @@ from typing import Any, cast
 import aiohttp
 import httpx
 
-from bench.capability_cost import SIDES as CAPABILITY_SIDES
-from bench.capability_cost import measure_capability_cost
+from bench import capability_cost
 from bench.harness import LOOPBACK, ChildService, cpu_seconds, start_child
 from bench.load import timed_concurrently
 from bench.proxy_groups import GROUP, group_conditions
@@ -170,19 +169,21 @@ def measure(quick: bool = False, database_url: str | None = None) -> list[dict[s
                 ]
                 if clients == 1:
                     rows.append(
-                        measure_capability_cost(
+                        capability_cost.measure_capability_cost(
                             resolver.url,
                             proxy.port,
                             upstream.url,
                             capability_tape,
-                            rounds=20 if quick else 60,
+                            rounds=capability_cost.QUICK_ROUNDS
+                            if quick
+                            else capability_cost.ROUNDS,
                         )
                     )
                 rows.sort(key=lambda row: "cpu_ms" in row)  # the CPU rows after the timed ones
         finally:
             if database_url:  # a database outlives the run: leave it as it was
                 mcp_tapes = [f"{tape}-mcp" for tape in tapes.values()]
-                capability_tapes = [f"{capability_tape}-{side}" for side in CAPABILITY_SIDES]
+                capability_tapes = [f"{capability_tape}-{side}" for side in capability_cost.SIDES]
                 delete_tapes(
                     resolver.url,
                     [*tapes.values(), *mcp_tapes, siblings_tape, *capability_tapes],

@@ -5,7 +5,8 @@ The HTTP/1 fuzzer (tests/proxy/test_boundary_fuzz.py) and the HTTP/2 one
 names from the same small grammar (names Groundhog reads, control bytes, NUL, non-UTF-8, overlong
 runs), so a byte one finds worth trying the other tries too; and both attack a real resolver and
 proxy with a sealed tape, then with the resolver frozen (SIGSTOP). `GROUNDHOG_BOUNDARY_EXAMPLES=N`
-runs N examples of each (a long run); CI runs the default.
+runs N examples against the sealed tape and N/2 against the frozen resolver (a long run: add
+pytest's `--timeout=0`, or pytest-timeout's 300 s per test ends it); CI runs the default.
 """
 
 from __future__ import annotations

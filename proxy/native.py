@@ -21,7 +21,8 @@ two things, and only for flows whose addon state put a response in
   runs the same failure path, so a fetch past its deadline ends as `upstream-failed`.
 
 HTTP/1 client connections are `GroundhogHttp1Server` (proxy/http1_limits.py: bounded request
-heads, and a problem instead of mitmproxy's HTML error page). And one thing for every flow:
+heads, and a problem instead of mitmproxy's HTML error page), HTTP/2 ones `GroundhogHttp2Server`
+(proxy/http2_refusals.py: the same problem instead of the page). And one thing for every flow:
 an HTTP/1 upstream connection that has been quiet longer than
 `groundhog_upstream_idle` is closed instead of reused (`GroundhogHttpLayer.get_connection`).
 A worker that keeps its connection to the proxy keeps the proxy's connection to the world; while
@@ -59,6 +60,7 @@ from mitmproxy.proxy.layers.http import (
 )
 
 from proxy.http1_limits import GroundhogHttp1Server
+from proxy.http2_refusals import GroundhogHttp2Server
 from proxy.options import SECONDS_OPTIONS, seconds
 from proxy.websocket_played import PLAYING, PlayedWebsocketLayer
 
@@ -198,9 +200,13 @@ class GroundhogHttpLayer(HttpLayer):
     def _handle_event(self, event: events.Event) -> layer.CommandGenerator[None]:
         client = self.context.client
         http1 = client.alpn != b"h2" and not is_h3_alpn(client.alpn)
-        if isinstance(event, events.Start) and http1 and client not in self.connections:
-            # HttpLayer's Start keeps a connection set beforehand: HTTP/1 with bounded heads.
-            self.connections[client] = GroundhogHttp1Server(self.context.fork())
+        if isinstance(event, events.Start) and client not in self.connections:
+            # HttpLayer's Start keeps a connection set beforehand: HTTP/1 with bounded heads,
+            # HTTP/2 whose own refusals carry a decision (proxy/http2_refusals.py).
+            if http1:
+                self.connections[client] = GroundhogHttp1Server(self.context.fork())
+            elif client.alpn == b"h2":
+                self.connections[client] = GroundhogHttp2Server(self.context.fork())
         if isinstance(event, events.DataReceived) and isinstance(event.connection, Server):
             heard_from(self, event.connection)
         if not isinstance(event, UpstreamDeadline):

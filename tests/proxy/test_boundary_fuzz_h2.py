@@ -16,6 +16,9 @@ against a frozen resolver, after every case:
   when it is not the tunnel's `200` — carries `x-groundhog-decision`;
 - no answer is `proxy-failed` (an exception in the proxy's own code: closed, but a bug).
 
+It found one: mitmproxy's own refusal of a stream (`:scheme: CONNECT`) was its HTML page with
+no decision (proxy/http2_refusals.py; the regression test below).
+
 CI runs a bounded number of examples; `GROUNDHOG_BOUNDARY_EXAMPLES=N` runs more (a long run).
 """
 
@@ -340,14 +343,9 @@ def frozen_resolver(fuzz_stack: Stack) -> Iterator[Stack]:
         yield stack
 
 
-@pytest.mark.parametrize("transport", list(Transport))
-def test_each_transport_reaches_the_proxy_in_http2(
-    fuzz_stack: Stack, world: Upstream, transport: Transport
-) -> None:
-    """The fuzzer's premise: a well-formed request over each transport is spoken to in HTTP/2
-    and refused as a miss of the sealed tape, with a decision."""
+def one_request(stack: Stack, world: Upstream, transport: Transport, scheme: bytes) -> H2Answer:
+    """One well-formed HTTP/2 request on the sealed tape (but for `scheme`), on stream 1."""
     authority = f"127.0.0.1:{world.port}".encode()
-    scheme = b"https" if transport is Transport.TLS else b"http"
     pairs = [
         (b":method", b"GET"),
         (b":scheme", scheme),
@@ -361,20 +359,41 @@ def test_each_transport_reaches_the_proxy_in_http2(
     data += frame(Kind.HEADERS, Flag.END_HEADERS | Flag.END_STREAM, 1, block) + barrier()
     connect_head = b"CONNECT " + authority + b" HTTP/1.1\r\nHost: " + authority + b"\r\n\r\n"
     answer = converse(
-        fuzz_stack.proxy.port,
-        transport,
-        connect_head,
-        data,
-        frozenset({1}),
-        fuzz_stack.ca,
-        ANSWER_SECONDS,
+        stack.proxy.port, transport, connect_head, data, frozenset({1}), stack.ca, ANSWER_SECONDS
     )
     assert answer.undecodable is None, answer.undecodable
     if transport is Transport.TLS:
         assert answer.alpn == "h2"
+    return answer
+
+
+@pytest.mark.parametrize("transport", list(Transport))
+def test_each_transport_reaches_the_proxy_in_http2(
+    fuzz_stack: Stack, world: Upstream, transport: Transport
+) -> None:
+    """The fuzzer's premise: a well-formed request over each transport is spoken to in HTTP/2
+    and refused as a miss of the sealed tape, with a decision."""
+    scheme = b"https" if transport is Transport.TLS else b"http"
+    answer = one_request(fuzz_stack, world, transport, scheme)
     head = dict(answer.heads[1])
     assert answer.decision(1) == b"refused", head  # a sealed tape's miss
     assert b"sealed" in bytes(answer.bodies[1]), answer.bodies[1]
+    assert world.state.accepts == 0
+
+
+@pytest.mark.parametrize("transport", list(Transport))
+def test_a_request_mitmproxy_refuses_itself_is_a_refused_problem(
+    fuzz_stack: Stack, world: Upstream, transport: Transport
+) -> None:
+    """Found by this fuzzer: `:scheme: CONNECT` was answered by mitmproxy's own HTML page
+    (`400`, no decision); proxy/http2_refusals.py makes it a `refused` problem."""
+    answer = one_request(fuzz_stack, world, transport, b"CONNECT")
+    head = dict(answer.heads[1])
+    assert head[b":status"] == b"400", head
+    assert answer.decision(1) == b"refused", head
+    assert head[b"content-type"] == b"application/problem+json", head
+    assert b"/problems/proxy-refused" in bytes(answer.bodies[1]), answer.bodies[1]
+    assert world.state.accepts == 0
     assert world.state.accepts == 0
 
 

@@ -43,7 +43,7 @@ REQUIRED, OPTIONAL = "required", "optional"
 SIDES = (REQUIRED, OPTIONAL)  # each side's tape is `<tape>-<side>`
 GOAL = 1.05  # the budget: under 5% of a hit
 ROUND_SIZE = 8  # hits per condition per round
-ROUNDS, QUICK_ROUNDS = 60, 20
+ROUNDS, QUICK_ROUNDS = 120, 60  # 20 rounds left a +-8% interval on a loaded machine
 
 
 def open_capability_tape(resolver_url: str, tape: str, policy: str) -> dict[str, str]:

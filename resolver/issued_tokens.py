@@ -102,7 +102,9 @@ def _redacted_text(text: str, media: str, marks: Placeholders) -> str:
             (n, marks.issued(v, "response", named_format=False) if _issued_name(n) else v)
             for n, v in pairs
         ]
-        return urlencode(kept, quote_via=quote) if kept != pairs else text
+        # The placeholder kept literal (`[`, `:`, `]` need no escape in a form value), or the
+        # proxy would never find it to serve a surrogate in its place.
+        return urlencode(kept, quote_via=quote, safe="/[]:") if kept != pairs else text
     return _scan(text, marks)
 
 

@@ -79,6 +79,9 @@ class RecordAnswer(TypedDict, total=False):
     exchange_id: int | None
     recorded: bool
     response: WireResponse | None
+    # A read whose answer held credentials the world issued: what its fetcher is served, the
+    # credentials as received (`response` holds them as placeholders). Absent otherwise.
+    as_received: WireResponse
     headers: HeaderPairs
 
 

@@ -300,14 +300,16 @@ async def record_reply(state: Any, raw: bytes) -> bytes:
 def recorded_bytes(state: Any, result: RecordResult) -> bytes:
     if result.decision == Decision.UPSTREAM_FAILED:
         state.metrics.upstream_failed.inc()
-    return dumps_compact(
-        {
-            "decision": result.decision,
-            "exchange_id": result.exchange_id,
-            "recorded": result.recorded,
-            "response": result.response,
-        }
-    )
+    answer: dict[str, Any] = {
+        "decision": result.decision,
+        "exchange_id": result.exchange_id,
+        "recorded": result.recorded,
+        "response": result.response,
+    }
+    if result.as_received is not None:
+        # Only in this answer to the fetcher: the issued credentials it received live.
+        answer["as_received"] = result.as_received
+    return dumps_compact(answer)
 
 
 # The proxy's hot path: under uvicorn answered before any ASGI machinery by

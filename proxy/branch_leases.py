@@ -3,7 +3,7 @@
 A branch is worked by one rollout worker at a time, behind one sidecar. With
 `groundhog_branch_leases` on, the sidecar takes the branch's lease at its first ask
 (`/v1/leases/take`: the branch's counters and versions come with it) and from then on decides
-each ask with the resolver's own code (resolver/leased_hits.py) over that copy and the answers it
+each ask with the resolver's own code (engine/leased_hits.py) over that copy and the answers it
 has seen or read ahead (in memory and on disk: proxy/lease_answers.py; `/v1/leases/ahead` once
 the resolver served the branch a sibling's recording this sidecar lacked): a plain hit is served
 here, written to the local log first (proxy/lease_log.py), counted in the copy and shipped to the
@@ -29,6 +29,8 @@ from mitmproxy.exceptions import OptionsError
 
 from engine import failpoints
 from engine.cache import Recorded
+from engine.draft_memo import DraftMemo
+from engine.leased_hits import BranchCopy, local_hit
 from engine.resolve_request import ResolveRequest
 from groundhog.protocol.capabilities import matches_digest
 from groundhog.protocol.decisions import Action, Decision
@@ -55,8 +57,6 @@ from proxy.resolver_client import (
     ResolverRejected,
     ResolverUnavailable,
 )
-from resolver.draft_memo import DraftMemo
-from resolver.leased_hits import BranchCopy, local_hit
 
 log = logging.getLogger(__name__)
 

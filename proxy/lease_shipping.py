@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine import failpoints
+from engine.leased_hits import BranchCopy
 from groundhog.protocol.wire import LeaseEventsAsk, LeaseHitEvent, LeaseRenewAsk
 from proxy.lease_log import Lease, LeaseLog
 from proxy.resolver_client import (
@@ -30,7 +31,6 @@ from proxy.resolver_client import (
     ResolverUnavailable,
     asked_again,
 )
-from resolver.leased_hits import BranchCopy
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@ answers it may ask next, take a holder's events,
 fence other askers out, and settle leases before anyone reads a branch's state.
 
 A sidecar proxy that holds a branch's lease answers the branch's recorded reads itself
-(proxy/branch_leases.py, deciding with resolver/leased_hits.py) and ships their events here
+(proxy/branch_leases.py, deciding with engine/leased_hits.py) and ships their events here
 behind. Everything else that reads or moves a branch — another proxy's ask, a fork, a seal, an
 export, a report — must see those events first: a resolve for a branch leased to someone else is
 refused with `branch-leased` (its holder is asked to release), and the admin routes call

@@ -7,7 +7,7 @@ stored its body's token fields (JSON at any depth, or a form-encoded token answe
 in a named secret format become issued placeholders (`Placeholders.issued`), keyed like the same
 value in a request. The proxy serves a replaying branch a surrogate of the same shape in their
 place (groundhog/protocol/surrogates.py, proxy/sandbox_answers.py), which keys as the original
-when the branch presents it. This is the `Set-Cookie` mechanism (resolver/redaction.py) carried
+when the branch presents it. This is the `Set-Cookie` mechanism (engine/redaction.py) carried
 into bodies: a branch's own live write still gets the real value (proxy/live.py).
 """
 
@@ -19,9 +19,9 @@ from functools import cache
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
-from resolver.content_coding import decode_content
-from resolver.redaction_rules import Placeholders, name_words
-from resolver.secret_formats import FormatScanner, builtin_formats
+from engine.content_coding import decode_content
+from engine.redaction_rules import Placeholders, name_words
+from engine.secret_formats import FormatScanner, builtin_formats
 
 # Token fields of OAuth 2.0 / OpenID Connect answers and of key-issuing APIs, by their words.
 ISSUED_FIELDS = frozenset(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from resolver.policy import LIVE_DECISIONS, Decision
+from engine.policy import LIVE_DECISIONS, Decision
 from resolver.signals import summary
 
 

@@ -11,6 +11,7 @@ ordered `[name, value]` pairs of latin-1 text. `wire_response` is the one constr
 
 from __future__ import annotations
 
+import base64
 from typing import Any, NotRequired, TypedDict
 
 HeaderPairs = list[list[str]]
@@ -231,3 +232,8 @@ class LeaseRenewAnswer(TypedDict):
 def wire_response(status: int, headers: HeaderPairs, body: str | None) -> WireResponse:
     """The `response` object of a wire answer (`body` already base64)."""
     return {"status": status, "headers": headers, "body": body}
+
+
+def encode_base64(data: bytes) -> str:
+    """A body as it travels: base64 text."""
+    return base64.b64encode(data).decode("ascii")

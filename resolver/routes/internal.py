@@ -34,16 +34,16 @@ from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from engine.cache import Address, dumps_compact
+from engine.policy import Action, Decision
 from engine.resolve_request import ResolveRequest
+from engine.resolve_results import Resolution, Waiting
 from groundhog.protocol.wire import RenewAnswer, ResolveAnswer
 from resolver import branch_leases, leases, resolve_tx, wait_tokens
 from resolver.auth import require_proxy
 from resolver.errors import BranchLeased, Conflict
 from resolver.hot_protocol import HotRoute, json_response
-from resolver.policy import Action, Decision
 from resolver.record_outcomes import RecordResult
 from resolver.resolution import Resolver
-from resolver.resolve_results import Resolution, Waiting
 from resolver.schemas import RecordRequest, TicketRequest, WaitRequest
 from resolver.wakeups import Mark, Wakeups
 

@@ -13,6 +13,7 @@ from mitmproxy.exceptions import OptionsError
 from mitmproxy.test import taddons
 
 from engine.cache import Address, Recorded
+from engine.leased_hits import BranchCopy, local_hit
 from engine.refs import BranchRef, TapeRef
 from engine.resolve_request import ResolveRequest
 from groundhog.protocol.wire import ResolveAsk
@@ -20,7 +21,6 @@ from proxy.addon import GroundhogAddon
 from proxy.branch_leases import LeaseBook
 from proxy.lease_shipping import HeldBranch
 from proxy.resolver_client import ResolverGone, ResolverRejected, ResolverUnavailable
-from resolver.leased_hits import BranchCopy, local_hit
 from tests.proxy.test_answer_disk import answer
 
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from engine.leased_hits import BranchCopy
 from engine.refs import BranchRef, TapeRef
 from proxy.lease_log import LeaseLog
 from proxy.lease_shipping import HeldBranch, Shipper
 from proxy.resolver_client import ResolverGone, ResolverRejected, ResolverUnavailable
-from resolver.leased_hits import BranchCopy
 
 
 class FakeResolver:

@@ -12,12 +12,12 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from engine.policy import Action
 from engine.resolve_request import ResolveRequest
+from engine.resolve_results import Resolution, Waiting
 from resolver.branch_leases import LeaseSettings, settle, take
 from resolver.errors import BranchLeased
-from resolver.policy import Action
 from resolver.resolution import Resolver
-from resolver.resolve_results import Resolution, Waiting
 from resolver.schemas import LeaseTakeRequest
 from store.branches import fork_branch, get_branch
 from store.db import Store, open_store, transaction

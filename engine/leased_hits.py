@@ -1,7 +1,7 @@
 """A lease holder's hit: the resolver's own decision, computed at the sidecar from its copy.
 
-A sidecar proxy holding a branch's lease (proxy/branch_leases.py) has the branch's counters and
-versions as the resolver handed them over (resolver/branch_leases.py `take`) and the recorded
+A sidecar proxy holding a branch's lease (proxy/held_branches.py) has the branch's counters and
+versions as the resolver handed them over (resolver/lease_service.py `take`) and the recorded
 answers it has seen. For each request it builds the ask with the resolver's own `build_ask`,
 reading the branch from that copy instead of the store (`CopyLookups`), and runs the one
 decision path, `decision.decide_step`, with a lookup in its answer cache. Only a plain hit is

@@ -32,7 +32,7 @@ class Resolution:
     # How long the proxy holds the answer: a latency fault, or a timeout fault's hold.
     delay_ms: int = 0
     # The recording served, if one was: a lease holder keeps it to serve again
-    # (proxy/branch_leases.py).
+    # (proxy/held_branches.py).
     exchange_id: int | None = None
 
 

@@ -72,7 +72,7 @@ class Metrics:
         )
         self.lease_calls = Counter(
             "groundhog_lease_calls",
-            "Lease holders' calls (proxy/branch_leases.py): "
+            "Lease holders' calls (proxy/held_branches.py): "
             "take, ahead, events (a shipped batch), renew",
             ["call"],
             registry=self.registry,

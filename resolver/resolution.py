@@ -5,8 +5,9 @@ out a ticket to go live, or say "wait, someone is fetching".
 This is the edge where the pure modules (keys, redaction, dependencies, fingerprint, policy,
 decision) meet the store. Without it the proxy would have nobody to ask. Waiting itself (single
 flight) is driven by the async `/v1/wait` route, which calls `poll` when woken (the address was
-recorded) or when the holder's lease lapses; a holder keeps its lease (resolver/leases.py) while
-it fetches. A poll settles through the same decision path, from the facts it has looked up.
+recorded) or when the holder's claim lapses; a holder renews its claim
+(resolver/claim_renewal.py) while it fetches. A poll settles through the same decision path,
+from the facts it has looked up.
 
 `_settle` is the loop: it asks `decide_step` for the next step, performs the lookups it asks for
 (`_find`, the locked online flag, a claim attempt) and hands the final step to
@@ -37,12 +38,12 @@ from engine.refs import TapeRef
 from engine.resolve_request import ResolveRequest
 from engine.resolve_results import Resolution, Waiting, wants_simulator
 from resolver import answers
-from resolver.branch_leases import fence_out
 from resolver.capabilities import Capabilities
 from resolver.disk import DiskReserve
 from resolver.echoes import EchoBook
 from resolver.errors import BodyTooLarge
 from resolver.final_steps import FinalSteps
+from resolver.lease_service import fence_out
 from resolver.resolve_tx.opening import take_ask
 from resolver.resolve_tx.units import Executor, LoopWriter, ReadAhead, Unit, unit_of_work
 from resolver.schemas import decode_base64

@@ -47,7 +47,7 @@ class ResolveAsk(TypedDict):
     body_too_large: bool
     # The same for every try of one ask the proxy got no answer to (docs/internals.md).
     attempt: NotRequired[str]
-    # The asking proxy's lease holder id, when it takes branch leases (proxy/branch_leases.py).
+    # The asking proxy's lease holder id, when it takes branch leases (proxy/held_branches.py).
     lease_holder: NotRequired[str]
     # The branch capability the worker presented (resolver/capabilities.py), when it gave one.
     capability: NotRequired[str]
@@ -92,10 +92,10 @@ class TunnelAnswer(TypedDict):
     detail: str
 
 
-# -- branch leases (proxy/branch_leases.py, resolver/branch_leases.py) ---------------------
+# -- branch leases (proxy/held_branches.py, resolver/lease_service.py) ---------------------
 # The request bodies are validated by resolver/schemas.py's Lease* models, held to these by
 # tests/resolver/test_schemas.py (a field the proxy always sends may have a default there, never
-# the other way round); the answers are built by resolver/branch_leases.py as these.
+# the other way round); the answers are built by resolver/lease_service.py as these.
 
 
 class LeaseTakeAsk(TypedDict):

@@ -16,7 +16,7 @@ from resolver.errors import NotFound
 from resolver.protocol_report import protocol_summary
 from resolver.redaction_report import redaction_summary
 from resolver.report import ReportView
-from resolver.routes.branch_leases import settle_before
+from resolver.routes.leases import settle_before
 from resolver.routes.tapes import find_tape, store_of
 from resolver.schemas import check_branch_path
 from resolver.tape_signals import cost_section, counted_report, signed_report

@@ -30,8 +30,8 @@ from groundhog.protocol.wire import (
     LeaseTape,
 )
 from resolver import answers
-from resolver import branch_leases as resolver_leases
-from resolver.branch_leases import LeaseSettings, read_ahead, renew, ship, take
+from resolver import lease_service as resolver_leases
+from resolver.lease_service import LeaseSettings, read_ahead, renew, ship, take
 from resolver.recording import Recorder
 from resolver.resolution import Resolver
 from resolver.schemas import (

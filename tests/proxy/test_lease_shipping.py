@@ -162,7 +162,7 @@ def test_a_hit_served_while_a_batch_is_on_its_way_is_shipped_after_it(tmp_path: 
     async def serve_during_the_shipment() -> None:
         ships.soon(held)
         await resolver.sending.wait()
-        # Served now, as proxy/branch_leases.py serves a hit: no other hit comes after it.
+        # Served now, as proxy/held_branches.py serves a hit: no other hit comes after it.
         held.pending.append({"key_hash": "k", "occurrence": 1})
         ships.soon(held)
         resolver.gate.set()

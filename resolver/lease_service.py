@@ -3,7 +3,7 @@ answers it may ask next, take a holder's events,
 fence other askers out, and settle leases before anyone reads a branch's state.
 
 A sidecar proxy that holds a branch's lease answers the branch's recorded reads itself
-(proxy/branch_leases.py, deciding with engine/leased_hits.py) and ships their events here
+(proxy/held_branches.py, deciding with engine/leased_hits.py) and ships their events here
 behind. Everything else that reads or moves a branch — another proxy's ask, a fork, a seal, an
 export, a report — must see those events first: a resolve for a branch leased to someone else is
 refused with `branch-leased` (its holder is asked to release), and the admin routes call
@@ -170,7 +170,7 @@ def read_ahead(store: Store, body: LeaseAheadRequest) -> LeaseAheadAnswer:
     """The recorded answers `body.branch` may ask next, but those its holder keeps already.
 
     Asked by a holder once the resolver served one of the branch's reads from a sibling's
-    recording (proxy/branch_leases.py), not with every grant: most branches ask what their
+    recording (proxy/held_branches.py), not with every grant: most branches ask what their
     sidecar recorded or saw itself, and sending 256 answers with each take cost a take more
     resolver CPU than everything else it does. Read only: a recorded answer is immutable and
     the branch's counters only say where to start (a lagging one reads a little more)."""

@@ -1,7 +1,7 @@
 """`/v1/leases/*`: a sidecar proxy takes a branch's lease, reads ahead, ships the hits it served,
 renews.
 
-The proxy's side is proxy/branch_leases.py; the rules are resolver/branch_leases.py and
+The proxy's side is proxy/held_branches.py; the rules are resolver/lease_service.py and
 store/branch_leases.py. `renew` is a long poll: held up to a third of the lease, it answers at
 once when one of the holder's branches is asked back in this process (a fork, a seal, another
 proxy's ask; another replica's is seen at the holder's next poll, which follows at once), so
@@ -23,7 +23,7 @@ from groundhog.protocol.wire import (
     LeaseGrant,
     LeaseRenewAnswer,
 )
-from resolver import branch_leases
+from resolver import lease_service
 from resolver.auth import require_proxy
 from resolver.errors import BranchLeased
 from resolver.hot_protocol import json_response
@@ -74,12 +74,12 @@ def settle_before(request: Request, tape: str, branch: str | None = None) -> Non
     tape's (or `branch`'s) lease holders ship what they served and release first."""
     state = request.app.state
     grace = state.settings.lease_grace_seconds
-    branch_leases.settle(state.store, tape, branch, grace=grace, notify=state.revocations.notify)
+    lease_service.settle(state.store, tape, branch, grace=grace, notify=state.revocations.notify)
 
 
-def _settings(request: Request) -> branch_leases.LeaseSettings:
+def _settings(request: Request) -> lease_service.LeaseSettings:
     state = request.app.state
-    return branch_leases.LeaseSettings(
+    return lease_service.LeaseSettings(
         state.settings.branch_lease_seconds, capabilities=state.resolver.capabilities
     )
 
@@ -94,14 +94,14 @@ def _wire_json(
 
 
 # The answers are the wire TypedDicts (groundhog/protocol/wire.py), sent as built: no second
-# validation of what resolver/branch_leases.py typed already.
+# validation of what resolver/lease_service.py typed already.
 @router.post("/take", response_model=None)
 async def take(body: LeaseTakeRequest, request: Request) -> Response:
     """Grant the branch's lease to `holder`, with the branch's counters and versions."""
     state = request.app.state
     state.metrics.lease_calls.labels(call="take").inc()
     try:
-        grant = await run_in_threadpool(branch_leases.take, state.store, body, _settings(request))
+        grant = await run_in_threadpool(lease_service.take, state.store, body, _settings(request))
     except BranchLeased:
         # The refusal asked the holder back: its held poll answers now. A granted take wakes
         # no one (waking every holder's poll would make each take cost every sidecar a
@@ -116,7 +116,7 @@ async def ahead(body: LeaseAheadRequest, request: Request) -> Response:
     """The recorded answers the branch may ask next, but those the holder names as kept."""
     request.app.state.metrics.lease_calls.labels(call="ahead").inc()
     return _wire_json(
-        await run_in_threadpool(branch_leases.read_ahead, request.app.state.store, body)
+        await run_in_threadpool(lease_service.read_ahead, request.app.state.store, body)
     )
 
 
@@ -124,7 +124,7 @@ async def ahead(body: LeaseAheadRequest, request: Request) -> Response:
 async def events(body: LeaseEventsRequest, request: Request) -> Response:
     """Apply the hits a holder served, in order; `release` ends its lease after them."""
     request.app.state.metrics.lease_calls.labels(call="events").inc()
-    return _wire_json(await run_in_threadpool(branch_leases.ship, request.app.state.store, body))
+    return _wire_json(await run_in_threadpool(lease_service.ship, request.app.state.store, body))
 
 
 @router.post("/renew", response_model=None)
@@ -132,11 +132,11 @@ async def renew(body: LeaseRenewRequest, request: Request) -> Response:
     """Extend the holder's leases; held until one is asked back or a third of a lease passed."""
     state, settings = request.app.state, _settings(request)
     state.metrics.lease_calls.labels(call="renew").inc()
-    answer = await run_in_threadpool(branch_leases.renew, state.store, body, settings)
+    answer = await run_in_threadpool(lease_service.renew, state.store, body, settings)
     if answer["revoke"] or answer["lost"] or not body.leases:
         return _wire_json(answer)
     if not await state.revocations.wait(settings.lease_seconds / 3):
         # Nothing asked back here; another replica's ask is seen by the holder's next poll,
         # at once, which renews anyway: a second renewal now would only double the cost.
         return _wire_json(answer)
-    return _wire_json(await run_in_threadpool(branch_leases.renew, state.store, body, settings))
+    return _wire_json(await run_in_threadpool(lease_service.renew, state.store, body, settings))

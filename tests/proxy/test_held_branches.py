@@ -1,4 +1,4 @@
-"""proxy/branch_leases.py under mitmproxy's test context: leases are off unless asked for, need
+"""proxy/held_branches.py under mitmproxy's test context: leases are off unless asked for, need
 a directory for their log, a resolver's answer teaches the copy what it says, a hit whose
 answer is on the disk tier only is served from it, unless the lease went while it was read, and
 nothing is asked of the resolver before the branch's served hits are shipped."""
@@ -18,7 +18,7 @@ from engine.refs import BranchRef, TapeRef
 from engine.resolve_request import ResolveRequest
 from groundhog.protocol.wire import ResolveAsk
 from proxy.addon import GroundhogAddon
-from proxy.branch_leases import LeaseBook
+from proxy.held_branches import LeaseBook
 from proxy.lease_shipping import HeldBranch
 from proxy.resolver_client import ResolverGone, ResolverRejected, ResolverUnavailable
 from tests.proxy.test_answer_disk import answer

@@ -1,4 +1,4 @@
-"""`resolver.branch_leases`: `settle` (what an admin route does before it reads a tape's state)
+"""`resolver.lease_service`: `settle` (what an admin route does before it reads a tape's state)
 and `fence_out` (what a resolve does first on a leased branch)."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from sqlalchemy.orm import Session
 from engine.policy import Action
 from engine.resolve_request import ResolveRequest
 from engine.resolve_results import Resolution, Waiting
-from resolver.branch_leases import LeaseSettings, settle, take
 from resolver.errors import BranchLeased
+from resolver.lease_service import LeaseSettings, settle, take
 from resolver.resolution import Resolver
 from resolver.schemas import LeaseTakeRequest
 from store.branches import fork_branch, get_branch

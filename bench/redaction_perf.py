@@ -29,10 +29,10 @@ from typing import Any
 import httpx
 
 from bench.harness import start_child
+from engine.keys import request_key
+from engine.redaction import policy_from_config, redact_request, redact_request_cached
+from engine.request import RequestParts
 from engine.tape_settings import TapeSettings
-from resolver.keys import request_key
-from resolver.redaction import policy_from_config, redact_request, redact_request_cached
-from resolver.request import RequestParts
 
 logger = logging.getLogger("bench.redaction_perf")
 

@@ -24,12 +24,12 @@ from groundhog.protocol.decisions import Action, Decision
 from groundhog.protocol.wire import RecordAnswer, ResolveAnswer, ResolveAsk, WireResponse
 from proxy import faults, native, problems
 from proxy.attempts import Attempts
-from proxy.branch_leases import LeaseBook, configured_leases
 from proxy.capabilities import pin_refusal
 from proxy.capture import Capture, named_other_identity
 from proxy.fail_closed import fail_closed_hooks
 from proxy.h2c import PriorKnowledgeH2
 from proxy.header_deadline import HeaderDeadline
+from proxy.held_branches import LeaseBook, configured_leases
 from proxy.host_map import Target, mapped
 from proxy.identity import Credentials, CredentialsError, Identity, connect_credentials, identify
 from proxy.live import META, RESOLVER_ERRORS, FlowState, LiveRecorder, failure_kind

@@ -143,7 +143,7 @@ def failure_kind(flow: http.HTTPFlow, state: FlowState) -> tuple[str, str]:
 
 
 # Told of each read recorded through this proxy: its flow's state, the record's answer, and
-# the body sent (a lease holder keeps the recording to serve again: proxy/branch_leases.py).
+# the body sent (a lease holder keeps the recording to serve again: proxy/held_branches.py).
 OnRecorded = Callable[[FlowState, RecordAnswer, bytes], None]
 
 

@@ -37,7 +37,7 @@ _AFTER_OPERATION = (" headers:", " body:")
 
 
 def protocol_operation(key_head: str) -> str | None:
-    """The operation a protocol profile named in a recorded key (resolver/keys.py), if any."""
+    """The operation a protocol profile named in a recorded key (engine/keys.py), if any."""
     start = key_head.find(_OPERATION_MARK)
     if start < 0:
         return None

@@ -7,7 +7,7 @@ stored its body's token fields (JSON at any depth, or a form-encoded token answe
 in a named secret format become issued placeholders (`Placeholders.issued`), keyed like the same
 value in a request. The proxy serves a replaying branch a surrogate of the same shape in their
 place (groundhog/protocol/surrogates.py, proxy/sandbox_answers.py), which keys as the original
-when the branch presents it. This is the `Set-Cookie` mechanism (resolver/redaction.py) carried
+when the branch presents it. This is the `Set-Cookie` mechanism (engine/redaction.py) carried
 into bodies. The branch whose request went live still gets the real value: a write its live
 answer, a read whose answer became the recording the form as received that `/v1/record` answers
 it alone (resolver/stored_form.py, proxy/live.py). A sibling waiting on that same live read, or a
@@ -22,9 +22,9 @@ from functools import cache
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
-from resolver.content_coding import decode_content
-from resolver.redaction_rules import Placeholders, name_words
-from resolver.secret_formats import FormatScanner, builtin_formats
+from engine.content_coding import decode_content
+from engine.redaction_rules import Placeholders, name_words
+from engine.secret_formats import FormatScanner, builtin_formats
 
 # Token fields of OAuth 2.0 / OpenID Connect answers and of key-issuing APIs, by their words.
 ISSUED_FIELDS = frozenset(

@@ -22,18 +22,18 @@ from urllib.parse import urlsplit
 from sqlalchemy.orm import Session
 
 from engine.cache import Address
+from engine.dependencies import Classification, origin_resource, recorded_writes, response_hints
 from engine.fingerprint import BASE_VERSION, bump_versions, unknown_version
+from engine.mcp_tools import hint_value, is_tools_list, read_only_tools, tools_key_hash
+from engine.policy import Decision, DependencyModel
 from engine.refs import TapeRef
-from groundhog.protocol.wire import WireResponse, wire_response
+from engine.request import DEFAULT_PORTS, RequestParts
+from engine.session_labels import opened_label, opened_session, session_hash
+from groundhog.protocol.wire import WireResponse, encode_base64, wire_response
 from resolver import answers
-from resolver.dependencies import Classification, origin_resource, recorded_writes, response_hints
 from resolver.echoes import Secrets
-from resolver.mcp_tools import hint_value, is_tools_list, read_only_tools, tools_key_hash
-from resolver.policy import Decision, DependencyModel
-from resolver.request import DEFAULT_PORTS, RequestParts
 from resolver.resolve_tx.units import Unit
-from resolver.schemas import RecordRequest, encode_base64
-from resolver.session_labels import opened_label, opened_session, session_hash
+from resolver.schemas import RecordRequest
 from resolver.stored_form import Form, exchange_content
 from store import counters, exchanges, sandbox_sessions, write_answers
 from store.claims import Pending
@@ -178,7 +178,7 @@ def remember_opened_session(
     redaction_key: bytes,
 ) -> None:
     """A write sent outside any session whose live answer hands one out (`initialize`) opened
-    that session: remembered by the id's keyed hash as this ask's (resolver/session_labels.py)."""
+    that session: remembered by the id's keyed hash as this ask's (engine/session_labels.py)."""
     if pending.request.get("in_session"):
         return
     opened = opened_session(live_headers, tape.settings)

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.redaction import redact_response_headers
 from engine.refs import TapeRef
+from engine.sandbox_identity import stored_response_headers
 from resolver.echoes import Secrets, scrub_response
 from resolver.errors import InvalidInput
 from resolver.issued_tokens import redact_issued
-from resolver.redaction import redact_response_headers
 from resolver.resolve_tx.units import Unit
-from resolver.sandbox_identity import stored_response_headers
 from resolver.schemas import RecordRequest
 from store import exchanges
 from store.claims import Pending

@@ -32,7 +32,7 @@ class WriteRow:
     occurrence: int
     status: int | None
     body_sha: str | None
-    # The head of the recorded key (resolver/keys.py): a protocol operation is named in it
+    # The head of the recorded key (engine/keys.py): a protocol operation is named in it
     # (` op:mcp tools/call hold`), so the advisor can tell a tool call from the path it shares.
     key_head: str = ""
 

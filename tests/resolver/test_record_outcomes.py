@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from resolver.dependencies import Classification
-from resolver.policy import Action
+from engine.dependencies import Classification
+from engine.policy import Action
+from engine.resolve_results import Resolution
 from resolver.record_outcomes import (
     pending_address,
     recorded_write,
@@ -18,7 +19,6 @@ from resolver.record_outcomes import (
     upstream_failed,
 )
 from resolver.resolution import Resolver
-from resolver.resolve_results import Resolution
 from resolver.schemas import RecordRequest, ResponseIn, UpstreamError
 from store import claims
 from store.claims import Pending

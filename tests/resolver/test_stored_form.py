@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from engine.redaction_rules import Placeholders
 from engine.refs import TapeRef
 from resolver.errors import InvalidInput
-from resolver.redaction_rules import Placeholders
 from resolver.schemas import RecordRequest, ResponseIn, UpstreamError
 from resolver.stored_form import (
     check_latin1_headers,
@@ -26,7 +26,7 @@ from store.unit import unit_of_work
 SECRET = "sk-live-0123456789abcdef"
 ECHOED = ((SECRET, "<redacted:api-key>"),)
 KEY = b"k" * 32
-# The stored form of the cookie value "1" under KEY (its shape: tests/resolver/test_redaction.py).
+# The stored form of the cookie value "1" under KEY (its shape: tests/engine/test_redaction.py).
 COOKIE_PLACEHOLDER = Placeholders(KEY, False).replace("1", "response", "set-cookie")
 
 

@@ -220,6 +220,26 @@ def sensitivity(
     return rows
 
 
+def committed() -> dict[str, Any]:
+    """The committed plan (docs/benchmark/ceiling-power.json): what protocol version 9 declares."""
+    plan_: dict[str, Any] = json.loads(OUTPUT.read_text())
+    return plan_
+
+
+def apply(plans: dict[str, dict[str, Any]], chosen: Mapping[str, Any]) -> None:
+    """bench.power's plans with the ceiling gate's design (version 9): the cooperative research
+    cell's reference pairs, and U6's and C6's power as (C)'s chance of passing."""
+    for cell in CELLS:
+        if cell in plans and "estimand_share" in plans[cell]["power"]:
+            plans[cell]["power"]["estimand_share"] = round(
+                chosen["power"][cell]["groundhog_passes"], 3
+            )
+    if CELLS[1] in plans:
+        plans[CELLS[1]]["reference_pairs"] = max(
+            plans[CELLS[1]]["reference_pairs"], int(chosen["pairs"])
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.ceiling_power", description=__doc__)
     parser.add_argument("--inputs", type=Path, default=INPUTS)

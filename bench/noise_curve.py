@@ -110,27 +110,6 @@ def points(
     return rows
 
 
-def measure(
-    config: BenchConfig,
-    *,
-    resolver_url: str,
-    proxy_url: str,
-    run_id: str,
-    advance: Callable[[int], None],
-    weights: Sequence[float] = WEIGHTS,
-) -> list[dict[str, Any]]:
-    """The curve's rows, measured (see `collect` and `points`)."""
-    raw = collect(
-        config,
-        resolver_url=resolver_url,
-        proxy_url=proxy_url,
-        run_id=run_id,
-        advance=advance,
-        weights=weights,
-    )
-    return points(config, raw)
-
-
 def _conditions(
     config: BenchConfig, admin: Groundhog, services: tuple[str, str, str], run_id: str
 ) -> dict[str, ConditionData]:

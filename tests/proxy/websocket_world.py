@@ -10,6 +10,7 @@ conversations reached it and what a live continuation sent. The `world` fixture
 from __future__ import annotations
 
 import random
+import ssl
 import threading
 
 from websockets.sync.server import Server, ServerConnection, serve
@@ -18,19 +19,20 @@ from websockets.sync.server import Server, ServerConnection, serve
 class World:
     """A WebSocket server on loopback that greets, then answers each message with a draw."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.connections = 0
         # What each connection's client said, in order (a live continuation's replay shows).
         self.received: list[list[str | bytes]] = []
         self._lock = threading.Lock()
-        self.server: Server = serve(self._handle, "127.0.0.1", 0)
+        self.scheme = "wss" if tls is not None else "ws"
+        self.server: Server = serve(self._handle, "127.0.0.1", 0, ssl=tls)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
     @property
     def url(self) -> str:
         host, port = self.server.socket.getsockname()[:2]
-        return f"ws://{host}:{port}/tools"
+        return f"{self.scheme}://{host}:{port}/tools"
 
     def _handle(self, connection: ServerConnection) -> None:
         with self._lock:

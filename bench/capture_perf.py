@@ -8,11 +8,14 @@ its connections cross the veth, are DNATed and identified by the namespace's add
 outside any namespace giving the proxy as its proxy with TAPE:BRANCH credentials. Every answer
 must be a 200 the proxy marked `shared`, or the round is an error, not a fast row.
 
+At 1 and 8 clients on kept-alive connections, and at 1 client opening a new connection for
+every hit (as Node's `fetch` to a new host, curl or a raw socket do): that is where capture's
+own costs are, the DNAT with its conntrack entry and the registry read that names the worker.
 The two take turns round by round, the one going first alternating, so a neighbour's load falls
 on both; the ratio (captured / proxied: p50 latency, and throughput) is pooled over the rounds,
 with a bootstrap interval that resamples whole rounds, both conditions' together.
 
-    python -m bench.capture_perf [--rounds 20] [--per-round 40] [--json out.json]
+    python -m bench.capture_perf [--rounds 20] [--per-round 20] [--json out.json]
 
 Needs root (a network namespace, veth and iptables): elsewhere it prints why and measures
 nothing (exit 0, `"skipped"` in the JSON), the way the capture tests skip.
@@ -50,7 +53,11 @@ logger = logging.getLogger("bench.capture_perf")
 
 CAPTURED = "captured hit (groundhog run --capture, no proxy settings)"
 PROXIED = "proxied hit (HTTP_PROXY, same sidecar)"
-CONCURRENCY = (1, 8)
+KEPT = "kept alive"
+FRESH = "a new one per hit"
+# (clients, a new connection per hit): a new connection is where capture's own costs are (the
+# DNAT and its conntrack entry, the registry read that names the worker).
+LAYOUT = ((1, False), (8, False), (1, True))
 WARM = 5  # hits per client before the rounds: connections made, code paths warm
 GOAL = 1.2  # issue 57: a captured hit within 1.2x of a proxied one
 
@@ -93,16 +100,18 @@ async def _ask_shared(session: aiohttp.ClientSession, proxy: str | None, url: st
 
 
 async def _client(proxy: str | None, commands: IO[str], answers: IO[str]) -> None:
-    """Answer each line of `commands` ({"urls": [[...] per client]}) with the round's timings."""
-    async with load_session() as session:
-
-        async def ask(asker: str | None, url: str) -> None:
-            await _ask_shared(session, asker, url)
-
+    """Answer each line of `commands` ({"urls": [[...] per client], "fresh": bool}) with the
+    round's timings; `fresh`: a new connection per hit instead of kept-alive ones."""
+    async with load_session() as kept, load_session(force_close=True) as fresh:
         answers.write(json.dumps({"ready": True}) + "\n")
         answers.flush()
         for line in commands:
-            urls = json.loads(line)["urls"]
+            command = json.loads(line)
+            urls, session = command["urls"], fresh if command["fresh"] else kept
+
+            async def ask(asker: str | None, url: str, session: Any = session) -> None:
+                await _ask_shared(session, asker, url)
+
             latencies, seconds = await timed(ask, [proxy] * len(urls), urls)
             answers.write(json.dumps({"latencies": latencies, "seconds": seconds}) + "\n")
             answers.flush()
@@ -115,9 +124,9 @@ class Client:
     name: str
     process: subprocess.Popen[str]
 
-    def ask(self, urls: list[list[str]]) -> tuple[list[float], float]:
+    def ask(self, urls: list[list[str]], *, fresh: bool = False) -> tuple[list[float], float]:
         assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.write(json.dumps({"urls": urls}) + "\n")
+        self.process.stdin.write(json.dumps({"urls": urls, "fresh": fresh}) + "\n")
         self.process.stdin.flush()
         answer = self._answer()
         return [float(x) for x in answer["latencies"]], float(answer["seconds"])
@@ -206,14 +215,14 @@ def rounds_of(urls: list[list[str]], rounds: int) -> list[list[list[str]]]:
 
 
 def take_turns(
-    first: Client, second: Client, rounds: list[list[list[str]]]
+    first: Client, second: Client, rounds: list[list[list[str]]], *, fresh: bool = False
 ) -> dict[str, list[tuple[list[float], float]]]:
     """Each round asked by both, the one going first alternating: each one's rounds."""
     taken: dict[str, list[tuple[list[float], float]]] = {first.name: [], second.name: []}
     for index, urls in enumerate(rounds):
         order = (first, second) if index % 2 == 0 else (second, first)
         for client in order:
-            taken[client.name].append(client.ask(urls))
+            taken[client.name].append(client.ask(urls, fresh=fresh))
     return taken
 
 
@@ -254,7 +263,9 @@ def round_ratio(
     return result
 
 
-def row(taken: dict[str, list[tuple[list[float], float]]], clients: int) -> dict[str, Any]:
+def row(
+    taken: dict[str, list[tuple[list[float], float]]], clients: int, fresh: bool = False
+) -> dict[str, Any]:
     """One concurrency's row: each condition's numbers and captured / proxied with intervals."""
     numbers = {}
     for name, label in (("captured", CAPTURED), ("proxied", PROXIED)):
@@ -264,6 +275,7 @@ def row(taken: dict[str, list[tuple[list[float], float]]], clients: int) -> dict
     high = ratio["p50"]["high"]
     return {
         "clients": clients,
+        "connections": FRESH if fresh else KEPT,
         "rounds": len(taken["captured"]),
         "conditions": numbers,
         "p50_captured_vs_proxied": ratio["p50"],
@@ -275,7 +287,8 @@ def row(taken: dict[str, list[tuple[list[float], float]]], clients: int) -> dict
 
 
 def measure(rounds: int, per_round: int) -> list[dict[str, Any]]:
-    """Rows at 1 and 8 clients: raises CaptureSkipped where there are no namespaces."""
+    """Rows at 1 and 8 clients on kept-alive connections and at 1 client on a new connection
+    per hit (`LAYOUT`): raises CaptureSkipped where there are no namespaces."""
     capture_possible()
     run = time.time_ns()
     tape = f"capture-perf-{run}"
@@ -299,31 +312,33 @@ def measure(rounds: int, per_round: int) -> list[dict[str, Any]]:
             (capture_dir / "sidecar.json").exists, timeout=60, what="the proxy's capture listeners"
         )
         recorder, captured, proxied = open_tape(resolver.url, tape, 3)
+        per_client = WARM + rounds * per_round
         addresses = {
-            clients: urls_for(upstream.url, clients, WARM + rounds * per_round, f"c{clients}")
-            for clients in CONCURRENCY
+            (count, fresh): urls_for(upstream.url, count, per_client, f"c{count}-{fresh}")
+            for count, fresh in LAYOUT
         }
-        recording = [proxy_with_identity(proxy.port, tape, recorder)]
+        recording = proxy_with_identity(proxy.port, tape, recorder)
         for urls in addresses.values():  # the recorded tape both conditions are served from
-            asyncio.run(load(recording, [[url for sequence in urls for url in sequence]]))
+            asyncio.run(load([recording] * len(urls), urls))
         rows = []
         with clients((resolver, proxy), capture_dir, tape, captured, proxied) as (inside, outside):
-            for count, urls in addresses.items():
+            for (count, fresh), urls in addresses.items():
                 warm = [sequence[:WARM] for sequence in urls]
-                inside.ask(warm)
-                outside.ask(warm)
+                inside.ask(warm, fresh=fresh)
+                outside.ask(warm, fresh=fresh)
                 measured = [sequence[WARM:] for sequence in urls]
-                taken = take_turns(inside, outside, rounds_of(measured, rounds))
-                rows.append(row(taken, count))
+                taken = take_turns(inside, outside, rounds_of(measured, rounds), fresh=fresh)
+                rows.append(row(taken, count, fresh))
         return rows
 
 
 def table(rows: Sequence[dict[str, Any]]) -> str:
     lines = ["captured vs proxied hit, same sidecar, same tape, rounds taking turns", ""]
     for measured in rows:
+        lines.append(f"{measured['clients']} client(s), connections {measured['connections']}:")
         for label, numbers in measured["conditions"].items():
             lines.append(
-                f"{measured['clients']} client(s)  {label:60s} p50 {numbers['p50_ms']:7.3f} ms"
+                f"  {label:60s} p50 {numbers['p50_ms']:7.3f} ms"
                 f"  {numbers['throughput_rps']:8.1f} req/s  ({numbers['requests']} hits)"
             )
         for key in ("p50", "throughput"):
@@ -341,7 +356,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.capture_perf", description=__doc__)
     parser.add_argument("--rounds", type=int, default=20, help="rounds each (default 20)")
     parser.add_argument(
-        "--per-round", type=int, default=40, help="hits per client per round (default 40)"
+        "--per-round", type=int, default=20, help="hits per client per round (default 20)"
     )
     parser.add_argument("--json", type=Path, help="also write the rows here")
     parser.add_argument("--client", action="store_true", help=argparse.SUPPRESS)

@@ -101,7 +101,8 @@ def test_a_small_real_run_gives_rows_derived_from_its_measurements() -> None:
     except CaptureSkipped as skipped:
         pytest.skip(str(skipped))
     rows = capture_perf.measure(rounds=2, per_round=3)
-    assert [measured["clients"] for measured in rows] == [1, 8]
+    layout = [(measured["clients"], measured["connections"]) for measured in rows]
+    assert layout == [(1, capture_perf.KEPT), (8, capture_perf.KEPT), (1, capture_perf.FRESH)]
     for measured in rows:
         captured, proxied = (measured["conditions"][label] for label in (CAPTURED, PROXIED))
         assert captured["requests"] == proxied["requests"] == 2 * 3 * measured["clients"]

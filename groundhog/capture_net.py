@@ -46,6 +46,7 @@ CAP_NET_ADMIN = 12
 CAP_SYS_ADMIN = 21
 TOOLS = ("ip", "iptables", "iptables-restore")
 IPV6_SETTINGS = Path("/proc/sys/net/ipv6")  # absent where the kernel has no IPv6 at all
+PID_MAX = Path("/proc/sys/kernel/pid_max")  # one past the largest pid
 
 
 class Loopback(StrEnum):
@@ -309,6 +310,20 @@ def allocate_and_create(
             destroy(net)
             raise
     return net
+
+
+def check_namespaces() -> None:
+    """Raise CaptureUnavailable unless this machine lets us make a capture namespace: one is
+    made and removed. Its owner is pid_max, a pid no process can have, so whatever a crash
+    half-way left behind is stale to the next run at once."""
+    check_privileges()
+    owner = int(PID_MAX.read_text())
+    with allocation_lock():
+        trial = CaptureNet(owner_pid=owner, slot=free_slot(owner))
+        try:
+            create(trial, ("127.0.0.1", 9), None)
+        finally:
+            destroy(trial)
 
 
 def enter_namespace(net: CaptureNet) -> None:

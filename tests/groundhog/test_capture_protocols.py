@@ -23,7 +23,7 @@ import pytest
 from tests.groundhog import test_capture
 from tests.groundhog.test_capture import captured
 from tests.proxy.stack import Stack
-from tests.proxy.websocket_world import World
+from tests.proxy.websocket_world import World, serving_world
 from tests.support.certs import write_private_ca, write_self_signed
 from tests.support.h2_server import H2Upstream
 
@@ -36,18 +36,10 @@ capture_dir = test_capture.capture_dir
 stack = test_capture.stack
 
 
-def _serving_world(tls: ssl.SSLContext | None) -> Iterator[World]:
-    running = World(tls)
-    try:
-        yield running
-    finally:
-        running.server.shutdown()
-        running.thread.join(timeout=10)
-
-
 @pytest.fixture
 def ws_world() -> Iterator[World]:
-    yield from _serving_world(None)
+    with serving_world() as running:
+        yield running
 
 
 @pytest.fixture
@@ -55,7 +47,8 @@ def wss_world(tmp_path: Path) -> Iterator[World]:
     cert, key = write_self_signed(tmp_path, ["127.0.0.1"])  # the proxy dials it --ssl-insecure
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
-    yield from _serving_world(context)
+    with serving_world(context) as running:
+        yield running
 
 
 @pytest.fixture

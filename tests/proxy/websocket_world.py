@@ -4,7 +4,7 @@ It greets each connection, answers each text message with a fresh random draw an
 binary one with its bytes reversed plus random bytes, and "bye" with a farewell and a close
 (4001); it counts connections and keeps what each client said, so a test can tell which
 conversations reached it and what a live continuation sent. The `world` fixture
-(tests/proxy/conftest.py) runs one per test.
+(tests/proxy/conftest.py) runs one per test; `serving_world` serves one over TLS too (wss://).
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 import random
 import ssl
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from websockets.sync.server import Server, ServerConnection, serve
 
@@ -51,3 +53,14 @@ class World:
             else:
                 connection.send(f"{message}: {random.random()}")
                 connection.send("done")
+
+
+@contextmanager
+def serving_world(tls: ssl.SSLContext | None = None) -> Iterator[World]:
+    """A World (wss:// with `tls`) until the block ends."""
+    running = World(tls)
+    try:
+        yield running
+    finally:
+        running.server.shutdown()
+        running.thread.join(timeout=10)

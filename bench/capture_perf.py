@@ -18,36 +18,32 @@ with a bootstrap interval that resamples whole rounds, both conditions' together
     python -m bench.capture_perf [--rounds 20] [--per-round 20] [--json out.json]
 
 Needs root (a network namespace, veth and iptables): elsewhere it prints why and measures
-nothing (exit 0, `"skipped"` in the JSON), the way the capture tests skip.
+nothing (exit 0, `"skipped"` in the JSON), the way the capture tests skip. The client processes
+are `bench.capture_clients`'s.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import logging
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-import aiohttp
 import numpy as np
 
-from bench.harness import REPO_ROOT, ChildService, child_environment, start_child, wait_until
+from bench.capture_clients import Client, clients
+from bench.harness import start_child, wait_until
 from bench.intervals import RESAMPLES, Interval
-from bench.load import summary, timed
-from bench.proxy_load import load, load_session, proxy_with_identity, urls_for
+from bench.load import summary
+from bench.proxy_load import load, proxy_with_identity, urls_for
 from bench.proxy_stack import child_processes, open_tape, resolver_arguments, start_proxy
 from groundhog import capture_net
-from groundhog.lifetime import tied_command
-from groundhog.protocol.headers import DECISION
 
 logger = logging.getLogger("bench.capture_perf")
 
@@ -72,123 +68,6 @@ def capture_possible() -> None:
         capture_net.check_namespaces()
     except capture_net.CaptureUnavailable as error:
         raise CaptureSkipped(f"no capture namespaces on this machine: {error}") from error
-
-
-# The client half: one process per condition, asked over stdin one round at a time.
-
-
-async def _ask_shared(session: aiohttp.ClientSession, proxy: str | None, url: str) -> None:
-    async with session.get(url, proxy=proxy) as response:
-        await response.read()
-        decision = response.headers.get(DECISION)
-        if response.status != 200 or decision != "shared":
-            raise RuntimeError(f"{url} answered {response.status} ({decision}), not a hit")
-
-
-async def _client(proxy: str | None, commands: IO[str], answers: IO[str]) -> None:
-    """Answer each line of `commands` ({"urls": [[...] per client], "fresh": bool}) with the
-    round's timings; `fresh`: a new connection per hit instead of kept-alive ones."""
-    async with load_session() as kept, load_session(force_close=True) as fresh:
-        answers.write(json.dumps({"ready": True}) + "\n")
-        answers.flush()
-        for line in commands:
-            command = json.loads(line)
-            urls, session = command["urls"], fresh if command["fresh"] else kept
-
-            async def ask(asker: str | None, url: str, session: Any = session) -> None:
-                await _ask_shared(session, asker, url)
-
-            latencies, seconds = await timed(ask, [proxy] * len(urls), urls)
-            answers.write(json.dumps({"latencies": latencies, "seconds": seconds}) + "\n")
-            answers.flush()
-
-
-@dataclass
-class Client:
-    """A client process the driver sends rounds to."""
-
-    name: str
-    process: subprocess.Popen[str]
-
-    def ask(self, urls: list[list[str]], *, fresh: bool = False) -> tuple[list[float], float]:
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.write(json.dumps({"urls": urls, "fresh": fresh}) + "\n")
-        self.process.stdin.flush()
-        answer = self._answer()
-        return [float(x) for x in answer["latencies"]], float(answer["seconds"])
-
-    def _answer(self) -> dict[str, Any]:
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        if not line:
-            self.process.wait(timeout=30)
-            raise RuntimeError(f"the {self.name} client exited ({self.process.returncode})")
-        answer: dict[str, Any] = json.loads(line)
-        return answer
-
-    def ready(self) -> None:
-        if not self._answer().get("ready"):
-            raise RuntimeError(f"the {self.name} client did not start")
-
-    def stop(self) -> None:
-        if self.process.stdin is not None:
-            with contextlib.suppress(OSError):
-                self.process.stdin.close()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-
-def _client_command(*extra: str) -> list[str]:
-    return [sys.executable, "-m", "bench.capture_perf", "--client", *extra]
-
-
-@contextlib.contextmanager
-def clients(
-    services: tuple[ChildService, ChildService],
-    capture_dir: Path,
-    tape: str,
-    captured: str,
-    proxied: str,
-) -> Iterator[tuple[Client, Client]]:
-    """The captured client (in a namespace, as `captured`) and the proxied one (as `proxied`);
-    `services`: the resolver and the proxy."""
-    resolver, proxy = services
-    # `run` asks the resolver for the branch's environment (the CA, cached under XDG_CACHE_HOME).
-    environment = child_environment(
-        {
-            "GROUNDHOG_RESOLVER_URL": resolver.url,
-            "GROUNDHOG_PROXY_URL": proxy.url,
-            "XDG_CACHE_HOME": str(capture_dir / "cache"),
-        }
-    )
-    run = [sys.executable, "-m", "groundhog.cli", "run", "--capture"]
-    run += ["--capture-dir", str(capture_dir), "--tape", tape, "--branch", captured]
-    run += ["--loopback", "sidecar", "--"]  # the upstream listens on this machine's 127.0.0.1
-    commands = {
-        "captured": [*run, *_client_command()],
-        "proxied": _client_command("--proxy", proxy_with_identity(proxy.port, tape, proxied)),
-    }
-    started: list[Client] = []
-    try:
-        for name, command in commands.items():
-            process = subprocess.Popen(
-                tied_command(command),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                text=True,
-                cwd=REPO_ROOT,
-                env=environment,
-            )
-            started.append(Client(name, process))
-        for client in started:
-            client.ready()
-        yield started[0], started[1]
-    finally:
-        for client in started:
-            client.stop()
 
 
 # The driver: the processes, the recording, the rounds, the row.
@@ -345,12 +224,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--per-round", type=int, default=20, help="hits per client per round (default 20)"
     )
     parser.add_argument("--json", type=Path, help="also write the rows here")
-    parser.add_argument("--client", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--proxy", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.client:
-        asyncio.run(_client(args.proxy, sys.stdin, sys.stdout))
-        return
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     try:
         result: dict[str, Any] = {"rows": measure(args.rounds, args.per_round)}

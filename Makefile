@@ -60,4 +60,4 @@ bench: $(STAMP)
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) .groundhog
+	rm -rf $(VENV) .venv-trl .venv-trl.lock .groundhog

@@ -20,6 +20,7 @@ import httpx
 
 from bench.rollout_client import RolloutClient
 from worldsim import agent, shop_agent
+from worldsim.tool_calls import PostTools
 
 PROBE_WRITE_LATENCY = "0.0"
 
@@ -81,10 +82,18 @@ def run(
     epoch: int | None = None,
     client_key: str | None = None,
     world: str = "research",
+    post_tools: bool = False,
+    open_session: bool = True,
 ) -> AgentOutcome:
-    """Run ``world``'s agent for one strategy over ``client``; returns its outcome."""
-    transport = agent.HttpTransport(client, base_url, headers)
-    rollout = AGENTS[world].run_rollout(transport, strategy, seed, epoch=epoch, client=client_key)
+    """Run ``world``'s agent for one strategy over ``client``; returns its outcome. With
+    ``post_tools`` its reads are sent as tool calls (worldsim/tool_calls.py); without
+    ``open_session`` the sandbox is the one ``headers`` name (opened by the harness)."""
+    transport: agent.Transport = agent.HttpTransport(client, base_url, headers)
+    if post_tools:
+        transport = PostTools(transport)
+    rollout = AGENTS[world].run_rollout(
+        transport, strategy, seed, epoch=epoch, client=client_key, open_session=open_session
+    )
     return outcome(rollout)
 
 

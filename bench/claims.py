@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 PROTOCOL = Path(__file__).resolve().parent / "protocol.toml"
+RUNS = Path(__file__).resolve().parent / "runs.toml"  # the committed runs and their failures
 SUPPORTED = "supported"
 NOT_SUPPORTED = "NOT supported"
 NOT_MEASURED = "not measured"
@@ -27,6 +28,29 @@ OPERATORS = {">": operator.gt, "<": operator.lt, ">=": operator.ge, "<=": operat
 def load(path: Path = PROTOCOL) -> dict[str, Any]:
     with path.open("rb") as handle:
         return tomllib.load(handle)
+
+
+def changelog(path: Path = PROTOCOL) -> dict[int, str]:
+    """The protocol's changelog, by version: the comment block after `# Changelog`, an entry
+    starting at each `# N:` line (the text joined, the comment marks dropped)."""
+    entries: dict[int, list[str]] = {}
+    current: int | None = None
+    inside = False
+    for line in path.read_text().splitlines():
+        if line.strip() == "# Changelog":
+            inside = True
+            continue
+        if not inside:
+            continue
+        if not line.startswith("#"):
+            break
+        head, _, rest = line[1:].strip().partition(":")
+        if head.isdigit() and rest.startswith(" "):
+            current = int(head)
+            entries[current] = [rest.strip()]
+        elif current is not None:
+            entries[current].append(line[1:].strip())
+    return {version: " ".join(lines) for version, lines in entries.items()}
 
 
 def _bound(metric: Any, bound: str) -> Any:

@@ -16,7 +16,8 @@ the advantage contrast between the two policies.
 
 Same fault rate, same policies, same seeds; only who shares a fault differs. Standalone, it
 starts worldsim, the resolver and the proxy as child processes and prints the row as JSON;
-`python -m bench` runs `measure` on its own services as the faults phase (row 9).
+`python -m bench` runs `collect` on its own services as the faults phase (row 9) and keeps
+the raw groups, from which `summarize` makes the row.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,7 +116,7 @@ def _variance(values: Sequence[float]) -> float:
     return statistics.pvariance(values) if len(values) > 1 else 0.0
 
 
-def measure(
+def collect(
     proxy_url: str,
     world_url: str,
     admin: Groundhog,
@@ -124,14 +125,15 @@ def measure(
     run_id: str = "faults",
     fault_rate: float = FAULT_RATE,
 ) -> dict[str, Any]:
-    """The row: per condition, the same-policy reward variance and the contrast's spread.
+    """The raw row: per condition, each group's rewards and the faults it met.
 
     Whether an ask fails is a hash of the world's seed and the request's address, which holds
     the world's port: with few groups, a run may meet no fault at all (at the row's rate and
-    two groups, about one in 400), so a caller that needs faults raises `fault_rate`.
+    two groups, about one in 400), so a caller that needs faults raises `fault_rate`. What the
+    row prints is `summarize(collect(...))`, so a committed run's row can be recomputed from
+    what this returns (bench/rawfiles.py keeps it).
     """
-    half = GROUP // 2
-    row: dict[str, Any] = {"groups": groups, "group_size": GROUP, "fault_rate": fault_rate}
+    raw: dict[str, Any] = {"groups": groups, "group_size": GROUP, "fault_rate": fault_rate}
     for label, mode in (("shared", "groundhog"), ("independent", "naive")):
         # Groups are independent tapes: two at a time, as the benchmark's other phases run.
         with ThreadPoolExecutor(max_workers=GROUP_WORKERS) as pool:
@@ -148,9 +150,28 @@ def measure(
                     range(groups),
                 )
             )
+        raw[label] = {
+            "mode": mode,
+            "groups": [{"rewards": r.rewards, "injected": r.injected} for r in results],
+        }
+    return raw
+
+
+def summarize(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The row from `collect`'s raw groups: per condition, the same-policy reward variance and
+    the contrast's spread."""
+    half = int(raw["group_size"]) // 2
+    row: dict[str, Any] = {
+        "groups": raw["groups"],
+        "group_size": raw["group_size"],
+        "fault_rate": raw["fault_rate"],
+    }
+    for label in ("shared", "independent"):
+        groups = raw[label]["groups"]
+        results = [GroupResult(list(g["rewards"]), int(g["injected"])) for g in groups]
         contrasts = [result.contrast for result in results]
         row[label] = {
-            "mode": mode,
+            "mode": raw[label]["mode"],
             "contrast_mean": statistics.fmean(contrasts),
             "contrast_variance": _variance(contrasts),
             "same_policy_reward_variance": statistics.fmean(
@@ -165,6 +186,20 @@ def measure(
     )
     row["variance_reduction"] = 1 - shared / independent if independent else None
     return row
+
+
+def measure(
+    proxy_url: str,
+    world_url: str,
+    admin: Groundhog,
+    *,
+    groups: int = 16,
+    run_id: str = "faults",
+    fault_rate: float = FAULT_RATE,
+) -> dict[str, Any]:
+    """The row (see `collect` and `summarize`)."""
+    raw = collect(proxy_url, world_url, admin, groups=groups, run_id=run_id, fault_rate=fault_rate)
+    return summarize(raw)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -11,6 +11,7 @@ afterwards (the world caps them).
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from bench.rollout_client import Request, Response, RolloutClient
 from bench.world_client import WorldControl
 from groundhog.client import Groundhog
 from groundhog.protocol import headers as protocol_headers
+from worldsim.tool_calls import is_tool_call
 
 PROBE_BRANCH = "probe"
 REQUEST_ID_HEADER = "x-request-id"
@@ -43,6 +45,8 @@ class RunContext:
     # Extra tape settings that make the world's session credentials interchangeable (empty when
     # the resolver keys no credential at all): see bench/credentials.py.
     credential_settings: dict[str, Any] = field(default_factory=dict)
+    # The agent's reads sent as tool calls, `POST /tools/...` (worldsim/tool_calls.py).
+    post_tools: bool = False
     # Kept-alive connections every rollout of the cell reuses (to the proxy, or to the world
     # for the live reference): a branch is named by headers on each request, not by its
     # connection, and a connection per rollout cost the proxy an accepted client connection
@@ -148,7 +152,7 @@ class Grader:
 
     def __call__(self, response: Response) -> None:
         request = response.request
-        if request.method != "GET":
+        if request.method != "GET" and not is_tool_call(request.method, request.url.path):
             if request.url.path == "/sessions" and response.status_code == 201:
                 response.read()
                 self.session = str(response.json()["session"])
@@ -166,7 +170,7 @@ class Grader:
 
     def before_request(self, request: Request) -> None:
         """A write is about to change the sandbox: grade the reads served before it."""
-        if request.method != "GET":
+        if request.method != "GET" and not is_tool_call(request.method, request.url.path):
             self.flush()
 
     def flush(self) -> None:
@@ -316,15 +320,21 @@ def run_group(
             )
             with client:
                 try:
+                    headers: dict[str, str] = {}
+                    if context.post_tools:
+                        grader.session = open_sandbox(context, names[index], world_seed)
+                        headers = agent_adapter.bearer(grader.session)
                     outcome = agent_adapter.run(
                         client,
                         context.world_url,
-                        {},
+                        headers,
                         strategy,
                         seed,
                         epoch=world_seed,
                         client_key=names[index],
                         world=context.world_kind,
+                        post_tools=context.post_tools,
+                        open_session=not context.post_tools,
                     )
                     for url in read_log.urls if reread else []:
                         client.get(url, headers=agent_adapter.bearer(grader.session))
@@ -338,6 +348,22 @@ def run_group(
     finally:
         context.world.drop_sandboxes(sessions)
     return result
+
+
+def open_sandbox(context: RunContext, client_key: str, epoch: int) -> str:
+    """A rollout's sandbox opened by the harness, as an environment's reset would, straight at
+    the world: with tools reached by POST (`post_tools`) the tape holds the agent's tool calls
+    and writes, not the setup every branch makes before its first call."""
+    body = json.dumps({"client": client_key, "epoch": epoch}, sort_keys=True).encode()
+    answer = httpx.post(
+        f"{context.world_url.rstrip('/')}/sessions",
+        content=body,
+        headers={"Content-Type": "application/json"},
+        timeout=CLIENT_TIMEOUT,
+        trust_env=False,
+    )
+    answer.raise_for_status()
+    return str(answer.json()["session"])
 
 
 def run_branches(

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from bench import uncovered
 from bench.report import NOT_MEASURED, interval_text
 
 HEADLINE_CLAIM = "U1"
@@ -28,13 +29,18 @@ def _equivalence(value: Mapping[str, Any] | None) -> str:
     return f"{value['bias']:+.3f}, 90% CI [{low:+.3f}, {high:+.3f}]: {verdict}"
 
 
-def _ceiling_verdict(groundhog: Mapping[str, Any]) -> str:
+def _ceiling_verdict(groundhog: Mapping[str, Any], verdict: Mapping[str, Any] | None) -> str:
+    """(C)'s share of the coupled live variance, and the verdict of the run's own ceiling gate
+    on this cell (its claim's, or the same gate where no claim covers the cell)."""
     share = groundhog.get("estimand_share")
-    if not share or share.get("low") is None:
+    if not share or share.get("value") is None:
         return "not measured"
-    kept = share["low"] > 0.8
-    shown = f"{share['value']:.2f} [{share['low']:.2f}, {share['high']:.2f}]"
-    return shown if kept else f"**{shown}, below 0.8**"
+    shown = interval_text(share, 2, "")
+    if verdict is None:
+        return shown
+    if verdict["supported"]:
+        return f"{shown}: passes"
+    return f"**{shown}: {verdict['verdict']}**"
 
 
 def _lies(value: Mapping[str, Any] | None) -> str:
@@ -44,10 +50,15 @@ def _lies(value: Mapping[str, Any] | None) -> str:
 
 
 def _cell_rows(results: Mapping[str, Any]) -> list[str]:
+    told = uncovered.by_cell(results)
+    ceiling_gate = next(
+        (v["gate"] for (_, metric), v in told.items() if metric == "groundhog.estimand_share"),
+        "not gated",
+    )
     lines = [
         "| cell | (C) variance reduction vs (A) | this mode's own ceiling | (C) bias vs the live "
-        "world (TOST ±0.10) | (C) share of the coupled live variance (gate > 0.8) | "
-        "(C) stale groups (oracle) |",
+        f"world (TOST ±0.10) | (C) share of the coupled live variance (ceiling test: "
+        f"`{ceiling_gate}`) | (C) stale groups (oracle) |",
         "|---|---|---|---|---|---|",
     ]
     for name, cell in results["cells"].items():
@@ -55,9 +66,10 @@ def _cell_rows(results: Mapping[str, Any]) -> list[str]:
         if groundhog is None:
             continue
         ceiling = cell.get("reference", {}).get("ceiling_interval")
+        share = _ceiling_verdict(groundhog, told.get((name, "groundhog.estimand_share")))
         lines.append(
             f"| {name} | {interval_text(groundhog.get('reduction'))} | {interval_text(ceiling)} | "
-            f"{_equivalence(groundhog.get('equivalence'))} | {_ceiling_verdict(groundhog)} | "
+            f"{_equivalence(groundhog.get('equivalence'))} | {share} | "
             f"{_lies(groundhog.get('lies'))} |"
         )
     return lines
@@ -81,12 +93,13 @@ def _curve_rows(results: Mapping[str, Any]) -> list[str]:
 
 def _failures(results: Mapping[str, Any]) -> list[str]:
     failed = [claim for claim in results.get("claims", []) if not claim.get("supported")]
-    if not failed:
-        return ["- none: every predeclared claim and control is supported in this run."]
-    return [
+    lines = [
         f"- **{claim['id']}** ({claim['cell']}): {claim['claim']} — {claim['evidence']}"
         for claim in failed
     ]
+    # The same gates on the cells no claim covers: told here too, one line each.
+    lines += [f"- {uncovered.line(verdict)}" for verdict in uncovered.failed(results)]
+    return lines or ["- none: every predeclared claim and control is supported in this run."]
 
 
 def _headline(results: Mapping[str, Any]) -> str:
@@ -125,7 +138,7 @@ def block(results: Mapping[str, Any]) -> str:
         "",
         *_cell_rows(results),
         "",
-        "**Claims and controls not supported in this run:**",
+        "**Claims, controls and uncovered verdicts not supported in this run:**",
         "",
         *_failures(results),
         "",

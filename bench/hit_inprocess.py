@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.perf_tapes import BRANCHES, bulk_load, resolve_body
+from engine.policy import Decision
 from engine.resolve_request import ResolveRequest
+from engine.resolve_results import Resolution, Waiting
 from resolver import resolve_tx
-from resolver.policy import Decision
 from resolver.resolution import Resolver
-from resolver.resolve_results import Resolution, Waiting
 from resolver.resolve_tx.units import loop_writer_for
 from store.db import open_store
 

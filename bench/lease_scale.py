@@ -53,7 +53,7 @@ SQLITE_FILE = "groundhog.sqlite3"
 # A leased sidecar's batches land within a ship window (and a round trip).
 # The store's statements per lease call, each held by a test: a shipped batch's and a
 # renewal's in tests/store/test_branch_leases.py, a take's and a read-ahead's in
-# tests/resolver/test_leased_hits.py.
+# tests/engine/test_leased_hits.py.
 STATEMENTS = {"events": 3, "renew": 2, "take": 7, "ahead": 1}
 SHIPPED_WITHIN_SECONDS = SECONDS_OPTIONS["groundhog_lease_ship_seconds"][0] + 0.5
 _RESOLVES = re.compile(r"^groundhog_resolve_seconds_count (\S+)$", re.MULTILINE)

@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench import collect, harness, intervals, stats
+from bench import collect as phases
+from bench import harness, intervals, stats
 from bench.config import BenchConfig, for_world
 from bench.groups import cell_context
+from bench.measurements import ConditionData
 from bench.world_client import WorldControl
 from groundhog.client import Groundhog
 
@@ -57,7 +59,7 @@ def point(weight: float, naive: Sequence[float], groundhog: Sequence[float]) -> 
     }
 
 
-def measure(
+def collect(
     config: BenchConfig,
     *,
     resolver_url: str,
@@ -65,10 +67,14 @@ def measure(
     run_id: str,
     advance: Callable[[int], None],
     weights: Sequence[float] = WEIGHTS,
-) -> list[dict[str, Any]]:
-    """At each weight, an uncooperative research world of its own; (A) and (C) through it."""
+) -> list[tuple[float, dict[str, ConditionData]]]:
+    """At each weight, an uncooperative research world of its own; (A) and (C) through it.
+
+    Returns the raw conditions (per-world, per-branch rewards), which bench/rawfiles.py keeps;
+    `points` makes the curve's rows from them.
+    """
     research = replace(for_world(config, "research"), worlds=config.noise_curve_worlds)
-    points = []
+    raw = []
     with contextlib.ExitStack() as stack:
         logs = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gh-noise-")))
         admin = stack.enter_context(Groundhog(resolver_url, proxy_url=proxy_url))
@@ -80,18 +86,34 @@ def measure(
             try:
                 harness.await_child(child, health="http")
                 services = (resolver_url, child.url, proxy_url)
-                contrasts = _contrasts(research, admin, services, f"{run_id}n{index}")
-                points.append(point(weight, *contrasts))
+                raw.append((weight, _conditions(research, admin, services, f"{run_id}n{index}")))
             finally:
                 child.stop()
             advance(1)
-    return points
+    return raw
 
 
-def _contrasts(
+def points(
+    config: BenchConfig, raw: Sequence[tuple[float, Mapping[str, ConditionData]]]
+) -> list[dict[str, Any]]:
+    """The curve's rows from `collect`'s raw conditions: (A)'s and (C)'s per-world contrasts."""
+    research = for_world(config, "research")
+    better = research.actions.index(research.better_action)
+    worse = research.actions.index(research.worse_action)
+    rows = []
+    for weight, conditions in raw:
+        naive, groundhog = (
+            stats.contrasts(conditions[mode].matrix("reward"), better, worse).tolist()
+            for mode in ("naive", "groundhog")
+        )
+        rows.append(point(weight, naive, groundhog))
+    return rows
+
+
+def _conditions(
     config: BenchConfig, admin: Groundhog, services: tuple[str, str, str], run_id: str
-) -> tuple[list[float], list[float]]:
-    """(A)'s and (C)'s per-world contrasts through the proxy, in one world process."""
+) -> dict[str, ConditionData]:
+    """(A) and (C) through the proxy, in one world process."""
     resolver_url, world_url, proxy_url = services
     with WorldControl(world_url) as world:
         context = cell_context(
@@ -104,10 +126,8 @@ def _contrasts(
             kind="research",
             cooperative=False,
         )
-        contrasts = {}
-        better = config.actions.index(config.better_action)
-        worse = config.actions.index(config.worse_action)
+        conditions = {}
         for mode in ("naive", "groundhog"):
-            data, _ = collect.collect_condition(context, config, mode, lambda _step: None)
-            contrasts[mode] = stats.contrasts(data.matrix("reward"), better, worse)
-    return contrasts["naive"].tolist(), contrasts["groundhog"].tolist()
+            data, _ = phases.collect_condition(context, config, mode, lambda _step: None)
+            conditions[mode] = data
+    return conditions

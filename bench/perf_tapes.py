@@ -19,8 +19,8 @@ from typing import Any
 
 from sqlalchemy import Table
 
-from resolver.keys import request_key
-from resolver.request import RequestParts
+from engine.keys import request_key
+from engine.request import RequestParts
 from store import exchanges
 from store.branches import fork_branch, get_branch
 from store.db import open_store, transaction

@@ -260,6 +260,7 @@ def plan(results: Mapping[str, Any], protocol: Mapping[str, Any]) -> dict[str, d
     Both modes of a world take the larger size (they share the protocol's reference design).
     A claim needing more than MAX_WORLDS is infeasible: the protocol must drop or redesign it.
     """
+    from bench import ceiling_power
     from bench.power_simulated import SHOP_CELL, with_simulated_shop_grpo
 
     constants = protocol["constants"]
@@ -314,6 +315,8 @@ def plan(results: Mapping[str, Any], protocol: Mapping[str, Any]) -> dict[str, d
         plans[name] = plan_
     if "grpo_seeds" in plans.get(SHOP_CELL, {}):
         plans[SHOP_CELL] = with_simulated_shop_grpo(plans[SHOP_CELL], constants)
+    # Version 9: the ceiling gate (U6, C6) is sized by simulation on version 8's contrasts.
+    ceiling_power.apply(plans, ceiling_power.committed()["chosen"])
     return plans
 
 

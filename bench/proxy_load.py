@@ -25,10 +25,11 @@ from groundhog.worker_env import proxy_url_with_credentials
 NEGOTIATION_HEADERS = {"Accept": "*/*", "Accept-Encoding": "identity"}
 
 
-def load_session() -> aiohttp.ClientSession:
-    """The load's client: unlimited connections, no proxy variables, the negotiation headers."""
+def load_session(*, force_close: bool = False) -> aiohttp.ClientSession:
+    """The load's client: unlimited connections, no proxy variables, the negotiation headers
+    (`force_close`: a new connection for every request instead of kept-alive ones)."""
     return aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(limit=0),
+        connector=aiohttp.TCPConnector(limit=0, force_close=force_close),
         trust_env=False,
         headers=NEGOTIATION_HEADERS,
         skip_auto_headers=("User-Agent",),

@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from bench import uncovered
+
 CONDITIONS = ("naive", "replay", "groundhog")
 LABELS = {"naive": "(A) naive", "replay": "(B) replay", "groundhog": "(C) groundhog"}
 NOT_MEASURED = "not measured"
@@ -158,6 +160,10 @@ ROWS: list[Row] = [
     ("first significant answer, median", lambda c, _, __: _first(c.get("sequential"))),
     ("(3) estimated contrast (± 1 s.e.)", lambda c, _, __: estimate(c.get("estimated_contrast"))),
     ("bias vs live world (± 1 s.e.)", lambda c, _, __: estimate(c.get("bias"))),
+    (
+        "share of the fully coupled live variance (the ceiling test's metric) [95% bootstrap CI]",
+        lambda c, _, __: interval_text(c.get("estimand_share"), 3, ""),
+    ),
     ("bias equivalence test (TOST)", lambda c, _, __: _equivalent(c.get("equivalence"))),
     ("reward identical to a live rollout", lambda c, coop, name: _exact(c, coop, name)),
     ("world lied: stale reads served (oracle)", lambda c, _, __: _rate(c.get("lies"))),
@@ -253,6 +259,29 @@ def claims_section(results: Mapping[str, Any]) -> list[str]:
         lines.append(
             f"| {claim['id']} | {claim['cell']} | {claim['claim']} | `{claim['gate']}` "
             f"{extra}| {shown} | {claim['evidence']} |"
+        )
+    return [*lines, "", *_uncovered_section(results)]
+
+
+def _uncovered_section(results: Mapping[str, Any]) -> list[str]:
+    """The claims' gates on the cells no claim covers: computed, so told (bench/uncovered.py)."""
+    told = uncovered.verdicts(results)
+    if not told:
+        return []
+    lines = [
+        "## The same gates on every cell no claim covers (told, not claims)",
+        "",
+        "| cell | gate (as claim) | verdict | evidence |",
+        "|---|---|---|---|",
+    ]
+    for verdict in told:
+        shown = verdict["verdict"]
+        shown = shown if shown == "supported" else f"**{shown}**"
+        if verdict.get("direction"):
+            shown += f" (gate went: {verdict['direction']})"
+        lines.append(
+            f"| {verdict['cell']} | `{verdict['gate']}` ({verdict['as_claim']}) | {shown} | "
+            f"{verdict['evidence']} |"
         )
     return [*lines, ""]
 

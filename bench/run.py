@@ -9,6 +9,7 @@ another so the world's call counter can be read as a per-phase difference.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import secrets
 import time
@@ -22,8 +23,18 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from bench import claims as protocol_claims
-from bench import collect, faults, figures, grpo_fresh, noise_curve, provenance, report, speed
-from bench.assemble import assemble
+from bench import (
+    collect,
+    faults,
+    figures,
+    grpo_fresh,
+    noise_curve,
+    provenance,
+    rawfiles,
+    report,
+    speed,
+)
+from bench.assemble import measured_sizes
 from bench.config import BenchConfig, for_cell
 from bench.config import cells as config_cells
 from bench.groups import RunContext, cell_context
@@ -144,9 +155,9 @@ def run_benchmark(
                 raw["timings"]["total"] = time.perf_counter() - cell_started
                 return raw
 
-        def run_noise_curve() -> list[dict[str, Any]]:
+        def run_noise_curve() -> list[tuple[float, dict[str, Any]]]:
             with _phase(progress, "noise-share curve", len(config.noise_curve)) as advance:
-                return noise_curve.measure(
+                return noise_curve.collect(
                     config,
                     resolver_url=services.resolver_url,
                     proxy_url=services.proxy_url,
@@ -165,10 +176,10 @@ def run_benchmark(
             curve = pool.submit(run_noise_curve) if config.noise_curve else None
             for (kind, mode), future in zip(cells, futures, strict=True):
                 raws[f"{kind}/{mode}"] = future.result()
-            noise_points = None if curve is None else curve.result()
+            noise_raw = None if curve is None else curve.result()
         # Row 9: faults shared vs independent, once per run on the research world's /context.
         with _phase(progress, "faults: shared vs independent", 1) as advance:
-            fault_row = faults.measure(
+            fault_raw = faults.collect(
                 services.proxy_url,
                 services.world_url,
                 admin,
@@ -183,18 +194,36 @@ def run_benchmark(
                 speed_rows = speed.measure(config, advance)
         else:
             speed_rows = {"skipped": "not measured (run with --speed)"}
-    results = assemble(
-        config, raws, run_id=run_id, services=services, speed=speed_rows, faults=fault_row
+    total = time.perf_counter() - started
+    run = rawfiles.RawRun(
+        config=config,
+        protocol_text=protocol_claims.PROTOCOL.read_text(),
+        cells=raws,
+        recorded={
+            "run_id": run_id,
+            "services": dataclasses.asdict(services),
+            "total_seconds": total,
+            "provenance": provenance.record(
+                {name: {"sizes": measured_sizes(raw)} for name, raw in raws.items()},
+                wall_seconds=total,
+                cpu_at_start=cpu_at_start,
+            ),
+        },
+        noise_curve=noise_raw,
+        faults=fault_raw,
+        speed=speed_rows,
     )
-    results["noise_curve"] = noise_points
-    results["meta"]["timings_seconds"]["total"] = time.perf_counter() - started
-    results["meta"]["provenance"] = provenance.record(
-        results["cells"],
-        wall_seconds=results["meta"]["timings_seconds"]["total"],
-        cpu_at_start=cpu_at_start,
-    )
+    return write_outputs(run, out_dir)
+
+
+def write_outputs(run: rawfiles.RawRun, out_dir: Path) -> dict[str, Any]:
+    """Derive the results from ``run``'s raw measurements and write every file of the run:
+    the figures, ``raw/``, benchmark.json and benchmark.md (what `bench.recompute` checks)."""
+    results = rawfiles.derive(run)
+    # Figures first: benchmark.md links the ones drawn, and recompute reads their names back.
+    run.recorded["figures"] = [path.name for path in figures.draw_all(results, out_dir)]
+    results["meta"]["figures"] = run.recorded["figures"]
+    rawfiles.write(run, out_dir / rawfiles.RAW_DIR)
     report.write_json(results, out_dir / "benchmark.json")
     report.write_markdown(results, out_dir / "benchmark.md")
-    results["meta"]["figures"] = [path.name for path in figures.draw_all(results, out_dir)]
-    report.write_json(results, out_dir / "benchmark.json")
     return results

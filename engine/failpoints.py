@@ -38,7 +38,7 @@ NAMES = (
     "lease.events.before_commit",  # a holder's shipped hits applied, not committed
     "lease.events.committed",  # a holder's shipped hits durable; the holder not told
 )
-# The lease-holding proxy's (proxy/branch_leases.py, proxy/lease_shipping.py).
+# The lease-holding proxy's (proxy/held_branches.py, proxy/lease_shipping.py).
 PROXY_NAMES = (
     "proxy.lease.logged",  # a hit served locally is in the log; its bytes not sent
     "proxy.lease.batch_sent",  # a batch of hits shipped; its answer not marked in the log

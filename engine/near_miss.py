@@ -37,7 +37,7 @@ _MISSING = None
 
 @dataclass(frozen=True)
 class KeyParts:
-    """A readable request key taken apart (see `resolver.keys.request_key`)."""
+    """A readable request key taken apart (see `engine.keys.request_key`)."""
 
     version: str
     method: str

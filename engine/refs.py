@@ -1,7 +1,7 @@
 """The tape, branch and key hint as the decision reads them: plain frozen values.
 
 The store reads them in one statement (store/refs.py, store/hints.py) and a lease holder builds
-them from its grant (resolver/leased_hits.py); the ask is drafted and decided from these values
+them from its grant (engine/leased_hits.py); the ask is drafted and decided from these values
 either way, so they live beneath both, with no SQL of their own.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from engine.tape_settings import TapeSettings, stored_settings
 
@@ -48,3 +48,28 @@ class Hint(NamedTuple):
 
     reads: str | None
     writes: str
+
+
+class HintRow(Protocol):
+    """A key's hint as a `Hint` or the store's ORM row (store/models.py `KeyHint`) holds it:
+    the ask reads either, and the engine names no store type."""
+
+    @property
+    def reads(self) -> str | None: ...
+
+    @property
+    def writes(self) -> str: ...
+
+
+class ClaimRow(Protocol):
+    """A claim row as the decision reads it (store/claims.py `HeldClaim`): who holds the
+    address, until when, and how the holder's live call failed, if it did."""
+
+    @property
+    def ticket(self) -> str: ...
+
+    @property
+    def lease_expires(self) -> float: ...
+
+    @property
+    def failure(self) -> str | None: ...

@@ -29,7 +29,7 @@ class ResolveRequest(BaseModel):
     # The proxy's id for this ask, sent again when it retries an ask it got no answer to: the
     # retry is given the occurrence its first try took (store/counters.py).
     attempt: str | None = Field(default=None, min_length=1, max_length=64, pattern=ATTEMPT_PATTERN)
-    # The asking proxy's lease holder id (proxy/branch_leases.py), when it takes leases: a
+    # The asking proxy's lease holder id (proxy/held_branches.py), when it takes leases: a
     # branch leased to another holder is refused to it (`branch-leased`) until released.
     lease_holder: str | None = Field(
         default=None, min_length=1, max_length=64, pattern=ATTEMPT_PATTERN

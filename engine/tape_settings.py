@@ -53,7 +53,7 @@ class BranchCapabilities(StrEnum):
 
 
 class CatalogSetting(Strict):
-    """How a tape applies the shipped tool catalog (resolver/catalog, `groundhog catalog`).
+    """How a tape applies the shipped tool catalog (engine/catalog, `groundhog catalog`).
     Entry ids are checked against the catalog where the API takes them (resolver/schemas.py)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -71,7 +71,7 @@ class Rule(Strict):
     host: str | None = None
     path: str | None = Field(default=None, min_length=1)
     # A glob over the operation a protocol profile found (`tools/call write_note`,
-    # `query GetUser`, `/pkg.Service/Method`): resolver/operations.py.
+    # `query GetUser`, `/pkg.Service/Method`): engine/operations.py.
     operation: str | None = Field(default=None, min_length=1, max_length=500)
     reads: list[str] = []
     writes: list[str] = []
@@ -107,13 +107,13 @@ class TapeSettings(Strict):
     match_headers: list[str] = []
     cooperative_hosts: list[str] = []
     passthrough_hosts: list[str] = []
-    # Package indexes and toolchain downloads pass through unrecorded: resolver/toolchain_hosts.
+    # Package indexes and toolchain downloads pass through unrecorded: engine/toolchain_hosts.
     toolchain_passthrough: bool = True
     redact_headers: list[str] = []
     redact_params: list[str] = []
     redact_json_paths: list[str] = []
     # Widen: extra secret formats (regexes). Narrow: names never redacted by the name rule,
-    # rule names switched off (`high-entropy`, `jwt`, `names`, …). See resolver/redaction.py.
+    # rule names switched off (`high-entropy`, `jwt`, `names`, …). See engine/redaction.py.
     redact_patterns: list[str] = []
     redact_keep: list[str] = []
     redact_disable: list[str] = []
@@ -129,13 +129,13 @@ class TapeSettings(Strict):
     record_transport_failures: bool = False
     # Price of one live call per host, in any currency: the cost report prices calls with it.
     prices: dict[str, float] = {}
-    # Let asks reach cloud metadata addresses (169.254.169.254, …): resolver/forbidden_targets.
+    # Let asks reach cloud metadata addresses (169.254.169.254, …): engine/forbidden_targets.
     allow_metadata_addresses: bool = False
-    # Protocol profiles pinned or switched off per host (or "*"): resolver/protocol_profiles.py.
+    # Protocol profiles pinned or switched off per host (or "*"): engine/protocol_profiles.py.
     protocols: dict[str, Literal["jsonrpc", "mcp", "graphql", "grpc", "off"]] = {}
     # MCP tools classified by the tape, overriding the server's readOnlyHint either way.
     mcp_tools: dict[str, Literal["read", "write"]] = {}
-    # Sandbox identity beyond Mcp-Session-Id (resolver/sandbox_identity.py): request headers
+    # Sandbox identity beyond Mcp-Session-Id (engine/sandbox_identity.py): request headers
     # and cookies that select a branch's sandbox, never keyed, never stored in clear.
     sandbox_headers: list[str] = []
     sandbox_cookies: list[str] = []
@@ -143,7 +143,7 @@ class TapeSettings(Strict):
     # earlier messages are sent to the world again first only where the tape says the server
     # needs them: each is then a second live call of it (proxy/websocket_live.py).
     websocket_replay_client_messages: bool = False
-    # The shipped tool catalog under `closure` and `rules` (resolver/catalog).
+    # The shipped tool catalog under `closure` and `rules` (engine/catalog).
     catalog: CatalogSetting = Field(default_factory=CatalogSetting)
     # Whether each request must present its branch's capability (resolver/capabilities.py);
     # None: the deployment's default (`required` unless the resolver listens on loopback only).

@@ -6,9 +6,11 @@ way out is a veth pair to the sidecar's namespace, and the kernel sends every TC
 that crosses it to the proxy's transparent listener (DNAT on the host side of the veth, where
 the proxy's socket lives, so its conntrack entry gives the proxy the original destination),
 UDP port 53 to the sidecar's DNS listener, and drops everything else, on both sides (default
-DROP in the namespace; a DROP chain on the host side). Loopback destinations inside the
-namespace are routed out through the veth too (`route_localnet`), so a world on the sidecar's
-127.0.0.1 is dialled as the worker wrote it and still goes through the proxy.
+DROP in the namespace; a DROP chain on the host side). Loopback stays the namespace's own by
+default (`Loopback.LOCAL`): a server the worker starts itself answers on its 127.0.0.1, and
+nothing on lo can leave the namespace. `Loopback.SIDECAR` routes 127.0.0.0/8 out through the
+veth instead (`route_localnet`), so a world on the sidecar's 127.0.0.1 is dialled as the worker
+wrote it and still goes through the proxy (tests and benchmarks whose worlds listen there).
 
 Everything is named `ghcap-<owner pid>` (interfaces `ghc<pid>h`/`ghc<pid>w`, chains
 `GHCAP-<pid>`) so teardown touches only what this run made, and a run killed with SIGKILL is
@@ -27,6 +29,7 @@ import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from groundhog.errors import LocalProblem
@@ -43,6 +46,14 @@ CAP_NET_ADMIN = 12
 CAP_SYS_ADMIN = 21
 TOOLS = ("ip", "iptables", "iptables-restore")
 IPV6_SETTINGS = Path("/proc/sys/net/ipv6")  # absent where the kernel has no IPv6 at all
+PID_MAX = Path("/proc/sys/kernel/pid_max")  # one past the largest pid
+
+
+class Loopback(StrEnum):
+    """Where a captured worker's connections to 127.0.0.0/8 go."""
+
+    LOCAL = "local"  # its own lo: what a worker that starts a tool server expects
+    SIDECAR = "sidecar"  # through the proxy to the sidecar's loopback (a world listening there)
 
 
 class CaptureUnavailable(LocalProblem, RuntimeError):
@@ -217,7 +228,12 @@ def _worker_rules(net: CaptureNet) -> str:
     )
 
 
-def create(net: CaptureNet, transparent: tuple[str, int], dns: tuple[str, int] | None) -> None:
+def create(
+    net: CaptureNet,
+    transparent: tuple[str, int],
+    dns: tuple[str, int] | None,
+    loopback: Loopback = Loopback.LOCAL,
+) -> None:
     """Make the namespace, its veth link and the rules on both sides (CaptureUnavailable)."""
     namespace, host_if, worker_if = net.namespace, net.host_interface, net.worker_interface
     _run("ip", "netns", "add", namespace)
@@ -233,7 +249,10 @@ def create(net: CaptureNet, transparent: tuple[str, int], dns: tuple[str, int] |
     inside = ("ip", "-n", namespace)
     _run(*inside, "addr", "add", f"{net.worker_address}/30", "dev", worker_if)
     _run(*inside, "link", "set", "lo", "up")
-    settings = ["net.ipv4.conf.all.route_localnet=1", f"net.ipv4.conf.{worker_if}.route_localnet=1"]
+    settings: list[str] = []
+    if loopback is Loopback.SIDECAR:
+        settings += ["net.ipv4.conf.all.route_localnet=1"]
+        settings += [f"net.ipv4.conf.{worker_if}.route_localnet=1"]
     if ipv6:
         settings += [
             f"net.ipv6.conf.{name}.disable_ipv6=1" for name in ("all", "default", worker_if)
@@ -242,11 +261,12 @@ def create(net: CaptureNet, transparent: tuple[str, int], dns: tuple[str, int] |
         _run("sysctl", "-qw", setting, namespace=namespace)
     _run(*inside, "link", "set", worker_if, "up")
     _run(*inside, "route", "add", "default", "via", net.host_address)
-    # Loopback destinations leave through the veth: the sidecar's 127.0.0.1 is the world's.
-    _run(*inside, "route", "add", "default", "via", net.host_address, "table", LOOPBACK_TABLE)
-    _run(*inside, "rule", "add", "pref", "10", "to", "127.0.0.0/8", "lookup", LOOPBACK_TABLE)
-    _run(*inside, "rule", "del", "pref", "0", "lookup", "local")
-    _run(*inside, "rule", "add", "pref", "100", "lookup", "local")
+    if loopback is Loopback.SIDECAR:
+        # Loopback destinations leave through the veth: the sidecar's 127.0.0.1 is the world's.
+        _run(*inside, "route", "add", "default", "via", net.host_address, "table", LOOPBACK_TABLE)
+        _run(*inside, "rule", "add", "pref", "10", "to", "127.0.0.0/8", "lookup", LOOPBACK_TABLE)
+        _run(*inside, "rule", "del", "pref", "0", "lookup", "local")
+        _run(*inside, "rule", "add", "pref", "100", "lookup", "local")
     _run("iptables-restore", namespace=namespace, stdin=_worker_rules(net))
     _host_rules(net, transparent, dns)
 
@@ -274,7 +294,10 @@ def _host_rules(net: CaptureNet, transparent: tuple[str, int], dns: tuple[str, i
 
 
 def allocate_and_create(
-    owner_pid: int, transparent: tuple[str, int], dns: tuple[str, int] | None
+    owner_pid: int,
+    transparent: tuple[str, int],
+    dns: tuple[str, int] | None,
+    loopback: Loopback = Loopback.LOCAL,
 ) -> CaptureNet:
     """Clean stale runs, pick a free link and build the namespace; torn down on any failure."""
     with allocation_lock():
@@ -282,11 +305,25 @@ def allocate_and_create(
         free = free_slot(owner_pid)
         net = CaptureNet(owner_pid=owner_pid, slot=free)
         try:
-            create(net, transparent, dns)
+            create(net, transparent, dns, loopback)
         except BaseException:
             destroy(net)
             raise
     return net
+
+
+def check_namespaces() -> None:
+    """Raise CaptureUnavailable unless this machine lets us make a capture namespace: one is
+    made and removed. Its owner is pid_max, a pid no process can have, so whatever a crash
+    half-way left behind is stale to the next run at once."""
+    check_privileges()
+    owner = int(PID_MAX.read_text())
+    with allocation_lock():
+        trial = CaptureNet(owner_pid=owner, slot=free_slot(owner))
+        try:
+            create(trial, ("127.0.0.1", 9), None)
+        finally:
+            destroy(trial)
 
 
 def enter_namespace(net: CaptureNet) -> None:

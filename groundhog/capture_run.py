@@ -22,7 +22,7 @@ from pathlib import Path
 from types import FrameType
 
 from groundhog import capture_net, capture_registry
-from groundhog.capture_net import CaptureNet
+from groundhog.capture_net import CaptureNet, Loopback
 from groundhog.capture_registry import CapturedWorker
 from groundhog.lifetime import start_time
 from groundhog.worker_env import CAPABILITY_ENV
@@ -131,9 +131,16 @@ def _raise_exit(signum: int, _frame: FrameType | None) -> None:
 
 
 def run_captured(
-    command: list[str], environment: dict[str, str], *, tape: str, branch: str, capture_dir: Path
+    command: list[str],
+    environment: dict[str, str],
+    *,
+    tape: str,
+    branch: str,
+    capture_dir: Path,
+    loopback: Loopback = Loopback.LOCAL,
 ) -> int:
-    """Run `command` captured as `tape`/`branch`; its exit status.
+    """Run `command` captured as `tape`/`branch`; its exit status (`loopback`: where its
+    127.0.0.0/8 goes, capture_net.Loopback).
 
     Raises CaptureUnavailable or RegistryError (naming the fix) before anything runs."""
     capture_net.check_privileges()
@@ -142,7 +149,7 @@ def run_captured(
     # From here on SIGTERM unwinds through the clean-up below instead of skipping it.
     previous = signal.signal(signal.SIGTERM, _raise_exit)
     try:
-        net = capture_net.allocate_and_create(owner, listeners.transparent, listeners.dns)
+        net = capture_net.allocate_and_create(owner, listeners.transparent, listeners.dns, loopback)
     except BaseException:
         signal.signal(signal.SIGTERM, previous)
         raise

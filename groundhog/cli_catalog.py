@@ -1,4 +1,4 @@
-"""`groundhog catalog`: the shipped read/write catalog of well-known tool APIs (resolver/catalog).
+"""`groundhog catalog`: the shipped read/write catalog of well-known tool APIs (engine/catalog).
 
 A user deciding whether their search API's POSTs will be shared needs to see what Groundhog
 believes about it, and the documentation each belief was written from, without a server.
@@ -23,7 +23,7 @@ def catalog(
     (`{"entries": {"tavily-search": "off"}}`); chat-completion entries apply only to hosts it
     names in `catalog.world_model_hosts`.
     """
-    from resolver.catalog import shipped
+    from engine.catalog import shipped
 
     entries = shipped()
     if as_json:

@@ -22,8 +22,31 @@ from groundhog.openapi_rules import Imported, OpenAPIError, import_openapi
 TapeName = Annotated[str, typer.Argument(help="The tape's name.", show_default=False)]
 
 
+def _parse_document(text: str, source: str) -> Any:
+    """JSON, or else YAML (most published OpenAPI documents are YAML). PyYAML comes with the
+    services install; a worker-side install without it is told what to do."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        import yaml
+    except ImportError:
+        raise fail(
+            f"--from-openapi {source} is not JSON, and reading YAML needs PyYAML "
+            "(`pip install pyyaml`, or convert it with `yq -o=json`)"
+        ) from None
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise fail(f"--from-openapi {source} is neither JSON nor YAML: {error}") from None
+    if not isinstance(document, dict):
+        raise fail(f"--from-openapi {source} holds no OpenAPI document (not a mapping)")
+    return document
+
+
 def _load_document(source: str) -> Any:
-    """The parsed JSON of a file path or an http(s) URL."""
+    """The parsed document (JSON or YAML) of a file path or an http(s) URL."""
     if source.startswith(("http://", "https://")):
         import httpx
 
@@ -38,13 +61,7 @@ def _load_document(source: str) -> Any:
             text = Path(source).read_text(encoding="utf-8")
         except OSError as error:
             raise fail(f"cannot read --from-openapi {source}: {error}") from None
-    try:
-        return json.loads(text)
-    except ValueError as error:
-        raise fail(
-            f"--from-openapi {source} is not JSON ({error}); a YAML document must be converted "
-            "to JSON first (e.g. with `yq -o=json`)"
-        ) from None
+    return _parse_document(text, source)
 
 
 def _judgement_table(imported: Imported, accepted: bool) -> Table:
@@ -65,7 +82,9 @@ def rules(
     from_openapi: Annotated[
         str,
         typer.Option(
-            "--from-openapi", metavar="SPEC", help="An OpenAPI 3.x JSON document: a path or URL."
+            "--from-openapi",
+            metavar="SPEC",
+            help="An OpenAPI 3.x document (JSON or YAML): a path or an http(s) URL.",
         ),
     ],
     server: Annotated[

@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from groundhog import capture_net
+from groundhog.capture_net import Loopback
 from groundhog.capture_registry import (
     CAPTURE_DIR_ENV,
     DEFAULT_CAPTURE_DIR,
@@ -95,6 +96,15 @@ def run(
             help="The sidecar's capture directory (the proxy's --capture-dir).",
         ),
     ] = DEFAULT_CAPTURE_DIR,
+    loopback: Annotated[
+        Loopback,
+        typer.Option(
+            "--loopback",
+            help="With --capture: where CMD's 127.0.0.0/8 goes. local: its own loopback (a "
+            "server it starts itself); sidecar: through the proxy to the sidecar machine's "
+            "loopback (a world listening there).",
+        ),
+    ] = Loopback.LOCAL,
 ) -> None:
     """Run a command as a worker of one branch: groundhog run --tape T --branch B -- CMD."""
     if capture:
@@ -110,7 +120,12 @@ def run(
     try:
         if capture:
             status = run_captured(
-                command, environment, tape=tape, branch=branch, capture_dir=capture_dir
+                command,
+                environment,
+                tape=tape,
+                branch=branch,
+                capture_dir=capture_dir,
+                loopback=loopback,
             )
         else:
             status = subprocess.run(command, env=environment, check=False).returncode

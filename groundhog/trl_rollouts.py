@@ -17,8 +17,9 @@ world through `tools` (an httpx client naming the rollout's branch), and returns
 completion's `prompt_ids`, `completion_ids`, `logprobs` and any reward fields.
 
 TRL's sampler (`RepeatSampler`, `mini_repeat_count=num_generations`) hands each process its
-prompts already repeated `num_generations` times in a row; its docstring says the slice has no
-duplication. Both are handled: a slice whose runs of `num_generations` positions hold equal
+prompts already repeated `num_generations` times in a row (seen in trl 1.16.0's real trainer,
+tests/groundhog/test_trl_rollouts.py); its docstring says the slice has no duplication. Both
+are handled: a slice whose runs of `num_generations` positions hold equal
 prompts gets one rollout per entry, any other slice `num_generations` rollouts per prompt.
 Groups are numbered by the position in the whole batch (the process index times the slice
 length), so a group split over processes lands on one fork; each (mode, global step) opens its

@@ -24,12 +24,12 @@ from groundhog.protocol.decisions import Action, Decision
 from groundhog.protocol.wire import RecordAnswer, ResolveAnswer, ResolveAsk, WireResponse
 from proxy import faults, native, problems
 from proxy.attempts import Attempts
-from proxy.branch_leases import LeaseBook, configured_leases
 from proxy.capabilities import pin_refusal
 from proxy.capture import Capture, named_other_identity
 from proxy.fail_closed import fail_closed_hooks
 from proxy.h2c import PriorKnowledgeH2
 from proxy.header_deadline import HeaderDeadline
+from proxy.held_branches import LeaseBook, configured_leases
 from proxy.host_map import Target, mapped
 from proxy.identity import Credentials, CredentialsError, Identity, connect_credentials, identify
 from proxy.live import META, RESOLVER_ERRORS, FlowState, LiveRecorder, failure_kind
@@ -74,6 +74,8 @@ class GroundhogAddon:
         self.addons = [WebSocketTape(self._resolver), self.capture]
         self._tunnel_credentials: dict[str, Credentials] = {}
         self._connect_timers: dict[str, asyncio.TimerHandle] = {}
+        # A server connection `--map-host` dialled elsewhere, by id: the address it stands for.
+        self._mapped_from: dict[str, tuple[str, int]] = {}
         self._retired: list[ResolverClient] = []
         self.guard = SelfGuard()
         self.host_map: dict[str, Target] = {}
@@ -188,7 +190,10 @@ class GroundhogAddon:
         if self.host_map and address is not None:
             # After mitmproxy chose the server name (SNI) and the Host header: only where the
             # connection opens changes (proxy/host_map.py).
-            data.server.address = mapped(self.host_map, *address)
+            target = mapped(self.host_map, *address)
+            if target != address:
+                self._mapped_from[data.server.id] = address
+                data.server.address = target
         # mitmproxy opens upstream connections with no timeout of its own; this hook runs in
         # the task that connects, so cancelling that task ends the attempt (a connect failure).
         task = asyncio.current_task()
@@ -201,6 +206,14 @@ class GroundhogAddon:
         timer = self._connect_timers.pop(data.server.id, None)
         if timer is not None:
             timer.cancel()
+        original = self._mapped_from.pop(data.server.id, None)
+        if original is not None:
+            # mitmproxy reuses a server connection only for requests whose host:port equals its
+            # address: once dialled, a mapped connection goes back to the name it stands for, or
+            # each request of a kept-alive client opens (and keeps) one more connection. Its
+            # peername still says where it really went. mitmproxy refuses to set the address of
+            # an open connection, hence the dictionary.
+            data.server.__dict__["address"] = original
 
     server_connect_error = server_connected
 

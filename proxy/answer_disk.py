@@ -1,7 +1,7 @@
 """A lease holder's recorded answers on its disk: the answer cache's second tier, by address.
 
 A sidecar holding a branch's lease answers its hits from the recorded answers it keeps by
-address (proxy/branch_leases.py): in memory first (engine/cache.py's `AnswerCache`, 64 MiB),
+address (proxy/held_branches.py): in memory first (engine/cache.py's `AnswerCache`, 64 MiB),
 then here, under the lease directory (`<lease dir>/answers/`, `groundhog_lease_disk_bytes`).
 Without this tier every answer memory had no room for (large bodies, many addresses) and every
 answer kept before a restart costs a resolve again at its first hit; the grant's read-ahead

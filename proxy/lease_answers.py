@@ -1,6 +1,6 @@
 """A lease holder's recorded answers by address: memory, then disk, through one lookup.
 
-The sidecar decides a leased branch's hits with the resolver's code (resolver/leased_hits.py),
+The sidecar decides a leased branch's hits with the resolver's code (engine/leased_hits.py),
 whose lookup of the recorded answer is synchronous: it runs on mitmproxy's event loop, between
 the request and its answer. Memory (engine/cache.py's `AnswerCache`) answers it at once. A
 memory miss the disk tier (proxy/answer_disk.py) holds is read in a thread and the decision

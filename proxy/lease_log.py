@@ -1,6 +1,6 @@
 """The lease holder's local log: every hit it serves is written here before its bytes leave.
 
-A sidecar that answers a leased branch's hits itself (proxy/branch_leases.py) ships their
+A sidecar that answers a leased branch's hits itself (proxy/held_branches.py) ships their
 events to the resolver behind, in batches. Between serving and shipping, the events exist only
 in the proxy; a proxy killed there would leave its branch's counters behind what its worker was
 served, and the worker's next request would be given an occurrence again. So each event is

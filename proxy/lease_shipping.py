@@ -1,6 +1,6 @@
 """Shipping a lease holder's served hits to the resolver: in batches, after a restart, for good.
 
-The sidecar answers a leased branch's hits itself (proxy/branch_leases.py) and writes each to its
+The sidecar answers a leased branch's hits itself (proxy/held_branches.py) and writes each to its
 log first (proxy/lease_log.py); this module gets them to the resolver's store, which counts them
 as a resolve would have (`/v1/leases/events`). Hits wait one ship window for others to share
 their batch; a resolver that is not there is asked again every half second (the hits stay in
@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine import failpoints
+from engine.leased_hits import BranchCopy
 from groundhog.protocol.wire import LeaseEventsAsk, LeaseHitEvent, LeaseRenewAsk
 from proxy.lease_log import Lease, LeaseLog
 from proxy.resolver_client import (
@@ -30,7 +31,6 @@ from proxy.resolver_client import (
     ResolverUnavailable,
     asked_again,
 )
-from resolver.leased_hits import BranchCopy
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ class HeldBranch:
     # Whether the answers its siblings recorded elsewhere were asked for (`/v1/leases/ahead`).
     read_ahead: bool = False
     # The grant's digest of the branch's capability: a hit presenting another is the
-    # resolver's to refuse (proxy/branch_leases.py). None: the tape requires none.
+    # resolver's to refuse (proxy/held_branches.py). None: the tape requires none.
     capability_digest: str | None = None
 
     @property

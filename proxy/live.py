@@ -6,7 +6,8 @@ protocol's promises (DESIGN §4, PROTOCOL v2):
 
 - `responseheaders`: `plan_response` decides. A known, small body is buffered by mitmproxy and
   recorded in `response`; the worker then gets exactly what `/v1/record` says to serve (the
-  stored status, headers and body — for the recorder too). A stream flows to the worker as it
+  stored status, headers and body — for the recorder too, but for credentials the world issued
+  it, which it gets as received: `as_received`). A stream flows to the worker as it
   arrives, with the stored (redacted) head from a `head` record, teed into a capped copy that is
   recorded when the stream ends (`response` runs before mitmproxy sends a streamed message's
   end, so a read whose record fails is cut off and never completes). Over the limit, or past
@@ -142,7 +143,7 @@ def failure_kind(flow: http.HTTPFlow, state: FlowState) -> tuple[str, str]:
 
 
 # Told of each read recorded through this proxy: its flow's state, the record's answer, and
-# the body sent (a lease holder keeps the recording to serve again: proxy/branch_leases.py).
+# the body sent (a lease holder keeps the recording to serve again: proxy/held_branches.py).
 OnRecorded = Callable[[FlowState, RecordAnswer, bytes], None]
 
 
@@ -302,7 +303,10 @@ class LiveRecorder:
             # included; the tape keeps the stored form). A read gets what the tape holds.
             served = live
             if stored and not state.is_write:
-                served = response_from_payload(stored, sent_body=body)
+                # The world issued this branch credentials (`as_received`): it gets them as
+                # received, its siblings get surrogates (proxy/sandbox_answers.py).
+                own = ack.get("as_received") or stored
+                served = response_from_payload(own, sent_body=body)
                 make_own(
                     flow.request, served, state.tape, state.branch, occurrence=state.occurrence
                 )
@@ -336,7 +340,9 @@ class LiveRecorder:
         }
         try:
             ack = await self.resolver.record(record)
-            stored = ack.get("response")
+            # The body the worker was streamed is the tape's, or the form as received of it
+            # when the world issued credentials in it (those stay as placeholders on tape).
+            stored = ack.get("as_received") or ack.get("response")
             superseded = (
                 stored
                 and stored.get("body") is not None

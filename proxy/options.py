@@ -145,7 +145,7 @@ def declare_options(loader: Loader) -> None:
         bool,
         False,
         "Take each branch's lease and answer its recorded reads here, shipping their events "
-        "to the resolver behind (proxy/branch_leases.py).",
+        "to the resolver behind (proxy/held_branches.py).",
     )
     loader.add_option(
         "groundhog_lease_dir",

@@ -199,10 +199,10 @@ class ResolverClient:
         return cast(RecordAnswer, await self._post("/v1/record", payload, self.record_timeout))
 
     # The lease answers are cast, not checked, as every answer here is: their reader
-    # (proxy/branch_leases.py) takes what it needs and treats a missing or odd field as a
+    # (proxy/held_branches.py) takes what it needs and treats a missing or odd field as a
     # resolver that does not follow the protocol.
     async def take_lease(self, payload: LeaseTakeAsk) -> LeaseGrant:
-        """`/v1/leases/take`: the branch's lease and its state (proxy/branch_leases.py)."""
+        """`/v1/leases/take`: the branch's lease and its state (proxy/held_branches.py)."""
         answer = await self._post("/v1/leases/take", payload, self.record_timeout)
         return cast(LeaseGrant, answer)
 

@@ -2,7 +2,7 @@
 
 A recorded answer is one branch's bytes; the resolver keys it without protocol noise (the
 JSON-RPC `id`) and without sandbox identity (`Mcp-Session-Id`, tape-named headers), which the
-store keeps as a marker (resolver/sandbox_identity.py). Served as stored, a sibling would get a
+store keeps as a marker (engine/sandbox_identity.py). Served as stored, a sibling would get a
 response whose `id` matches none of its pending calls and a session header naming another
 branch's sandbox: the MCP client drops the answer or switches sessions. So every answer served
 from the tape gets the asker's own values back: a marked header takes the value the asker sent
@@ -30,7 +30,7 @@ from groundhog.protocol.sandbox import minted_session
 from groundhog.protocol.surrogates import served_with_surrogates
 
 MARKER = b"[sandbox]"
-# How resolver/redaction.py stores a Set-Cookie value.
+# How engine/redaction.py stores a Set-Cookie value.
 COOKIE_PLACEHOLDER = b"=[redacted:set-cookie:"
 _SET_COOKIE = frozenset({b"set-cookie", b"set-cookie2"})
 SESSION_HEADER = "mcp-session-id"

@@ -9,6 +9,13 @@ different from the recording a branch without it was served. An operation with i
 sibling requests, alike answers and no changed later read is *shareable*, with the rule that
 would make it a read. The advisor never applies a rule: a wrong read rule is a stale read, so
 the user reviews `groundhog tape advise T` and opens a tape with it.
+
+Two kinds of evidence rule an operation out whatever its siblings sent (issue 56: in a world
+whose every tool call is a POST nothing is a read, so no later read can show a write's effect):
+an answer of 201 Created or 202 Accepted says the request created something (RFC 9110 §15.3.2,
+§15.3.3), and a request a protocol profile named (`mcp tools/call hold`) is read or write by its
+protocol, the server's annotations and the tape's `mcp_tools`, never by a path rule — a rule
+for `POST /mcp` would make every tool of the server a read.
 """
 
 from __future__ import annotations
@@ -23,6 +30,21 @@ from sqlalchemy.orm import Session
 
 from store.sibling_writes import RefetchedRead, WriteRow, refetched_reads, sibling_writes
 
+# Statuses that say the request made something: 201 Created, 202 Accepted (a job started).
+CREATED = frozenset({201, 202})
+_OPERATION_MARK = " op:"
+_AFTER_OPERATION = (" headers:", " body:")
+
+
+def protocol_operation(key_head: str) -> str | None:
+    """The operation a protocol profile named in a recorded key (engine/keys.py), if any."""
+    start = key_head.find(_OPERATION_MARK)
+    if start < 0:
+        return None
+    rest = key_head[start + len(_OPERATION_MARK) :]
+    ends = [rest.find(mark) for mark in _AFTER_OPERATION if mark in rest]
+    return rest[: min(ends)] if ends else rest
+
 
 @dataclass
 class _Operation:
@@ -30,6 +52,7 @@ class _Operation:
     origin: str
     host: str
     path: str
+    protocol: str | None = None
     calls: int = 0
     # (parent, key hash, occurrence) -> branch -> (status, body hash)
     groups: dict[tuple[str | None, str, int], dict[str, tuple[int | None, str | None]]] = field(
@@ -39,7 +62,8 @@ class _Operation:
 
     @property
     def name(self) -> str:
-        return f"{self.method} {self.origin}{self.path}"
+        named = f"{self.method} {self.origin}{self.path}"
+        return f"{named} ({self.protocol})" if self.protocol else named
 
 
 def _split(url: str) -> tuple[str, str, str]:
@@ -52,8 +76,10 @@ def _operations(writes: Iterable[WriteRow]) -> tuple[dict[str, _Operation], dict
     by_branch: dict[str, list[tuple[int, _Operation, str]]] = defaultdict(list)
     for row in writes:
         origin, host, path = _split(row.url)
+        protocol = protocol_operation(row.key_head)
         found = operations.setdefault(
-            f"{row.method} {origin}{path}", _Operation(row.method, origin, host, path)
+            f"{row.method} {origin}{path} {protocol or ''}",
+            _Operation(row.method, origin, host, path, protocol),
         )
         found.calls += 1
         found.groups[(row.parent, row.key_hash, row.occurrence)][row.branch] = (
@@ -97,8 +123,20 @@ def _judge(operation: _Operation) -> dict[str, Any]:
             f"under {parent}, occurrence {occurrence}: {len(answers)} siblings, status "
             f"{'/'.join(statuses)}, {bodies} distinct bodies"
         )
+    answered = {status for answers in operation.groups.values() for status, _ in answers.values()}
+    created = sorted(status for status in answered if status in CREATED)
     why_not = None
-    if not identical:
+    if operation.protocol is not None:
+        why_not = (
+            f"a protocol operation ({operation.protocol}): its protocol, the server's "
+            "annotations and the tape's mcp_tools say read or write, not a path rule"
+        )
+    elif created:
+        why_not = (
+            f"answered {'/'.join(map(str, created))}: the request created something "
+            "(RFC 9110), a write"
+        )
+    elif not identical:
         why_not = "no two siblings sent the identical request: each branch's own write"
     elif unlike:
         why_not = "siblings sending the identical request were answered with different statuses"

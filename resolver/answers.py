@@ -12,15 +12,14 @@ from typing import Any, cast
 
 from sqlalchemy.orm import Session
 
+from engine.asks import Ask
 from engine.cache import Recorded
+from engine.keys import KEY_VERSION
 from engine.near_miss import NearMiss
-from groundhog.protocol.wire import HeaderPairs, WireResponse, wire_response
-from resolver.asks import Ask
+from engine.redaction_rules import without_identity
+from groundhog.protocol.wire import HeaderPairs, WireResponse, encode_base64, wire_response
 from resolver.errors import PROBLEM_MEDIA_TYPE, problem_body
-from resolver.keys import KEY_VERSION
 from resolver.protocol_refusals import in_protocol_words
-from resolver.redaction_rules import without_identity
-from resolver.schemas import encode_base64
 from store import exchanges
 from store.models import Exchange
 

@@ -31,7 +31,6 @@ from resolver.problem_handlers import install_error_handlers
 from resolver.recording import Recorder
 from resolver.resolution import Resolver
 from resolver.resolve_tx.units import loop_writer_for
-from resolver.routes import branch_leases as branch_lease_routes
 from resolver.routes import (
     branches,
     diff,
@@ -43,6 +42,7 @@ from resolver.routes import (
     tunnels,
     verify,
 )
+from resolver.routes import leases as lease_routes
 from resolver.settings import Settings, load_settings
 from resolver.wakeups import Wakeups
 from services.ca import ensure_ca
@@ -138,13 +138,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_body_bytes=settings.max_body_bytes)
-    app.state.revocations = branch_lease_routes.Revocations()
+    app.state.revocations = lease_routes.Revocations()
     for module in (
         health,
         tapes,
         branches,
         internal,
-        branch_lease_routes,
+        lease_routes,
         tunnels,
         inspect,
         diff,

@@ -1,22 +1,22 @@
 """An ask's reads and writes of the store: the tape and branch found, the lineage's session
 label and the endpoint's declared tools looked up, a write's versions bumped.
 
-Apart from resolver/asks.py, which drafts, classifies and finishes the ask as pure functions
-and is what a lease-holding sidecar runs too (resolver/leased_hits.py): it loads no store.
+Apart from engine/asks.py, which drafts, classifies and finishes the ask as pure functions
+and is what a lease-holding sidecar runs too (engine/leased_hits.py): it loads no store.
 """
 
 from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
+from engine.asks import Draft, needs_session_label, needs_tools_hint
 from engine.fingerprint import bump_versions
+from engine.mcp_tools import tools_key_hash
 from engine.refs import BranchRef, Hint, TapeRef
-from resolver.asks import Draft, needs_session_label, needs_tools_hint
+from engine.session_labels import unknown_label
 from resolver.errors import NotFound
-from resolver.mcp_tools import tools_key_hash
 from resolver.resolve_tx.units import Executor
 from resolver.schemas import check_branch_path, check_tape_name
-from resolver.session_labels import unknown_label
 from store import refs
 from store.hints import find_hint
 from store.sandbox_sessions import lineage_session_label

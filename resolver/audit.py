@@ -35,14 +35,14 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from engine.content_coding import decode_content, decode_sniffed
+from engine.redaction import DEFAULT_RESPONSE_HEADERS, Policy, policy_from_config, redact_request
+from engine.redaction_rules import PLACEHOLDER
+from engine.request import RequestParts
+from engine.secret_formats import FormatScanner, builtin_formats
 from engine.tape_settings import TapeSettings
 from resolver.audit_second_opinion import second_opinion
-from resolver.content_coding import decode_content, decode_sniffed
 from resolver.errors import ResolverError
-from resolver.redaction import DEFAULT_RESPONSE_HEADERS, Policy, policy_from_config, redact_request
-from resolver.redaction_rules import PLACEHOLDER
-from resolver.request import RequestParts
-from resolver.secret_formats import FormatScanner, builtin_formats
 from store.exchanges import get_blob
 from store.models import Branch, Event, Exchange
 

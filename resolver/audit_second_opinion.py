@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
-from resolver.redaction_rules import PLACEHOLDER, PLACEHOLDER_MARK
+from engine.redaction_rules import PLACEHOLDER, PLACEHOLDER_MARK
 
 SECOND_OPINION_PREFIX = "detect-secrets-"
 LEFT_OUT = frozenset({"Base64 High Entropy String", "Hex High Entropy String", "Public IP (ipv4)"})

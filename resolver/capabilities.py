@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 # The key of capabilities is the deployment key's, under a label of its own: a capability is
-# never a redaction placeholder (resolver/redaction.py keys those under the same deployment key).
+# never a redaction placeholder (engine/redaction.py keys those under the same deployment key).
 _LABEL = b"groundhog branch capability v1"
 # 128 bits, as lowercase hex: safe unencoded in a URL's userinfo and in a header.
 CAPABILITY_BYTES = 16

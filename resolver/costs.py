@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from resolver.policy import LIVE_DECISIONS, Decision
+from engine.policy import LIVE_DECISIONS, Decision
 from store.costs import HostTally
 
 AVOIDED_DECISIONS = frozenset(

@@ -6,11 +6,11 @@ blob. Between `/v1/resolve` (which knows the request's raw secrets) and `/v1/rec
 stores the response) the secrets wait here, in memory only, keyed by the forward's ticket; the
 record replaces each echo — raw, URL-encoded, base64, JSON-escaped once or twice, and each
 long line of a multi-line secret — by the request's own placeholder. A `Set-Cookie` value
-becomes a keyed placeholder in `resolver.redaction.redact_response_headers`.
+becomes a keyed placeholder in `engine.redaction.redact_response_headers`.
 
 Memory only means a record that reaches another replica (or a restarted one) is stored without
 this pass; the request side is unaffected. Bodies in gzip, deflate, brotli and zstd are
-scrubbed and encoded again (resolver/content_coding.py); any other encoding is stored as
+scrubbed and encoded again (engine/content_coding.py); any other encoding is stored as
 received, and `tape audit` reads what it can.
 """
 
@@ -23,7 +23,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from urllib.parse import quote, quote_plus
 
-from resolver.content_coding import decode_content, decode_sniffed, encode_content
+from engine.content_coding import decode_content, decode_sniffed, encode_content
 
 Secrets = tuple[tuple[str, str], ...]
 MAX_PENDING = 4096

@@ -19,22 +19,23 @@ import time
 
 from sqlalchemy.orm import Session
 
+from engine import injection
+from engine.asks import Ask, cooperative_headers
 from engine.cache import Recorded
+from engine.decision import ClaimState, Facts, Plan, Step
+from engine.dependencies import recorded_writes
+from engine.facts import holder_of
 from engine.fingerprint import unknown_version
+from engine.policy import Action, Decision
+from engine.resolve_results import Resolution, Waiting
+from engine.session_labels import names_marked_session, opened_label, session_hash
 from groundhog.protocol.sandbox import minted_session
 from groundhog.protocol.wire import WireResponse
-from resolver import answers, injection, misses
+from resolver import answers, misses
 from resolver.ask_store import bump_branch
-from resolver.asks import Ask, cooperative_headers
-from resolver.decision import ClaimState, Facts, Plan, Step
-from resolver.dependencies import recorded_writes
 from resolver.disk import DiskReserve
 from resolver.echoes import EchoBook
-from resolver.facts import holder_of
-from resolver.policy import Action, Decision
-from resolver.resolve_results import Resolution, Waiting
 from resolver.resolve_tx.units import Unit
-from resolver.session_labels import names_marked_session, opened_label, session_hash
 from store import claims, counters, exchanges, sandbox_sessions, versions
 
 # Forwards whose proxy never called /v1/record are forgotten after this long (or 10 leases).
@@ -134,7 +135,7 @@ class FinalSteps:
     def _remember_minted_session(self, unit: Unit, ask: Ask, headers: list[list[str]]) -> None:
         """A replayed write that hands out a session to an asker holding none (a sealed
         `initialize`): the proxy gives it the id minted for this ask, which this ask opened
-        (resolver/session_labels.py), as the world's id was at the recording."""
+        (engine/session_labels.py), as the world's id was at the recording."""
         if ask.session_hash is not None or not names_marked_session(headers):
             return
         minted = minted_session(ask.tape_name, ask.branch, ask.occurrence)

@@ -17,9 +17,9 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from engine.redaction import DEFAULT_RESPONSE_HEADERS, Policy, policy_from_config
+from engine.redaction_rules import Placeholders
 from engine.tape_settings import TapeSettings
-from resolver.redaction import DEFAULT_RESPONSE_HEADERS, Policy, policy_from_config
-from resolver.redaction_rules import Placeholders
 from store.models import Exchange
 
 _QUERY_IN_KEY = re.compile(r"(\S+://\S+)")

@@ -7,8 +7,11 @@ stored its body's token fields (JSON at any depth, or a form-encoded token answe
 in a named secret format become issued placeholders (`Placeholders.issued`), keyed like the same
 value in a request. The proxy serves a replaying branch a surrogate of the same shape in their
 place (groundhog/protocol/surrogates.py, proxy/sandbox_answers.py), which keys as the original
-when the branch presents it. This is the `Set-Cookie` mechanism (resolver/redaction.py) carried
-into bodies: a branch's own live write still gets the real value (proxy/live.py).
+when the branch presents it. This is the `Set-Cookie` mechanism (engine/redaction.py) carried
+into bodies. The branch whose request went live still gets the real value: a write its live
+answer, a read whose answer became the recording the form as received that `/v1/record` answers
+it alone (resolver/stored_form.py, proxy/live.py). A sibling waiting on that same live read, or a
+fetcher that lost the race to record it, is served the recording, so surrogates.
 """
 
 from __future__ import annotations
@@ -19,9 +22,9 @@ from functools import cache
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
-from resolver.content_coding import decode_content
-from resolver.redaction_rules import Placeholders, name_words
-from resolver.secret_formats import FormatScanner, builtin_formats
+from engine.content_coding import decode_content
+from engine.redaction_rules import Placeholders, name_words
+from engine.secret_formats import FormatScanner, builtin_formats
 
 # Token fields of OAuth 2.0 / OpenID Connect answers and of key-issuing APIs, by their words.
 ISSUED_FIELDS = frozenset(
@@ -99,7 +102,9 @@ def _redacted_text(text: str, media: str, marks: Placeholders) -> str:
             (n, marks.issued(v, "response", named_format=False) if _issued_name(n) else v)
             for n, v in pairs
         ]
-        return urlencode(kept, quote_via=quote) if kept != pairs else text
+        # The placeholder kept literal (`[`, `:`, `]` need no escape in a form value), or the
+        # proxy would never find it to serve a surrogate in its place.
+        return urlencode(kept, quote_via=quote, safe="/[]:") if kept != pairs else text
     return _scan(text, marks)
 
 

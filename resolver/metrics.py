@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from resolver.policy import LIVE_DECISIONS, Decision
+from engine.policy import LIVE_DECISIONS, Decision
 from resolver.signals import summary
 
 
@@ -72,7 +72,7 @@ class Metrics:
         )
         self.lease_calls = Counter(
             "groundhog_lease_calls",
-            "Lease holders' calls (proxy/branch_leases.py): "
+            "Lease holders' calls (proxy/held_branches.py): "
             "take, ahead, events (a shipped batch), renew",
             ["call"],
             registry=self.registry,

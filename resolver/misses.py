@@ -11,10 +11,10 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from engine.asks import Ask
 from engine.near_miss import NearMiss, Recording, explain, other_key_versions
 from groundhog.protocol.wire import WireResponse
 from resolver import answers
-from resolver.asks import Ask
 from store import nearby
 
 

@@ -15,6 +15,7 @@ from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
+from engine.errors import ProblemError
 from resolver.errors import PROBLEM_MEDIA_TYPE, ResolverError, Unauthorized, problem_body
 
 logger = logging.getLogger(__name__)
@@ -38,7 +39,8 @@ def _location(loc: tuple[Any, ...]) -> str:
 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ResolverError)
-    async def _groundhog(_request: Request, error: ResolverError) -> Response:
+    @app.exception_handler(ProblemError)  # the engine's, raised by the ask path it runs here
+    async def _groundhog(_request: Request, error: ResolverError | ProblemError) -> Response:
         headers = {"WWW-Authenticate": "Bearer"} if isinstance(error, Unauthorized) else None
         if error.status == 503:
             headers = {"Retry-After": "1"}

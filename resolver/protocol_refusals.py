@@ -17,12 +17,11 @@ import json
 from typing import Any
 from urllib.parse import quote
 
-from groundhog.protocol.wire import TRAILER_PREFIX, WireResponse, wire_response
-from resolver.content_coding import decode_content
-from resolver.operations import Profile
-from resolver.protocol_profiles import detect_operation
-from resolver.request import RequestParts
-from resolver.schemas import encode_base64
+from engine.content_coding import decode_content
+from engine.operations import Profile
+from engine.protocol_profiles import detect_operation
+from engine.request import RequestParts
+from groundhog.protocol.wire import TRAILER_PREFIX, WireResponse, encode_base64, wire_response
 
 # JSON-RPC reserves -32000..-32099 for implementation-defined server errors.
 SEALED_MISS_CODE = -32001

@@ -3,7 +3,7 @@
 A user who expected an MCP endpoint's reads to be shared must be able to see that the profile
 recognised them, and an unreadable JSON-RPC or GraphQL body (an opaque write, never shared)
 must not pass silently. Counts come from the operation each stored request key names
-(resolver/keys.py: `op:<profile> <operation>`, `op:<profile>! <why>`), so they are exact for
+(engine/keys.py: `op:<profile> <operation>`, `op:<profile>! <why>`), so they are exact for
 what is on the tape and need no column of their own.
 """
 

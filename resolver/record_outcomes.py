@@ -22,19 +22,19 @@ from urllib.parse import urlsplit
 from sqlalchemy.orm import Session
 
 from engine.cache import Address
+from engine.dependencies import Classification, origin_resource, recorded_writes, response_hints
 from engine.fingerprint import BASE_VERSION, bump_versions, unknown_version
+from engine.mcp_tools import hint_value, is_tools_list, read_only_tools, tools_key_hash
+from engine.policy import Decision, DependencyModel
 from engine.refs import TapeRef
-from groundhog.protocol.wire import WireResponse, wire_response
+from engine.request import DEFAULT_PORTS, RequestParts
+from engine.session_labels import opened_label, opened_session, session_hash
+from groundhog.protocol.wire import WireResponse, encode_base64, wire_response
 from resolver import answers
-from resolver.dependencies import Classification, origin_resource, recorded_writes, response_hints
 from resolver.echoes import Secrets
-from resolver.mcp_tools import hint_value, is_tools_list, read_only_tools, tools_key_hash
-from resolver.policy import Decision, DependencyModel
-from resolver.request import DEFAULT_PORTS, RequestParts
 from resolver.resolve_tx.units import Unit
-from resolver.schemas import RecordRequest, encode_base64
-from resolver.session_labels import opened_label, opened_session, session_hash
-from resolver.stored_form import exchange_content
+from resolver.schemas import RecordRequest
+from resolver.stored_form import Form, exchange_content
 from store import counters, exchanges, sandbox_sessions, write_answers
 from store.claims import Pending
 from store.exchanges import ExchangeContent
@@ -58,6 +58,9 @@ class RecordResult:
     # A read's answer this record stored as its address's exchange, for the resolver's memory
     # once committed (engine/cache.py); None for a write, a lost race or no answer.
     kept: exchanges.RecordedAnswer | None = field(default=None, repr=False, compare=False)
+    # What the read's fetcher is served instead of `response` when the world issued it
+    # credentials: `response` with them as received (never stored, never shared: DESIGN §4).
+    as_received: WireResponse | None = field(default=None, repr=False, compare=False)
 
 
 def pending_address(pending: PendingRecord | Pending) -> Address:
@@ -77,7 +80,7 @@ def store_answer(
 ) -> RecordResult:
     """The answer stored as the address's exchange (unless another recorded it first)."""
     connection = unit.connection
-    content, stored_body = exchange_content(
+    content, stored_body, received = exchange_content(
         unit, pending, tape, wire, body, echoed, redaction_key=redaction_key
     )
     address = pending_address(pending)
@@ -120,11 +123,33 @@ def store_answer(
                 body=stored_body,
                 error_kind=None,
             )
-        return RecordResult(decision, exchange_id, response, created, kept)
+        return RecordResult(
+            decision,
+            exchange_id,
+            response,
+            created,
+            kept,
+            _as_received(content.response_status, received, body, pending.is_write),
+        )
     stored = winner or exchanges.find_exchange(*address, session=unit.session)
     assert stored is not None
     response = answers.recorded(stored, session=unit.session, tape_name=tape.name)
     return RecordResult(decision, exchange_id, response, created)
+
+
+def _as_received(
+    status: int, received: Form | None, body: bytes, is_write: bool
+) -> WireResponse | None:
+    """The answer a read's fetcher is served when the world issued it credentials: it received
+    them live and must be able to use them (a write is served its live answer anyway). Only the
+    fetcher whose answer became the recording: one that lost the race, and every sibling served
+    the recording, gets the stored form and so surrogates (proxy/sandbox_answers.py)."""
+    if received is None or is_write:
+        return None
+    headers, received_body = received
+    return wire_response(
+        status, headers, None if received_body == body else encode_base64(received_body)
+    )
 
 
 def keep_own_write_answer(unit: Unit, pending: Pending, content: exchanges.ExchangeContent) -> None:
@@ -153,7 +178,7 @@ def remember_opened_session(
     redaction_key: bytes,
 ) -> None:
     """A write sent outside any session whose live answer hands one out (`initialize`) opened
-    that session: remembered by the id's keyed hash as this ask's (resolver/session_labels.py)."""
+    that session: remembered by the id's keyed hash as this ask's (engine/session_labels.py)."""
     if pending.request.get("in_session"):
         return
     opened = opened_session(live_headers, tape.settings)

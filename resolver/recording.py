@@ -30,11 +30,12 @@ from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from engine import failpoints
 from engine.cache import Address
+from engine.errors import ProblemError
+from engine.policy import Decision
 from engine.refs import TapeRef
 from resolver import notify
 from resolver.echoes import EchoBook
 from resolver.errors import BodyTooLarge, Conflict, ResolverError, StoreUnavailable
-from resolver.policy import Decision
 from resolver.record_outcomes import (
     RecordResult,
     finish_event,
@@ -122,7 +123,7 @@ class Recorder:
         """Raise what a failed commit answers, once its claim is released (a write: run it off
         the event loop). A typed refusal (an unknown ticket, a deleted tape) left no claim.
         """
-        if isinstance(error, ResolverError):
+        if isinstance(error, ResolverError | ProblemError):
             raise error
         self.release_after_failure(ticket)
         if isinstance(error, SQLAlchemyError) and not isinstance(error, OperationalError):

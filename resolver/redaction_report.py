@@ -12,11 +12,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from engine.keys import KEY_VERSION, NEGOTIATION_HEADERS
+from engine.redaction import DEFAULT_RESPONSE_HEADERS
+from engine.redaction_rules import CREDENTIAL_SUFFIXES, CREDENTIAL_WORDS, fired_rules
+from engine.secret_formats import builtin_rule_names
 from engine.tape_settings import TapeSettings
-from resolver.keys import KEY_VERSION, NEGOTIATION_HEADERS
-from resolver.redaction import DEFAULT_RESPONSE_HEADERS
-from resolver.redaction_rules import CREDENTIAL_SUFFIXES, CREDENTIAL_WORDS, fired_rules
-from resolver.secret_formats import builtin_rule_names
 from store.models import Exchange
 
 TAPE_FIELDS = (

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Any
 
-from resolver.policy import LIVE_DECISIONS, RECORDING_DECISIONS, Decision
+from engine.policy import LIVE_DECISIONS, RECORDING_DECISIONS, Decision
 from store.inspect import EventRow, Tally
 
 

@@ -1,20 +1,21 @@
 """The resolve path: one short transaction that takes the ask, settles it through the one
-decision path (resolver/decision.py) and has its final step carried out: serve from tape, hand
+decision path (engine/decision.py) and has its final step carried out: serve from tape, hand
 out a ticket to go live, or say "wait, someone is fetching".
 
 This is the edge where the pure modules (keys, redaction, dependencies, fingerprint, policy,
 decision) meet the store. Without it the proxy would have nobody to ask. Waiting itself (single
 flight) is driven by the async `/v1/wait` route, which calls `poll` when woken (the address was
-recorded) or when the holder's lease lapses; a holder keeps its lease (resolver/leases.py) while
-it fetches. A poll settles through the same decision path, from the facts it has looked up.
+recorded) or when the holder's claim lapses; a holder renews its claim
+(resolver/claim_renewal.py) while it fetches. A poll settles through the same decision path,
+from the facts it has looked up.
 
 `_settle` is the loop: it asks `decide_step` for the next step, performs the lookups it asks for
 (`_find`, the locked online flag, a claim attempt) and hands the final step to
 `FinalSteps.carry_out` (resolver/final_steps.py), the one place that writes events, pending
 records and claims. A plain hit is that loop with one lookup. Every forward re-reads the tape's
 online flag under a share lock in the transaction that hands it out, so once a seal commits no
-new live call starts. The facts each lookup yields are read by resolver/facts.py; what a resolve
-settles to is resolver/resolve_results.py.
+new live call starts. The facts each lookup yields are read by engine/facts.py; what a resolve
+settles to is engine/resolve_results.py.
 """
 
 from __future__ import annotations
@@ -26,23 +27,23 @@ from dataclasses import replace
 
 from sqlalchemy.orm import Session
 
-from engine import failpoints
+from engine import failpoints, injection
+from engine.asks import Ask, passes_through
 from engine.cache import Address, AnswerCache, Recorded
+from engine.decision import ClaimState, Facts, Step, decide_step
+from engine.draft_memo import DraftMemo
+from engine.facts import address_of, claim_state, facts_of, holder_of, recorded_facts
+from engine.policy import Action
 from engine.refs import TapeRef
 from engine.resolve_request import ResolveRequest
-from resolver import answers, injection
-from resolver.asks import Ask, passes_through
-from resolver.branch_leases import fence_out
+from engine.resolve_results import Resolution, Waiting, wants_simulator
+from resolver import answers
 from resolver.capabilities import Capabilities
-from resolver.decision import ClaimState, Facts, Step, decide_step
 from resolver.disk import DiskReserve
-from resolver.draft_memo import DraftMemo
 from resolver.echoes import EchoBook
 from resolver.errors import BodyTooLarge
-from resolver.facts import address_of, claim_state, facts_of, holder_of, recorded_facts
 from resolver.final_steps import FinalSteps
-from resolver.policy import Action
-from resolver.resolve_results import Resolution, Waiting, wants_simulator
+from resolver.lease_service import fence_out
 from resolver.resolve_tx.opening import take_ask
 from resolver.resolve_tx.units import Executor, LoopWriter, ReadAhead, Unit, unit_of_work
 from resolver.schemas import decode_base64

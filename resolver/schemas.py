@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from engine.catalog import entry_ids
+from engine.policy import DependencyModel, Mode
 from engine.resolve_request import ATTEMPT_PATTERN, MAX_CAPABILITY_TEXT
 from engine.tape_settings import CatalogSetting, Strict, TapeSettings
 from groundhog.protocol import wire
@@ -24,9 +26,7 @@ from groundhog.protocol.names import (
     is_branch_path,
     is_tape_name,
 )
-from resolver.catalog import entry_ids
 from resolver.errors import BodyTooLarge, InvalidInput
-from resolver.policy import DependencyModel, Mode
 
 # Store integers are 64-bit signed (BigInteger on PostgreSQL, INTEGER on SQLite).
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -61,10 +61,6 @@ def decode_base64(value: str, field: str) -> bytes:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError) as error:
         raise InvalidInput(f"{field} is not valid base64: {error}", field=field) from error
-
-
-def encode_base64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
 
 
 class TapeIdentity(Strict):

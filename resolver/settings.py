@@ -36,7 +36,7 @@ class Settings(BaseSettings):
     proxy_url: str | None = None
     max_body_bytes: int = Field(default=8 * 1024 * 1024, gt=0)
     claim_lease_seconds: float = Field(default=30.0, gt=0)
-    # A sidecar's branch lease (resolver/branch_leases.py) lasts this long unless renewed; its
+    # A sidecar's branch lease (resolver/lease_service.py) lasts this long unless renewed; its
     # holder renews every third of it, and a dead holder's branches wait this long at most.
     branch_lease_seconds: float = Field(default=6.0, gt=0)
     # How long past its lapse a lease's holder may still ship and release before a fork or a

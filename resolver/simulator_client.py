@@ -16,14 +16,14 @@ from typing import Any
 import httpx
 from sqlalchemy.orm import Session
 
+from engine.asks import Ask
 from engine.near_miss import NearMiss
-from groundhog.protocol.wire import WireResponse
+from engine.policy import Decision
+from engine.simulation import marked_response, simulator_request
+from groundhog.protocol.wire import WireResponse, encode_base64
 from resolver import answers, misses
-from resolver.asks import Ask
-from resolver.policy import Decision
 from resolver.recording import Recorder
-from resolver.schemas import RecordRequest, ResponseIn, encode_base64
-from resolver.simulation import marked_response, simulator_request
+from resolver.schemas import RecordRequest, ResponseIn
 from store import claims, counters, exchanges
 from store.db import Store, transaction
 

@@ -13,10 +13,10 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from engine.fingerprint import UNKNOWN_PREFIX, unknown_version
+from engine.policy import RECORDING_DECISIONS, Decision
 from groundhog.protocol.report_notes import NOTES
 from resolver.contamination import contamination_view, suspects
 from resolver.costs import cost_report
-from resolver.policy import RECORDING_DECISIONS, Decision
 from resolver.report import build_report
 from resolver.signals import EMPTY_DIGEST, branch_signals, exogenous_digests, fork_signals
 from store import contamination, costs, inspect, signals

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from resolver.policy import Decision
+from engine.policy import Decision
 
 
 @dataclass(frozen=True)

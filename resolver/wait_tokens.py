@@ -27,9 +27,9 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from resolver.asks import Ask
+from engine.asks import Ask
+from engine.policy import Decision
 from resolver.errors import InvalidInput
-from resolver.policy import Decision
 from resolver.wakeups import Mark
 
 # 2: the ask is encoded from the `Ask` dataclass itself (1 copied its fields by hand, and lost
@@ -57,7 +57,7 @@ class _Token(BaseModel):
 
 class WaitToken(NamedTuple):
     """What a token carries: the ask, when its holder's lease lapses, the settle mark, and
-    which attempt it waits on (resolver/facts.py `holder_of`)."""
+    which attempt it waits on (engine/facts.py `holder_of`)."""
 
     ask: Ask
     decision: Decision

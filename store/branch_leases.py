@@ -1,7 +1,7 @@
 """Branch leases: which sidecar proxy answers a branch's hits itself, fenced by epoch.
 
 A proxy holding a branch's lease keeps the branch's occurrence counters in memory, serves its
-recorded reads without asking the resolver and ships their events behind (proxy/branch_leases.py).
+recorded reads without asking the resolver and ships their events behind (proxy/held_branches.py).
 That is only sound while nobody else moves the branch on, so the lease is one row per branch:
 a grant to a new holder raises `epoch`; events are applied only for the holder and epoch that
 served them (a stale holder's are refused); anyone else who needs the branch's state asks the

@@ -192,7 +192,7 @@ class WriteAnswer(Base):
 
 
 class SandboxSession(Base):
-    """Which of its lineage's sessions a sandbox session id stands for (resolver/session_labels.py).
+    """Which of its lineage's sessions a sandbox session id stands for (engine/session_labels.py).
 
     A rule's `{session}` must name the same resource when the conversation is recorded (the
     world's session id) and when it is replayed sealed (an id the proxy mints), and the same for

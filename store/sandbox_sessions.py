@@ -3,7 +3,7 @@
 A rule's `{session}` placeholder names a resource per session (`notes:{session}`); the name
 must be the same for a recording and its sealed replay and for siblings that each opened their
 own session, though every one of them holds another session id. The resolver names a session by
-the label of the ask that opened it (resolver/session_labels.py) and keeps, per branch, the
+the label of the ask that opened it (engine/session_labels.py) and keeps, per branch, the
 keyed hash of each session id it saw opened with that label; an ask carrying the id finds the
 label in its lineage, nearest branch first (a fork goes on with its parent's session). Without
 this module `{session}` could only be the id itself, and a sealed replay would miss every read

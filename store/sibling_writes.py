@@ -17,6 +17,8 @@ from sqlalchemy.orm import Session, aliased
 from store.models import Branch, Event, Exchange, WriteAnswer
 
 WRITE_DECISIONS = ("write", "replayed-write")
+# Enough of a key to hold its version, method, URL and operation, not its body.
+KEY_HEAD_CHARS = 2048
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,9 @@ class WriteRow:
     occurrence: int
     status: int | None
     body_sha: str | None
+    # The head of the recorded key (engine/keys.py): a protocol operation is named in it
+    # (` op:mcp tools/call hold`), so the advisor can tell a tool call from the path it shares.
+    key_head: str = ""
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,7 @@ def sibling_writes(tape_id: int, *, session: Session) -> list[WriteRow]:
             Event.occurrence,
             func.coalesce(WriteAnswer.response_status, Exchange.response_status),
             func.coalesce(WriteAnswer.response_body_sha, Exchange.response_body_sha),
+            func.coalesce(func.substr(Exchange.key_readable, 1, KEY_HEAD_CHARS), ""),
         )
         .join(Branch, Branch.id == Event.branch_id)
         .join(

@@ -121,6 +121,16 @@ async def review(
     return await serve(request, world, config)
 
 
+@router.post(
+    "/tools/{read:path}",
+    summary='A read sent as a tool call: POST /tools/search {"q": …} answers GET /search?q=…',
+)
+async def tool_call(
+    request: Request, world: WorldDependency, config: ConfigDependency, read: str
+) -> Response:
+    return await serve(request, world, config)
+
+
 # The shop world's routes (worldsim/shop.py), served when the world is started with --world shop.
 @router.get("/catalog", summary="Shop: today's items and quotes (prices move per call)")
 async def catalog(request: Request, world: WorldDependency, config: ConfigDependency) -> Response:

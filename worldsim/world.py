@@ -17,7 +17,7 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 
 from groundhog.protocol import headers as protocol_headers
-from worldsim import corpus, noise, render, shop
+from worldsim import corpus, noise, render, shop, tool_calls
 from worldsim.dispatch import (
     OCCURRENCE_PATTERN,
     PUBLIC_SANDBOX,
@@ -256,6 +256,8 @@ class World:
 
     def handle(self, request: WorldRequest) -> WorldResponse:
         """Answer one world request; raises `WorldError` for anything the world refuses."""
+        if tool_calls.is_tool_call(request.method, request.path):
+            request = tool_calls.as_read(request)  # answered exactly as the GET it stands for
         label = self.label(request.method, request.path)
         if label == "POST /sessions":
             opened = self.open_session(*parse_session_request(request.body))

@@ -26,9 +26,9 @@ from hypothesis.errors import Unsatisfiable
 from schemathesis import APIOperation, Case, GenerationMode
 from schemathesis.core.result import Ok
 
+from engine.keys import request_key
+from engine.request import RequestParts
 from resolver.app import create_app
-from resolver.keys import request_key
-from resolver.request import RequestParts
 from resolver.settings import load_settings
 
 logger = logging.getLogger(__name__)

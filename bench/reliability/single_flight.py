@@ -18,9 +18,9 @@ import aiohttp
 import httpx
 from aiohttp import web
 
+from engine.redaction_rules import PLACEHOLDER_MARK
 from groundhog.protocol.wire import ResolveAsk, WireResponse
 from proxy.resolver_client import ResolverClient, ResolverProtocolError
-from resolver.redaction_rules import PLACEHOLDER_MARK
 
 SLOW_SECONDS = 4.0
 

@@ -1,5 +1,5 @@
 """The one digest of a branch capability both sides compare (resolver/capabilities.py makes
-capabilities; a lease grant carries this digest of one so the holder, proxy/branch_leases.py,
+capabilities; a lease grant carries this digest of one so the holder, proxy/held_branches.py,
 can check each hit without ever holding the capability itself)."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 `X-Groundhog-Decision` and the reports carry these words (DESIGN §4); the proxy, the resolver,
 the benchmark and the client compare against them, so they are one StrEnum imported by all
-(`resolver.policy` re-exports them for the decision table).
+(`engine.policy` re-exports them for the decision table).
 """
 
 from __future__ import annotations

@@ -28,10 +28,10 @@ FINGERPRINT: Final = "X-Groundhog-Fingerprint"
 RECORD_ERROR: Final = "X-Groundhog-Record-Error"
 # An injected fault's kind (engine/faults.py).
 FAULT: Final = "X-Groundhog-Fault"
-# A stored answer the tape's simulator wrote (resolver/simulation.py).
+# A stored answer the tape's simulator wrote (engine/simulation.py).
 SIMULATED: Final = "X-Groundhog-Simulated"
 
-# Cooperative hosts get these on a live call (resolver/asks.py) ...
+# Cooperative hosts get these on a live call (engine/asks.py) ...
 SEED: Final = "X-Groundhog-Seed"
 # ... and may name what a request reads and writes (the `hints` dependency model).
 READS: Final = "X-Groundhog-Reads"

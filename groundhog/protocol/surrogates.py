@@ -6,7 +6,7 @@ DIGEST]`, the digest being the HMAC the request side gives the same value. A bra
 answer from the tape gets a *surrogate*: the same prefix and length, characters of the same set,
 deterministic per tape and branch, carrying the digest and a check so that when the branch later
 presents it (`Authorization: Bearer …`) the resolver keys it as the original
-(resolver/redaction_rules.py `Placeholders.replace`). So a replayed login is followed by reads
+(engine/redaction_rules.py `Placeholders.replace`). So a replayed login is followed by reads
 keyed as the recording's, siblings share them, and no tape holds the live token.
 
 A JWT's surrogate is a JWT (an unsigned header, a payload naming it a surrogate, the digest in the

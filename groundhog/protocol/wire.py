@@ -11,6 +11,7 @@ ordered `[name, value]` pairs of latin-1 text. `wire_response` is the one constr
 
 from __future__ import annotations
 
+import base64
 from typing import Any, NotRequired, TypedDict
 
 HeaderPairs = list[list[str]]
@@ -46,7 +47,7 @@ class ResolveAsk(TypedDict):
     body_too_large: bool
     # The same for every try of one ask the proxy got no answer to (docs/internals.md).
     attempt: NotRequired[str]
-    # The asking proxy's lease holder id, when it takes branch leases (proxy/branch_leases.py).
+    # The asking proxy's lease holder id, when it takes branch leases (proxy/held_branches.py).
     lease_holder: NotRequired[str]
     # The branch capability the worker presented (resolver/capabilities.py), when it gave one.
     capability: NotRequired[str]
@@ -79,6 +80,9 @@ class RecordAnswer(TypedDict, total=False):
     exchange_id: int | None
     recorded: bool
     response: WireResponse | None
+    # A read whose answer held credentials the world issued: what its fetcher is served, the
+    # credentials as received (`response` holds them as placeholders). Absent otherwise.
+    as_received: WireResponse
     headers: HeaderPairs
 
 
@@ -91,10 +95,10 @@ class TunnelAnswer(TypedDict):
     detail: str
 
 
-# -- branch leases (proxy/branch_leases.py, resolver/branch_leases.py) ---------------------
+# -- branch leases (proxy/held_branches.py, resolver/lease_service.py) ---------------------
 # The request bodies are validated by resolver/schemas.py's Lease* models, held to these by
 # tests/resolver/test_schemas.py (a field the proxy always sends may have a default there, never
-# the other way round); the answers are built by resolver/branch_leases.py as these.
+# the other way round); the answers are built by resolver/lease_service.py as these.
 
 
 class LeaseTakeAsk(TypedDict):
@@ -231,3 +235,8 @@ class LeaseRenewAnswer(TypedDict):
 def wire_response(status: int, headers: HeaderPairs, body: str | None) -> WireResponse:
     """The `response` object of a wire answer (`body` already base64)."""
     return {"status": status, "headers": headers, "body": body}
+
+
+def encode_base64(data: bytes) -> str:
+    """A body as it travels: base64 text."""
+    return base64.b64encode(data).decode("ascii")

@@ -36,15 +36,16 @@ from typing import TYPE_CHECKING, NoReturn
 
 from starlette.concurrency import run_in_threadpool
 
+from engine.errors import ProblemError
 from resolver.errors import ResolverError
 from resolver.resolve_tx.units import LoopWriter, Unit, WouldWait
 
 if TYPE_CHECKING:  # the steps import this package's parts, so the door names them lazily
     from engine.resolve_request import ResolveRequest
+    from engine.resolve_results import Resolution, Waiting
     from resolver.record_outcomes import RecordResult
     from resolver.recording import Recorder
     from resolver.resolution import Resolver
-    from resolver.resolve_results import Resolution, Waiting
     from resolver.schemas import RecordRequest
 
 type Transaction = AbstractContextManager[Unit]
@@ -132,5 +133,5 @@ def record_on_loop(recorder: Recorder, wire: RecordRequest) -> RecordResult | No
     try:
         body = recorder.checked_body(wire)
         return on_loop(recorder.loop_writer, partial(recorder.commit, wire, body))
-    except ResolverError:
+    except (ResolverError, ProblemError):
         return None

@@ -6,7 +6,7 @@ statement (store/fused.py: one round trip, and a resolve's also reads the answer
 will most likely need); elsewhere, or when the tape is not as the last resolve found it, the
 plain statements run in turn. This module alone makes that choice, so a new tape setting is
 read in one place (`draft_ask`) whichever statement runs; without it the choice sat inside
-resolver/asks.py and resolver/recording.py, each importing the fused statements.
+engine/asks.py and resolver/recording.py, each importing the fused statements.
 """
 
 from __future__ import annotations
@@ -14,10 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import NamedTuple
 
-from engine.refs import BranchRef, Hint, TapeRef
-from engine.resolve_request import ResolveRequest
-from resolver.ask_store import find_session_label, find_tools_hint, load_tape_and_branch
-from resolver.asks import (
+from engine.asks import (
     Ask,
     Draft,
     build_ask,
@@ -26,10 +23,13 @@ from resolver.asks import (
     finish_ask,
     looked_up_resources,
 )
-from resolver.draft_memo import DraftMemo
-from resolver.policy import DependencyModel, Mode, lookup_fingerprint
+from engine.draft_memo import DraftMemo
+from engine.policy import DependencyModel, Mode, lookup_fingerprint
+from engine.refs import BranchRef, Hint, TapeRef
+from engine.resolve_request import ResolveRequest
+from engine.session_labels import uses_session
+from resolver.ask_store import find_session_label, find_tools_hint, load_tape_and_branch
 from resolver.schemas import check_branch_path, check_tape_name
-from resolver.session_labels import uses_session
 from store.fused import (
     ReadAhead,
     pop_pending_and_tape,
@@ -75,7 +75,7 @@ def take_ask(
     occurrence only if the tape is still the guessed one; if it is not, the ask is taken again
     from the tape found. Either way the commit is relaxed (`relax_commit` of
     `load_tape_and_branch`): this is the resolve path. `drafts` remembers drafts across
-    branches (siblings ask alike: resolver/draft_memo.py).
+    branches (siblings ask alike: engine/draft_memo.py).
     """
     found = None
     # A tape naming resources by `{session}` classifies after finding the branch (its lineage

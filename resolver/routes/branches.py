@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, Request
 from groundhog.protocol.admin import BranchInfo, BranchList, ForkResult
 from resolver.auth import require_admin
 from resolver.errors import Conflict, InvalidInput, NotFound
-from resolver.routes.branch_leases import settle_before
+from resolver.routes.leases import settle_before
 from resolver.routes.tapes import find_tape, store_of
 from resolver.schemas import ForkRequest, ShimCounters, check_branch_path
 from resolver.shim_counters import CountersMismatch, merge_counters

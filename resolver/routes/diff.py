@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from resolver.auth import require_admin
 from resolver.branch_diff import diff_branches, lineage_split
 from resolver.errors import NotFound
-from resolver.routes.branch_leases import settle_before
+from resolver.routes.leases import settle_before
 from resolver.routes.tapes import find_tape, store_of
 from resolver.schemas import check_branch_path
 from store import inspect

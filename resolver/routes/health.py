@@ -14,9 +14,9 @@ from fastapi import APIRouter, Depends, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import func, select
 
+from engine.policy import LIVE_DECISIONS
 from resolver.auth import require_admin
 from resolver.errors import ResolverError
-from resolver.policy import LIVE_DECISIONS
 from resolver.signals import fork_rates_from_tallies
 from services.ca import ensure_ca
 from store import signals

@@ -6,18 +6,19 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 
+from engine.policy import Decision
 from groundhog.protocol.admin import EventPage, TapeDigest
+from groundhog.protocol.wire import encode_base64
 from resolver.advice import advice_section
 from resolver.audit import audit_document, audit_tape
 from resolver.auth import require_admin
 from resolver.errors import NotFound
-from resolver.policy import Decision
 from resolver.protocol_report import protocol_summary
 from resolver.redaction_report import redaction_summary
 from resolver.report import ReportView
-from resolver.routes.branch_leases import settle_before
+from resolver.routes.leases import settle_before
 from resolver.routes.tapes import find_tape, store_of
-from resolver.schemas import check_branch_path, encode_base64
+from resolver.schemas import check_branch_path
 from resolver.tape_signals import cost_section, counted_report, signed_report
 from store import exchanges, inspect
 from store.branches import get_branch

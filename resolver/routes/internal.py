@@ -34,16 +34,16 @@ from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from engine.cache import Address, dumps_compact
+from engine.policy import Action, Decision
 from engine.resolve_request import ResolveRequest
+from engine.resolve_results import Resolution, Waiting
 from groundhog.protocol.wire import RenewAnswer, ResolveAnswer
-from resolver import branch_leases, leases, resolve_tx, wait_tokens
+from resolver import claim_renewal, lease_service, resolve_tx, wait_tokens
 from resolver.auth import require_proxy
 from resolver.errors import BranchLeased, Conflict
 from resolver.hot_protocol import HotRoute, json_response
-from resolver.policy import Action, Decision
 from resolver.record_outcomes import RecordResult
 from resolver.resolution import Resolver
-from resolver.resolve_results import Resolution, Waiting
 from resolver.schemas import RecordRequest, TicketRequest, WaitRequest
 from resolver.wakeups import Mark, Wakeups
 
@@ -185,7 +185,7 @@ async def resolve_reply(state: Any, raw: bytes) -> bytes:
         # Nothing was taken; the holder is asked to ship and release, for the retry.
         await run_in_threadpool(
             partial(
-                branch_leases.ask_back,
+                lease_service.ask_back,
                 grace=state.settings.lease_grace_seconds,
                 notify=state.revocations.notify,
             ),
@@ -268,7 +268,7 @@ def _next_look(waiting: Waiting, poll_seconds: float) -> float:
 @router.post("/renew")
 def renew(body: TicketRequest, request: Request) -> RenewAnswer:
     state = request.app.state
-    lease = leases.renew(state.store, body.ticket, state.resolver.lease_seconds)
+    lease = claim_renewal.renew(state.store, body.ticket, state.resolver.lease_seconds)
     if lease is None:
         raise Conflict(
             f"ticket {body.ticket!r} no longer holds its address (taken over, recorded, "
@@ -300,14 +300,16 @@ async def record_reply(state: Any, raw: bytes) -> bytes:
 def recorded_bytes(state: Any, result: RecordResult) -> bytes:
     if result.decision == Decision.UPSTREAM_FAILED:
         state.metrics.upstream_failed.inc()
-    return dumps_compact(
-        {
-            "decision": result.decision,
-            "exchange_id": result.exchange_id,
-            "recorded": result.recorded,
-            "response": result.response,
-        }
-    )
+    answer: dict[str, Any] = {
+        "decision": result.decision,
+        "exchange_id": result.exchange_id,
+        "recorded": result.recorded,
+        "response": result.response,
+    }
+    if result.as_received is not None:
+        # Only in this answer to the fetcher: the issued credentials it received live.
+        answer["as_received"] = result.as_received
+    return dumps_compact(answer)
 
 
 # The proxy's hot path: under uvicorn answered before any ASGI machinery by

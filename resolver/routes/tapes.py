@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from groundhog.protocol.admin import TapeInfo, TapeList
 from resolver.auth import require_admin
 from resolver.errors import Conflict, NotFound
-from resolver.routes.branch_leases import settle_before
+from resolver.routes.leases import settle_before
 from resolver.schemas import TapeConfig, check_config_size, check_tape_name
 from resolver.views import tape_config, tape_view
 from store.db import Store, transaction

@@ -19,7 +19,7 @@ from resolver.auth import require_admin
 from resolver.errors import BodyTooLarge, Conflict, InvalidInput
 from resolver.import_scrub import scrub_imported
 from resolver.redaction_report import redaction_summary
-from resolver.routes.branch_leases import settle_before
+from resolver.routes.leases import settle_before
 from resolver.routes.tapes import find_tape, store_of
 from resolver.schemas import TapeConfig, check_config_size, check_tape_name
 from resolver.views import tape_view

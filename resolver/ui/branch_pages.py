@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
+from engine.simulation import is_simulated
 from resolver.errors import NotFound
 from resolver.routes.tapes import find_tape
 from resolver.schemas import check_branch_path
-from resolver.simulation import is_simulated
 from resolver.ui.assets import decision_class
 from resolver.ui.bodies import ShownBody, show_body
 from resolver.ui.layout import UI_ROOT, badge, hash_cell, legend, page

@@ -13,9 +13,9 @@ from urllib.parse import urlsplit
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
+from engine.keys import KEY_VERSION
 from engine.near_miss import Recording, explain
 from resolver.errors import NotFound
-from resolver.keys import KEY_VERSION
 from resolver.routes.tapes import find_tape
 from resolver.schemas import check_branch_path
 from resolver.ui.layout import UI_ROOT, badge, page

@@ -14,6 +14,7 @@ from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 
+from engine.errors import ProblemError
 from resolver.errors import ResolverError
 from resolver.ui.access import LoginRequired
 from resolver.ui.layout import UI_ROOT, error_page, page
@@ -54,7 +55,7 @@ class HtmlRoute(APIRoute):
                 return await handler(request)
             except LoginRequired:
                 return login_page()
-            except ResolverError as error:
+            except (ResolverError, ProblemError) as error:
                 return error_page(error.status, error.title, error.detail)
             except RequestValidationError as error:
                 detail = "; ".join(

@@ -23,7 +23,9 @@ from urllib.parse import urlsplit
 
 from mitmproxy import http
 
+from engine.policy import Action, Decision
 from engine.resolve_request import ResolveRequest
+from engine.resolve_results import Resolution
 from groundhog.protocol.wire import TRAILER_PREFIX, wire_response
 from proxy.sandbox_answers import MARKER, make_own
 from proxy.wire import (
@@ -34,9 +36,7 @@ from proxy.wire import (
     strip_private_headers,
 )
 from resolver.errors import ResolverError
-from resolver.policy import Action, Decision
 from resolver.resolution import Resolver
-from resolver.resolve_results import Resolution
 from resolver.verify.conversation import Ask, BranchConversation, Conversation
 
 # Nothing was served from the tape for these asks, so there is nothing to serve again.

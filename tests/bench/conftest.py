@@ -12,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from bench import claims
+from bench import claims, rawfiles
 from bench.config import ACTIONS, BenchConfig, quick_config
 from bench.measurements import (
     ConditionData,
@@ -148,3 +148,37 @@ def constructed_raws(constructed_raw) -> dict:
         },
     }
     return {"research/uncooperative": uncooperative, "research/cooperative": constructed_raw}
+
+
+@pytest.fixture
+def raw_run(small_config, constructed_raws) -> rawfiles.RawRun:
+    """The constructed run as `python -m bench` hands it to bench.run.write_outputs."""
+    config, raws = small_config, constructed_raws
+    return rawfiles.RawRun(
+        config=config,
+        protocol_text=claims.PROTOCOL.read_text(),
+        cells={name: {k: v for k, v in raw.items() if k != "speed"} for name, raw in raws.items()},
+        recorded={
+            "run_id": "abc123",
+            "services": {"world_url": "w", "resolver_url": "r", "proxy_url": "p"},
+            "total_seconds": 12.5,
+            "provenance": {"commit": "0" * 40, "dirty": False},
+        },
+        faults={
+            "groups": 2,
+            "group_size": 4,
+            "fault_rate": 0.4,
+            "shared": {
+                "mode": "groundhog",
+                "groups": [{"rewards": [1, 1, 0.5, 0.5], "injected": 2}] * 2,
+            },
+            "independent": {
+                "mode": "naive",
+                "groups": [
+                    {"rewards": [1, 0.75, 0.5, 0.25], "injected": 3},
+                    {"rewards": [0.5, 1, 0.25, 0.5], "injected": 4},
+                ],
+            },
+        },
+        speed={"resolver": "not measured (test)"},
+    )

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import math
+import re
+import tomllib
+from pathlib import Path
 
 import numpy as np
 
 from bench import claims, intervals, stats
+
+COMMITTED = Path(__file__).resolve().parents[2] / "docs" / "benchmark" / "benchmark.json"
 
 INTERVAL = {"value": 5.0, "low": 3.0, "high": 8.0}
 
@@ -105,3 +111,46 @@ def test_every_gate_on_groundhog_rejects_data_shaped_like_replay() -> None:
             ),
         }
         assert claims.evaluate(claim, honest)["verdict"] == claims.SUPPORTED, claim["id"]
+
+
+def _runs() -> list[dict]:
+    with claims.RUNS.open("rb") as handle:
+        return tomllib.load(handle)["run"]
+
+
+def test_the_changelog_has_an_entry_for_every_version_after_the_first() -> None:
+    assert sorted(claims.changelog()) == list(range(2, claims.load()["version"] + 1))
+
+
+def _unnamed(entries: dict[int, str]) -> list[tuple[str, str, int]]:
+    """(run, claim, version) for each failure of a run the next change's entry leaves out."""
+    missing = []
+    for run in _runs():
+        later = [version for version in entries if version > run["protocol_version"]]
+        if not later:
+            continue  # no change has followed this run yet
+        for claim_id in run["not_supported"]:
+            if not re.search(rf"\b{claim_id}\b", entries[min(later)]):
+                missing.append((run["commit"], claim_id, min(later)))
+    return missing
+
+
+def test_every_change_names_each_claim_and_control_the_runs_before_it_failed() -> None:
+    """Issue 58, point 2: version 8's entry named MA's failure in version 7 but not M2's."""
+    assert _unnamed(claims.changelog()) == []
+
+
+def test_a_changelog_entry_missing_a_failure_is_caught(tmp_path) -> None:
+    edited = tmp_path / "protocol.toml"
+    edited.write_text(claims.PROTOCOL.read_text().replace("M2", "the MCP claim"))
+    assert _unnamed(claims.changelog(edited)) == [("5e8cf2a", "M2", 8)]
+
+
+def test_the_committed_run_is_in_the_history_with_its_failures() -> None:
+    results = json.loads(COMMITTED.read_text())
+    failed = sorted(c["id"] for c in results["claims"] if not c["supported"])
+    version = results["meta"]["protocol_version"]
+    assert any(
+        run["protocol_version"] == version and sorted(run["not_supported"]) == failed
+        for run in _runs()
+    ), (version, failed)

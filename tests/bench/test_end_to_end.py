@@ -10,13 +10,15 @@ resolver or proxy outlives it.
 
 from __future__ import annotations
 
+import gzip
 import json
+import shutil
 import subprocess
 import sys
 
 import pytest
 
-from bench import claims
+from bench import claims, rawfiles, recompute
 from bench.harness import REPO_ROOT
 from groundhog.lifetime import tied_command
 from tests.support.servers import HANG_GUARD_SECONDS
@@ -103,3 +105,27 @@ def test_siblings_share_reads_without_the_worlds_cooperation(quick_run) -> None:
     assert rows["groundhog"]["reads_shared"] > 0.3
     assert rows["naive"]["reads_shared"] == 0.0
     assert rows["groundhog"]["live_calls_per_group"] < rows["naive"]["live_calls_per_group"]
+
+
+def test_every_number_of_the_run_recomputes_from_its_raw_files(quick_run) -> None:
+    """Issue 58 item 1 on a real run: benchmark.json and benchmark.md follow from raw/."""
+    _, out = quick_run
+    assert recompute.check(out) == []
+    run = rawfiles.read(out / rawfiles.RAW_DIR)
+    # The live reference's pairs and their attention draws are in the raw files.
+    reference = run.cells["research/uncooperative"]["reference"]
+    assert reference.better and all(r.attention is not None for r in reference.better)
+
+
+def test_a_tampered_raw_file_of_the_run_fails_recompute(quick_run, tmp_path, capsys) -> None:
+    _, out = quick_run
+    copy = tmp_path / "run"
+    shutil.copytree(out, copy)
+    reference = copy / rawfiles.RAW_DIR / rawfiles.REFERENCE
+    lines = gzip.decompress(reference.read_bytes()).decode().splitlines()
+    fields = lines[1].split(",")
+    fields[5] = repr(float(fields[5]) + 1.0)  # the first live pair's better reward
+    lines[1] = ",".join(fields)
+    reference.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    assert recompute.main([str(copy)]) == 1
+    assert "reference.contrast" in capsys.readouterr().out

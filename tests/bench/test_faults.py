@@ -36,3 +36,28 @@ def test_shared_faults_give_same_policy_branches_identical_rewards(tmp_path) -> 
     (line,) = _faults_lines(row)
     assert "same-policy reward variance shared 0.0000" in line
     assert _faults_lines(None) == ["- (9) faults shared vs independent: not measured"]
+
+
+def test_the_row_follows_from_the_raw_groups() -> None:
+    """The row a run commits is summarize(raw): shared faults give identical same-policy rewards."""
+    raw = {
+        "groups": 2,
+        "group_size": 4,
+        "fault_rate": 0.4,
+        "shared": {
+            "mode": "groundhog",
+            "groups": [{"rewards": [1, 1, 0.5, 0.5], "injected": 2}] * 2,
+        },
+        "independent": {
+            "mode": "naive",
+            "groups": [
+                {"rewards": [1, 0.5, 0.5, 0.25], "injected": 3},
+                {"rewards": [0.5, 1, 0.5, 0.5], "injected": 4},
+            ],
+        },
+    }
+    row = faults.summarize(raw)
+    assert row["shared"]["same_policy_reward_variance"] == 0.0
+    assert row["shared"]["contrast_variance"] == 0.0 and row["variance_reduction"] == 1.0
+    assert row["independent"]["faults_injected"] == 7
+    assert row["independent"]["same_policy_reward_variance"] > 0

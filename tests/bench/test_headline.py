@@ -64,7 +64,37 @@ def test_every_unsupported_claim_and_control_gets_its_own_line(results) -> None:
 def test_a_run_with_no_failure_says_so(results) -> None:
     for claim in results["claims"]:
         claim["supported"], claim["verdict"] = True, "supported"
+    # Every claim passes, but the shop and MCP cells hold gates no claim covers that fail.
+    assert "- none:" not in headline.block(results)
+    results["cells"] = {
+        name: cell for name, cell in results["cells"].items() if name.startswith("research/")
+    }
     assert "- none: every predeclared claim and control is supported" in headline.block(results)
+
+
+def test_a_failed_gate_no_claim_covers_gets_its_own_line_beside_the_claims(results) -> None:
+    for claim in results["claims"]:
+        claim["supported"], claim["verdict"] = True, "supported"
+    lines = headline.block(results).splitlines()
+    told = [line for line in lines if line.startswith("- shop/cooperative, U2's gate")]
+    # Version 8's shop/cooperative (C) bias, +0.068 [+0.022, +0.113]: under no claim.
+    assert len(told) == 1 and "NOT supported" in told[0] and "+0.068" in told[0]
+    assert any(line.startswith("- mcp/uncooperative, U6's gate") for line in lines)
+
+
+def test_the_ceiling_column_applies_the_runs_own_gate(results) -> None:
+    def shop_row(block: str) -> str:
+        return next(line for line in block.splitlines() if "| shop/uncooperative |" in line)
+
+    # Version 8's gate (95% lower bound > 0.8) fails the shop's (C) at 0.95 [0.72, 1.21] ...
+    assert "0.95 [0.72, 1.21]: NOT supported" in shop_row(headline.block(results))
+    for claim in results["claims"]:
+        if claim["id"] in {"U6", "C6"}:
+            claim["gate"] = "groundhog.estimand_share.value > 0.938"
+    # ... version 9's (the point above 0.938) passes it; the header names the gate applied.
+    block = headline.block(results)
+    assert "0.95 [0.72, 1.21]: passes" in shop_row(block)
+    assert "ceiling test: `groundhog.estimand_share.value > 0.938`" in block
 
 
 def test_a_quick_run_says_its_verdicts_are_not_claims(results) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 
 from bench import provenance
 
@@ -41,3 +42,24 @@ def test_the_record_carries_each_cells_sizes_as_run_and_the_cpu_spent() -> None:
     assert recorded["cpu_seconds"] > 0
     assert recorded["wall_seconds"] == 1.5
     assert recorded["machine"]["cpus"] >= 1
+
+
+def test_the_cpu_of_children_still_running_is_counted() -> None:
+    """The services a run starts (worlds, resolver, proxy) are alive when the run records its
+    cost: their CPU is read from /proc, not only from the children already waited for."""
+    burn = (
+        "import sys, time\n"
+        "while time.process_time() < 0.4: pass\n"
+        "print('burnt', flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    start = provenance.cpu_seconds()
+    child = subprocess.Popen(
+        [sys.executable, "-c", burn], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "burnt"
+        assert provenance.cpu_seconds() - start >= 0.35
+    finally:
+        child.kill()
+        child.wait()

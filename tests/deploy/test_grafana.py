@@ -20,7 +20,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from resolver.policy import Decision
+from engine.policy import Decision
 from tests.resolver.proxy_double import ProxyDouble, World
 from tests.support.servers import REPO_ROOT, ServerProcess, running_server, wait_until
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from resolver.policy import Decision
+from engine.policy import Decision
 from tests.support.servers import REPO_ROOT
 
 DOCS = REPO_ROOT / "docs"

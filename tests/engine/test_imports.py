@@ -1,9 +1,10 @@
-"""The layering holds: engine/ beneath both shells, and the proxy on neither the store nor FastAPI.
+"""The layering holds: engine/ beneath both shells, and the proxy on neither the resolver nor
+the store nor FastAPI.
 
-engine/ imports no SQL, HTTP, web framework or mitmproxy, and nothing of the shells; the proxy
-imports no store module, and of the resolver only what is still listed below, which may only
-shrink (issue 54: the decision path those modules run moves into engine/ next). A sidecar
-process loads neither FastAPI nor SQLAlchemy nor the store.
+engine/ imports no SQL, HTTP, web framework or mitmproxy, and nothing of the shells (not even
+for type checking: the store's rows are read through engine/refs.py's protocols); the proxy
+imports no store and no resolver module: the ask path it runs as a lease holder is engine/'s.
+A sidecar process loads neither FastAPI nor SQLAlchemy nor the store nor the resolver.
 """
 
 from __future__ import annotations
@@ -16,9 +17,7 @@ from pathlib import Path
 from tests.support.servers import REPO_ROOT
 
 FRAMEWORKS = {"sqlalchemy", "fastapi", "starlette", "mitmproxy", "httpx", "uvicorn", "alembic"}
-# The lease holder's decision path (resolver/leased_hits.py, resolver/draft_memo.py): it runs
-# resolver/asks.py and the modules it drafts with, which are pure but not yet in engine/.
-PROXY_STILL_IMPORTS = {"resolver.draft_memo", "resolver.leased_hits"}
+SHELLS = {"resolver", "store"}
 
 
 def imported_modules(package: str) -> dict[str, set[Path]]:
@@ -46,26 +45,23 @@ def test_the_engine_imports_no_framework_and_neither_shell() -> None:
     assert not roots(imported) & FRAMEWORKS, {
         name: paths for name, paths in imported.items() if name.split(".")[0] in FRAMEWORKS
     }
-    shells = {"resolver", "store", "proxy", "services", "worldsim", "bench"}
+    shells = SHELLS | {"proxy", "services", "worldsim", "bench"}
     assert not roots(imported) & shells, {
         name: paths for name, paths in imported.items() if name.split(".")[0] in shells
     }
 
 
-def test_the_proxy_imports_no_store_and_only_the_listed_resolver_modules() -> None:
+def test_the_proxy_imports_neither_the_resolver_nor_the_store() -> None:
     imported = imported_modules("proxy")
-    assert not {name for name in imported if name.split(".")[0] == "store"}
-    resolver = {name for name in imported if name.split(".")[0] == "resolver"}
-    modules = {name for name in resolver if (REPO_ROOT / f"{name.replace('.', '/')}.py").exists()}
-    assert modules <= PROXY_STILL_IMPORTS, "the proxy imports the resolver: use engine/"
-    assert modules == PROXY_STILL_IMPORTS, "an edge is gone: drop it from PROXY_STILL_IMPORTS"
+    shells = {name: paths for name, paths in imported.items() if name.split(".")[0] in SHELLS}
+    assert shells == {}, "the proxy imports a shell's module: what it needs belongs in engine/"
 
 
-def test_a_sidecar_process_loads_no_web_framework_no_database_and_no_store() -> None:
+def test_a_sidecar_process_loads_no_web_framework_no_database_no_store_no_resolver() -> None:
     program = (
         "import proxy.addon, sys; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "{'fastapi', 'starlette', 'sqlalchemy', 'alembic', 'uvicorn', 'store'}))"
+        "{'fastapi', 'starlette', 'sqlalchemy', 'alembic', 'uvicorn', 'store', 'resolver'}))"
     )
     done = subprocess.run(
         [sys.executable, "-c", program],

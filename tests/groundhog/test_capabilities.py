@@ -96,7 +96,7 @@ def test_rollout_groups_present_the_rollouts_capability(
     assert sorted(asyncio.run(both())) == ["recorded", "shared"]
     with groups.rollout_sync("g", 2):
         # requests negotiates otherwise than httpx (Accept-Encoding, `Accept: */*`), which no
-        # longer splits the key (resolver/protocol_noise.py): the httpx siblings' address.
+        # longer splits the key (engine/protocol_noise.py): the httpx siblings' address.
         answer = groups.requests_session().get(url)
         assert (answer.status_code, answer.headers["X-Groundhog-Decision"]) == (200, "shared")
     assert bare_status(gh_proxied, tape_name, "root/g/s2", url) == 403

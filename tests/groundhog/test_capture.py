@@ -46,14 +46,7 @@ def dead_pid() -> int:
 def capture_possible() -> None:
     """Skip, saying why, where this machine cannot make a capture namespace at all."""
     try:
-        capture_net.check_privileges()
-        owner = dead_pid()
-        with capture_net.allocation_lock():
-            trial = capture_net.CaptureNet(owner_pid=owner, slot=capture_net.free_slot(owner))
-            try:
-                capture_net.create(trial, ("127.0.0.1", 9), ("127.0.0.1", 9))
-            finally:
-                capture_net.destroy(trial)
+        capture_net.check_namespaces()
     except capture_net.CaptureUnavailable as error:
         pytest.skip(f"no capture namespaces on this machine: {error}")
 
@@ -93,6 +86,7 @@ def captured(
     branch: str,
     *command: str,
     env: dict[str, str] | None = None,
+    loopback: str = "sidecar",
 ) -> subprocess.Popen[str]:
     environment = {
         **os.environ,
@@ -102,7 +96,8 @@ def captured(
         "XDG_CACHE_HOME": str(capture_dir / "cache"),
     }
     arguments = ["run", "--capture", "--capture-dir", str(capture_dir), "--tape", tape]
-    arguments += ["--branch", branch, "--", *command]
+    # The worlds listen on this machine's loopback: the worker's 127.0.0.1 must reach them.
+    arguments += ["--loopback", loopback, "--branch", branch, "--", *command]
     return subprocess.Popen(
         tied_command([sys.executable, "-m", "groundhog.cli", *arguments]),
         env=environment,
@@ -309,6 +304,11 @@ def test_the_next_run_removes_what_a_vanished_run_left_behind() -> None:
             capture_net.destroy(net)
 
 
+def test_the_trial_namespace_leaves_nothing_behind() -> None:
+    capture_net.check_namespaces()  # made and removed, owned by a pid no process has
+    assert leftovers(int(capture_net.PID_MAX.read_text())) == []
+
+
 def test_under_sudo_the_command_runs_as_the_invoking_user_and_can_read_the_ca(
     stack: Stack, capture_dir: Path
 ) -> None:
@@ -321,3 +321,51 @@ def test_under_sudo_the_command_runs_as_the_invoking_user_and_can_read_the_ca(
     uid, bundle, ca = out.split()
     assert uid == "65534"  # not root: the user sudo was run for
     assert int(bundle.rsplit(":", 1)[1]) > 1 and ca.endswith(":1")  # readable by that user
+
+
+OWN_SERVER = """
+import http.server, socket, sys, threading, urllib.request
+class Own(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "3")
+        self.end_headers()
+        self.wfile.write(b"own")
+    def log_message(self, *args):
+        pass
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Own)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+for host in ("127.0.0.1", "localhost"):
+    url = f"http://{host}:{server.server_address[1]}/tool"
+    print("own server:", urllib.request.urlopen(url, timeout=30).read().decode())
+try:
+    socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10).close()
+    print("host loopback: connected")
+except OSError as error:
+    print("host loopback:", type(error).__name__)
+"""
+
+
+def test_by_default_a_captured_workers_loopback_is_its_own(stack: Stack, capture_dir: Path) -> None:
+    tape = stack.open_tape()
+    # A listener on this machine's loopback, which the worker's 127.0.0.1 must not reach.
+    outside = socket.socket()
+    outside.bind(("127.0.0.1", 0))
+    outside.listen()
+    outside.setblocking(False)
+    port = str(outside.getsockname()[1])
+    try:
+        worker = captured(
+            stack, capture_dir, tape, "root", sys.executable, "-c", OWN_SERVER, port,
+            loopback="local",
+        )  # fmt: skip
+        out, err = worker.communicate(timeout=60)
+        with pytest.raises(BlockingIOError):
+            outside.accept()
+    finally:
+        outside.close()
+    assert worker.returncode == 0, err
+    assert out.count("own server: own") == 2  # its own server, by address and by name
+    assert "host loopback: ConnectionRefusedError" in out  # nothing listens there inside
+    events = stack.admin("GET", f"/v1/tapes/{tape}/events").json()["events"]
+    assert events == []  # loopback never reached the proxy

@@ -6,8 +6,8 @@ import json
 
 from typer.testing import CliRunner
 
+from engine.catalog import shipped
 from groundhog.cli import app
-from resolver.catalog import shipped
 
 runner = CliRunner()
 

@@ -1,10 +1,11 @@
 """A real SkyRL-Gym `search` environment on Groundhog branches, through the real stack.
 
-Three repetitions of one instance (SkyRL's `TrajectoryID(instance_id, repetition_id)`) each make
-their own `SearchEnv` and step it with one search, in threads; `route_tool_groups` sends the
-tool group's POSTs through the real proxy on each repetition's branch. The retrieval server
-answers every live call differently, so the repetitions see one result only if Groundhog
-shared it: the server must be hit once and every observation must be the same bytes.
+Four repetitions of one instance (SkyRL's `TrajectoryID(instance_id, repetition_id)`) each make
+their own `SearchEnv` and step it with a search, in threads, the shim on; `route_tool_groups`
+sends the tool group's POSTs through the real proxy on each repetition's branch. The retrieval
+server answers every live call differently, so the repetitions see one result only if Groundhog
+shared it: the server must be hit once per address and every observation must be the same
+bytes. One repetition then adds a document to the index, and its next search goes live.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class Retrieval:
     def __init__(self) -> None:
         self.calls = 0
         self.notes = 0
+        self.documents = 0
         self.lock = threading.Lock()
         self.url = ""
 
@@ -47,6 +49,11 @@ def retrieval() -> Iterator[Retrieval]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             query = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if self.path == "/documents":  # adds a document to the index
+                with state.lock:
+                    state.documents += 1
+                    send_json(self, {"documents": state.documents})
+                return
             if self.path == "/notes":  # a write tool: each call files a note of its own
                 with state.lock:
                     state.notes += 1
@@ -67,37 +74,64 @@ def retrieval() -> Iterator[Retrieval]:
         yield state
 
 
+WRITER = 1
+
+
 def test_repetitions_of_one_instance_share_one_search_result(
     gh_proxied: Groundhog, tape_name: str, retrieval: Retrieval
 ) -> None:
-    # A search is a POST that reads: a rule says so, or every POST would be a live write.
-    rules = [{"method": "POST", "path": "/retrieve", "reads": ["index"]}]
+    # A search is a POST that reads the index, and adding a document writes it: rules say so, or
+    # every POST would be a live write.
+    rules = [
+        {"method": "POST", "path": "/retrieve", "reads": ["index"]},
+        {"method": "POST", "path": "/documents", "writes": ["index"]},
+    ]
     tape = gh_proxied.open(tape_name, world_seed=6, dependency_model="rules", rules=rules)
-    groups = RolloutGroups(tape, use_shim=False)
+    groups = RolloutGroups(tape)  # the shim on, as by default
     config = SearchEnvConfig(search_url=f"{retrieval.url}/retrieve", log_requests=False)
 
-    def trajectory(repetition: int) -> str:
+    def trajectory(repetition: int) -> tuple[str, str]:
         env = skyrl_gym.make(
-            "search", env_config=config, extras={"reward_spec": {"ground_truth": "x"}}
+            "search",
+            env_config=config,
+            extras={"reward_spec": {"ground_truth": "x"}, "max_turns": 3},
         )
         route_tool_groups(env, groups)
         with groups.rollout_sync("instance-7", repetition):
             env.init([{"role": "user", "content": "What is solar?"}])
-            step = env.step("<search>solar</search>")
-        return step["observations"][0]["content"]
+            first = env.step("<search>solar</search>")
+            if repetition == WRITER:  # one repetition adds a document to the index
+                document = {"contents": "solar is bright"}
+                added = groups.requests_session().post(
+                    f"{retrieval.url}/documents", json=document, timeout=30
+                )
+                assert added.headers["X-Groundhog-Decision"] == "write", added.text
+            second = env.step("<search>solar</search>")
+        return first["observations"][0]["content"], second["observations"][0]["content"]
 
-    with ThreadPoolExecutor(3) as pool:
-        observations = list(pool.map(trajectory, range(3)))
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(trajectory, range(4)))
 
-    assert "solar result 1" in observations[0]
-    assert observations == [observations[0]] * 3
-    assert retrieval.calls == 1
+    firsts = [first for first, _ in results]
+    assert "solar result 1" in firsts[0]
+    assert firsts == [firsts[0]] * 4  # one search result for the group
+    assert retrieval.documents == 1
+    # The writer's search after its write went live; its siblings share one second search.
+    seconds = [second for _, second in results]
+    readers = [second for i, second in enumerate(seconds) if i != WRITER]
+    assert readers == [readers[0]] * 3 and seconds[WRITER] != readers[0]
+    assert retrieval.calls == 3  # once per address, and once for the writer
+    writer = f"root/instance-7/s{WRITER}"
+    assert [e.decision for e in gh_proxied.iter_events(tape_name, branch=writer)][1:] == [
+        "write",
+        "refetched",
+    ]
     decisions = sorted(
         event.decision
-        for path in (f"root/instance-7/s{i}" for i in range(3))
+        for path in (f"root/instance-7/s{i}" for i in range(4))
         for event in gh_proxied.iter_events(tape_name, branch=path)
     )
-    assert decisions == ["recorded", "shared", "shared"]
+    assert decisions == ["recorded"] * 2 + ["refetched"] + ["shared"] * 5 + ["write"]
 
 
 def test_an_environment_without_routable_tool_groups_fails_loudly(

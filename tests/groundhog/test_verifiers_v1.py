@@ -4,8 +4,9 @@ A group is `Env.slots(task, 4)` run with `Env.run_slot` concurrently, as verifie
 each episode's tool traffic (the env's own client, and a process started with the task's
 `runtime_env()`, as verifiers starts the rollout's runtime) goes through the real proxy and
 resolver to a local upstream. The group must be one fork keyed by the task's content hash, each
-rollout its own branch, the reads shared (the upstream hit once per address), each episode
-stamped with its group; and an argument keyed only by its memory address must fail loudly.
+rollout its own branch, the reads shared (the upstream hit once per address), the one writer's
+read after its write refetched, each episode stamped with its group; and an argument keyed only
+by its memory address must fail loudly.
 
 Each episode takes its model turn through the real openai SDK, at the endpoint the run's
 `ModelContext` names (a mock chat-completions server on loopback, as a trainer's names its
@@ -32,7 +33,7 @@ vf = pytest.importorskip("verifiers.v1", reason="the verifiers extra is not inst
 import openai  # noqa: E402  (a verifiers dependency)
 
 from groundhog.client import Groundhog  # noqa: E402
-from groundhog.verifiers_adapter import with_groundhog  # noqa: E402
+from groundhog.verifiers_adapter import current_rollout_branch, with_groundhog  # noqa: E402
 from groundhog.verifiers_v1 import UnstableGroupKey  # noqa: E402
 from tests.groundhog.model_server import ModelServer, serving_model  # noqa: E402
 from tests.groundhog.upstream import Upstream  # noqa: E402
@@ -45,6 +46,10 @@ response = httpx.get(sys.argv[1], timeout=60)
 print(json.dumps({"body": response.text,
                   "decision": response.headers.get("X-Groundhog-Decision")}))
 """
+
+
+# The first episode of each group to reach its write is the group's one writer.
+WRITERS: dict[str, str] = {}
 
 
 class FetchEnvConfig(vf.EnvConfig):
@@ -69,13 +74,22 @@ class FetchEnv(vf.Env[FetchEnvConfig]):
         )  # fmt: skip
         out, _ = await process.communicate()
         runtime = json.loads(out)
+        branch = current_rollout_branch()
+        assert branch is not None
+        wrote = WRITERS.setdefault(branch.group, branch.path) == branch.path
+        async with self.groundhog.async_httpx_client() as http:
+            written = await http.post(task.data.url + "/notes", content=b"mine") if wrote else None
+            notes = await http.get(task.data.url + "/notes")
         trace = vf.Trace(
             task=vf.TraceTask(type=type(task).__name__, data=task.data, key=task.key,
                               hash=task.hash),
             agent=vf.AgentInfo(config=agents.solver.config, name="solver"),
             info={"answer": completion.choices[0].message.content,
                   "tool": page.text, "tool_decision": page.headers["X-Groundhog-Decision"],
-                  "runtime": runtime["body"], "runtime_decision": runtime["decision"]},
+                  "runtime": runtime["body"], "runtime_decision": runtime["decision"],
+                  "wrote": wrote, "notes": notes.text,
+                  "notes_decision": notes.headers["X-Groundhog-Decision"],
+                  "write_decision": written and written.headers["X-Groundhog-Decision"]},
             is_completed=True, ok=True,
         )  # fmt: skip
         trace.record_reward("served", 1.0)
@@ -133,8 +147,8 @@ def test_a_group_of_rollouts_is_one_fork_keyed_by_the_task_and_shares_the_world(
     assert [r["model"] for r in model_server.requests] == ["mock-model"] * 4
     assert all(r["messages"][0]["content"] == task.data.prompt for r in model_server.requests)
     assert all("x-groundhog-branch" not in headers for headers in model_server.headers)
-    events = list(gh_proxied.iter_events(tape_name))
-    assert len(events) == 8 and not [e for e in events if "/chat/completions" in e.url]
+    events = list(gh_proxied.iter_events(tape_name))  # 4 pages, 4 runtime reads, a write, 4 notes
+    assert len(events) == 13 and not [e for e in events if "/chat/completions" in e.url]
     assert len({info["answer"] for info in infos}) == 4
     assert len({info["tool"] for info in infos}) == 1  # one draw of the world for the group
     assert len({info["runtime"] for info in infos}) == 1
@@ -143,6 +157,15 @@ def test_a_group_of_rollouts_is_one_fork_keyed_by_the_task_and_shares_the_world(
     assert sorted(info["runtime_decision"] for info in infos) == decisions
     assert http_upstream.count(f"/{tape_name}/page") == 1
     assert http_upstream.count(f"/{tape_name}/page/runtime") == 1
+    # One writer: its write went live and its read after it was fetched again, while its
+    # siblings, who wrote nothing, share the unwritten notes.
+    (writer,) = [info for info in infos if info["wrote"]]
+    readers = [info for info in infos if not info["wrote"]]
+    assert writer["write_decision"] == "write" and writer["notes_decision"] == "refetched"
+    assert sorted(info["notes_decision"] for info in readers) == ["recorded", "shared", "shared"]
+    assert len({info["notes"] for info in readers}) == 1
+    assert readers[0]["notes"] != writer["notes"]
+    assert http_upstream.count(f"/{tape_name}/page/notes") == 3  # two reads and the write
     branches = [b.path for b in env.groundhog.branches]
     groups = {b.group for b in env.groundhog.branches}
     assert len(set(branches)) == 4 and len(groups) == 1
@@ -150,7 +173,7 @@ def test_a_group_of_rollouts_is_one_fork_keyed_by_the_task_and_shares_the_world(
     assert {e.group.id for e in episodes} == {group}
     assert all(path.startswith(group + "/") for path in branches)
     report = gh_proxied.report(tape_name)
-    assert sum(report.branches[path].reads_shared for path in branches) == 6
+    assert sum(report.branches[path].reads_shared for path in branches) == 8
 
     # The same task content again (a fresh Task object, as a new step would load it) keys the
     # same group; its key is the task's content hash, not its repr.

@@ -10,7 +10,7 @@ import pytest
 
 from tests.proxy.stack import Stack, running_stack
 from tests.proxy.upstream_server import Upstream
-from tests.proxy.websocket_world import World
+from tests.proxy.websocket_world import World, serving_world
 from tests.support.certs import write_self_signed
 from tests.support.servers import ServerProcess, start_server
 from tests.support.store_databases import private_schema_url
@@ -32,12 +32,8 @@ def upstream() -> Iterator[Upstream]:
 @pytest.fixture
 def world() -> Iterator[World]:
     """A WebSocket world on loopback (tests/proxy/websocket_world.py), stopped after the test."""
-    running = World()
-    try:
+    with serving_world() as running:
         yield running
-    finally:
-        running.server.shutdown()
-        running.thread.join(timeout=10)
 
 
 @pytest.fixture

@@ -296,7 +296,7 @@ class ProxyCrashMachine(RuleBasedStateMachine):
 def test_the_lifecycle_survives_the_resolver_and_the_proxy_dying(
     tmp_path: Path, upstream: Upstream, resolver_args: tuple[str, ...], leases: str
 ) -> None:
-    """With branch leases on too (proxy/branch_leases.py): the proxy then answers hits itself
+    """With branch leases on too (proxy/held_branches.py): the proxy then answers hits itself
     and its kill can leave served hits in its log only, which its restart ships."""
     lease_flags = ("--set", "groundhog_branch_leases=true") if leases == "on" else ()
     with running_stack(

@@ -65,13 +65,19 @@ def test_the_addon_moves_a_mapped_connection_and_refuses_a_bad_map() -> None:
         )
         hook = server_hooks.ServerConnectionHookData(client=client, server=server)
 
+        dialled: list[tuple[str, int] | None] = []
+
         async def connect() -> None:  # the hook arms a connect timer on the running loop
             addon.server_connect(hook)
+            dialled.append(server.address)
             addon.server_connected(hook)
 
         asyncio.run(connect())
-        assert server.address == ("127.0.0.1", 9000)
+        assert dialled == [("127.0.0.1", 9000)]
         assert server.sni == "api.tavily.com"
+        # Once connected it answers to its own name again, so mitmproxy reuses it for the
+        # host's next request (tests/proxy/test_tool_apis_end_to_end.py, kept-alive client).
+        assert server.address == ("api.tavily.com", 443)
         with pytest.raises(OptionsError, match="HOST=ADDR:PORT"):
             context.configure(addon, groundhog_map_host=["api.tavily.com"])
 
@@ -100,9 +106,12 @@ def test_a_captured_workers_stand_in_address_is_named_first_then_mapped() -> Non
         )
         hook = server_hooks.ServerConnectionHookData(client=client, server=server)
 
+        dialled: list[tuple[str, int] | None] = []
+
         async def connect() -> None:
             addon.server_connect(hook)
+            dialled.append(server.address)
             addon.server_connected(hook)
 
         asyncio.run(connect())
-        assert server.address == ("127.0.0.1", 9000) and server.error is None
+        assert dialled == [("127.0.0.1", 9000)] and server.error is None

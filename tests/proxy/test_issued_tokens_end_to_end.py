@@ -4,8 +4,8 @@ A login answers with fresh random OAuth tokens (`access_token` and `refresh_toke
 formats, an `id_token` JWT); an authorised read presents the access token. The recording branch
 gets the real tokens and the world accepts them; a sealed sibling replaying the login is served
 surrogates of the same shape, and its read presenting the surrogate is served from the tape as
-the recording's. No stored byte — the SQLite files, the export, the events and exchanges — holds
-an issued token, and the audit is clean.
+the recording's. No stored byte — the SQLite files, the export, the events, exchanges and
+viewer, a published dataset's Parquet — holds an issued token, and the audit is clean.
 """
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.proxy.secret_scans import event_and_exchange_pages, recorded_then_replayed
+from tests.proxy.secret_scans import published_values, recorded_then_replayed, stored_places
 from tests.proxy.stack import Stack
 
 Received = list[dict[str, Any]]
@@ -72,21 +73,13 @@ def test_the_replaying_branch_gets_surrogates_of_the_same_shape(recorded) -> Non
     assert replayed["token_type"] == "bearer" and replayed["expires_in"] == 3600
 
 
-def test_no_stored_byte_holds_an_issued_token(recorded) -> None:
+def test_no_stored_byte_holds_an_issued_token(recorded, tmp_path: Path) -> None:
     stack, tape, _first, _replay, received = recorded
     tokens = [token.encode() for token in _issued(received)]
-    places: dict[str, bytes] = {
-        str(path.relative_to(stack.data_dir)): path.read_bytes()
-        for path in stack.data_dir.rglob("*")
-        if path.is_file()
+    places = stored_places(stack, tape)
+    places |= {
+        f"Parquet {cell}": data for cell, data in published_values(stack, tape, tmp_path).items()
     }
-    assert "groundhog.sqlite3" in places
-    places["export"] = stack.admin("GET", f"/v1/tapes/{tape}/export").content
-    pages, ids = event_and_exchange_pages(stack, tape)
-    places.update({f"events of {branch}": page for branch, page in pages.items()})
-    for exchange_id in ids:
-        route = f"/v1/tapes/{tape}/exchanges/{exchange_id}"
-        places[route] = stack.admin("GET", route).content
     found = [
         f"token {i} in {where}"
         for where, data in places.items()

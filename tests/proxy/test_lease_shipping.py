@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from engine.leased_hits import BranchCopy
 from engine.refs import BranchRef, TapeRef
 from proxy.lease_log import LeaseLog
 from proxy.lease_shipping import HeldBranch, Shipper
 from proxy.resolver_client import ResolverGone, ResolverRejected, ResolverUnavailable
-from resolver.leased_hits import BranchCopy
 
 
 class FakeResolver:
@@ -162,7 +162,7 @@ def test_a_hit_served_while_a_batch_is_on_its_way_is_shipped_after_it(tmp_path: 
     async def serve_during_the_shipment() -> None:
         ships.soon(held)
         await resolver.sending.wait()
-        # Served now, as proxy/branch_leases.py serves a hit: no other hit comes after it.
+        # Served now, as proxy/held_branches.py serves a hit: no other hit comes after it.
         held.pending.append({"key_hash": "k", "occurrence": 1})
         ships.soon(held)
         resolver.gate.set()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+from collections.abc import Callable
 
 import pytest
 from mitmproxy import flow as mitm_flow
@@ -195,6 +196,50 @@ def test_a_superseded_stream_is_cut_off_rather_than_served() -> None:
     flow = make_flow()
     live(script, flow, world(body=b"", length=False), chunks=[b"my own bytes"])
     assert flow.error is not None and flow.error.msg == mitm_flow.Error.KILLED_MESSAGE
+
+
+ISSUED = b'{"access_token":"ghu_' + b"R" * 36 + b'"}'
+STORED_ISSUED = b'{"access_token":"[redacted:issued.40.alnum.ghu_:0123456789abcdef]"}'
+
+
+def issued_script(*, as_received: bool) -> Callable[[str, dict], tuple[int, object]]:
+    """Records answered as the resolver answers a read whose answer held an issued token: the
+    stored form with the placeholder, and (`as_received`) the answer as received, body null."""
+
+    def script(route: str, payload: dict) -> tuple[int, object]:
+        if "response" in payload and route == "/v1/record":
+            head = {"status": 200, "headers": [["Content-Type", "application/json"]]}
+            answer: dict = {"decision": "recorded", "exchange_id": 1, "recorded": True}
+            answer["response"] = {**head, "body": b64(STORED_ISSUED)}
+            if as_received:
+                answer["as_received"] = {**head, "body": None}
+            return 200, answer
+        return recording_script()(route, payload)
+
+    return script
+
+
+@pytest.mark.parametrize("as_received", [True, False])
+def test_a_read_that_received_an_issued_token_gets_it_as_received_when_the_resolver_says_so(
+    as_received: bool,
+) -> None:
+    flow = make_flow()
+    live(issued_script(as_received=as_received), flow, world(body=ISSUED), chunks=[ISSUED])
+    token = json.loads(flow.response.raw_content)["access_token"]
+    if as_received:
+        assert flow.response.raw_content == ISSUED
+    else:  # a fetcher that lost the race to another's recording: a surrogate, as its siblings
+        assert token.startswith("ghu_0123456789abcdef") and len(token) == 40
+    assert flow.response.headers["X-Groundhog-Decision"] == "recorded"
+
+
+def test_a_streamed_read_whose_issued_token_the_tape_keeps_as_a_placeholder_is_not_cut_off() -> (
+    None
+):
+    flow = make_flow()
+    answer = world(body=b"", length=False, Content_Type="application/json")
+    live(issued_script(as_received=True), flow, answer, chunks=[ISSUED])
+    assert not flow.error
 
 
 @pytest.mark.parametrize(

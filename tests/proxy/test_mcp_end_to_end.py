@@ -236,7 +236,7 @@ def test_a_sealed_miss_fails_one_tool_call_and_the_session_goes_on(
 def test_a_tape_recorded_by_one_mcp_client_version_replays_sealed_under_another(
     stack: Stack, mcp_world: ServerProcess
 ) -> None:
-    """`clientInfo` and `params._meta` are protocol noise (resolver/protocol_noise.py): a tape
+    """`clientInfo` and `params._meta` are protocol noise (engine/protocol_noise.py): a tape
     recorded by one SDK version replays sealed under another (before: `initialize` missed with
     `body field 'params.clientInfo.version'`); a real difference is still named."""
     tape = stack.open_tape()

@@ -199,3 +199,20 @@ def test_imported_openapi_reads_share_and_writes_do_not(mapped_stack, tmp_path: 
     assert plain.state.count("/items", method="POST") == posts + 2
     # Each branch wrote to the API: its search is asked of the world again, not the base.
     assert call(branches[0], "POST", "/find") == "refetched"
+
+
+def test_a_kept_alive_client_reuses_one_connection_to_a_mapped_host(mapped_stack) -> None:
+    """mitmproxy reuses a server connection whose address matches the request's host; a mapped
+    connection must still match its original name, or every request opens (and keeps) one more
+    connection to the world."""
+    stack, plain = mapped_stack.stack, mapped_stack.plain
+    tape = stack.open_tape()
+    accepts_before = plain.state.accepts
+    with httpx.Client(proxy=proxy_url(stack.proxy.port, tape, "root"), trust_env=False) as client:
+        answers = [
+            client.get(f"http://search.stand-in.test/items/{index}", timeout=30)
+            for index in range(8)
+        ]
+    assert [answer.status_code for answer in answers] == [200] * 8
+    assert [answer.headers["X-Groundhog-Decision"] for answer in answers] == ["recorded"] * 8
+    assert plain.state.accepts - accepts_before == 1

@@ -53,7 +53,8 @@ class UpstreamState:
     # `/gated` answers once this is set (open by default); `/hang` never answers, until stop.
     gate: threading.Event = field(default_factory=lambda: _opened(threading.Event()))
     hung_up: threading.Event = field(default_factory=threading.Event)
-    # Tokens `/oauth/token` issued (random, as a real world's are); `/me` accepts only these.
+    # Tokens `/oauth/token` and `/session` issued (random, as a real world's are); `/me` accepts
+    # only these.
     issued: list[str] = field(default_factory=list)
 
     def count(self, path: str | None = None, method: str | None = None) -> int:
@@ -115,6 +116,17 @@ class _Handler(BaseHTTPRequestHandler):
             )
             self.close_connection = True
             self.connection.close()
+            return
+        if url.path == "/session":
+            # A read that issues tokens (a session endpoint; `hold=1`: answered once the gate
+            # opens, so siblings can be made to wait on it).
+            if query.get("hold"):
+                state.gate.wait(HOLD_BOUND_SECONDS)
+            self._send(
+                200,
+                json.dumps(_issue_tokens(state)).encode(),
+                [("Content-Type", "application/json")],
+            )
             return
         if url.path == "/oauth/token":
             self._send(

@@ -7,8 +7,8 @@ import hashlib
 import pytest
 
 from bench.reliability import fuzz
-from resolver.keys import RequestKey, request_key
-from resolver.request import RequestParts
+from engine.keys import RequestKey, request_key
+from engine.request import RequestParts
 
 
 def test_schema_fuzz_finds_no_server_error() -> None:

@@ -7,7 +7,7 @@ import pytest
 
 from engine.admin_regex import compile_admin_regex
 from engine.errors import InvalidSpec
-from resolver.redaction import Policy
+from engine.redaction import Policy
 from tests.support.servers import ServerProcess
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from resolver.advice import advise
+from resolver.advice import advise, protocol_operation
 from store.sibling_writes import RefetchedRead, WriteRow
 
 SEARCH = "http://tools.test:8000/search"
@@ -50,3 +50,45 @@ def test_a_later_read_that_changed_is_charged_to_the_write_before_it() -> None:
     other = RefetchedRead("root/b0", 5, "http://elsewhere.test/list", "after", "before")
     earlier = RefetchedRead("root/b0", 0, "http://tools.test:8000/list", "after", "before")
     assert advise(writes, [other, earlier])["operations"][0]["shareable"]
+
+
+def test_an_answer_that_created_something_is_a_write_whatever_the_siblings_sent() -> None:
+    """A world whose every tool call is a POST has no read to show a write's effect: two
+    siblings adding the same item to their carts sent one request, answered alike (issue 56)."""
+    for status in (201, 202):
+        writes = [_write("root/b0", status=status), _write("root/b1", status=status)]
+        [item] = advise(writes, [])["operations"]
+        assert not item["shareable"] and item["rule"] is None
+        assert f"answered {status}: the request created something" in item["why_not"]
+
+
+def test_a_protocol_operation_is_never_given_a_path_rule() -> None:
+    """`POST /mcp` as a read would make every tool of the server a read: an MCP tool call is
+    judged by its protocol and the tape's mcp_tools, and each operation is named on its own."""
+    head = "v4 POST http://tools.test:8000/mcp op:mcp tools/call hold body:{}"
+    hold = [
+        WriteRow(b, "root", 1, "POST", "http://tools.test:8000/mcp", "k", 0, 200, b, head)
+        for b in ("root/b0", "root/b1")
+    ]
+    other = head.replace("hold", "book")
+    book = [
+        WriteRow(
+            "root/b0", "root", 2, "POST", "http://tools.test:8000/mcp", "k2", 0, 200, "x", other
+        )
+    ]
+    advice = advise([*hold, *book], [])
+    assert advice["rules"] == [] and advice["could_share"] == 0
+    names = sorted(item["operation"] for item in advice["operations"])
+    assert names == [
+        "POST http://tools.test:8000/mcp (mcp tools/call book)",
+        "POST http://tools.test:8000/mcp (mcp tools/call hold)",
+    ]
+    assert all("protocol operation" in item["why_not"] for item in advice["operations"])
+
+
+def test_the_operation_is_read_from_the_keys_head() -> None:
+    assert protocol_operation("v4 POST http://a/mcp op:mcp tools/call x headers:[] body:{}") == (
+        "mcp tools/call x"
+    )
+    assert protocol_operation("v4 POST http://a/mcp op:graphql query Q") == "graphql query Q"
+    assert protocol_operation('v4 POST http://a/search body:{"q":1}') is None

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from engine.secret_format_table import FORMAT_TABLE
 from resolver.audit_second_opinion import second_opinion
-from resolver.secret_format_table import FORMAT_TABLE
 
 # Our rows whose example detect-secrets 1.5 does not find: formats it has no plugin for (today's
 # model keys, fine-grained GitHub tokens, Hugging Face, Google, npm outside `.npmrc`) and the

@@ -50,7 +50,7 @@ def test_the_book_is_bounded_and_hands_out_once() -> None:
 
 
 def test_brotli_and_zstd_answers_are_scrubbed_and_encoded_again() -> None:
-    from resolver.content_coding import decode_content, encode_content
+    from engine.content_coding import decode_content, encode_content
 
     body = json.dumps({"echo": SECRET, "other": "kept"}).encode()
     for encoding in ("br", "zstd"):

@@ -9,26 +9,26 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+from engine.asks import Ask
+from engine.decision import Plan, Step
+from engine.dependencies import Classification
+from engine.facts import facts_of, holder_of
 from engine.fingerprint import UNKNOWN_PREFIX
+from engine.policy import Action, Decision
+from engine.request import RequestParts
+from engine.resolve_results import Resolution, Waiting
 from resolver import final_steps
-from resolver.asks import Ask
-from resolver.decision import Plan, Step
-from resolver.dependencies import Classification
 from resolver.disk import DiskReserve
 from resolver.echoes import EchoBook
 from resolver.errors import StoreFull
-from resolver.facts import facts_of, holder_of
 from resolver.final_steps import FinalSteps, pending_request
-from resolver.policy import Action, Decision
-from resolver.request import RequestParts
-from resolver.resolve_results import Resolution, Waiting
 from resolver.resolve_tx.opening import take_ask
 from store.claims import HeldClaim
 from store.db import Store, transaction
 from store.models import Claim, Event, OccurrenceCounter, PendingRecord
 from store.unit import unit_of_work
 from store.versions import branch_versions
-from tests.resolver.test_facts import make_ask
+from tests.engine.test_facts import make_ask
 from tests.resolver.test_hit_path import ask as resolve_request
 from tests.resolver.test_hit_path import open_with_tape
 

@@ -18,13 +18,13 @@ import pytest
 from sqlalchemy import event, select
 from sqlalchemy.orm import Session
 
+from engine.asks import Ask
+from engine.policy import Action, Decision
 from engine.resolve_request import ResolveRequest
+from engine.resolve_results import Resolution, Waiting
 from resolver import resolve_tx
-from resolver.asks import Ask
-from resolver.policy import Action, Decision
 from resolver.recording import Recorder
 from resolver.resolution import Resolver
-from resolver.resolve_results import Resolution, Waiting
 from resolver.schemas import RecordRequest, ResponseIn
 from store.branches import fork_branch, get_branch
 from store.db import Store, open_store, transaction

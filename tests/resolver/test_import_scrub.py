@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from engine.redaction_rules import PLACEHOLDER
 from resolver.import_scrub import scrub_imported
-from resolver.redaction_rules import PLACEHOLDER
 from store import exchanges
 from store.db import Store, open_store, transaction
 from store.models import Exchange

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from prometheus_client import generate_latest
 
+from engine.policy import LIVE_DECISIONS, Decision
 from resolver.metrics import Metrics
-from resolver.policy import LIVE_DECISIONS, Decision
 
 
 def _sample(metrics: Metrics, name: str, **labels: str) -> float | None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import base64
 import json
 
+from engine.request import RequestParts
 from resolver.protocol_refusals import SEALED_MISS_CODE, in_protocol_words
-from resolver.request import RequestParts
 
 PROBLEM = json.dumps({"type": "sealed-miss", "detail": "tape 't' is sealed"}).encode()
 

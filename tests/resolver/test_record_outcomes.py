@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from resolver.dependencies import Classification
-from resolver.policy import Action
+from engine.dependencies import Classification
+from engine.policy import Action
+from engine.resolve_results import Resolution
 from resolver.record_outcomes import (
     pending_address,
     recorded_write,
@@ -18,7 +19,6 @@ from resolver.record_outcomes import (
     upstream_failed,
 )
 from resolver.resolution import Resolver
-from resolver.resolve_results import Resolution
 from resolver.schemas import RecordRequest, ResponseIn, UpstreamError
 from store import claims
 from store.claims import Pending
@@ -129,3 +129,52 @@ def test_a_transport_failure_is_a_502_unless_a_read_was_recorded_meanwhile(store
     assert shared.response is not None and shared.response["body"] is not None
     assert base64.b64decode(shared.response["body"]) == b"won"
     assert write.decision == "upstream-failed"  # a write's failure is never someone else's answer
+
+
+TOKEN = b'{"access_token": "ghu_' + b"Q" * 36 + b'"}'
+
+
+def test_a_read_that_was_issued_a_token_is_answered_it_as_received_and_a_late_fetcher_is_not(
+    store: Store,
+) -> None:
+    pending = forwarded(store, "/session")
+    with unit_of_work(store) as unit:
+        tape = find_tape_ref(pending.tape_id, session=unit.connection)
+        assert tape is not None
+        first = store_answer(unit, pending, tape, answered(TOKEN), TOKEN, (), redaction_key=KEY)
+    assert first.recorded and first.response is not None and first.response["body"]
+    stored = base64.b64decode(first.response["body"])
+    assert b"ghu_QQQ" not in stored and b"[redacted:issued.40.alnum.ghu_:" in stored
+    # Only in the answer to the fetcher: the token as received (the bytes it sent).
+    assert first.as_received == {"status": 200, "headers": [["X-A", "1"]], "body": None}
+    assert first.kept is not None and first.kept.body == stored
+    with unit_of_work(store) as unit:
+        late = store_answer(
+            unit,
+            replace(pending, ticket="late"),
+            tape,
+            answered(TOKEN),
+            TOKEN,
+            (),
+            redaction_key=KEY,
+        )
+        write = store_answer(
+            unit,
+            replace(pending, is_write=True),
+            tape,
+            answered(TOKEN),
+            TOKEN,
+            (),
+            redaction_key=KEY,
+        )
+    assert not late.recorded and late.as_received is None  # served the recording: surrogates
+    assert write.as_received is None  # a write is served its live answer anyway
+
+
+def test_an_answer_without_issued_credentials_has_no_form_as_received(store: Store) -> None:
+    pending = forwarded(store, "/plain")
+    with unit_of_work(store) as unit:
+        tape = find_tape_ref(pending.tape_id, session=unit.connection)
+        assert tape is not None
+        plain = store_answer(unit, pending, tape, answered(b"{}"), b"{}", (), redaction_key=KEY)
+    assert plain.recorded and plain.as_received is None

@@ -15,14 +15,14 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy.exc import OperationalError
 
+from engine.policy import Action, Decision
 from engine.resolve_request import ResolveRequest
+from engine.resolve_results import Resolution, Waiting
 from resolver import record_outcomes, resolve_tx
 from resolver.app import create_app
 from resolver.errors import ResolverError
-from resolver.policy import Action, Decision
 from resolver.recording import Recorder
 from resolver.resolution import Resolver
-from resolver.resolve_results import Resolution, Waiting
 from resolver.schemas import RecordRequest, ResponseIn
 from resolver.settings import load_settings
 from store.db import Store

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from engine.redaction_rules import CREDENTIAL_WORDS
+from engine.secret_formats import builtin_rule_names
 from engine.tape_settings import TapeSettings
 from resolver.redaction_report import TAPE_FIELDS, rules_applied
-from resolver.redaction_rules import CREDENTIAL_WORDS
-from resolver.secret_formats import builtin_rule_names
 
 
 def test_defaults_are_stated_in_full() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from resolver.policy import LIVE_DECISIONS
+from engine.policy import LIVE_DECISIONS
 from resolver.signals import (
     EMPTY_DIGEST,
     branch_signals,

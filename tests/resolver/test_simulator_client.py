@@ -23,17 +23,17 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from engine.asks import Ask
+from engine.policy import Decision
 from engine.resolve_request import ResolveRequest
+from engine.resolve_results import Resolution
+from engine.simulation import PROTOCOL
 from groundhog.protocol.headers import SIMULATED
 from groundhog.protocol.wire import WireResponse, wire_response
 from resolver import simulator_client
 from resolver.app import create_app
-from resolver.asks import Ask
-from resolver.policy import Decision
 from resolver.resolution import Resolver
-from resolver.resolve_results import Resolution
 from resolver.settings import load_settings
-from resolver.simulation import PROTOCOL
 from resolver.simulator_client import SimulatorClient
 from tests.support.servers import LOOPBACK, wait_until
 from tests.support.threaded_server import ThreadedServer

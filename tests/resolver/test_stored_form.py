@@ -8,11 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from engine.redaction_rules import Placeholders
 from engine.refs import TapeRef
 from resolver.errors import InvalidInput
-from resolver.redaction_rules import Placeholders
 from resolver.schemas import RecordRequest, ResponseIn, UpstreamError
-from resolver.stored_form import check_latin1_headers, exchange_content, stored_form
+from resolver.stored_form import (
+    check_latin1_headers,
+    exchange_content,
+    stored_form,
+    stored_forms,
+)
 from store.claims import Pending
 from store.db import Store, open_store
 from store.exchanges import get_blob, sha256_hex
@@ -21,7 +26,7 @@ from store.unit import unit_of_work
 SECRET = "sk-live-0123456789abcdef"
 ECHOED = ((SECRET, "<redacted:api-key>"),)
 KEY = b"k" * 32
-# The stored form of the cookie value "1" under KEY (its shape: tests/resolver/test_redaction.py).
+# The stored form of the cookie value "1" under KEY (its shape: tests/engine/test_redaction.py).
 COOKIE_PLACEHOLDER = Placeholders(KEY, False).replace("1", "response", "set-cookie")
 
 
@@ -70,6 +75,23 @@ def test_without_echoes_the_body_is_kept_as_sent() -> None:
     assert (kept, stored) == ([["X-A", "1"]], b"body")
 
 
+def test_an_issued_token_is_a_placeholder_on_tape_and_in_clear_only_in_the_form_as_received():
+    token = "ghu_" + "T" * 36
+    headers = [("Content-Type", "application/json"), ("X-Echo", SECRET)]
+    body = f'{{"access_token": "{token}", "echo": "{SECRET}"}}'.encode()
+    (_kept, stored), received = stored_forms(tape(), headers, body, ECHOED, redaction_key=KEY)
+    assert token.encode() not in stored and b"[redacted:issued.40.alnum.ghu_:" in stored
+    assert received is not None
+    received_headers, received_body = received
+    # The same stored form (echoes scrubbed), but the token the world issued, as it came.
+    assert received_headers == [
+        ["Content-Type", "application/json"],
+        ["X-Echo", "<redacted:api-key>"],
+    ]
+    assert received_body == f'{{"access_token": "{token}", "echo": "<redacted:api-key>"}}'.encode()
+    assert stored_forms(tape(), headers, b"{}", ECHOED, redaction_key=KEY)[1] is None
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[Store]:
     opened = open_store(f"sqlite:///{tmp_path / 'stored.sqlite3'}")
@@ -108,7 +130,7 @@ def test_an_answers_content_holds_the_request_and_the_stored_response(store: Sto
     )
     wire = RecordRequest(ticket="t1", response=response)
     with unit_of_work(store) as unit:
-        content, stored = exchange_content(
+        content, stored, _received = exchange_content(
             unit, PENDING, tape(), wire, body, ECHOED, redaction_key=KEY
         )
     assert stored == b"echo <redacted:api-key>"
@@ -131,7 +153,9 @@ def test_an_answers_content_holds_the_request_and_the_stored_response(store: Sto
 def test_a_transport_failure_is_kept_as_its_kind_and_message(store: Store) -> None:
     wire = RecordRequest(ticket="t1", error=UpstreamError(kind="reset", message="peer reset"))
     with unit_of_work(store) as unit:
-        content, stored = exchange_content(unit, PENDING, tape(), wire, b"", (), redaction_key=KEY)
+        content, stored, _received = exchange_content(
+            unit, PENDING, tape(), wire, b"", (), redaction_key=KEY
+        )
     assert stored == b""
     assert (content.error_kind, content.error_message) == ("reset", "peer reset")
     assert content.response_status is None and content.response_body_sha is None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from resolver.policy import Decision
+from engine.policy import Decision
 from resolver.tunnels import decide_tunnel
 
 

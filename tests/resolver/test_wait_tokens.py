@@ -9,15 +9,15 @@ from dataclasses import MISSING, fields, replace
 
 import pytest
 
+from engine.asks import Ask
+from engine.dependencies import Classification
 from engine.faults import FaultRule
+from engine.keys import RequestKey
+from engine.policy import Decision, DependencyModel, Mode
+from engine.redaction_rules import Finding
+from engine.request import RequestParts
 from engine.tape_settings import FaultKind
-from resolver.asks import Ask
-from resolver.dependencies import Classification
 from resolver.errors import InvalidInput
-from resolver.keys import RequestKey
-from resolver.policy import Decision, DependencyModel, Mode
-from resolver.redaction_rules import Finding
-from resolver.request import RequestParts
 from resolver.wait_tokens import MEMORY_ONLY, WaitToken, decode, decode_wait, encode
 from resolver.wakeups import Mark
 

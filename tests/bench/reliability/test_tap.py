@@ -13,12 +13,12 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from bench.harness import free_port
 from bench.reliability.tap import body_sha, create_app, ledger_entries, read_ledger
+from engine.asks import Ask
+from engine.dependencies import Classification
+from engine.keys import RequestKey
+from engine.policy import Decision, DependencyModel, Mode
+from engine.request import RequestParts
 from resolver import wait_tokens
-from resolver.asks import Ask
-from resolver.dependencies import Classification
-from resolver.keys import RequestKey
-from resolver.policy import Decision, DependencyModel, Mode
-from resolver.request import RequestParts
 
 SERVED = b'{"items": [1, 2, 3]}'
 RECORDED = b"recorded body"

@@ -7,9 +7,9 @@ import gzip
 import json
 import re
 
+from engine.redaction_rules import PLACEHOLDER, Placeholders
 from groundhog.protocol.surrogates import served_with_surrogates, surrogate_digest
 from resolver.issued_tokens import redact_issued
-from resolver.redaction_rules import PLACEHOLDER, Placeholders
 
 KEY = b"i" * 32
 ACCESS = "ghu_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from engine.policy import Action, Decision
+from engine.resolve_results import Resolution, Waiting
 from resolver import resolve_tx
 from resolver.app import create_app
-from resolver.policy import Action, Decision
 from resolver.recording import Recorder
 from resolver.resolution import Resolver
-from resolver.resolve_results import Resolution, Waiting
 from resolver.resolve_tx import Lane, lane_of
 from resolver.schemas import RecordRequest, ResponseIn
 from resolver.settings import load_settings

@@ -16,7 +16,7 @@ from resolver.errors import InvalidInput, NotFound
 from resolver.resolve_tx.opening import TakenAsk, take_ask
 from resolver.resolve_tx.units import ReadAhead
 from store.db import Store, transaction
-from tests.resolver.test_asks import _ask, _make_tape, _wire
+from tests.engine.test_asks import _ask, _make_tape, _wire
 from tests.support.store_databases import store_of_kind
 
 

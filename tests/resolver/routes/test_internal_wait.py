@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from engine.policy import Decision
 from resolver import wait_tokens
-from resolver.policy import Decision
 from resolver.wakeups import Mark
 from tests.resolver.proxy_double import ProxyDouble
 from tests.support.servers import ServerProcess, running_server, wait_until

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from resolver.keys import KEY_VERSION
+from engine.keys import KEY_VERSION
 from tests.resolver.ui.ui_server import app_with_ui
 
 ASK: dict[str, Any] = {

@@ -1,0 +1,1 @@
+"""The environment server: the environment and its FastAPI app."""

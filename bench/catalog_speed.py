@@ -40,6 +40,7 @@ from bench.proxy_stack import (
     start_proxy,
 )
 from groundhog.launcher import free_port
+from groundhog.protocol.headers import DECISION
 
 logger = logging.getLogger("bench.catalog_speed")
 
@@ -80,8 +81,8 @@ async def _ask_all(session: aiohttp.ClientSession, proxy: str, urls: Sequence[st
             await answer.read()
             if answer.status != 200:
                 raise RuntimeError(f"{url} answered {answer.status}")
-            if answer.headers.get("X-Groundhog-Decision") not in (None, "recorded", "shared"):
-                raise RuntimeError(f"{url}: {answer.headers.get('X-Groundhog-Decision')}")
+            if answer.headers.get(DECISION) not in ("recorded", "shared"):
+                raise RuntimeError(f"{url}: {answer.headers.get(DECISION)}")
         latencies.append(loop.time() - started)
     return statistics.median(latencies)
 

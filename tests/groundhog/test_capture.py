@@ -18,7 +18,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +30,7 @@ from proxy.capture import STAND_IN_RANGE
 from tests.groundhog.upstream import Upstream, serving
 from tests.proxy.stack import Stack, running_stack
 from tests.proxy.test_grpc_end_to_end import METHOD, serving_lookup
+from tests.support.servers import wait_until
 
 WORKER = Path(__file__).with_name("capture_worker.py")
 
@@ -60,10 +60,8 @@ def capture_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def stack(tmp_path_factory: pytest.TempPathFactory, capture_dir: Path) -> Iterator[Stack]:
     data = tmp_path_factory.mktemp("groundhog-data")
     with running_stack(data, "--capture-dir", str(capture_dir)) as running:
-        deadline = time.monotonic() + 30
-        while not (capture_dir / "sidecar.json").exists():
-            assert time.monotonic() < deadline, "the proxy never announced its listeners"
-            time.sleep(0.05)
+        announced = capture_dir / "sidecar.json"
+        wait_until(announced.exists, what="the proxy to announce its listeners")
         yield running
 
 
@@ -268,20 +266,18 @@ def test_sigkill_leaves_no_namespace_interface_or_rule(
     command = f"open({str(ready)!r}, 'w').close(); import time; time.sleep(600)"
     worker = captured(stack, capture_dir, tape, "root", sys.executable, "-c", command)
     try:
-        deadline = time.monotonic() + 60
-        while not ready.exists():
+
+        def started() -> bool:
             assert worker.poll() is None, worker.communicate()
-            assert time.monotonic() < deadline, "the captured command never started"
-            time.sleep(0.05)
+            return ready.exists()
+
+        wait_until(started, timeout=60, what="the captured command to start")
         owner = worker.pid  # tied_command exec's the CLI in place: same pid
         assert leftovers(owner) == ["namespace", "interface", "filter rules", "nat rules"]
     finally:
         worker.send_signal(signal.SIGKILL)
         worker.communicate()
-    deadline = time.monotonic() + 30
-    while leftovers(owner):
-        assert time.monotonic() < deadline, f"left behind: {leftovers(owner)}"
-        time.sleep(0.1)
+    wait_until(lambda: not leftovers(owner), what=f"cleanup of {leftovers(owner)}")
     assert not re.search(rf"ghcap-{owner}\b", str(os.listdir("/run/netns")))
 
 

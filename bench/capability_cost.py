@@ -31,11 +31,16 @@ from typing import Any
 
 import httpx
 
-from bench.harness import LOOPBACK, start_child
+from bench.harness import LOOPBACK
 from bench.intervals import t_mean
 from bench.load import timed
 from bench.proxy_load import get_ok, load, load_session
-from bench.proxy_stack import child_processes, delete_tapes, proxy_arguments, resolver_arguments
+from bench.proxy_stack import (
+    child_processes,
+    delete_tapes,
+    start_proxy,
+    start_upstream_and_resolver,
+)
 from groundhog.worker_env import proxy_url_with_credentials
 
 CAPABILITY_ROW = "capability check: hit, required (presented) / optional (none)"
@@ -161,16 +166,8 @@ def measure(quick: bool = False, database_url: str | None = None) -> dict[str, A
         child_processes() as kids,
     ):
         work = Path(temporary)
-        upstream = start_child(
-            "upstream", ["bench.proxy_perf", "--serve-upstream"], health="tcp", log_dir=work
-        )
-        kids.append(upstream)
-        resolver_command = resolver_arguments(work, database_url)
-        resolver = start_child("resolver", resolver_command, health="http", log_dir=work)
-        kids.append(resolver)
-        proxy = start_child(
-            "proxy", proxy_arguments(resolver.url, work), health="tcp", log_dir=work
-        )
+        upstream, resolver = start_upstream_and_resolver(work, database_url, kids)
+        proxy = start_proxy("proxy", resolver.url, work)
         kids.append(proxy)
         tape = f"capability-cost-{time.time_ns()}"
         try:

@@ -70,11 +70,11 @@ from bench.proxy_stack import (
     delete_tapes,
     instant_resolve_answer,
     open_tape,
-    resolver_arguments,
     serve_fixed,
     start_mitmdump,
     start_proxy,
     start_sidecars,
+    start_upstream_and_resolver,
 )
 from groundhog.protocol.wire import ResolveAsk
 from proxy.options import SECONDS_OPTIONS
@@ -111,13 +111,7 @@ def measure(quick: bool = False, database_url: str | None = None) -> list[dict[s
         child_processes() as kids,
     ):
         work = Path(temporary)
-        upstream = start_child(
-            "upstream", ["bench.proxy_perf", "--serve-upstream"], health="tcp", log_dir=work
-        )
-        kids.append(upstream)
-        resolver_command = resolver_arguments(work, database_url)
-        resolver = start_child("resolver", resolver_command, health="http", log_dir=work)
-        kids.append(resolver)
+        upstream, resolver = start_upstream_and_resolver(work, database_url, kids)
         proxy = start_proxy("proxy", resolver.url, work)
         kids.append(proxy)
         leased = start_proxy("leased-proxy", resolver.url, work, *LEASES_ON)

@@ -173,6 +173,21 @@ def delete_tapes(resolver_url: str, tapes: Sequence[str]) -> None:
             logger.warning("could not delete tape %s: %s", tape, answer.status_code)
 
 
+def start_upstream_and_resolver(
+    work: Path, database_url: str | None, kids: list[ChildService]
+) -> tuple[ChildService, ChildService]:
+    """The fixed upstream (`bench.proxy_perf --serve-upstream`) and the real resolver, each put
+    in `kids` as it starts so that a failed start still stops the other."""
+    upstream = start_child(
+        "upstream", ["bench.proxy_perf", "--serve-upstream"], health="tcp", log_dir=work
+    )
+    kids.append(upstream)
+    resolver_command = resolver_arguments(work, database_url)
+    resolver = start_child("resolver", resolver_command, health="http", log_dir=work)
+    kids.append(resolver)
+    return upstream, resolver
+
+
 def start_proxy(name: str, resolver_url: str, work: Path, *extra: str) -> ChildService:
     """A Groundhog proxy on the resolver (`extra`: more flags, e.g. `--set` options)."""
     command = [*proxy_arguments(resolver_url, work), *extra]

@@ -13,12 +13,7 @@ before anything is forked.
 from __future__ import annotations
 
 import asyncio
-import secrets
-import threading
-from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -32,45 +27,14 @@ from groundhog.client import Groundhog  # noqa: E402
 from groundhog.verifiers_adapter import current_rollout_branch  # noqa: E402
 from groundhog.verifiers_v1 import UnstableGroupKey  # noqa: E402
 from tests.groundhog.model_server import ModelServer, serving_model  # noqa: E402
-from tests.groundhog.upstream import send_json  # noqa: E402
-from tests.support.threaded_server import ThreadedServer  # noqa: E402
+from tests.groundhog.random_world import World, serving_random_world  # noqa: E402
 
 ROLLOUTS = 4
 
 
-@dataclass
-class World:
-    """A loopback world: every live GET answers fresh random bytes; a POST is a write."""
-
-    url: str = ""
-    hits: Counter[tuple[str, str]] = field(default_factory=Counter)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
 @pytest.fixture
 def world() -> Iterator[World]:
-    state = World()
-
-    class Handler(BaseHTTPRequestHandler):
-        def _count(self) -> None:
-            with state.lock:
-                state.hits[(self.command, self.path)] += 1
-
-        def do_GET(self) -> None:
-            self._count()
-            send_json(self, {"path": self.path, "draw": secrets.token_hex(16)})
-
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            self._count()
-            send_json(self, {"path": self.path, "written": True})
-
-        def log_message(self, format: str, *args: object) -> None:
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.url = f"http://127.0.0.1:{server.server_port}"
-    with ThreadedServer(server):
+    with serving_random_world() as state:
         yield state
 
 

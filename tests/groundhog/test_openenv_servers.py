@@ -18,14 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
 import shutil
 import sys
-import threading
-from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +35,8 @@ from groundhog.openenv_servers import openenv_rollout
 from groundhog.rollout_groups import RolloutGroups
 from tests.groundhog.openenv_world.client import WorldEnv
 from tests.groundhog.openenv_world.models import WorldAction
-from tests.groundhog.upstream import send_json
+from tests.groundhog.random_world import World, serving_random_world
 from tests.support.servers import REPO_ROOT
-from tests.support.threaded_server import ThreadedServer
 
 SIZE = 4
 WRITER = 1
@@ -63,39 +57,9 @@ package = false
 """
 
 
-@dataclass
-class World:
-    """A loopback world: every live GET answers fresh random bytes; a POST is a write."""
-
-    url: str = ""
-    hits: Counter[tuple[str, str]] = field(default_factory=Counter)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
 @pytest.fixture
 def world() -> Iterator[World]:
-    state = World()
-
-    class Handler(BaseHTTPRequestHandler):
-        def _count(self) -> None:
-            with state.lock:
-                state.hits[(self.command, self.path)] += 1
-
-        def do_GET(self) -> None:
-            self._count()
-            send_json(self, {"path": self.path, "draw": secrets.token_hex(16)})
-
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            self._count()
-            send_json(self, {"path": self.path, "written": True})
-
-        def log_message(self, format: str, *args: object) -> None:
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.url = f"http://127.0.0.1:{server.server_port}"
-    with ThreadedServer(server):
+    with serving_random_world() as state:
         yield state
 
 

@@ -5,8 +5,9 @@ rule making `POST /search` a read: on one the shipped catalog applies (every dra
 request's host up and, on a catalog route like Tavily's, reads its JSON body for the query and
 noise fields; the tape's rule still wins), on the other it is off. The proxy maps the catalog's
 real host name, `api.tavily.com`, to a local stand-in (`--map-host`), so the request is the one
-the catalog was written for. Each round forks a fresh branch of each tape, which asks every
-address its sibling recorded once (each ask a hit), the two tapes alternating which goes first;
+the catalog was written for. Each round forks a fresh branch of each tape; each address its
+sibling recorded is then asked on both branches in turn (each ask a hit), the one going first
+alternating by address;
 the row is the median over rounds of (catalog on p50 / catalog off p50), with a bootstrap
 interval over the rounds. One run, interleaved: the ratio, never the milliseconds, is the claim.
 
@@ -69,41 +70,52 @@ def row(per_round: Sequence[tuple[float, float]]) -> dict[str, Any]:
     }
 
 
-async def _ask_all(session: aiohttp.ClientSession, proxy: str, urls: Sequence[str]) -> float:
-    """Ask every url once, in order (a Tavily search); the p50 latency of the asks."""
-    loop = asyncio.get_running_loop()
-    latencies = []
+async def _ask(
+    session: aiohttp.ClientSession, proxy: str, url: str, loop: asyncio.AbstractEventLoop
+) -> float:
+    """Ask `url` once (a Tavily search); its latency, in seconds."""
     body = json.dumps({"query": "groundhog", "max_results": 5}).encode()
-    headers = {"Content-Type": "application/json"}
-    for url in urls:
-        started = loop.time()
-        async with session.post(url, data=body, headers=headers, proxy=proxy) as answer:
-            await answer.read()
-            if answer.status != 200:
-                raise RuntimeError(f"{url} answered {answer.status}")
-            if answer.headers.get(DECISION) not in ("recorded", "shared"):
-                raise RuntimeError(f"{url}: {answer.headers.get(DECISION)}")
-        latencies.append(loop.time() - started)
-    return statistics.median(latencies)
+    started = loop.time()
+    async with session.post(
+        url, data=body, headers={"Content-Type": "application/json"}, proxy=proxy
+    ) as answer:
+        await answer.read()
+        if answer.status != 200:
+            raise RuntimeError(f"{url} answered {answer.status}")
+        if answer.headers.get(DECISION) not in ("recorded", "shared"):
+            raise RuntimeError(f"{url}: {answer.headers.get(DECISION)}")
+    return loop.time() - started
 
 
 async def measure(proxy_port: int, resolver_url: str, rounds: int, addresses: int) -> list:
+    """Per round, (catalog on p50, catalog off p50): each address asked on both tapes in
+    turn, the one going first alternating, so drift of a shared machine hits both alike."""
+    loop = asyncio.get_running_loop()
     urls = [f"http://{CATALOG_HOST}/search?n={index}" for index in range(addresses)]
     tapes = {name: f"catalog-speed-{index}" for index, name in enumerate(CONDITIONS)}
     async with load_session() as session:
         for name, tape in tapes.items():
             config = {"dependency_model": "rules", "rules": [RULE], **CONDITIONS[name]}
             [recorder] = open_tape(resolver_url, tape, 1, config)
-            await _ask_all(session, proxy_with_identity(proxy_port, tape, recorder), urls)
+            for url in urls:
+                await _ask(session, proxy_with_identity(proxy_port, tape, recorder), url, loop)
         per_round = []
-        for index in range(rounds):
-            order = list(CONDITIONS) if index % 2 == 0 else list(reversed(CONDITIONS))
-            p50 = {}
-            for name in order:
-                [branch] = fork_children(resolver_url, tapes[name], 1)
-                proxy = proxy_with_identity(proxy_port, tapes[name], branch)
-                p50[name] = await _ask_all(session, proxy, urls)
-            per_round.append((p50["catalog on"], p50["catalog off"]))
+        for _ in range(rounds):
+            proxies = {}
+            for name, tape in tapes.items():
+                [branch] = fork_children(resolver_url, tape, 1)
+                proxies[name] = proxy_with_identity(proxy_port, tape, branch)
+            latencies: dict[str, list[float]] = {name: [] for name in CONDITIONS}
+            for index, url in enumerate(urls):
+                order = list(CONDITIONS) if index % 2 == 0 else list(reversed(CONDITIONS))
+                for name in order:
+                    latencies[name].append(await _ask(session, proxies[name], url, loop))
+            per_round.append(
+                (
+                    statistics.median(latencies["catalog on"]),
+                    statistics.median(latencies["catalog off"]),
+                )
+            )
     return per_round
 
 

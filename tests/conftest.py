@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 
@@ -36,18 +37,33 @@ def postgres_url() -> str:
     return POSTGRES_URL
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _default_ports_held_in_ci() -> Iterator[None]:
+_HELD_PORTS = pytest.StashKey[contextlib.ExitStack]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
     """With GROUNDHOG_TEST_HOLD_DEFAULT_PORTS=1 (.ci/run sets it) the run holds 8070/8080/8090.
 
     That is the suite beside a running `make up`: any test leaning on a default port fails.
     Off by default so a developer's run does not take the ports from their own `make up`.
+    Held by the process that outlives the run (pytest-xdist's controller, or the only one), so
+    a worker that finishes early does not free them under another still running.
     """
-    if os.environ.get("GROUNDHOG_TEST_HOLD_DEFAULT_PORTS") != "1":
-        yield
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # xdist hands workers COLUMNS=80: rich's module-level consoles would freeze at 80
+        # columns on import, whatever width a CLI test asks for.
+        os.environ.pop("COLUMNS", None)
         return
-    with held_ports():
-        yield
+    if os.environ.get("GROUNDHOG_TEST_HOLD_DEFAULT_PORTS") != "1":
+        return
+    holding = contextlib.ExitStack()
+    holding.enter_context(held_ports())
+    config.stash[_HELD_PORTS] = holding
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    holding = config.stash.get(_HELD_PORTS, None)
+    if holding is not None:
+        holding.close()
 
 
 @pytest.fixture

@@ -109,9 +109,12 @@ def timeline(
         parent, fork_point, count = row.parent_path, row.fork_point, row.event_count
         children = child_paths(found.id, branch, session=session)
         versions = branch_versions(row.id, session=session)
+        # One past the page: a next page is offered only when an event is there to show.
         events = inspect.events_page(
-            found.id, branch=branch, after=after, limit=PAGE_SIZE, session=session
+            found.id, branch=branch, after=after, limit=PAGE_SIZE + 1, session=session
         )
+    more = len(events) > PAGE_SIZE
+    events = events[:PAGE_SIZE]
     facts: list[object] = [f"{count} events"]
     if parent is not None:
         facts += [
@@ -149,7 +152,7 @@ def timeline(
         )
     else:
         content.append(tag("p", "This branch has no events yet.", class_="note"))
-    if len(events) == PAGE_SIZE:
+    if more:
         content.append(
             link(
                 url(f"{tape_href(tape)}/timeline", branch=branch, after=events[-1].seq),

@@ -112,6 +112,20 @@ def test_the_timeline_pages_its_events(
     assert ui_client.get(f"/ui/tapes/{tape}/timeline", params={"after": -1}).status_code == 422
 
 
+def test_a_branch_of_exactly_one_page_offers_no_next_page(
+    ui_client: TestClient, ui_proxy: ProxyDouble, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found writing these tests: a full last page linked to an empty one."""
+    tape = new_tape(ui_proxy)
+    (branch,) = ui_proxy.fork(tape, children=1)
+    for index in range(2):
+        ui_proxy.ask(tape, branch, path=f"/item/{index}")
+    monkeypatch.setattr(branch_pages, "PAGE_SIZE", 2)
+    page = timeline_page(ui_client, tape, branch)
+    assert sorted(event_rows(page)) == [1, 2]
+    assert next_page(page) is None
+
+
 def test_an_empty_branch_says_so_and_names_its_children(
     ui_client: TestClient, ui_proxy: ProxyDouble
 ) -> None:

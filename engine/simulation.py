@@ -28,6 +28,12 @@ def is_simulated(headers: Sequence[Sequence[str]]) -> bool:
     return any(name.lower() == SIMULATED_HEADER.lower() for name, *_ in headers)
 
 
+def without_mark(headers: Sequence[Sequence[str]]) -> list[tuple[str, str]]:
+    """`headers` without the simulator's mark. Only the simulator may set it: a world answer
+    carrying it would be stored, served and masked as an invented one."""
+    return [(name, value) for name, value in headers if name.lower() != SIMULATED_HEADER.lower()]
+
+
 def simulator_request(ask: Ask, nearest: list[dict[str, Any]]) -> dict[str, Any]:
     """What the simulator is sent: the (redacted) request and the nearest recordings."""
     request = ask.request
@@ -66,5 +72,5 @@ def marked_response(answer: dict[str, Any]) -> tuple[int, list[list[str]], bytes
         body = base64.b64decode(answer.get("body", ""), validate=True)
     except (ValueError, TypeError) as error:
         raise ValueError(f"body must be base64: {error}") from error
-    kept = [pair for pair in headers if pair[0].lower() != SIMULATED_HEADER.lower()]
+    kept = [list(pair) for pair in without_mark(headers)]
     return status, [*kept, [SIMULATED_HEADER, "1"]], body

@@ -37,6 +37,7 @@ from engine.cache import Address, dumps_compact
 from engine.policy import Action, Decision
 from engine.resolve_request import ResolveRequest
 from engine.resolve_results import Resolution, Waiting
+from engine.simulation import without_mark
 from groundhog.protocol.wire import RenewAnswer, ResolveAnswer
 from resolver import claim_renewal, lease_service, resolve_tx, wait_tokens
 from resolver.auth import require_proxy
@@ -291,6 +292,10 @@ async def record_reply(state: Any, raw: bytes) -> bytes:
     """`/v1/record`'s answer to a body, as bytes (every lane's one implementation)."""
     # Every forwarded ask ends here, so like resolve it is validated and answered as bytes.
     body = parse_body(RecordRequest, raw)
+    # What arrives here is the world's answer; the simulator records in process, past this.
+    for part in (body.response, body.head):
+        if part is not None:
+            part.headers = without_mark(part.headers)
     if body.head is not None and body.kind() == "head":
         heads = await run_in_threadpool(state.recorder.head, body)
         return dumps_compact({"headers": heads})

@@ -266,6 +266,19 @@ def test_ticket_records_once(proxy: ProxyDouble, tape_name: str) -> None:
     assert proxy.http.post("/v1/record", json=record).status_code == 409
 
 
+def test_a_world_answer_cannot_mark_itself_simulated(proxy: ProxyDouble, tape_name: str) -> None:
+    """Only the tape's simulator marks an answer invented: a world's own X-Groundhog-Simulated
+    is dropped, so siblings are served it as shared (not masked as simulated)."""
+    proxy.open(tape_name)
+    first, second = proxy.fork(tape_name, children=2)
+    mark = [["X-Groundhog-Simulated", "1"]]
+    assert proxy.ask(tape_name, first, path="/marked", response_headers=mark).decision == "recorded"
+    served = proxy.resolve(tape_name, second, path="/marked").json()
+    assert served["decision"] == "shared", served
+    names = {name.lower() for name, _ in served["response"]["headers"]}
+    assert "x-groundhog-simulated" not in names, served["response"]["headers"]
+
+
 def test_bad_resolve_inputs_are_precise_problems(proxy: ProxyDouble, tape_name: str) -> None:
     assert proxy.resolve("missing-tape", "root").status_code == 404
     proxy.open(tape_name)

@@ -47,6 +47,7 @@ logger = logging.getLogger("bench.catalog_speed")
 
 CATALOG_HOST = "api.tavily.com"
 BUDGET = 1.03
+SEARCH_BODY = json.dumps({"query": "groundhog", "max_results": 5}).encode()  # a Tavily search
 RULE = {"method": "POST", "host": CATALOG_HOST, "path": "/search", "reads": ["search"]}
 CONDITIONS = {"catalog on": {}, "catalog off": {"catalog": {"enabled": False}}}
 
@@ -74,10 +75,9 @@ async def _ask(
     session: aiohttp.ClientSession, proxy: str, url: str, loop: asyncio.AbstractEventLoop
 ) -> float:
     """Ask `url` once (a Tavily search); its latency, in seconds."""
-    body = json.dumps({"query": "groundhog", "max_results": 5}).encode()
     started = loop.time()
     async with session.post(
-        url, data=body, headers={"Content-Type": "application/json"}, proxy=proxy
+        url, data=SEARCH_BODY, headers={"Content-Type": "application/json"}, proxy=proxy
     ) as answer:
         await answer.read()
         if answer.status != 200:

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from store.db import Store
 from tests.resolver.proxy_double import ProxyDouble, World
+from tests.resolver.test_hit_path import open_with_tape
 from tests.support.servers import ServerProcess, running_server
 from tests.support.store_databases import private_schema_url
 
@@ -53,3 +55,12 @@ def database_args(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[li
         return
     with private_schema_url(request.getfixturevalue("postgres_url")) as url:
         yield [*arguments, "--database-url", url]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    """A SQLite store holding tape `t` with branches root/a, root/b and root/c, for the tests
+    that drive the Resolver in process (tests/resolver/test_hit_path.open_with_tape)."""
+    opened = open_with_tape(f"sqlite:///{tmp_path / 'store.sqlite3'}")
+    yield opened
+    opened.dispose()

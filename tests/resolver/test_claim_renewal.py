@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import base64
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from sqlalchemy import select, update
@@ -26,17 +24,10 @@ from resolver.resolution import Resolver
 from resolver.schemas import RecordRequest, ResponseIn
 from store.db import Store, transaction
 from store.models import Claim, PendingRecord
-from tests.resolver.test_hit_path import ask, open_with_tape
+from tests.resolver.test_hit_path import ask
 
 LEASE = 30.0
 RENEWED = 7.5
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = open_with_tape(f"sqlite:///{tmp_path / 'renew.sqlite3'}")
-    yield opened
-    opened.dispose()
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -30,7 +29,6 @@ from store.unit import unit_of_work
 from store.versions import branch_versions
 from tests.engine.test_facts import make_ask
 from tests.resolver.test_hit_path import ask as resolve_request
-from tests.resolver.test_hit_path import open_with_tape
 
 FORWARD = Plan(Step.FORWARD, Action.FORWARD, Decision.RECORDED)
 SECRET = (("sk-live-1234", "<redacted:1>"),)
@@ -58,13 +56,6 @@ def test_a_pending_request_keeps_what_the_record_needs_of_the_request() -> None:
     }
     in_session = make_ask(request=parts, classification=writes, session_hash="h")
     assert pending_request(in_session)["in_session"] is True
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = open_with_tape(f"sqlite:///{tmp_path / 'steps.sqlite3'}")
-    yield opened
-    opened.dispose()
 
 
 def forward(store: Store, steps: FinalSteps, path: str) -> tuple[Ask, Resolution | Waiting]:

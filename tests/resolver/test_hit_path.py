@@ -63,13 +63,6 @@ def open_with_tape(url: str) -> Store:
     return opened
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = open_with_tape(f"sqlite:///{tmp_path / 'hits.sqlite3'}")
-    yield opened
-    opened.dispose()
-
-
 def ask(path: str, branch: str, query: list[tuple[str, str]] | None = None) -> ResolveRequest:
     return ResolveRequest(
         tape="t",

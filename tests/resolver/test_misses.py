@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,14 +35,6 @@ from store.db import Store, transaction
 from store.models import Exchange
 from store.tapes import create_tape, get_tape, set_online
 from tests.engine.test_facts import make_ask
-from tests.resolver.test_hit_path import open_with_tape
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = open_with_tape(f"sqlite:///{tmp_path / 'misses.sqlite3'}")
-    yield opened
-    opened.dispose()
 
 
 @pytest.fixture

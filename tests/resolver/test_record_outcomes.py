@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -25,7 +23,7 @@ from store.claims import Pending
 from store.db import Store
 from store.refs import find_tape_ref
 from store.unit import unit_of_work
-from tests.resolver.test_hit_path import ask, open_with_tape
+from tests.resolver.test_hit_path import ask
 from tests.resolver.test_stored_form import PENDING
 
 
@@ -59,13 +57,6 @@ def test_a_recorded_write_with_no_resources_kept_writes_its_origin(
     parts, classification = recorded_write(replace(PENDING, request=request))
     assert (parts.method, parts.normalised_host) == ("POST", "api.example.com")
     assert classification.writes == frozenset({"origin:https://api.example.com:8443"})
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = open_with_tape(f"sqlite:///{tmp_path / 'outcomes.sqlite3'}")
-    yield opened
-    opened.dispose()
 
 
 def forwarded(store: Store, path: str) -> Pending:

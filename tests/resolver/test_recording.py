@@ -28,7 +28,7 @@ from resolver.settings import load_settings
 from store.db import Store
 from store.loop_writes import LoopWriter
 from tests.resolver.proxy_double import ProxyDouble
-from tests.resolver.test_hit_path import ask, branch_rows, open_with_tape, statements_of
+from tests.resolver.test_hit_path import ask, branch_rows, statements_of
 from tests.support.servers import running_server, start_server
 
 with warnings.catch_warnings():
@@ -104,13 +104,6 @@ def test_a_failed_record_frees_the_address_for_a_waiting_sibling_at_once(
     recorded = app_client.post("/v1/record", json={"ticket": taken.ticket, "response": answer})
     assert recorded.status_code == 200, recorded.text
     assert app_client.get("/v1/tapes/full").json()["exchanges"] == 1
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = open_with_tape(f"sqlite:///{tmp_path / 'records.sqlite3'}")
-    yield opened
-    opened.dispose()
 
 
 # The pending row taken (DELETE … RETURNING), the claim released, the tape's fields, the body,

@@ -25,14 +25,7 @@ from resolver.schemas import RecordRequest, ResponseIn
 from resolver.settings import load_settings
 from store.db import Store
 from store.loop_writes import LoopWriter
-from tests.resolver.test_hit_path import ask, branch_rows, open_with_tape, record
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = open_with_tape(f"sqlite:///{tmp_path / 'door.sqlite3'}")
-    yield opened
-    opened.dispose()
+from tests.resolver.test_hit_path import ask, branch_rows, record
 
 
 @pytest.fixture

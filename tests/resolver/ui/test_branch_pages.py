@@ -85,13 +85,19 @@ def test_register_adds_the_two_pages() -> None:
     assert paths == {"/tapes/{tape}/timeline", "/tapes/{tape}/exchanges/{exchange_id}"}
 
 
+def branch_with_events(ui_proxy: ProxyDouble, count: int) -> tuple[str, str]:
+    """A new tape's child branch that asked `count` distinct reads."""
+    tape = new_tape(ui_proxy)
+    (branch,) = ui_proxy.fork(tape, children=1)
+    for index in range(count):
+        ui_proxy.ask(tape, branch, path=f"/item/{index}")
+    return tape, branch
+
+
 def test_the_timeline_pages_its_events(
     ui_client: TestClient, ui_proxy: ProxyDouble, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    tape = new_tape(ui_proxy)
-    (branch,) = ui_proxy.fork(tape, children=1)
-    for index in range(5):
-        ui_proxy.ask(tape, branch, path=f"/item/{index}")
+    tape, branch = branch_with_events(ui_proxy, 5)
     monkeypatch.setattr(branch_pages, "PAGE_SIZE", 2)
 
     seen: list[int] = []
@@ -116,10 +122,7 @@ def test_a_branch_of_exactly_one_page_offers_no_next_page(
     ui_client: TestClient, ui_proxy: ProxyDouble, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Found writing these tests: a full last page linked to an empty one."""
-    tape = new_tape(ui_proxy)
-    (branch,) = ui_proxy.fork(tape, children=1)
-    for index in range(2):
-        ui_proxy.ask(tape, branch, path=f"/item/{index}")
+    tape, branch = branch_with_events(ui_proxy, 2)
     monkeypatch.setattr(branch_pages, "PAGE_SIZE", 2)
     page = timeline_page(ui_client, tape, branch)
     assert sorted(event_rows(page)) == [1, 2]

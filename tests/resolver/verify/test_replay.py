@@ -14,9 +14,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import time
-from collections.abc import Iterator
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -47,7 +45,6 @@ from store.models import Blob, Exchange
 from store.tapes import get_tape, set_online
 from tests.engine.test_facts import make_ask
 from tests.resolver.test_hit_path import ask as resolve_request
-from tests.resolver.test_hit_path import open_with_tape
 
 BODY = b'{"answer": 42}'
 SANDBOX = MARKER.decode()
@@ -223,13 +220,6 @@ def test_an_ask_without_status_or_body_hash_is_not_held_to_them() -> None:
 
 
 # ask_again against a real resolver on a sealed tape
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = open_with_tape(f"sqlite:///{tmp_path / 'replay.sqlite3'}")
-    yield opened
-    opened.dispose()
 
 
 def sealed_recording(store: Store, body: bytes) -> tuple[Resolver, Ask]:

@@ -3,13 +3,14 @@
 Every hit through a plain Groundhog proxy is a round trip to the one resolver and its store, so
 at many concurrent rollouts the shared resolver, not the sidecars, runs out. This script starts
 one resolver (on a fresh SQLite file, or the database `--database-url` names) and, for each N,
-N sidecar proxies, first as deployed by default and then taking branch leases
-(`groundhog_branch_leases`). Through each sidecar one branch records its own addresses and a
-sibling then asks them all, one client per sidecar, every sidecar at once. Per N and mode it
-reports the siblings' aggregate hit throughput, their p50, the resolver's CPU per 1000 hits
-(from /proc, shipped batches included) and how many `/v1/resolve` calls the hits cost (a
-count from the resolver's own metrics: every hit with plain proxies, none with leases).
-Ratios are leased against plain at the same N, measured in the same run.
+N sidecar proxies, first asking the resolver for every hit (`groundhog_branch_leases=false`)
+and then taking branch leases (the default since issue 54). Through each sidecar one branch
+records its own addresses and a sibling then asks them all, one client per sidecar, every
+sidecar at once. Per N and mode it reports the siblings' aggregate hit throughput, their p50,
+the resolver's CPU per 1000 hits (from /proc, shipped batches included) and how many
+`/v1/resolve` calls the hits cost (a count from the resolver's own metrics: every hit with
+plain proxies, none with leases). Ratios are leased against plain at the same N, measured in
+the same run.
 
     python -m bench.lease_scale [--sidecars 1,2,4,8] [--requests 200] [--database-url URL]
                                 [--json out.json]
@@ -47,7 +48,10 @@ from proxy.options import SECONDS_OPTIONS
 
 logger = logging.getLogger("bench.lease_scale")
 
-MODES = {"plain": (), "leased": ("--set", "groundhog_branch_leases=true")}
+MODES = {
+    "plain": ("--set", "groundhog_branch_leases=false"),
+    "leased": ("--set", "groundhog_branch_leases=true"),
+}
 # The resolver's store under `--data` when no `--database-url` is given (resolver/settings.py).
 SQLITE_FILE = "groundhog.sqlite3"
 # A leased sidecar's batches land within a ship window (and a round trip).

@@ -4,9 +4,9 @@ Every worker request goes through the proxy, so its latency and throughput bound
 speed. This script measures, at 1 and 8 concurrent clients over plain HTTP on loopback:
 the upstream directly; mitmdump with no addon; mitmdump's own server replay
 (`server_replay_reuse`); Groundhog's record path (resolve, live fetch, record) and hit path
-(served from tape) through the real resolver, and through a proxy taking branch leases
-(`groundhog_branch_leases`: its first ask of an address, then a sibling's, which it answers
-itself); four sibling branches asking one new address
+(served from tape) through the real resolver (a proxy with `groundhog_branch_leases=false`),
+and through a proxy taking branch leases (the default since issue 54: its first ask of an
+address, then a sibling's, which it answers itself); four sibling branches asking one new address
 at once (one records, three wait on it; latency is the group's last answer, against one plain
 forward through mitmdump) and, taking turns with it, four concurrent plain forwards of four new
 addresses through mitmdump with no addon (the group's last answer): mitmproxy spends several ms
@@ -89,7 +89,9 @@ MCP_NO_ADDON = "mitmproxy (no addon), MCP tools/call"
 PROXY_CLIENT = "proxy's client"
 LEASED_FIRST = "groundhog hit path, leased sidecar, first ask of an address"
 LEASED_HIT = "groundhog hit path, leased sidecar"
-LEASES_ON = ("--set", "groundhog_branch_leases=true")
+LEASES_ON = ("--set", "groundhog_branch_leases=true")  # the default since issue 54; said anyway
+# The resolver path: every hit asked of the resolver, as before leases were the default.
+LEASES_OFF = ("--set", "groundhog_branch_leases=false")
 RESOLVER_CPU = "resolver CPU per 1000 hits"
 # After the leased hits, their shipped batches land within a ship window (and a round trip).
 SHIPPED_WITHIN_SECONDS = SECONDS_OPTIONS["groundhog_lease_ship_seconds"][0] + 0.5
@@ -112,7 +114,7 @@ def measure(quick: bool = False, database_url: str | None = None) -> list[dict[s
     ):
         work = Path(temporary)
         upstream, resolver = start_upstream_and_resolver(work, database_url, kids)
-        proxy = start_proxy("proxy", resolver.url, work)
+        proxy = start_proxy("proxy", resolver.url, work, *LEASES_OFF)
         kids.append(proxy)
         leased = start_proxy("leased-proxy", resolver.url, work, *LEASES_ON)
         kids.append(leased)
@@ -125,7 +127,7 @@ def measure(quick: bool = False, database_url: str | None = None) -> list[dict[s
             log_dir=work,
         )
         kids.append(instant)
-        lone_proxy = start_proxy("proxy-on-instant-resolver", instant.url, work)
+        lone_proxy = start_proxy("proxy-on-instant-resolver", instant.url, work, *LEASES_OFF)
         kids.append(lone_proxy)
         sidecars, plain_sidecars = start_sidecars(resolver.url, work, kids, GROUP)
         try:
@@ -147,14 +149,15 @@ def measure(quick: bool = False, database_url: str | None = None) -> list[dict[s
                     # Against one plain forward (the no-addon row of this same loop, 1 client) and
                     # against four at once (PLAIN_GROUP, taking turns with the siblings).
                     rounds = max(total // 8, 10)
+                    # As deployed: sidecars taking branch leases (the default).
                     measured |= group_conditions(
                         resolver.url,
-                        proxy.port,
+                        leased.port,
                         plain.url,
                         upstream.url,
                         rounds,
                         siblings_tape,
-                        sidecar_ports=[proxy.port, *(child.port for child in sidecars)],
+                        sidecar_ports=[leased.port, *(child.port for child in sidecars)],
                         plain_sidecar_urls=[plain.url, *(child.url for child in plain_sidecars)],
                     )
                 rows += [
@@ -226,8 +229,9 @@ def _groundhog_conditions(
     """Record and hit paths, taking turns with their baseline (mitmdump with no addon); and
     the resolver's CPU per 1000 hits through each proxy.
 
-    `proxy_ports`: the proxy as deployed by default, and one taking branch leases: its first
-    ask of an address is a resolver hit it keeps; a sibling's next one is answered by it."""
+    `proxy_ports`: a proxy asking the resolver for every hit (leases off), and one taking branch
+    leases (the default): its first ask of an address is a resolver hit it keeps; a sibling's
+    next one is answered by it."""
     resolver_url = resolver.url
     clients = len(urls)
     proxy_port, leased_port = proxy_ports

@@ -85,16 +85,17 @@ CaptureDir = Annotated[
 BranchLeases = Annotated[
     bool,
     typer.Option(
-        "--branch-leases",
+        "--branch-leases/--no-branch-leases",
         help="Take each branch's lease and answer its recorded reads in the proxy, shipping "
-        "their events to the resolver behind (docs/internals.md, 'Branch leases').",
+        "their events to the resolver behind (docs/internals.md, 'Branch leases'); "
+        "--no-branch-leases asks the resolver for every hit.",
     ),
 ]
 
 
 def lease_args(branch_leases: bool) -> list[str]:
     """The proxy's flags for branch leases, as `python -m proxy` takes them."""
-    return ["--set", "groundhog_branch_leases=true"] if branch_leases else []
+    return ["--set", f"groundhog_branch_leases={'true' if branch_leases else 'false'}"]
 
 
 def capture_args(capture_dir: Path | None) -> list[str]:
@@ -202,7 +203,7 @@ def proxy(
     upstream_proxy: UpstreamProxy = None,
     tcp_passthrough_host: TcpPassthroughHost = None,
     map_host: MapHost = None,
-    branch_leases: BranchLeases = False,
+    branch_leases: BranchLeases = True,
     capture_dir: CaptureDir = None,
     tape: Annotated[
         str | None,
@@ -333,7 +334,7 @@ def up(
     upstream_proxy: UpstreamProxy = None,
     tcp_passthrough_host: TcpPassthroughHost = None,
     map_host: MapHost = None,
-    branch_leases: BranchLeases = False,
+    branch_leases: BranchLeases = True,
     capture_dir: CaptureDir = None,
 ) -> None:
     """Start the resolver and the proxy together on an embedded SQLite store.

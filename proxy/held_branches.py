@@ -1,7 +1,7 @@
 """The sidecar's branch leases: answer a leased branch's recorded reads without the resolver.
 
 A branch is worked by one rollout worker at a time, behind one sidecar. With
-`groundhog_branch_leases` on, the sidecar takes the branch's lease at its first ask
+`groundhog_branch_leases` on (the default), the sidecar takes the branch's lease at its first ask
 (`/v1/leases/take`: the branch's counters and versions come with it) and from then on decides
 each ask with the resolver's own code (engine/leased_hits.py) over that copy and the answers it
 has seen or read ahead (in memory and on disk: proxy/lease_answers.py; `/v1/leases/ahead` once
@@ -11,8 +11,9 @@ resolver behind in batches; anything else — a miss, a write, a fault, a key wh
 copy cannot tell — is asked of the resolver as before, after the branch's unshipped hits. A
 renewal long poll keeps the leases and hears when one is asked back (a fork, a seal, another
 proxy's ask): the branch's hits are shipped and the lease released at once. Without this
-module every hit is a round trip to the one shared resolver and its store. Off by default: the
-resolver path is then exactly as before.
+module every hit is a round trip to the one shared resolver and its store. On by default where
+the proxy has a lease dir (`python -m proxy` gives it <data>/leases); off, every ask goes to
+the resolver.
 """
 
 from __future__ import annotations
@@ -24,8 +25,6 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
-
-from mitmproxy.exceptions import OptionsError
 
 from engine import failpoints
 from engine.cache import Recorded
@@ -73,15 +72,24 @@ _COUNTED = {Decision.SHARED, Decision.STALE, Decision.INJECTED, Decision.SIMULAT
 def configured_leases(
     current: LeaseBook | None, options: Any, resolver: Callable[[], ResolverClient]
 ) -> LeaseBook | None:
-    """The proxy's lease book as its options want it: None with `groundhog_branch_leases` off,
-    the one it has (its ship window updated) or a new one on `groundhog_lease_dir`."""
+    """The proxy's lease book as its options want it: None with `groundhog_branch_leases` off
+    or no `groundhog_lease_dir`, the one it has (its ship window updated) or a new one there.
+
+    Leases are on by default, but a sidecar started as a bare `mitmdump -s proxy/addon.py` has
+    no lease dir: a temporary one would lose the log of served hits with a restart (hits
+    acknowledged to the worker and never shipped), so such a proxy asks the resolver for every
+    hit and says so once."""
     if not options.groundhog_branch_leases:
         return None
     if not options.groundhog_lease_dir:
-        raise OptionsError(
-            "groundhog_branch_leases needs groundhog_lease_dir: a directory for the holder "
-            "id and the log of served hits (e.g. --set groundhog_lease_dir=.groundhog/leases)"
-        )
+        if current is None:
+            log.warning(
+                "branch leases are on but groundhog_lease_dir is not set: every hit is asked "
+                "of the resolver (--set groundhog_lease_dir=DIR, kept across restarts, to "
+                "answer this branch's hits here; --set groundhog_branch_leases=false to "
+                "silence this)"
+            )
+        return None
     window = seconds(options, "groundhog_lease_ship_seconds")
     disk_bytes = lease_disk_bytes(options)
     if current is None:

@@ -143,9 +143,10 @@ def declare_options(loader: Loader) -> None:
     loader.add_option(
         "groundhog_branch_leases",
         bool,
-        False,
+        True,
         "Take each branch's lease and answer its recorded reads here, shipping their events "
-        "to the resolver behind (proxy/held_branches.py).",
+        "to the resolver behind (proxy/held_branches.py); needs groundhog_lease_dir, which "
+        "`python -m proxy` sets (<data>/leases): without it hits go to the resolver.",
     )
     loader.add_option(
         "groundhog_lease_dir",

@@ -107,8 +107,12 @@ def groundhog_options(config: ProxyConfig) -> dict[str, Any]:
         "groundhog_proxy_token": config.proxy_token,
         "groundhog_max_body_bytes": config.max_body_bytes,
         "groundhog_tcp_passthrough_hosts": list(config.tcp_passthrough_hosts),
-        "groundhog_lease_dir": str(Path(config.data_dir) / "leases"),
     }
+
+
+def lease_dir(config: ProxyConfig) -> str:
+    """Where `python -m proxy` keeps its branch leases' holder id and log."""
+    return str(Path(config.data_dir) / "leases")
 
 
 def apply_settings(options: mitm_options.Options, settings: list[str]) -> None:
@@ -179,6 +183,10 @@ async def serve(config: ProxyConfig, on_ready: Callable[[], None] | None = None)
     master = build_master()
     master.options.update(**mitmproxy_options(config), **egress, **groundhog_options(config))
     apply_settings(master.options, config.settings)
+    # The lease dir last: a lease book is made (its holder id written) the moment leases are on
+    # with a directory, so `--set groundhog_branch_leases=false` must land before it.
+    if master.options.groundhog_lease_dir is None:
+        master.options.update(groundhog_lease_dir=lease_dir(config))
     if config.capture_modes:
         master.options.mode = [*master.options.mode, *config.capture_modes]
 

@@ -212,6 +212,22 @@ def test_the_ca_volume_is_written_by_resolvers_and_read_only_elsewhere(
     assert "/results" in compose["services"]["bench"]["command"]
 
 
+def test_each_proxy_keeps_its_lease_log_on_a_volume_of_its_own(compose: dict[str, Any]) -> None:
+    """Branch leases are on by default: the log of hits served and not yet shipped, in
+    <--data>/leases, must outlive the container, and two proxies sharing one would mix two
+    holders' hits."""
+    lease_volumes: list[str] = []
+    for name, service in compose["services"].items():
+        if not is_groundhog_service(service) or service_command(name, service)[0] != "proxy":
+            continue
+        leases = [v for v in service.get("volumes") or [] if v.endswith(":/data/leases")]
+        assert len(leases) == 1, f"{name} keeps <--data>/leases in the container"
+        volume = leases[0].split(":")[0]
+        assert volume in compose["volumes"], name
+        lease_volumes.append(volume)
+    assert len(lease_volumes) >= 3 and len(set(lease_volumes)) == len(lease_volumes)
+
+
 def test_configuration_is_groundhog_env_only(compose: dict[str, Any]) -> None:
     for name, service in compose["services"].items():
         assert "env_file" not in service, f"{name}: configuration goes through GROUNDHOG_* env"

@@ -98,10 +98,14 @@ def test_volumes_become_folders_the_services_share(
     assert resolver.arguments == ["--data", str(tmp_path / "store")]
     assert resolver.env["GROUNDHOG_DATABASE_URL"] == f"sqlite:///{tmp_path}/store/groundhog.sqlite3"
     assert resolver.env["GROUNDHOG_CA_DIR"] == str(tmp_path / "ca")
-    # The proxy is not given the store; its --data is private, with the CA volume inside it.
+    # The proxy is not given the store; its --data is private, with the CA volume inside it
+    # and its lease log on a volume of its own.
     proxy_data = Path(proxy.arguments[proxy.arguments.index("--data") + 1])
     assert proxy_data.is_relative_to(tmp_path / "scratch" / "proxy")
-    assert proxy.links == {proxy_data / "ca": tmp_path / "ca"}
+    assert proxy.links == {
+        proxy_data / "ca": tmp_path / "ca",
+        proxy_data / "leases": tmp_path / "proxy-leases",
+    }
     bench = default_services["bench"]
     assert bench.arguments[:3] == ["--quick", "--out", str(tmp_path / "bind" / "bench-results")]
 

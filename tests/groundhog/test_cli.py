@@ -355,14 +355,17 @@ def test_up_starts_both_prints_exports_and_stops_on_signal(
     wait_until(lambda: not _port_open(resolver_port) and not _port_open(proxy_port), timeout=10)
 
 
-def test_up_with_branch_leases_starts_a_proxy_that_takes_them(tmp_path: Path) -> None:
-    process, _resolver_port, _proxy_port = _start_up(tmp_path, "--branch-leases")
+@pytest.mark.parametrize(("flags", "leased"), [((), True), (("--no-branch-leases",), False)])
+def test_up_starts_a_proxy_that_takes_branch_leases_unless_told_not_to(
+    tmp_path: Path, flags: tuple[str, ...], leased: bool
+) -> None:
+    process, _resolver_port, _proxy_port = _start_up(tmp_path, *flags)
     try:
         for line in _lines(process.stdout):
             if "Ctrl-C stops both" in line:
                 break
-        # The proxy made its lease holder id: it runs with groundhog_branch_leases on.
-        assert (tmp_path / "data" / "leases" / "holder").read_text().strip()
+        # A proxy taking leases made its lease holder id at start.
+        assert (tmp_path / "data" / "leases" / "holder").exists() is leased
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=120) == 0
     finally:

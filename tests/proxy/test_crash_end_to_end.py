@@ -39,6 +39,26 @@ def patient(tmp_path: Path) -> Iterator[Stack]:
         yield stack
 
 
+# A hit the resolver commits: with branch leases (the default) the sidecar serves a sibling's
+# recording itself, and its own crash windows are tests/proxy/test_crash_state_machine.py's.
+# Leases off, every hit is the resolver's, as for a branch no sidecar holds.
+RESOLVER_HITS = ("--set", "groundhog_branch_leases=false")
+
+
+@pytest.fixture
+def crashable_resolver_hits(tmp_path: Path) -> Iterator[Stack]:
+    """`crashable`, every hit asked of the resolver."""
+    with running_stack(tmp_path, "--set", "groundhog_resolve_retry=0", *RESOLVER_HITS) as stack:
+        yield stack
+
+
+@pytest.fixture
+def patient_resolver_hits(tmp_path: Path) -> Iterator[Stack]:
+    """`patient`, every hit asked of the resolver."""
+    with running_stack(tmp_path, "--set", "groundhog_resolve_retry=120", *RESOLVER_HITS) as stack:
+        yield stack
+
+
 def die_after_the_next_commit(stack: Stack) -> None:
     """Restart the resolver so that the next resolve dies once its transaction committed,
     before its answer is written: the commit-to-answer window."""
@@ -47,12 +67,12 @@ def die_after_the_next_commit(stack: Stack) -> None:
 
 
 def test_a_hit_committed_by_a_resolver_that_died_is_asked_again_at_its_occurrence(
-    patient: Stack, upstream: Upstream
+    patient_resolver_hits: Stack, upstream: Upstream
 ) -> None:
     """b0's hit commits (its lineage advanced) and the resolver dies before answering; the
     proxy asks again with the same attempt once the resolver is back, and b0 is served at
     occurrence 0 the bytes b1 recorded there, not a new live call at occurrence 1."""
-    stack = patient
+    stack = patient_resolver_hits
     tape = stack.open_tape()
     b0, b1 = stack.fork(tape, 2)
     item = f"{upstream.url}/item/r"
@@ -77,11 +97,11 @@ def test_a_hit_committed_by_a_resolver_that_died_is_asked_again_at_its_occurrenc
 
 
 def test_the_workers_retry_of_a_503_is_the_same_attempt(
-    crashable: Stack, upstream: Upstream
+    crashable_resolver_hits: Stack, upstream: Upstream
 ) -> None:
     """The same window with a proxy that answers 503 at once: the worker's retry of the same
     request (a new flow, with a header changed) is asked as the unanswered attempt."""
-    stack = crashable
+    stack = crashable_resolver_hits
     tape = stack.open_tape()
     b0, b1 = stack.fork(tape, 2)
     item = f"{upstream.url}/item/r"

@@ -1,5 +1,5 @@
-"""proxy/held_branches.py under mitmproxy's test context: leases are off unless asked for, need
-a directory for their log, a resolver's answer teaches the copy what it says, a hit whose
+"""proxy/held_branches.py under mitmproxy's test context: leases are on by default where the
+proxy has a directory for their log, a resolver's answer teaches the copy what it says, a hit whose
 answer is on the disk tier only is served from it, unless the lease went while it was read, and
 nothing is asked of the resolver before the branch's served hits are shipped."""
 
@@ -9,7 +9,6 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from mitmproxy.exceptions import OptionsError
 from mitmproxy.test import taddons
 
 from engine.cache import Address, Recorded
@@ -24,17 +23,17 @@ from proxy.resolver_client import ResolverGone, ResolverRejected, ResolverUnavai
 from tests.proxy.test_answer_disk import answer
 
 
-def test_leases_are_off_by_default_and_on_need_a_directory(tmp_path: Path) -> None:
+def test_leases_are_on_by_default_where_a_directory_is_given(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     addon = GroundhogAddon()
     with taddons.context(addon) as context:
+        # A bare mitmdump has no lease dir: hits go to the resolver, and the proxy says so.
+        assert context.options.groundhog_branch_leases is True
+        context.configure(addon, groundhog_lease_ship_seconds="0.5")
         assert addon.leases is None
-        with pytest.raises(OptionsError, match="groundhog_lease_dir"):
-            context.options.update(groundhog_branch_leases=True, groundhog_lease_dir=None)
-        context.options.update(
-            groundhog_branch_leases=True,
-            groundhog_lease_dir=str(tmp_path),
-            groundhog_lease_ship_seconds="0.5",
-        )
+        assert "groundhog_lease_dir is not set" in caplog.text
+        context.options.update(groundhog_lease_dir=str(tmp_path))
         assert addon.leases is not None and addon.leases.shipper.window == 0.5
         assert (tmp_path / "holder").read_text().strip() == addon.leases.holder
         context.options.update(groundhog_branch_leases=False)

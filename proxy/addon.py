@@ -314,7 +314,7 @@ class GroundhogAddon:
             state.fingerprint = answer.get("fingerprint") or ""
             state.request_key = answer.get("request_key") or ""
             state.ticket = answer.get("ticket")
-            state.lease_seconds = answer.get("lease_seconds")
+            state.claim_seconds = answer.get("claim_seconds")
             state.is_write = state.decision == Decision.WRITE
             state.tape, state.branch = identity.tape, identity.branch
             if action == Action.SERVE:

@@ -208,7 +208,7 @@ def test_an_upstream_past_its_deadline_is_an_upstream_failed_timeout(
 def test_a_slow_holder_renews_its_claim_so_its_sibling_waits_and_shares(
     tmp_path: Path, world: StreamUpstream
 ) -> None:
-    lease = {"GROUNDHOG_CLAIM_LEASE_SECONDS": "1"}
+    lease = {"GROUNDHOG_CLAIM_SECONDS": "1"}
     with running_stack(tmp_path, resolver_env=lease) as stack:
         tape = stack.open_tape()
         first, second = stack.fork(tape, 2)

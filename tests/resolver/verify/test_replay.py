@@ -224,7 +224,7 @@ def test_an_ask_without_status_or_body_hash_is_not_held_to_them() -> None:
 
 def sealed_recording(store: Store, body: bytes) -> tuple[Resolver, Ask]:
     """`GET http://w.example/x` recorded on root/a, the tape sealed; the ask as an export has it."""
-    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30)
     forward = resolver.resolve(resolve_request("/x", "root/a"))
     assert isinstance(forward, Resolution) and forward.ticket is not None
     response = ResponseIn(

@@ -477,7 +477,7 @@ def test_a_poll_on_the_event_loop_waits_again_then_serves_what_was_recorded(
         before = branch_rows(store, "root/b")
 
         still = poll_on_loop(resolver, waiting)
-        assert isinstance(still, Waiting) and still.claim_expires is not None  # the holder's lease
+        assert isinstance(still, Waiting) and still.claim_expires is not None  # the holder's claim
         assert branch_rows(store, "root/b") == before  # waiting again writes nothing
 
         Recorder(store, max_body_bytes=1024).record(

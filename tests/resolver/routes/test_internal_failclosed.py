@@ -172,7 +172,7 @@ def test_a_non_latin1_header_is_refused_and_does_not_poison_the_address(
     reply = proxy.http.post("/v1/record", json={"ticket": forward["ticket"], "response": bad})
     assert reply.status_code == 422
     assert reply.json()["field"] == "response.headers[1]" and reply.json()["header"] == "X-Title"
-    # The claim was released at once: a sibling fetches now instead of waiting out the lease.
+    # The claim was released at once: a sibling fetches now instead of waiting out the claim.
     sibling = proxy.resolve(tape_name, b, path="/h", follow=False).json()
     assert sibling["action"] == "forward"
     assert _record(proxy, sibling["ticket"], SET_COOKIE_RESPONSE)["recorded"] is True

@@ -118,10 +118,10 @@ def test_a_token_another_resolver_issued_is_looked_at_first(
     proxy = ProxyDouble(patient_server.url)
     holder, waiter = _holder_and_waiter(proxy, "elsewhere")
     ask = wait_tokens.decode(waiter["wait"])
-    lease = wait_tokens.decode_wait(waiter["wait"]).claim_expires
+    expires = wait_tokens.decode_wait(waiter["wait"]).claim_expires
     # The same ask as a replica with its own settle log (or this one before a restart) wrote it.
     foreign = wait_tokens.encode(
-        ask, Decision.RECORDED, claim_expires=lease, mark=Mark("another-process", 0)
+        ask, Decision.RECORDED, claim_expires=expires, mark=Mark("another-process", 0)
     )
     _record(proxy, holder["ticket"])
     before = _counts(patient_server.url)

@@ -22,8 +22,8 @@ from sqlalchemy import select
 
 from engine.policy import Action, Decision
 from engine.resolve_results import Resolution, Waiting
+from engine.sandbox_identity import MARKER
 from groundhog.protocol.wire import WireResponse
-from proxy.sandbox_answers import MARKER
 from resolver.recording import Recorder
 from resolver.resolution import Resolver
 from resolver.schemas import RecordRequest, ResponseIn
@@ -47,7 +47,7 @@ from tests.engine.test_facts import make_ask
 from tests.resolver.test_hit_path import ask as resolve_request
 
 BODY = b'{"answer": 42}'
-SANDBOX = MARKER.decode()
+SANDBOX = MARKER
 
 
 def recorded_ask(seq: int = 1, **changes: Any) -> Ask:

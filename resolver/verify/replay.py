@@ -30,7 +30,7 @@ from engine.policy import Action, Decision
 from engine.resolve_request import ResolveRequest
 from engine.resolve_results import Resolution
 from engine.sandbox_identity import MARKER, own_sandbox_fields
-from groundhog.protocol.wire import TRAILER_PREFIX, WireResponse
+from groundhog.protocol.wire import TRAILER_PREFIX
 from groundhog.protocol.wire_codec import (
     decode_body,
     fields_from_pairs,
@@ -133,7 +133,6 @@ def _learn_identities(
     ask: Ask,
     request: http.Request,
     result: Resolution,
-    served: WireResponse,
 ) -> None:
     """Keep the session values the branch was handed where the tape stored the marker."""
     parts = urlsplit(ask.url)
@@ -141,7 +140,8 @@ def _learn_identities(
     marked = {name.lower() for name, value in ask.response_headers if value == MARKER}
     if not marked:
         return
-    head = fields_from_pairs(_head_pairs(served["headers"]))
+    assert result.response is not None  # `compare` let it through: it was served
+    head = fields_from_pairs(_head_pairs(result.response.get("headers") or []))
     own = own_sandbox_fields(
         head, request.headers.get, replay.conversation.tape, branch,
         occurrence=result.ask.occurrence,
@@ -218,8 +218,7 @@ def ask_again(replay: Replay, branch: str, ask: Ask) -> str | None:
     why_not = compare(replay, branch, ask, result)
     if why_not is not None:
         return why_not
-    assert result.response is not None
-    _learn_identities(replay, branch, ask, request, result, result.response)
+    _learn_identities(replay, branch, ask, request, result)
     return None
 
 

@@ -50,7 +50,7 @@ def measure(
         store.dispose()
         raise SystemExit("--on-loop needs a SQLite store at synchronous=NORMAL")
     bulk_load(url, tape, size)
-    resolver = Resolver(store, max_body_bytes=1 << 20, lease_seconds=30, loop_writer=loop_writer)
+    resolver = Resolver(store, max_body_bytes=1 << 20, claim_seconds=30, loop_writer=loop_writer)
     hit = _hit_on_loop if on_loop else _hit
     asks = [
         ResolveRequest(**resolve_body(tape, f"root/b{pick % BRANCHES}", pick // BRANCHES))

@@ -68,8 +68,8 @@ PURPOSES = {
     "tell the proxy to forward it, or (answering at once) to wait on another asker; see "
     "internals.md.",
     ("post", "/v1/wait"): "Internal: long-poll an address another asker is fetching, until it "
-    "is recorded (`serve`), its holder's lease lapses (`forward`) or the window ends (`wait`).",
-    ("post", "/v1/renew"): "Internal: extend a forward ticket's single-flight lease while its "
+    "is recorded (`serve`), its holder's claim lapses (`forward`) or the window ends (`wait`).",
+    ("post", "/v1/renew"): "Internal: extend a forward ticket's single-flight claim while its "
     "fetch runs; `409` once the ticket no longer holds its address.",
     ("post", "/v1/record"): "Internal (proxy → resolver): record what upstream answered for a "
     "ticket; answers, only after the commit, the response the worker must be served.",

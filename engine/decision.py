@@ -24,8 +24,8 @@ class ClaimState(StrEnum):
     """The single-flight claim on the ask's address, as far as this ask knows."""
 
     FREE = "free"  # nobody holds it
-    HELD = "held"  # another asker holds a live lease
-    EXPIRED = "expired"  # another asker's lease lapsed: it may be taken over
+    HELD = "held"  # another asker holds a live claim
+    EXPIRED = "expired"  # another asker's claim lapsed: it may be taken over
     OURS = "ours"  # this ask holds it
     FAILED = "failed"  # the attempt this ask waited on failed before the world answered
 

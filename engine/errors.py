@@ -3,7 +3,8 @@
 The engine decides and raises; it renders nothing. A shell maps what it catches to its own
 answer (the resolver to problem+json, the proxy to an option error naming the fix), so no HTTP
 or framework type is needed here; an error a client reads names its problem in the wire's
-words (`ProblemError`), which the resolver renders as its own.
+words (`ProblemError`), which the resolver renders as its own. Injected faults, which are
+answers and never raised, are engine/faults.py's.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ def facts_of(ask: Ask, *, passthrough: bool = False) -> Facts:
 
 
 def claim_state(claim: ClaimRow | None, now: float, *, waited_on: str | None = None) -> ClaimState:
-    """A claim row's state at wall time `now`: a lease that lapses exactly now still holds.
+    """A claim row's state at wall time `now`: a claim that lapses exactly now still holds.
 
     A failed claim is `FAILED` only to an ask that waited on that very attempt (`waited_on`,
     the `holder_of` its wait token names); to anyone else it is an expired claim to take over,
@@ -44,7 +44,7 @@ def claim_state(claim: ClaimRow | None, now: float, *, waited_on: str | None = N
         return ClaimState.FREE
     if claim.failure is not None and waited_on is not None and waited_on == holder_of(claim):
         return ClaimState.FAILED
-    return ClaimState.HELD if claim.lease_expires >= now else ClaimState.EXPIRED
+    return ClaimState.HELD if claim.claim_expires >= now else ClaimState.EXPIRED
 
 
 def holder_of(claim: ClaimRow) -> str:

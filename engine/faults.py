@@ -14,6 +14,9 @@ then answers `504` (a client whose own timeout is shorter sees a timeout); `rese
 proxy close the client's connection without an answer; `latency` delays the ask by `latency_ms`
 and then resolves it as usual. Every injected answer carries `X-Groundhog-Fault: <kind>` and the
 decision `injected`; the world is never called for it.
+
+Faults are not errors: an injected fault is an answer the tape chose to serve, and nothing here
+raises. The engine's exceptions are engine/errors.py's.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ class Resolution:
     response_json: bytes | None = None
     # How long the proxy holds the answer: a latency fault, or a timeout fault's hold.
     delay_ms: int = 0
-    # The recording served, if one was: a lease holder keeps it to serve again
+    # The recording served, if one was: a branch-lease holder keeps it to serve again
     # (proxy/held_branches.py).
     exchange_id: int | None = None
 
@@ -44,8 +44,8 @@ class Waiting:
     # The decision it will have if this asker ends up fetching (`recorded`, `refetched`,
     # `simulated`), as the decision path named it: the routes never re-derive it.
     decision: Decision
-    # When the holder's lease lapses (wall time), if known: the next look worth taking.
-    lease_expires: float | None = None
+    # When the holder's claim lapses (wall time), if known: the next look worth taking.
+    claim_expires: float | None = None
     # Which attempt it waits on (`facts.holder_of`): if that one fails, so does this ask.
     holder: str | None = None
 

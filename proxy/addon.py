@@ -22,6 +22,7 @@ from mitmproxy.proxy import layer, server_hooks
 
 from groundhog.protocol.decisions import Action, Decision
 from groundhog.protocol.wire import RecordAnswer, ResolveAnswer, ResolveAsk, WireResponse
+from groundhog.protocol.wire_codec import resolve_payload
 from proxy import faults, native, problems
 from proxy.attempts import Attempts
 from proxy.capabilities import pin_refusal
@@ -55,7 +56,6 @@ from proxy.websocket_tape import (
 from proxy.wire import (
     add_upstream_headers,
     relayed_response,
-    resolve_payload,
     response_from_payload,
     strip_private_headers,
 )
@@ -314,7 +314,7 @@ class GroundhogAddon:
             state.fingerprint = answer.get("fingerprint") or ""
             state.request_key = answer.get("request_key") or ""
             state.ticket = answer.get("ticket")
-            state.lease_seconds = answer.get("lease_seconds")
+            state.claim_seconds = answer.get("claim_seconds")
             state.is_write = state.decision == Decision.WRITE
             state.tape, state.branch = identity.tape, identity.branch
             if action == Action.SERVE:

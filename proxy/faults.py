@@ -4,6 +4,7 @@ Two faults cannot be expressed as an answer the resolver hands over: a delay (a 
 or a timeout's hold before its 504) and a connection reset. The resolver says `delay_ms` in the
 resolve answer and marks a reset with `X-Groundhog-Fault: reset`; here the proxy waits without
 blocking the event loop and kills the flow, which closes the client's connection unanswered.
+Not the proxy's errors (proxy/errors.py, the exceptions it raises): a fault is served on purpose.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ protocol's promises (DESIGN §4, PROTOCOL v2):
   `proxy.native`).
 - A read is never served bytes that are not on the tape: a failed record is a 503 problem
   (buffered) or a cut stream; a write gets its live answer plus `X-Groundhog-Record-Error`.
-- While the call runs, `LeaseKeeper` renews the ticket's claim and enforces the deadlines.
+- While the call runs, `ClaimKeeper` renews the ticket's claim and enforces the deadlines.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from proxy.native import FAILURE_PHASE, FAILURE_RESPONSE, UpstreamDeadline
 from proxy.options import seconds
 from proxy.passthrough import Kind
 from proxy.recording_stream import BodyTee, Plan, needs_chunked_framing, plan_response
-from proxy.renewal import LeaseKeeper
+from proxy.renewal import ClaimKeeper
 from proxy.resolver_client import (
     ResolverClient,
     ResolverProtocolError,
@@ -63,7 +63,7 @@ from proxy.wire import (
 log = logging.getLogger(__name__)
 
 META = "groundhog"
-# How long, and how often, a read's unrecorded report is retried when no lease length is known.
+# How long, and how often, a read's unrecorded report is retried when no claim length is known.
 UNRECORDED_REPORT_SECONDS = 30.0
 UNRECORDED_REPORT_PAUSE = 0.25
 RESOLVER_ERRORS = (ResolverUnavailable, ResolverRejected, ResolverProtocolError)
@@ -79,7 +79,7 @@ class FlowState:
     fingerprint: str = ""
     request_key: str = ""
     ticket: str | None = None
-    lease_seconds: float | None = None
+    claim_seconds: float | None = None
     is_write: bool = False
     tape: str = ""
     branch: str = ""
@@ -89,7 +89,7 @@ class FlowState:
     tee: BodyTee | None = None
     live_fields: tuple[tuple[bytes, bytes], ...] = ()  # a streamed response's head, as received
     streaming: bool = False  # the response head went to the worker already
-    keeper: LeaseKeeper | None = None
+    keeper: ClaimKeeper | None = None
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     # The resolve body this flow was asked with (its attempt id among it): a read whose record
     # fails is unanswered, and the worker's retry must be asked as the same attempt.
@@ -174,10 +174,10 @@ class LiveRecorder:
         assert state.ticket is not None
         state.mode = "live"
         options = ctx.options
-        state.keeper = LeaseKeeper(
+        state.keeper = ClaimKeeper(
             self.resolver,
             state.ticket,
-            lease_seconds=state.lease_seconds,
+            claim_seconds=state.claim_seconds,
             answer_timeout=seconds(options, "groundhog_upstream_read_timeout"),
             deadline=seconds(options, "groundhog_upstream_deadline"),
             on_timeout=lambda reason: self._timed_out(flow, state, reason),
@@ -373,13 +373,13 @@ class LiveRecorder:
 
         The report settles the ticket's pending record (the report lists the read as
         unrecorded) and releases its claim, so the next ask of the address, by any sibling,
-        fetches it again at once, once for the group, instead of waiting out the claim's lease.
+        fetches it again at once, once for the group, instead of waiting out the claim.
         The resolver may be the reason the record failed (killed, restarting): the report is
         tried again until it is heard, refused as already settled (409: the record committed
-        before the failure, or another report won), or the lease has lapsed anyway.
+        before the failure, or another report won), or the claim has lapsed anyway.
         """
-        lease = state.lease_seconds or UNRECORDED_REPORT_SECONDS
-        deadline = asyncio.get_running_loop().time() + lease
+        claim_seconds = state.claim_seconds or UNRECORDED_REPORT_SECONDS
+        deadline = asyncio.get_running_loop().time() + claim_seconds
         payload = {"ticket": state.ticket, "unrecorded": f"read: {reason}"[:300]}
         while True:
             try:

@@ -1,13 +1,13 @@
 """Keep a ticket's single-flight claim alive while its live call runs, and bound that call.
 
-The resolver hands a forwarded ask a claim with a lease (`lease_seconds`); siblings asking
-the same address wait, and take over only when the lease expires. A slow but live upstream
-call must therefore renew its lease (every lease/3), or a sibling would make a second live
+The resolver hands a forwarded ask a claim lasting `claim_seconds`; siblings asking the same
+address wait, and take over only when the claim lapses. A slow but live upstream call must
+therefore renew its claim (every claim/3), or a sibling would make a second live
 call and the address would get two different answers. Every live call also has limits: a
 first answer (the response head) within `answer_timeout`, and an end within `deadline`;
 past either, `on_timeout` is called once, and the flow's owner ends the fetch.
 
-`LeaseKeeper` is one asyncio task per live call. It never blocks the event loop (renewals are
+`ClaimKeeper` is one asyncio task per live call. It never blocks the event loop (renewals are
 awaited HTTP calls with their own timeout), and `stop()` cancels it however the flow ends.
 """
 
@@ -20,8 +20,8 @@ from typing import Protocol
 
 log = logging.getLogger(__name__)
 
-DEFAULT_LEASE_SECONDS = 30.0
-# Renewals stop being useful below this interval; a lease this short is a test setting.
+DEFAULT_CLAIM_SECONDS = 30.0
+# Renewals stop being useful below this interval; a claim this short is a test setting.
 MIN_RENEW_INTERVAL = 0.05
 
 
@@ -29,20 +29,22 @@ class Renewer(Protocol):
     async def renew(self, ticket: str) -> float | None: ...
 
 
-class LeaseKeeper:
+class ClaimKeeper:
     def __init__(
         self,
         resolver: Renewer,
         ticket: str,
         *,
-        lease_seconds: float | None,
+        claim_seconds: float | None,
         answer_timeout: float,
         deadline: float,
         on_timeout: Callable[[str], None],
     ) -> None:
         self.resolver = resolver
         self.ticket = ticket
-        self.lease = lease_seconds if lease_seconds and lease_seconds > 0 else DEFAULT_LEASE_SECONDS
+        self.claim_seconds = (
+            claim_seconds if claim_seconds and claim_seconds > 0 else DEFAULT_CLAIM_SECONDS
+        )
         self.answer_timeout = answer_timeout
         self.deadline = deadline
         self.on_timeout = on_timeout
@@ -54,7 +56,7 @@ class LeaseKeeper:
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(
-            self._run(), name=f"groundhog-lease-{self.ticket}"
+            self._run(), name=f"groundhog-claim-{self.ticket}"
         )
 
     def answered(self) -> None:
@@ -89,25 +91,25 @@ class LeaseKeeper:
                 next_renewal = end
 
     def _interval(self) -> float:
-        return max(MIN_RENEW_INTERVAL, self.lease / 3)
+        return max(MIN_RENEW_INTERVAL, self.claim_seconds / 3)
 
     async def _renew(self) -> None:
         try:
-            lease = await self.resolver.renew(self.ticket)
+            renewed = await self.resolver.renew(self.ticket)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # unreachable resolver, or one without /v1/renew
-            # Renewal is best effort: if it keeps failing, the lease lapses and a sibling may
+            # Renewal is best effort: if it keeps failing, the claim lapses and a sibling may
             # take over; the record of this fetch then loses (first wins) and is not served.
             log.warning("could not renew the claim of ticket %s: %s", self.ticket, error)
             return
-        if lease is None:
+        if renewed is None:
             log.warning("ticket %s was superseded; its fetch will not be served", self.ticket)
             self.superseded = True
             return
         self.renewals += 1
-        if lease > 0:
-            self.lease = lease
+        if renewed > 0:
+            self.claim_seconds = renewed
 
     def _expire(self, reason: str) -> None:
         self.timed_out = reason

@@ -183,22 +183,22 @@ class ResolverClient:
         return cast(ResolveAnswer, answer)
 
     async def renew(self, ticket: str) -> float | None:
-        """Extend `ticket`'s single-flight lease: its length in seconds, or None if superseded."""
+        """Extend `ticket`'s single-flight claim: its length in seconds, or None if superseded."""
         try:
             answer = await self._post("/v1/renew", {"ticket": ticket}, self.resolve_timeout)
         except ResolverRejected as rejected:
             if rejected.status == 409:
                 return None
             raise
-        lease = answer.get("lease_seconds")
-        if isinstance(lease, bool) or not isinstance(lease, int | float) or lease <= 0:
-            raise ResolverProtocolError(f"/v1/renew answered no usable lease_seconds: {lease!r}")
-        return float(lease)
+        seconds = answer.get("claim_seconds")
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
+            raise ResolverProtocolError(f"/v1/renew answered no usable claim_seconds: {seconds!r}")
+        return float(seconds)
 
     async def record(self, payload: dict[str, Any]) -> RecordAnswer:
         return cast(RecordAnswer, await self._post("/v1/record", payload, self.record_timeout))
 
-    # The lease answers are cast, not checked, as every answer here is: their reader
+    # The branch-lease answers are cast, not checked, as every answer here is: their reader
     # (proxy/held_branches.py) takes what it needs and treats a missing or odd field as a
     # resolver that does not follow the protocol.
     async def take_lease(self, payload: LeaseTakeAsk) -> LeaseGrant:

@@ -26,20 +26,12 @@ from typing import Any
 
 from mitmproxy import http
 
-from groundhog.protocol.sandbox import minted_session
+from engine.sandbox_identity import own_sandbox_fields
 from groundhog.protocol.surrogates import served_with_surrogates
 
-MARKER = b"[sandbox]"
-# How engine/redaction.py stores a Set-Cookie value.
-COOKIE_PLACEHOLDER = b"=[redacted:set-cookie:"
-_SET_COOKIE = frozenset({b"set-cookie", b"set-cookie2"})
 SESSION_HEADER = "mcp-session-id"
 _JSONRPC = b'"jsonrpc"'
 ISSUED_MARK = b"[redacted:issued."
-
-
-def _is_stored_cookie(name: bytes, value: bytes) -> bool:
-    return name.lower() in _SET_COOKIE and COOKIE_PLACEHOLDER in value
 
 
 def restore_sandbox_headers(
@@ -51,28 +43,19 @@ def restore_sandbox_headers(
     occurrence: int | None = None,
     replayed_write: bool = False,
 ) -> None:
-    """Each header the tape stored as the marker takes the asker's own value (none: the id
-    minted for the branch at this `occurrence`, groundhog/protocol/sandbox.py), in place, and a
-    stored `Set-Cookie` (its value a placeholder of the recording branch's cookie) is left out
-    of a read: handed on, it would overwrite the asker's own cookie with one that names no
-    sandbox. A `replayed_write` (sealed: the asker's own lineage's recorded write) keeps it, or
-    a replayed login would leave the asker without the cookie its recorded requests carried."""
-    fields = response.headers.fields
-    drop_cookies = not replayed_write
-    if not any(
-        value == MARKER or (drop_cookies and _is_stored_cookie(name, value))
-        for name, value in fields
-    ):
-        return
-    restored = []
-    for name, value in fields:
-        if drop_cookies and _is_stored_cookie(name, value):
-            continue
-        if value == MARKER:
-            own = request.headers.get(name.decode("latin-1"))
-            value = (own or minted_session(tape, branch, occurrence)).encode("latin-1")
-        restored.append((name, value))
-    response.headers.fields = tuple(restored)
+    """The answer's headers made the asker's own, in place (engine/sandbox_identity.py
+    `own_sandbox_fields`: marked headers take the asker's values, a stored `Set-Cookie` is
+    left out of a read)."""
+    restored = own_sandbox_fields(
+        response.headers.fields,
+        request.headers.get,
+        tape,
+        branch,
+        occurrence=occurrence,
+        replayed_write=replayed_write,
+    )
+    if restored is not None:
+        response.headers.fields = restored
 
 
 def request_ids(request: http.Request) -> list[Any] | None:

@@ -5,13 +5,12 @@ The resolver speaks JSON with base64 bodies and headers as ordered `[name, value
 path and the tests would each encode headers their own way, and a served response would stop
 being byte-for-byte what was recorded (header order, duplicates, raw content encoding).
 
-Header bytes are carried as latin-1 text: it maps every byte to one code point and back, so
-any header the world sends survives the round trip through JSON unchanged.
+Header bytes are carried as latin-1 text (groundhog/protocol/wire_codec.py): it maps every byte
+to one code point and back, so any header the world sends survives the round trip unchanged.
 """
 
 from __future__ import annotations
 
-import base64
 import time
 from collections.abc import Iterable, Sequence
 
@@ -21,39 +20,17 @@ from mitmproxy.net.http import status_codes
 from groundhog.protocol import headers
 from groundhog.protocol.decisions import Decision
 from groundhog.protocol.problems import MEDIA_TYPE as PROBLEM_MEDIA_TYPE
-from groundhog.protocol.wire import (
-    TRAILER_PREFIX,
-    HeaderPairs,
-    ResolveAsk,
-    WireResponse,
-    wire_response,
+from groundhog.protocol.wire import TRAILER_PREFIX, WireResponse, wire_response
+from groundhog.protocol.wire_codec import (
+    decode_body,
+    encode_body,
+    fields_from_pairs,
+    pairs_from_fields,
+    without_private_fields,
 )
 
-PROXY_AUTHORIZATION = b"proxy-authorization"
-
-
-def header_text(value: bytes) -> str:
-    return value.decode("latin-1")
-
-
-def header_bytes(value: str) -> bytes:
-    return value.encode("latin-1")
-
-
-def encode_body(body: bytes | None) -> str:
-    return base64.b64encode(body or b"").decode("ascii")
-
-
-def decode_body(body: str | None) -> bytes:
-    return base64.b64decode(body) if body else b""
-
-
-def pairs_from_fields(fields: Iterable[tuple[bytes, bytes]]) -> HeaderPairs:
-    return [[header_text(name), header_text(value)] for name, value in fields]
-
-
-def fields_from_pairs(pairs: Sequence[Sequence[str]]) -> tuple[tuple[bytes, bytes], ...]:
-    return tuple((header_bytes(name), header_bytes(value)) for name, value in pairs)
+# Pairs, fields and bodies are translated by groundhog/protocol/wire_codec.py, and so is a
+# request's resolve ask (the resolver's sealed replay makes the same asks): here, mitmproxy's side.
 
 
 def strip_private_headers(request: http.Request) -> None:
@@ -62,37 +39,13 @@ def strip_private_headers(request: http.Request) -> None:
     These carry the worker's identity and the proxy's own bookkeeping; the world must never
     see them (cooperative headers are added back afterwards, only for cooperative hosts).
     """
-    request.headers.fields = tuple(
-        (name, value)
-        for name, value in request.headers.fields
-        if not name.lower().startswith(headers.PREFIX_BYTES) and name.lower() != PROXY_AUTHORIZATION
-    )
+    request.headers.fields = without_private_fields(request.headers.fields)
 
 
 def add_upstream_headers(request: http.Request, pairs: Sequence[Sequence[str]]) -> None:
     """Append the cooperative headers the resolver named for this live call."""
     if pairs:
         request.headers.fields = request.headers.fields + fields_from_pairs(pairs)
-
-
-def resolve_payload(
-    request: http.Request, *, tape: str, branch: str, body_too_large: bool
-) -> ResolveAsk:
-    """The `POST /v1/resolve` body for a request whose private headers are already gone."""
-    path, _, _ = request.path.partition("?")
-    return {
-        "tape": tape,
-        "branch": branch,
-        "method": request.method,
-        "scheme": request.scheme,
-        "host": request.pretty_host.lower(),
-        "port": request.port,
-        "path": path or "/",
-        "query": [[name, value] for name, value in request.query.items(multi=True)],
-        "headers": pairs_from_fields(request.headers.fields),
-        "body": "" if body_too_large else encode_body(request.raw_content),
-        "body_too_large": body_too_large,
-    }
 
 
 def response_from_payload(payload: WireResponse, *, sent_body: bytes = b"") -> http.Response:

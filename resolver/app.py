@@ -116,7 +116,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.resolver = Resolver(
         store,
         max_body_bytes=settings.max_body_bytes,
-        lease_seconds=settings.claim_lease_seconds,
+        claim_seconds=settings.claim_seconds,
         redaction_key=redaction_key,
         echoes=echoes,
         reserve=DiskReserve(settings.database_url, settings.disk_reserve_bytes or 0),
@@ -129,7 +129,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.recorder = Recorder(
         store,
         max_body_bytes=settings.max_body_bytes,
-        lease_seconds=settings.claim_lease_seconds,
+        claim_seconds=settings.claim_seconds,
         echoes=echoes,
         on_settled=app.state.wakeups.notify,
         keep=app.state.resolver.keep,

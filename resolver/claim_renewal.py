@@ -1,8 +1,8 @@
 """`/v1/renew`: a live single-flight holder keeps its claim while its upstream fetch runs.
 
-Without renewal a fetch slower than the lease lets a waiter take the address over and fetch it a
+Without renewal a fetch slower than the claim lets a waiter take the address over and fetch it a
 second time; its bytes would then differ from the ones its siblings were served. A holder renews
-every third of a lease; takeover happens only once it stops (it died or hit its deadline).
+every third of a claim; takeover happens only once it stops (it died or hit its deadline).
 """
 
 from __future__ import annotations
@@ -14,16 +14,16 @@ from store.db import Store, transaction
 from store.models import PendingRecord
 
 
-def renew(store: Store, ticket: str, lease_seconds: float) -> float | None:
-    """Extend `ticket`'s lease; the lease in seconds, or None if the ticket is superseded.
+def renew(store: Store, ticket: str, claim_seconds: float) -> float | None:
+    """Extend `ticket`'s claim; its length in seconds, or None if the ticket is superseded.
 
     A write (or naive read) forward holds no claim — nobody can take it over — so its ticket
     renews while its pending record exists and no other ticket claims its address.
     """
     with transaction(store.write) as session:
-        lease_expires = time.time() + lease_seconds
-        if claims.renew_claim(ticket, lease_expires=lease_expires, session=session):
-            return lease_seconds
+        claim_expires = time.time() + claim_seconds
+        if claims.renew_claim(ticket, claim_expires=claim_expires, session=session):
+            return claim_seconds
         pending = session.get(PendingRecord, ticket)
         if pending is None:
             return None  # recorded, forgotten or never issued
@@ -32,4 +32,4 @@ def renew(store: Store, ticket: str, lease_seconds: float) -> float | None:
             return None  # taken over: another ticket holds the address now
         if not pending.is_write and exchanges.find_exchange(*address, session=session):
             return None  # someone else recorded the address: this fetch is superseded
-        return lease_seconds
+        return claim_seconds

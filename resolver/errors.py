@@ -1,9 +1,10 @@
-"""Typed errors and the one place they become RFC 9457 problem+json responses.
+"""The resolver's exception root (`ResolverError`) and its typed errors, each with the RFC 9457
+problem (status, type slug, title) it is answered as.
 
 Routes raise these; the handler installed by `resolver.problem_handlers.install_error_handlers`
-renders them, so every
-bad input gets the same shape (type/title/status/detail plus extras) and no route formats its
-own error. Foreign errors are translated at the edge with `raise … from e`.
+renders them, so every bad input gets the same shape (type/title/status/detail plus extras) and
+no route formats its own error. Foreign errors are translated at the edge with `raise … from e`.
+The resolver has no faults module: injected faults are decided by engine/faults.py.
 """
 
 from __future__ import annotations

@@ -38,23 +38,23 @@ from resolver.echoes import EchoBook
 from resolver.resolve_tx.units import Unit
 from store import claims, counters, exchanges, sandbox_sessions, versions
 
-# Forwards whose proxy never called /v1/record are forgotten after this long (or 10 leases).
+# Forwards whose proxy never called /v1/record are forgotten after this long (or 10 claim lengths).
 STALE_PENDING_SECONDS = 3600.0
 STALE_SWEEP_EVERY = 256
 
 
 class FinalSteps:
-    """The final steps of one Resolver: its lease, echo book and disk reserve."""
+    """The final steps of one Resolver: its claim length, echo book and disk reserve."""
 
     def __init__(
         self,
         *,
-        lease_seconds: float,
+        claim_seconds: float,
         echoes: EchoBook,
         reserve: DiskReserve | None,
         redaction_key: bytes,
     ) -> None:
-        self.lease_seconds = lease_seconds
+        self.claim_seconds = claim_seconds
         self.redaction_key = redaction_key
         self.echoes = echoes
         self.reserve = reserve
@@ -93,7 +93,7 @@ class FinalSteps:
             )
         if plan.step is Step.WAIT:
             assert claim is not None
-            return Waiting(ask, plan.decision, claim.lease_expires, holder_of(claim))
+            return Waiting(ask, plan.decision, claim.claim_expires, holder_of(claim))
         if plan.step is Step.FAIL:  # the attempt it waited on failed: the same problem
             assert claim is not None and claim.failure is not None
             write_event_later(unit, ask, Decision.UPSTREAM_FAILED, None)
@@ -151,7 +151,7 @@ class FinalSteps:
         if self.reserve is not None:
             self.reserve.check()  # raises before anything is written: the ask is not taken
         if next(self._forwards) % STALE_SWEEP_EVERY == 0:
-            horizon = max(STALE_PENDING_SECONDS, 10 * self.lease_seconds)
+            horizon = max(STALE_PENDING_SECONDS, 10 * self.claim_seconds)
             claims.delete_stale_pending(time.time() - horizon, session=unit.session)
         self.echoes.remember(ticket, ask.secrets)
         # Nothing reads any of them back in this transaction: they ride with the commit.

@@ -14,7 +14,7 @@ served as a 502 `upstream-failed`.
 A record that fails or is rejected releases its claim in a transaction of its own, so siblings
 waiting on the address take over at once; every settled address wakes its in-process waiters.
 Without this module a forward's answer would never reach the tape, and its siblings would wait
-out the lease.
+out the claim.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ class Recorder:
         store: Store,
         *,
         max_body_bytes: int,
-        lease_seconds: float = 30.0,
+        claim_seconds: float = 30.0,
         echoes: EchoBook | None = None,
         on_settled: Callable[[Address], object] | None = None,
         keep: Callable[[Address, RecordedAnswer], object] | None = None,
@@ -80,7 +80,7 @@ class Recorder:
         self.redaction_key = redaction_key or secrets.token_bytes(32)
         self.loop_writer = loop_writer
         self.max_body_bytes = max_body_bytes
-        self.lease_seconds = lease_seconds
+        self.claim_seconds = claim_seconds
         self.echoes = echoes if echoes is not None else EchoBook()
         self.on_settled = on_settled or (lambda _address: None)
         # The resolver's memory of recorded answers (Resolver.keep), told before the waiters.
@@ -149,7 +149,7 @@ class Recorder:
         return body
 
     def head(self, wire: RecordRequest) -> list[list[str]]:
-        """The stored (redacted) form of a stream's headers; renews the ticket's lease."""
+        """The stored (redacted) form of a stream's headers; renews the ticket's claim."""
         assert wire.head is not None
         check_latin1_headers(wire.head.headers, "head.headers")
         with transaction(self.store.write) as session:
@@ -161,7 +161,7 @@ class Recorder:
                     ticket=wire.ticket,
                 )
             claims.renew_claim(
-                wire.ticket, lease_expires=time.time() + self.lease_seconds, session=session
+                wire.ticket, claim_expires=time.time() + self.claim_seconds, session=session
             )
             echoed = self.echoes.peek(wire.ticket)
             headers, _body = stored_form(
@@ -170,7 +170,7 @@ class Recorder:
             return headers
 
     def release_after_failure(self, ticket: str) -> None:
-        """Let a waiting sibling fetch the address now rather than when the lease lapses.
+        """Let a waiting sibling fetch the address now rather than when the claim lapses.
 
         The failed transaction rolled back, so the claim would otherwise hold for the whole
         lease while siblings wait. The pending record stays, so the proxy may still retry this
@@ -184,7 +184,7 @@ class Recorder:
                     notify.announce(session, pending_address(pending))
             if pending is not None:
                 self.on_settled(pending_address(pending))
-        except Exception:  # the store may still be failing; the lease is the fallback
+        except Exception:  # the store may still be failing; the claim's lapse is the fallback
             logger.warning("could not release the claim of ticket %s after a failed record", ticket)
 
     @staticmethod

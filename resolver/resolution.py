@@ -63,7 +63,7 @@ class Resolver:
         store: Store,
         *,
         max_body_bytes: int,
-        lease_seconds: float,
+        claim_seconds: float,
         cache: AnswerCache | None = None,
         redaction_key: bytes | None = None,
         echoes: EchoBook | None = None,
@@ -76,14 +76,14 @@ class Resolver:
         # Without a deployment key (tests, benches) placeholders are keyed by a process key.
         self.redaction_key = redaction_key or secrets.token_bytes(32)
         self.max_body_bytes = max_body_bytes
-        self.lease_seconds = lease_seconds
+        self.claim_seconds = claim_seconds
         self.capabilities = capabilities or Capabilities(self.redaction_key)
         self.cache = cache if cache is not None else AnswerCache()
         self.simulator = SimulatorClient(
             store, max_body_bytes=max_body_bytes, redaction_key=self.redaction_key
         )
         self._final_steps = FinalSteps(
-            lease_seconds=lease_seconds,
+            claim_seconds=claim_seconds,
             echoes=echoes if echoes is not None else EchoBook(),
             reserve=reserve,
             redaction_key=self.redaction_key,
@@ -175,7 +175,7 @@ class Resolver:
             plan = decide_step(looked)
             if plan.step is Step.WAIT:
                 assert claim is not None and plan.decision is not None
-                return Waiting(ask, plan.decision, claim.lease_expires, holder_of(claim))
+                return Waiting(ask, plan.decision, claim.claim_expires, holder_of(claim))
             relax_commit_durability(unit.connection)
             # One transaction: what was looked up above still holds, so it is not looked up again.
             result = self._settle(unit, ask, looked, claim=claim, found=found, taken=False)
@@ -223,7 +223,7 @@ class Resolver:
                 if self._take_claim(unit.connection, ask, ticket):
                     facts = facts.updated(claim=ClaimState.OURS, recorded=self._still(facts))
                 else:
-                    # Whose, and until when: a lapsed lease is taken over now, and a waiter's
+                    # Whose, and until when: a lapsed claim is taken over now, and a waiter's
                     # token carries a live one (routes/internal.py skips a first look on it).
                     claim = claims.get_claim(*address_of(ask), session=unit.connection)
                     facts = facts.updated(claim=claim_state(claim, time.time()))
@@ -289,9 +289,9 @@ class Resolver:
         return answers.recorded_of(answer)
 
     def _take_claim(self, session: Executor, ask: Ask, ticket: str) -> bool:
-        lease_expires = time.time() + self.lease_seconds
+        claim_expires = time.time() + self.claim_seconds
         return claims.try_claim(
-            *address_of(ask), ticket=ticket, lease_expires=lease_expires, session=session
+            *address_of(ask), ticket=ticket, claim_expires=claim_expires, session=session
         )
 
     def _take_over(self, session: Session, claim: claims.HeldClaim, ticket: str) -> bool:
@@ -301,6 +301,6 @@ class Resolver:
             old_ticket=claim.ticket,
             ticket=ticket,
             now=now,
-            lease_expires=now + self.lease_seconds,
+            claim_expires=now + self.claim_seconds,
             session=session,
         )

@@ -182,7 +182,7 @@ class RecordRequest(BaseModel):
 
 
 class TicketRequest(BaseModel):
-    """`POST /v1/renew`: the ticket whose single-flight lease to extend."""
+    """`POST /v1/renew`: the ticket whose single-flight claim to extend."""
 
     ticket: str = Field(min_length=1, max_length=64)
 

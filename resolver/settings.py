@@ -6,19 +6,29 @@ several resolvers with different databases in one interpreter.
 
 from __future__ import annotations
 
+import logging
+import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import AliasChoices, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from resolver.capabilities import BranchCapabilities
 
+logger = logging.getLogger(__name__)
+
 DEFAULT_DATA_DIR = Path("./.groundhog")
+# The environment names of `claim_seconds`, the first set winning: the second is its name from
+# before claims were told apart from branch leases, kept as a deprecated alias.
+CLAIM_SECONDS_VARIABLES = ("GROUNDHOG_CLAIM_SECONDS", "GROUNDHOG_CLAIM_LEASE_SECONDS")
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="GROUNDHOG_", extra="ignore")
+    # populate_by_name: `claim_seconds`, read through its aliases, is still an override by name.
+    model_config = SettingsConfigDict(
+        env_prefix="GROUNDHOG_", extra="ignore", populate_by_name=True
+    )
 
     data_dir: Path = DEFAULT_DATA_DIR
     database_url: str = ""
@@ -35,7 +45,12 @@ class Settings(BaseSettings):
     # The proxy workers should use, announced at GET /v1/info so `groundhog env` never guesses.
     proxy_url: str | None = None
     max_body_bytes: int = Field(default=8 * 1024 * 1024, gt=0)
-    claim_lease_seconds: float = Field(default=30.0, gt=0)
+    # A single-flight claim (store/claims.py) lasts this long unless its live holder renews it
+    # (/v1/renew, every third of it); a waiter takes a lapsed one over. `GROUNDHOG_CLAIM_SECONDS`;
+    # the deprecated `GROUNDHOG_CLAIM_LEASE_SECONDS` is still read when the new name is not set.
+    claim_seconds: float = Field(
+        default=30.0, gt=0, validation_alias=AliasChoices(*CLAIM_SECONDS_VARIABLES)
+    )
     # A sidecar's branch lease (resolver/lease_service.py) lasts this long unless renewed; its
     # holder renews every third of it, and a dead holder's branches wait this long at most.
     branch_lease_seconds: float = Field(default=6.0, gt=0)
@@ -86,4 +101,7 @@ class Settings(BaseSettings):
 
 def load_settings(**overrides: Any) -> Settings:
     """Settings from GROUNDHOG_* variables, with `overrides` (None values ignored) on top."""
+    deprecated = CLAIM_SECONDS_VARIABLES[1]
+    if deprecated in os.environ and CLAIM_SECONDS_VARIABLES[0] not in os.environ:
+        logger.warning("%s is deprecated: set %s instead", deprecated, CLAIM_SECONDS_VARIABLES[0])
     return Settings(**{name: value for name, value in overrides.items() if value is not None})

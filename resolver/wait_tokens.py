@@ -11,7 +11,7 @@ ask holds for echo scrubbing stay out of it (they are never to leave the resolve
 waiter that takes a claim over records without that pass, as a record on another replica does.
 The token is as trusted as a record from the same proxy (both routes need the proxy token); a
 malformed one is a 422 naming the `wait` field, never a 500. Beside the ask it carries when the
-holder's lease lapses and the settle log's mark taken before the look that answered `wait`
+holder's claim lapses and the settle log's mark taken before the look that answered `wait`
 (resolver/wakeups.py): together they let the first `/v1/wait` skip a look that would find the
 same claim (both optional: without them it always looks), the decision it will have if it
 ends up fetching, and which attempt it waits on, so that attempt's failure is its failure.
@@ -50,18 +50,18 @@ class _Token(BaseModel):
     v: int
     ask: Ask
     decision: Decision
-    lease_expires: float | None = None
+    claim_expires: float | None = None
     mark: tuple[str, int] | None = None
     holder: str | None = None
 
 
 class WaitToken(NamedTuple):
-    """What a token carries: the ask, when its holder's lease lapses, the settle mark, and
+    """What a token carries: the ask, when its holder's claim lapses, the settle mark, and
     which attempt it waits on (engine/facts.py `holder_of`)."""
 
     ask: Ask
     decision: Decision
-    lease_expires: float | None
+    claim_expires: float | None
     mark: Mark | None
     holder: str | None = None
 
@@ -70,7 +70,7 @@ def encode(
     ask: Ask,
     decision: Decision,
     *,
-    lease_expires: float | None = None,
+    claim_expires: float | None = None,
     mark: Mark | None = None,
     holder: str | None = None,
 ) -> str:
@@ -79,7 +79,7 @@ def encode(
         v=VERSION,
         ask=kept,
         decision=decision,
-        lease_expires=lease_expires,
+        claim_expires=claim_expires,
         mark=mark,
         holder=holder,
     )
@@ -112,4 +112,4 @@ def decode_wait(token: str) -> WaitToken:
     if doc.v != VERSION:
         raise InvalidInput(f"wait token version {doc.v} is not {VERSION}", field="wait")
     mark = None if doc.mark is None else Mark(*doc.mark)
-    return WaitToken(doc.ask, doc.decision, doc.lease_expires, mark, doc.holder)
+    return WaitToken(doc.ask, doc.decision, doc.claim_expires, mark, doc.holder)

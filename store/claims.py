@@ -1,8 +1,8 @@
 """Single-flight claims and pending records, shared by every resolver replica through the store.
 
 Concurrent misses on one address must make exactly one upstream call, across processes. The
-first asker inserts a claim row (unique per address) with a lease; others see it and wait. A
-holder that died leaves an expired lease which a waiter may take over. A holder whose live call
+first asker inserts a claim row (unique per address) lasting a while; others see it and wait. A
+holder that died leaves an expired claim which a waiter may take over. A holder whose live call
 failed before the world answered leaves its claim failed (`fail_claim_later`): the waiters of
 that attempt are served the failure, and the next fresh ask takes the row over like an expired
 one. Pending records hold what a ticket needs at `/v1/record` time. Neither is tape content:
@@ -33,7 +33,7 @@ _PENDING_FIELDS = tuple(column.name for column in _pending.columns)
 
 
 def _try_claim_statement(dialect: str) -> ClauseElement:
-    columns = ("tape_id", "key_hash", "occurrence", "fingerprint", "ticket", "lease_expires")
+    columns = ("tape_id", "key_hash", "occurrence", "fingerprint", "ticket", "claim_expires")
     return (
         insert_for_dialect(dialect, _claims)
         .values({name: bindparam(name) for name in columns})
@@ -53,13 +53,13 @@ _TAPE_ONLINE_LOCKED = Prepared(
 _RELEASE_CLAIM = Prepared(
     lambda _dialect: delete(_claims).where(_claims.c.ticket == bindparam("ticket"))
 )
-# A failed attempt's lease is lapsed at once (0.0 is before any `now`): a fresh ask takes the
+# A failed attempt's claim is lapsed at once (0.0 is before any `now`): a fresh ask takes the
 # row over as it would an expired one, without waiting.
 _FAIL_CLAIM = Prepared(
     lambda _dialect: (
         update(_claims)
         .where(_claims.c.ticket == bindparam("ticket"))
-        .values(failure=bindparam("failure"), lease_expires=0.0)
+        .values(failure=bindparam("failure"), claim_expires=0.0)
     )
 )
 _ADD_PENDING = Prepared(
@@ -93,7 +93,7 @@ def try_claim(
     fingerprint: str,
     *,
     ticket: str,
-    lease_expires: float,
+    claim_expires: float,
     session: Executor,
 ) -> bool:
     """Claim the address for `ticket`; False when someone else holds it."""
@@ -103,7 +103,7 @@ def try_claim(
         "occurrence": occurrence,
         "fingerprint": fingerprint,
         "ticket": ticket,
-        "lease_expires": lease_expires,
+        "claim_expires": claim_expires,
     }
     return _TRY_CLAIM.first(parameters, session=session) is not None
 
@@ -114,14 +114,14 @@ class HeldClaim:
 
     id: int
     ticket: str
-    lease_expires: float
+    claim_expires: float
     # The holder's live call failed before the world answered: {"kind", "message"} as JSON.
     failure: str | None = None
 
 
 _GET_CLAIM = Prepared(
     lambda _dialect: select(
-        _claims.c.id, _claims.c.ticket, _claims.c.lease_expires, _claims.c.failure
+        _claims.c.id, _claims.c.ticket, _claims.c.claim_expires, _claims.c.failure
     ).where(
         _claims.c.tape_id == bindparam("tape_id"),
         _claims.c.key_hash == bindparam("key_hash"),
@@ -153,26 +153,26 @@ def take_over_expired(
     old_ticket: str,
     ticket: str,
     now: float,
-    lease_expires: float,
+    claim_expires: float,
     session: Session,
 ) -> bool:
     """Move an expired (or failed) claim to `ticket`; only one asker can win the conditional
     update. A failed attempt's failure goes with it: the new attempt has not failed."""
     statement = (
         update(Claim)
-        .where(Claim.id == claim_id, Claim.ticket == old_ticket, Claim.lease_expires < now)
-        .values(ticket=ticket, lease_expires=lease_expires, failure=None)
+        .where(Claim.id == claim_id, Claim.ticket == old_ticket, Claim.claim_expires < now)
+        .values(ticket=ticket, claim_expires=claim_expires, failure=None)
     )
     return _rows_matched(session.execute(statement)) == 1
 
 
-def renew_claim(ticket: str, *, lease_expires: float, session: Session) -> bool:
-    """Extend the lease `ticket` holds; False when it holds no claim any more."""
+def renew_claim(ticket: str, *, claim_expires: float, session: Session) -> bool:
+    """Extend the claim `ticket` holds; False when it holds no claim any more."""
     # A failed claim stays lapsed: a renewal racing its holder's failed record must not revive it.
     statement = (
         update(Claim)
         .where(Claim.ticket == ticket, Claim.failure.is_(None))
-        .values(lease_expires=lease_expires)
+        .values(claim_expires=claim_expires)
     )
     return _rows_matched(session.execute(statement)) == 1
 

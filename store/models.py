@@ -250,7 +250,8 @@ class KeyHint(Base):
 
 
 class Claim(Base):
-    """Single flight: the one asker fetching an address holds this row until its lease ends."""
+    """Single flight: the one asker fetching an address holds this row until its claim lapses
+    (`claim_expires`, renewed by its holder; not a branch lease, which is `BranchLease`)."""
 
     __tablename__ = "gh_claims"
     __table_args__ = (UniqueConstraint("tape_id", "key_hash", "occurrence", "fingerprint"),)
@@ -261,9 +262,11 @@ class Claim(Base):
     occurrence: Mapped[int] = mapped_column(Integer)
     fingerprint: Mapped[str] = mapped_column(String(100))
     ticket: Mapped[str] = mapped_column(String(64), index=True)
-    lease_expires: Mapped[float] = mapped_column(Float)
+    # The column keeps the name it had before claims were told apart from branch leases, so
+    # no migration renames it under running replicas; code reads it as `claim_expires`.
+    claim_expires: Mapped[float] = mapped_column("lease_expires", Float, key="claim_expires")
     # The holder's live call failed before the world answered: `{"kind", "message"}` as JSON,
-    # served to that attempt's waiters; the lease is lapsed, so the next ask takes it over.
+    # served to that attempt's waiters; the claim is lapsed, so the next ask takes it over.
     failure: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 

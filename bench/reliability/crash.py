@@ -22,7 +22,7 @@ from bench.reliability.stack import start_stack
 from bench.reliability.tap import read_ledger
 
 RESOLVER_UNAVAILABLE = "https://groundhog.dev/problems/resolver-unavailable"
-LEASE_SECONDS = "3"
+CLAIM_SECONDS = "3"
 
 
 def _count(load: BackgroundLoad, predicate: Any) -> int:
@@ -39,7 +39,7 @@ def run_crash(
             base,
             proxies=2,
             with_tap=True,
-            resolver_env={"GROUNDHOG_CLAIM_LEASE_SECONDS": LEASE_SECONDS},
+            resolver_env={"GROUNDHOG_CLAIM_SECONDS": CLAIM_SECONDS},
         )
         tape, branch_paths = stack.open_tape("crash", branches)
         plan = LoadPlan(

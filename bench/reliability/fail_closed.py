@@ -3,7 +3,7 @@
 - A frozen resolver (SIGSTOP: it holds its sockets but answers nothing) gives the worker a 503
   within the proxy's short resolve timeout, and nothing goes upstream.
 - A store short of its disk reserve answers 503 before any live call, reads and writes alike.
-- A slow upstream fetch whose holder renews its lease is made once, and every asker is served
+- A slow upstream fetch whose holder renews its claim is made once, and every asker is served
   the stored bytes; without renewals (the control) the claim is taken over.
 - Sealing while a sibling waits on an expiring claim refuses it: no forward after the seal.
 """
@@ -26,7 +26,7 @@ from bench.reliability.single_flight import run_slow_group
 from bench.reliability.stack import start_stack
 
 RESOLVE_TIMEOUT_SECONDS = 1.0
-LEASE_SECONDS = 1.0
+CLAIM_SECONDS = 1.0
 HUGE_RESERVE = 2**62
 
 
@@ -129,7 +129,7 @@ def _sealed_waiter(resolver_url: str) -> dict[str, Any]:
 def _leases(root: Path) -> dict[str, Any]:
     with scenario_children("gh-leases-", root) as (base, group):
         env = {
-            "GROUNDHOG_CLAIM_LEASE_SECONDS": str(LEASE_SECONDS),
+            "GROUNDHOG_CLAIM_SECONDS": str(CLAIM_SECONDS),
             "GROUNDHOG_RESOLVE_WAIT_SECONDS": "3",
         }
         resolver = group.start("resolver", resolver_args(base / "data"), env=env)
@@ -144,7 +144,7 @@ def _leases(root: Path) -> dict[str, Any]:
         control["held"] = control["world_calls"] >= 2 and control["distinct_bodies"] == 1
         sealed = _sealed_waiter(resolver.url)
         return {
-            "lease_seconds": LEASE_SECONDS,
+            "claim_seconds": CLAIM_SECONDS,
             "slow_renewed": renewed,
             "slow_unrenewed_control": control,
             "seal_during_wait": sealed,

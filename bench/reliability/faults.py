@@ -6,7 +6,7 @@ would differ between branches). A failure before any HTTP answer (reset, timeout
 connection) is not the world's answer: each asker is served a 502 `upstream-failed`, nothing is
 recorded, and the next ask tries again — a proxy misconfiguration must not poison the tape.
 A proxy that dies while holding a single-flight claim must not block its siblings forever:
-they take over once the lease ends, and not before.
+they take over once the claim lapses, and not before.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from bench.reliability.processes import scenario_children
 from bench.reliability.stack import start_stack
 
 UPSTREAM_TIMEOUT_SECONDS = 1.0
-LEASE_SECONDS = 2.0
+CLAIM_SECONDS = 2.0
 
 
 def _world_fault_cases(upstream_url: str) -> list[tuple[str, str, int, int]]:
@@ -101,7 +101,7 @@ def run_claim_takeover(root: Path | None = None) -> dict[str, Any]:
             group,
             base,
             proxies=2,
-            resolver_env={"GROUNDHOG_CLAIM_LEASE_SECONDS": str(LEASE_SECONDS)},
+            resolver_env={"GROUNDHOG_CLAIM_SECONDS": str(CLAIM_SECONDS)},
         )
         tape, (first, second) = stack.open_tape("claim", 2)
         path = "/slow-once/held"
@@ -137,12 +137,12 @@ def run_claim_takeover(root: Path | None = None) -> dict[str, Any]:
         take_over = answers.get("waiter", Answer(None, error="no answer"))
         held_by_dead = answers.get("holder", Answer(None, error="no answer"))
         gap = arrivals[1] - arrivals[0] if len(arrivals) == 2 else None
-        # The holder renews its lease while alive, so a takeover before its death is the bug;
+        # The holder renews its claim while alive, so a takeover before its death is the bug;
         # measured from the kill, not from its upstream arrival (which load can delay after
         # the claim, making a correct takeover look early).
         after_kill = arrivals[1] - killed_at if len(arrivals) == 2 else None
         return {
-            "lease_seconds": LEASE_SECONDS,
+            "claim_seconds": CLAIM_SECONDS,
             "holder_error": held_by_dead.error is not None,
             "waiter_status": take_over.status,
             "waiter_decision": take_over.decision,

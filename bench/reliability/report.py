@@ -85,7 +85,7 @@ def _fail_closed_rows(figures: dict[str, Any]) -> list[Row]:
         ),
         (
             "faults",
-            f"slow upstream ({figures['lease_seconds']} s lease, renewed): "
+            f"slow upstream ({figures['claim_seconds']} s claim, renewed): "
             f"{renewed['world_calls']} world call for {renewed['askers']} askers, "
             f"{renewed['distinct_bodies']} distinct body served, recorder gets the stored headers",
             renewed["held"],
@@ -134,7 +134,7 @@ def promises(results: dict[str, Any]) -> list[Row]:
         )
         rows.append(("faults", promise, case["held"]))
     if results.get("claim_takeover"):
-        promise = "dead single-flight holder: a sibling takes over after the lease"
+        promise = "dead single-flight holder: a sibling takes over after the claim lapses"
         rows.append(("faults", promise, results["claim_takeover"]["held"]))
     for case in (results.get("big_download") or {}).get("cases", []):
         promise = (

@@ -1,8 +1,8 @@
 """A slow upstream fetch under single flight, driven through the proxy's own resolver client.
 
-Issue 12 item 2: a fetch slower than the claim lease was made twice and the second asker got
+Issue 12 item 2: a fetch slower than the claim was made twice and the second asker got
 bytes its siblings never saw. Here a group of askers resolves one address at once; the asker
-that gets `forward` fetches from a world four lease lengths slow, renewing its lease (or not,
+that gets `forward` fetches from a world four claim lengths slow, renewing its claim (or not,
 for the control), records, and serves what `/v1/record` answers, as the proxy does. The figures
 say how many world calls were made and whether every asker got the same, stored bytes.
 """
@@ -74,7 +74,7 @@ async def _fetch(http: aiohttp.ClientSession, port: int) -> dict[str, Any]:
 async def ask_as_the_proxy(
     client: ResolverClient, http: aiohttp.ClientSession, payload: ResolveAsk, renew: bool
 ) -> dict[str, Any]:
-    """Resolve; on forward fetch (renewing every lease/3), record, serve what record answers."""
+    """Resolve; on forward fetch (renewing every claim/3), record, serve what record answers."""
     answer = await client.resolve(payload)
     if answer["action"] == "serve":
         response = _served(answer["response"], "/v1/resolve")
@@ -85,13 +85,13 @@ async def ask_as_the_proxy(
             "body": base64.b64decode(response["body"]),
             "headers": response["headers"],
         }
-    ticket, lease = answer["ticket"], answer["lease_seconds"]
+    ticket, claim_seconds = answer["ticket"], answer["claim_seconds"]
     if ticket is None:
         raise ResolverProtocolError("/v1/resolve answered forward without a ticket")
 
     async def keep() -> None:
         while renew and await client.renew(ticket) is not None:
-            await asyncio.sleep(lease / 3)
+            await asyncio.sleep(claim_seconds / 3)
 
     keeper = asyncio.create_task(keep())
     try:

@@ -8,7 +8,7 @@ and the SHA-256 of the body. When the resolver is unreachable it answers 502, wh
 treats like an unreachable resolver (503 to the worker, nothing forwarded).
 
 A resolve that answers `wait` is continued on `/v1/wait`, whose answer has the shape of a
-resolve: it can serve the address, or hand this asker a `forward` (its holder's lease lapsed or
+resolve: it can serve the address, or hand this asker a `forward` (its holder's claim lapsed or
 it released the claim) — a live call granted there and nowhere else. So `/v1/wait` answers are
 ledgered as `resolve` lines too (`via: "wait"`), with the tape and branch read from the token.
 """

@@ -65,7 +65,7 @@ class ResolveAnswer(TypedDict):
     upstream_headers: HeaderPairs
     response: WireResponse | None
     delay_ms: NotRequired[int]
-    lease_seconds: NotRequired[float]
+    claim_seconds: NotRequired[float]
     wait: NotRequired[str]
     # With a passthrough: whether a WebSocket that left its recording sends its earlier
     # messages to the world again (the tape's `websocket_replay_client_messages`).
@@ -87,7 +87,7 @@ class RecordAnswer(TypedDict, total=False):
 
 
 class RenewAnswer(TypedDict):
-    lease_seconds: float
+    claim_seconds: float
 
 
 class TunnelAnswer(TypedDict):

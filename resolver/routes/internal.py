@@ -51,9 +51,9 @@ from resolver.wakeups import Mark, Wakeups
 router = APIRouter(prefix="/v1", tags=["internal"], dependencies=[Depends(require_proxy)])
 
 # Without a wake-up the store is looked at every `wait_poll_seconds` (a setting); a lapsing
-# lease is looked at when it lapses, but never sooner than this.
+# claim is looked at when it lapses, but never sooner than this.
 POLL_INTERVAL_SECONDS = 0.02
-LEASE_SLACK_SECONDS = 0.01
+CLAIM_SLACK_SECONDS = 0.01
 _RESOLVE_BODY = {
     "required": True,
     "content": {"application/json": {"schema": ResolveRequest.model_json_schema()}},
@@ -111,7 +111,7 @@ def waiting_json(waiting: Waiting, mark: Mark | None = None) -> ResolveAnswer:
         "wait": wait_tokens.encode(
             ask,
             waiting.decision,
-            lease_expires=waiting.lease_expires,
+            claim_expires=waiting.claim_expires,
             mark=mark,
             holder=waiting.holder,
         ),
@@ -121,11 +121,11 @@ def waiting_json(waiting: Waiting, mark: Mark | None = None) -> ResolveAnswer:
     }
 
 
-def resolution_json(result: Resolution, lease_seconds: float | None = None) -> ResolveAnswer:
-    return cast(ResolveAnswer, _answer_fields(result, lease_seconds))
+def resolution_json(result: Resolution, claim_seconds: float | None = None) -> ResolveAnswer:
+    return cast(ResolveAnswer, _answer_fields(result, claim_seconds))
 
 
-def _answer_fields(result: Resolution, lease_seconds: float | None) -> dict[str, Any]:
+def _answer_fields(result: Resolution, claim_seconds: float | None) -> dict[str, Any]:
     ask = result.ask
     answer: dict[str, Any] = {
         "action": str(result.action),
@@ -137,8 +137,8 @@ def _answer_fields(result: Resolution, lease_seconds: float | None) -> dict[str,
         "upstream_headers": result.upstream_headers,
         "delay_ms": result.delay_ms,  # faults (engine/faults.py): the proxy holds this long
     }
-    if result.ticket is not None and lease_seconds is not None:
-        answer["lease_seconds"] = lease_seconds  # renew every third of it while fetching
+    if result.ticket is not None and claim_seconds is not None:
+        answer["claim_seconds"] = claim_seconds  # renew every third of it while fetching
     if result.exchange_id is not None:
         answer["exchange_id"] = result.exchange_id
     if result.decision is Decision.PASSTHROUGH:
@@ -150,7 +150,7 @@ def _answer_fields(result: Resolution, lease_seconds: float | None) -> dict[str,
 
 def resolution_bytes(result: Resolution, resolver: Resolver) -> bytes:
     """`resolution_json` as JSON bytes, reusing the cached recording's encoded response."""
-    answer = _answer_fields(result, resolver.lease_seconds)
+    answer = _answer_fields(result, resolver.claim_seconds)
     if result.response_json is None:
         return dumps_compact(answer)
     del answer["response"]  # the last key: spliced back in below, already encoded
@@ -208,7 +208,7 @@ async def resolve_reply(state: Any, raw: bytes) -> bytes:
     responses={422: _VALIDATION_ERROR},
 )
 async def wait(request: Request) -> Response:
-    """Hold until the address is recorded, the holder's lease lapses, or the window ends."""
+    """Hold until the address is recorded, the holder's claim lapses, or the window ends."""
     return json_response(await wait_reply(request.app.state, await request.body()))
 
 
@@ -216,7 +216,7 @@ async def wait_reply(state: Any, raw: bytes) -> bytes:
     """`/v1/wait`'s answer to a body, as bytes (every lane's one implementation)."""
     body = parse_body(WaitRequest, raw)
     token = wait_tokens.decode_wait(body.wait)
-    waiting = Waiting(token.ask, token.decision, token.lease_expires, token.holder)
+    waiting = Waiting(token.ask, token.decision, token.claim_expires, token.holder)
     mark = token.mark
     ask = waiting.ask
     address = (ask.tape_id, ask.key.hash, ask.occurrence, ask.fingerprint)
@@ -251,32 +251,32 @@ def _nothing_settled_since(
     wakeups: Wakeups, address: Address, waiting: Waiting, mark: Mark | None
 ) -> bool:
     """Whether a look now would surely find what the resolve found: the same holder, its
-    lease not lapsed, and no settle of the address in this process since the mark (a token
+    claim not lapsed, and no settle of the address in this process since the mark (a token
     from another replica, or from before a restart, proves nothing and is looked at)."""
-    if mark is None or waiting.lease_expires is None or waiting.lease_expires <= time.time():
+    if mark is None or waiting.claim_expires is None or waiting.claim_expires <= time.time():
         return False
     return not wakeups.settled_since(address, mark)
 
 
 def _next_look(waiting: Waiting, poll_seconds: float) -> float:
     """Seconds until the store is worth another look without a wake-up."""
-    if waiting.lease_expires is None:
+    if waiting.claim_expires is None:
         return poll_seconds
-    until_lapse = waiting.lease_expires - time.time() + LEASE_SLACK_SECONDS
+    until_lapse = waiting.claim_expires - time.time() + CLAIM_SLACK_SECONDS
     return max(POLL_INTERVAL_SECONDS, min(poll_seconds, until_lapse))
 
 
 @router.post("/renew")
 def renew(body: TicketRequest, request: Request) -> RenewAnswer:
     state = request.app.state
-    lease = claim_renewal.renew(state.store, body.ticket, state.resolver.lease_seconds)
-    if lease is None:
+    seconds = claim_renewal.renew(state.store, body.ticket, state.resolver.claim_seconds)
+    if seconds is None:
         raise Conflict(
             f"ticket {body.ticket!r} no longer holds its address (taken over, recorded, "
             "released or unknown); serve what /v1/record answers",
             ticket=body.ticket,
         )
-    return {"lease_seconds": lease}
+    return {"claim_seconds": seconds}
 
 
 @router.post(

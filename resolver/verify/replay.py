@@ -4,10 +4,13 @@ The check that makes a tape worth sharing: with the world closed, each branch's 
 order, forked where the tree forked — are answered from the tape with the status, headers and
 body bytes that branch was served, at the same occurrence. Each recorded request is replayed
 exactly as recorded (method, target, header list in order, body): it becomes the request the
-proxy would have parsed, the proxy's own translation makes it a resolve ask
-(`proxy.wire.resolve_payload`), the resolver's resolve path answers it in this process, and the
-answer is made the asker's own as the proxy makes it (`proxy.sandbox_answers.make_own`: minted
-sessions, JSON-RPC ids). There is no second HTTP client whose defaults could add headers, and
+proxy would have parsed (mitmproxy's `http.Request`, the proxy's own parser), the translation
+the proxy uses makes it a resolve ask (groundhog/protocol/wire_codec.py `resolve_payload`), the
+resolver's resolve path answers it in this process, and the sandbox headers of the answer are
+made the asker's own as the proxy makes them (engine/sandbox_identity.py `own_sandbox_fields`:
+minted sessions, which its later asks carry). The answer is compared as it travels (the wire's
+`response`), and the resolver imports nothing of the proxy (tests/engine/test_imports.py).
+There is no second HTTP client whose defaults could add headers, and
 no way out to the world: an answer that would go live is a finding. A body is compared by the
 SHA-256 its exchange recorded, so a body changed since is caught. Anything that misses is
 refused by the sealed tape and shows as the first mismatch, with its address.
@@ -26,14 +29,13 @@ from mitmproxy import http
 from engine.policy import Action, Decision
 from engine.resolve_request import ResolveRequest
 from engine.resolve_results import Resolution
-from groundhog.protocol.wire import TRAILER_PREFIX, wire_response
-from proxy.sandbox_answers import MARKER, make_own
-from proxy.wire import (
-    encode_body,
+from engine.sandbox_identity import MARKER, own_sandbox_fields
+from groundhog.protocol.wire import TRAILER_PREFIX
+from groundhog.protocol.wire_codec import (
+    decode_body,
     fields_from_pairs,
     resolve_payload,
-    response_from_payload,
-    strip_private_headers,
+    without_private_fields,
 )
 from resolver.errors import ResolverError
 from resolver.resolution import Resolver
@@ -107,27 +109,48 @@ def recorded_request(ask: Ask, identities: dict[tuple[str, str], str]) -> http.R
         if not present:
             pairs.append([name, value])
         for pair in present:
-            if pair[1] == MARKER.decode():
+            if pair[1] == MARKER:
                 pair[1] = value
     request = http.Request(
         "", 0, ask.method.encode(), b"", b"", b"", b"HTTP/1.1",
         http.Headers(fields_from_pairs(pairs)), ask.body, None, 0.0, 0.0,
     )  # fmt: skip
     request.url = ask.url
-    strip_private_headers(request)
+    request.headers.fields = without_private_fields(request.headers.fields)
     return request
 
 
+def _header_value(fields: tuple[tuple[bytes, bytes], ...], name: str) -> str | None:
+    """A header's value as mitmproxy's `Headers.get` gives it: every field of the name, folded."""
+    wanted = name.lower().encode("latin-1")
+    values = [value.decode("latin-1") for key, value in fields if key.lower() == wanted]
+    return ", ".join(values) if values else None
+
+
 def _learn_identities(
-    replay: Replay, branch: str, ask: Ask, request: http.Request, served: http.Response
+    replay: Replay,
+    branch: str,
+    ask: Ask,
+    request: http.Request,
+    result: Resolution,
 ) -> None:
     """Keep the session values the branch was handed where the tape stored the marker."""
     parts = urlsplit(ask.url)
     origin = f"{parts.scheme}://{parts.netloc}"
-    marked = {name.lower() for name, value in ask.response_headers if value == MARKER.decode()}
+    marked = {name.lower() for name, value in ask.response_headers if value == MARKER}
+    if not marked:
+        return
+    assert result.response is not None  # `compare` let it through: it was served
+    head = fields_from_pairs(_head_pairs(result.response.get("headers") or []))
+    own = own_sandbox_fields(
+        head, request.headers.get, replay.conversation.tape, branch,
+        occurrence=result.ask.occurrence,
+        replayed_write=result.decision is Decision.REPLAYED_WRITE,
+    )  # fmt: skip
+    fields = head if own is None else own
     held = replay.sessions.setdefault(branch, {})
     for name in marked:
-        value = served.headers.get(name)
+        value = _header_value(fields, name)
         if value and value != request.headers.get(name):
             held[(origin, name)] = value
 
@@ -146,20 +169,15 @@ def _quoted(body: bytes) -> str:
     return f"{text[:QUOTED_PROBLEM_BYTES]}… ({len(text)} characters)"
 
 
-def _expected(ask: Ask, body: bytes) -> http.Response:
-    return response_from_payload(
-        wire_response(ask.status or 0, ask.response_headers, encode_body(body))
-    )
+def _head_pairs(pairs: list[list[str]] | list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [(name, value) for name, value in pairs if not name.startswith(TRAILER_PREFIX)]
 
 
-def _header_list(response: http.Response) -> list[tuple[str, str]]:
-    pairs = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in response.headers.fields]
-    if response.trailers:
-        pairs += [
-            (TRAILER_PREFIX + n.decode("latin-1"), v.decode("latin-1"))
-            for n, v in response.trailers.fields
-        ]
-    return pairs
+def _header_list(pairs: list[list[str]] | list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The pairs as a served response carries them: its head, then its trailers (the pairs
+    named with `TRAILER_PREFIX`, wherever the wire put them)."""
+    trailers = [(name, value) for name, value in pairs if name.startswith(TRAILER_PREFIX)]
+    return _head_pairs(pairs) + trailers
 
 
 def compare(replay: Replay, branch: str, ask: Ask, result: Resolution) -> str | None:
@@ -167,19 +185,22 @@ def compare(replay: Replay, branch: str, ask: Ask, result: Resolution) -> str | 
     if result.action is not Action.SERVE or result.response is None:
         replay.live_attempts += 1
         return f"the sealed copy would have gone to the world ({result.decision})"
-    served = response_from_payload(result.response)
+    served = result.response
+    body = decode_body(served["body"])
     if result.decision is Decision.REFUSED:
-        return f"refused (it missed the tape): {_quoted(served.raw_content or b'')}"
+        return f"refused (it missed the tape): {_quoted(body)}"
     if result.ask.occurrence != ask.occurrence:
         return f"answered at occurrence {result.ask.occurrence}, served at {ask.occurrence}"
-    if ask.status is not None and served.status_code != ask.status:
-        return f"status {served.status_code}, the branch was served {ask.status}"
-    actual = hashlib.sha256(served.raw_content or b"").hexdigest()
+    status = int(served["status"])
+    if ask.status is not None and status != ask.status:
+        return f"status {status}, the branch was served {ask.status}"
+    actual = hashlib.sha256(body).hexdigest()
     if ask.response_body_sha and actual != ask.response_body_sha:
         return f"body hashes to {actual}, the branch was served {ask.response_body_sha}"
-    expected = _expected(ask, served.raw_content or b"")
-    if _header_list(served) != _header_list(expected):
-        return f"headers {_header_list(served)}, the branch was served {_header_list(expected)}"
+    served_headers = _header_list(served.get("headers") or [])
+    expected = _header_list(ask.response_headers)
+    if served_headers != expected:
+        return f"headers {served_headers}, the branch was served {expected}"
     return None
 
 
@@ -197,14 +218,7 @@ def ask_again(replay: Replay, branch: str, ask: Ask) -> str | None:
     why_not = compare(replay, branch, ask, result)
     if why_not is not None:
         return why_not
-    assert result.response is not None
-    served = response_from_payload(result.response)
-    replayed_write = result.decision is Decision.REPLAYED_WRITE
-    make_own(
-        request, served, tape, branch,
-        occurrence=result.ask.occurrence, replayed_write=replayed_write,
-    )  # fmt: skip
-    _learn_identities(replay, branch, ask, request, served)
+    _learn_identities(replay, branch, ask, request, result)
     return None
 
 

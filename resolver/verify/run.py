@@ -100,7 +100,7 @@ def _replay(conversation: Conversation, store: Store, fresh: Path, deadline: flo
     with transaction(store.write) as session:
         tape = import_tape(fresh, conversation.tape, session=session)
         session.flush()
-        resolver = Resolver(store, max_body_bytes=MAX_BODY_BYTES, lease_seconds=30.0)
+        resolver = Resolver(store, max_body_bytes=MAX_BODY_BYTES, claim_seconds=30.0)
         scrub_imported(tape.id, resolver.redaction_key, session=session)
         tape_id = tape.id
     replay = Replay(conversation, resolver, _forker(store, tape_id), deadline)

@@ -26,7 +26,7 @@ def test_a_miss_is_not_counted_as_a_hit(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'm.sqlite3'}"
     hit_inprocess.bulk_load(url, "t", 1)
     store = open_store(url)
-    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30)
     unrecorded = ResolveRequest(**hit_inprocess.resolve_body("t", "root/b0", 5))
     with pytest.raises(RuntimeError, match="expected a shared hit"):
         hit_inprocess._hit(resolver, unrecorded)

@@ -81,18 +81,18 @@ def test_only_a_fault_that_replaces_the_answer_is_a_fault_fact() -> None:
     assert not facts_of(make_ask(fault_rules=(never,))).fault
 
 
-def claim(lease_expires: float) -> Claim:
+def claim(claim_expires: float) -> Claim:
     return Claim(
         tape_id=4,
         key_hash="k",
         occurrence=0,
         fingerprint="",
         ticket="t",
-        lease_expires=lease_expires,
+        claim_expires=claim_expires,
     )
 
 
-def test_a_claim_is_free_held_until_its_lease_lapses_then_expired() -> None:
+def test_a_claim_is_free_held_until_it_lapses_then_expired() -> None:
     assert claim_state(None, 100.0) is ClaimState.FREE
     assert claim_state(claim(100.5), 100.0) is ClaimState.HELD
     assert claim_state(claim(100.0), 100.0) is ClaimState.HELD  # lapses only after the instant

@@ -3,7 +3,9 @@ the store nor FastAPI.
 
 engine/ imports no SQL, HTTP, web framework or mitmproxy, and nothing of the shells (not even
 for type checking: the store's rows are read through engine/refs.py's protocols); the proxy
-imports no store and no resolver module: the ask path it runs as a lease holder is engine/'s.
+imports no store and no resolver module: the ask path it runs as a lease holder is engine/'s;
+and neither the resolver nor the store imports the proxy: what both need (the resolve ask a
+request becomes, a served answer's sandbox headers) is engine/'s or groundhog/protocol's.
 A sidecar process loads neither FastAPI nor SQLAlchemy nor the store nor the resolver.
 """
 
@@ -13,6 +15,8 @@ import ast
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.support.servers import REPO_ROOT
 
@@ -55,6 +59,13 @@ def test_the_proxy_imports_neither_the_resolver_nor_the_store() -> None:
     imported = imported_modules("proxy")
     shells = {name: paths for name, paths in imported.items() if name.split(".")[0] in SHELLS}
     assert shells == {}, "the proxy imports a shell's module: what it needs belongs in engine/"
+
+
+@pytest.mark.parametrize("shell", sorted(SHELLS))
+def test_neither_the_resolver_nor_the_store_imports_the_proxy(shell: str) -> None:
+    imported = imported_modules(shell)
+    proxy = {name: paths for name, paths in imported.items() if name.split(".")[0] == "proxy"}
+    assert proxy == {}, f"{shell}/ imports the proxy: what both need belongs in engine/"
 
 
 def test_a_sidecar_process_loads_no_web_framework_no_database_no_store_no_resolver() -> None:

@@ -110,7 +110,7 @@ def finder(store: Store):
 
 
 def test_a_local_hit_is_the_resolvers_hit_at_the_same_address(store: Store) -> None:
-    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30)
     for body in (b"first", b"second"):
         record(resolver, store, wire("t", "root/a", "/x"), body)
     copy = copy_of(store, "t", "root/b")
@@ -141,7 +141,7 @@ def test_nothing_recorded_or_a_write_is_the_resolvers_to_decide(store: Store) ->
 
 
 def test_a_branch_that_wrote_reads_at_its_own_fingerprint(store: Store) -> None:
-    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30)
     record(resolver, store, wire("t", "root/a", "/doc"), b"base")
     post = wire("t", "root/b", "/doc", method="POST")
     record(resolver, store, post, b"written")
@@ -154,7 +154,7 @@ def test_a_branch_that_wrote_reads_at_its_own_fingerprint(store: Store) -> None:
 
 
 def test_what_the_copy_cannot_tell_is_left_to_the_resolver(store: Store) -> None:
-    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30)
     for tape in ("hinted", "faulty"):
         copy = copy_of(store, tape, "root/b")
         assert local_hit(copy, wire(tape, "root/b", "/x"), b"", finder(store)) is None
@@ -172,7 +172,7 @@ def ahead_of(store: Store, branch: str, held: list[int] | None = None) -> list[A
 
 
 def test_a_read_ahead_sends_what_the_branch_may_ask_next(store: Store) -> None:
-    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30)
     for path in ("/x", "/x", "/y"):
         record(resolver, store, wire("t", "root/a", path), path.encode())
     grant = take(store, LeaseTakeRequest(tape="t", branch="root/b", holder="h"), LeaseSettings(5))
@@ -189,7 +189,7 @@ def test_a_read_ahead_sends_what_the_branch_may_ask_next(store: Store) -> None:
 
 
 def test_a_read_ahead_leaves_out_what_its_holder_keeps_and_reads_further(store: Store) -> None:
-    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30)
     for path in ("/x", "/y", "/z"):
         record(resolver, store, wire("t", "root/a", path), path.encode())
     ids = sorted(entry["exchange_id"] for entry in ahead_of(store, "root/b"))
@@ -204,7 +204,7 @@ def test_a_grant_holding_counts_back_leaves_the_missing_keys_to_the_resolver(
     """A branch with more keys than a grant carries: a key the grant sent is served here at its
     next occurrence; a key it held back is the resolver's (read as never asked it would be
     served occurrence 0 again, which the branch has read already)."""
-    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30)
     for path in ("/x", "/y"):
         record(resolver, store, wire("t", "root/a", path), path.encode())  # occurrence 0
         assert isinstance(resolver.resolve(wire("t", "root/b", path)), Resolution)  # shared
@@ -234,7 +234,7 @@ def served_key(resolver: Resolver, store: Store) -> str:
 
 
 def test_a_remembered_draft_decides_as_a_new_one_for_each_branch(store: Store) -> None:
-    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30)
     asked = {"headers": [("x-variant", "2")]}
     record(resolver, store, wire("t", "root/a", "/x", **asked), b"recorded")
     drafts = DraftMemo()
@@ -256,7 +256,7 @@ def test_a_remembered_draft_decides_as_a_new_one_for_each_branch(store: Store) -
 def test_the_lease_answers_are_the_wire_shapes_key_for_key(store: Store) -> None:
     """What the proxy reads as groundhog/protocol/wire.py's Lease* shapes is what is sent (mypy
     holds the literal dicts to them too; this holds what reaches the wire)."""
-    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30)
     record(resolver, store, wire("t", "root/a", "/x"), b"x")
     settings = LeaseSettings(5)
     grant = take(store, LeaseTakeRequest(tape="t", branch="root/b", holder="h"), settings)

@@ -45,7 +45,7 @@ def recording_script(
         if route == "/v1/resolve":
             return 200, forward_answer(ticket, **forward_extra)
         if route == "/v1/renew":
-            return 200, {"lease_seconds": 30.0}
+            return 200, {"claim_seconds": 30.0}
         kind = next(
             k for k in ("head", "response", "error", "passthrough", "unrecorded") if k in payload
         )

@@ -224,7 +224,7 @@ def test_a_read_whose_record_died_is_listed_and_its_address_tried_again_at_once(
         report = stack.admin("GET", f"/v1/tapes/{tape}/report").json()
         return [call for call in report["unrecorded"] if call["url"].endswith("/unlanded")]
 
-    # Within the claim's 30 s lease: a report that never comes (the pending row left behind,
+    # Within the claim's 30 s: a report that never comes (the pending row left behind,
     # as before) fails here, whatever the lease does meanwhile.
     wait_until(lambda: bool(listed()), timeout=20, what="the unrecorded read in the report")
     (call,) = listed()

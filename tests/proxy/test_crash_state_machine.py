@@ -57,7 +57,7 @@ READ_PATHS = ("/item/a", "/gated?k=g")
 MAX_BRANCHES = 4
 TRIES = 4  # a worker's tries of one read; each failed try revives what died
 RESOLVER_ENV = {
-    "GROUNDHOG_CLAIM_LEASE_SECONDS": "1.5",  # a dead proxy's claim lapses soon
+    "GROUNDHOG_CLAIM_SECONDS": "1.5",  # a dead proxy's claim lapses soon
     "GROUNDHOG_RESOLVE_WAIT_SECONDS": "1",
     "GROUNDHOG_WAIT_POLL_SECONDS": "0.1",
     "GROUNDHOG_BRANCH_LEASE_SECONDS": "1.5",  # a dead proxy's branch leases lapse soon

@@ -1,4 +1,4 @@
-"""LeaseKeeper (proxy/renewal.py): renews a live call's claim, and ends it at its deadlines.
+"""ClaimKeeper (proxy/renewal.py): renews a live call's claim, and ends it at its deadlines.
 
 Driven by a fake resolver that counts renewals; the tests wait for events (a renewal, a
 timeout callback) with generous bounds and never assert how long anything took.
@@ -10,7 +10,7 @@ import asyncio
 
 import pytest
 
-from proxy.renewal import LeaseKeeper
+from proxy.renewal import ClaimKeeper
 
 
 class FakeResolver:
@@ -34,11 +34,11 @@ async def renewals(resolver: FakeResolver, count: int) -> None:
         await asyncio.wait_for(resolver.called.wait(), timeout=30)
 
 
-def keeper(resolver: FakeResolver, timeouts: list[str], **limits: float) -> LeaseKeeper:
-    return LeaseKeeper(
+def keeper(resolver: FakeResolver, timeouts: list[str], **limits: float) -> ClaimKeeper:
+    return ClaimKeeper(
         resolver,
         "t-1",
-        lease_seconds=limits.get("lease", 0.3),
+        claim_seconds=limits.get("claim", 0.3),
         answer_timeout=limits.get("answer", 600),
         deadline=limits.get("deadline", 600),
         on_timeout=timeouts.append,
@@ -46,7 +46,7 @@ def keeper(resolver: FakeResolver, timeouts: list[str], **limits: float) -> Leas
 
 
 def test_a_running_call_renews_its_claim_until_stopped() -> None:
-    async def go() -> tuple[LeaseKeeper, FakeResolver]:
+    async def go() -> tuple[ClaimKeeper, FakeResolver]:
         resolver = FakeResolver([0.3])
         running = keeper(resolver, [])
         running.start()
@@ -60,7 +60,7 @@ def test_a_running_call_renews_its_claim_until_stopped() -> None:
 
 
 def test_a_failing_renewal_is_retried_and_a_superseded_ticket_stops_renewing() -> None:
-    async def go() -> tuple[LeaseKeeper, FakeResolver]:
+    async def go() -> tuple[ClaimKeeper, FakeResolver]:
         resolver = FakeResolver([ConnectionError("resolver down"), None])
         running = keeper(resolver, [])
         running.start()
@@ -80,9 +80,9 @@ def test_a_failing_renewal_is_retried_and_a_superseded_ticket_stops_renewing() -
     [({"deadline": 0.05}, True, "complete answer"), ({"answer": 0.05}, False, "no answer")],
 )
 def test_a_call_past_its_limit_is_ended_once(limits: dict, answered: bool, said: str) -> None:
-    async def go() -> tuple[LeaseKeeper, list[str]]:
+    async def go() -> tuple[ClaimKeeper, list[str]]:
         timeouts: list[str] = []
-        running = keeper(FakeResolver([30.0]), timeouts, lease=30, **limits)
+        running = keeper(FakeResolver([30.0]), timeouts, claim=30, **limits)
         if answered:
             running.answered()
         running.start()
@@ -98,7 +98,7 @@ def test_a_call_past_its_limit_is_ended_once(limits: dict, answered: bool, said:
 
 def test_stop_cancels_the_task_however_the_flow_ends() -> None:
     async def go() -> bool:
-        running = keeper(FakeResolver([30.0]), [], lease=30)
+        running = keeper(FakeResolver([30.0]), [], claim=30)
         running.start()
         task = running._task
         running.stop()

@@ -196,7 +196,7 @@ def test_a_wait_without_a_token_is_a_protocol_error_and_an_endless_wait_is_unava
 
 @pytest.mark.parametrize(
     ("answer", "expected"),
-    [((200, {"lease_seconds": 30}), 30.0), ((409, {"detail": "taken over"}), None)],
+    [((200, {"claim_seconds": 30}), 30.0), ((409, {"detail": "taken over"}), None)],
 )
 def test_renew_answers_the_lease_or_none_when_superseded(
     answer: tuple[int, Any], expected: float | None
@@ -207,7 +207,7 @@ def test_renew_answers_the_lease_or_none_when_superseded(
     assert stub.received[0][:2] == ("/v1/renew", {"ticket": "tk"})
 
 
-@pytest.mark.parametrize("answer", [(200, {}), (200, {"lease_seconds": True}), (404, {})])
+@pytest.mark.parametrize("answer", [(200, {}), (200, {"claim_seconds": True}), (404, {})])
 def test_renew_refuses_a_broken_answer(answer: tuple[int, Any]) -> None:
     with StubResolver(lambda route, payload: answer) as stub:
         client = ResolverClient(stub.url)

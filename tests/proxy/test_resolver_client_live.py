@@ -24,7 +24,7 @@ SLOW_SECONDS = 4.0
 
 @pytest.fixture(scope="module")
 def one_second_lease(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    env = {"GROUNDHOG_CLAIM_LEASE_SECONDS": "1", "GROUNDHOG_RESOLVE_WAIT_SECONDS": "3"}
+    env = {"GROUNDHOG_CLAIM_SECONDS": "1", "GROUNDHOG_RESOLVE_WAIT_SECONDS": "3"}
     data = tmp_path_factory.mktemp("lease-resolver")
     with running_server(["resolver", "--data", str(data)], env=env) as server:
         yield server

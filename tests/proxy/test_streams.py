@@ -208,8 +208,8 @@ def test_an_upstream_past_its_deadline_is_an_upstream_failed_timeout(
 def test_a_slow_holder_renews_its_claim_so_its_sibling_waits_and_shares(
     tmp_path: Path, world: StreamUpstream
 ) -> None:
-    lease = {"GROUNDHOG_CLAIM_LEASE_SECONDS": "1"}
-    with running_stack(tmp_path, resolver_env=lease) as stack:
+    claim = {"GROUNDHOG_CLAIM_SECONDS": "1"}
+    with running_stack(tmp_path, resolver_env=claim) as stack:
         tape = stack.open_tape()
         first, second = stack.fork(tape, 2)
         url = f"{world.url}/slow?delay=3&tape={tape}"
@@ -223,7 +223,7 @@ def test_a_slow_holder_renews_its_claim_so_its_sibling_waits_and_shares(
         holder = threading.Thread(target=ask, args=(first,))
         holder.start()
         wait_until(lambda: world.calls["/slow"] > before, what="the holder's live call")
-        ask(second)  # asks while the holder's fetch runs, for longer than one lease
+        ask(second)  # asks while the holder's fetch runs, for longer than one claim
         holder.join(timeout=60)
 
     assert world.calls["/slow"] - before == 1

@@ -7,11 +7,11 @@ import base64
 from mitmproxy import http
 
 from groundhog.protocol.wire import TRAILER_PREFIX
+from groundhog.protocol.wire_codec import resolve_payload
 from proxy.wire import (
     add_upstream_headers,
     fields_from_pairs,
     pairs_from_fields,
-    resolve_payload,
     response_from_payload,
     response_payload,
     strip_private_headers,

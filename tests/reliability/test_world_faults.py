@@ -52,7 +52,7 @@ def test_transport_failures_are_problem_json_naming_the_kind(
         assert f"({kind})" in world_faults[case]["problem_detail"]
 
 
-def test_dead_claim_holder_is_taken_over_after_the_lease(
+def test_dead_claim_holder_is_taken_over_once_its_claim_lapses(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     figures = run_claim_takeover(tmp_path_factory.mktemp("claim"))

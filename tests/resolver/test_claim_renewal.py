@@ -1,4 +1,4 @@
-"""Unit tests of resolver/claim_renewal.py: when `renew` extends a ticket's lease and when it
+"""Unit tests of resolver/claim_renewal.py: when `renew` extends a ticket's claim and when it
 says the ticket is superseded.
 
 The route (`/v1/renew`) and the slow-fetch figures exercise renewal end to end; these call
@@ -26,13 +26,13 @@ from store.db import Store, transaction
 from store.models import Claim, PendingRecord
 from tests.resolver.test_hit_path import ask
 
-LEASE = 30.0
+CLAIM = 30.0
 RENEWED = 7.5
 
 
 @pytest.fixture
 def resolver(store: Store) -> Resolver:
-    return Resolver(store, max_body_bytes=1024, lease_seconds=LEASE)
+    return Resolver(store, max_body_bytes=1024, claim_seconds=CLAIM)
 
 
 def forward(resolver: Resolver, wire: ResolveRequest) -> str:
@@ -45,7 +45,7 @@ def forward(resolver: Resolver, wire: ResolveRequest) -> str:
 
 def claims_by_ticket(store: Store) -> dict[str, float]:
     with transaction(store.read) as session:
-        return {claim.ticket: claim.lease_expires for claim in session.scalars(select(Claim))}
+        return {claim.ticket: claim.claim_expires for claim in session.scalars(select(Claim))}
 
 
 def record(store: Store, ticket: str) -> None:
@@ -57,18 +57,18 @@ def record(store: Store, ticket: str) -> None:
 
 def lapse_every_claim(store: Store) -> None:
     with transaction(store.write) as session:
-        session.execute(update(Claim).values(lease_expires=0.0))
+        session.execute(update(Claim).values(claim_expires=0.0))
 
 
-def test_a_claim_holder_renews_its_lease_from_now(store: Store, resolver: Resolver) -> None:
+def test_a_claim_holder_renews_its_claim_from_now(store: Store, resolver: Resolver) -> None:
     ticket = forward(resolver, ask("/x", "root/a"))
-    assert claims_by_ticket(store)[ticket] > time.time() + RENEWED  # the first lease: LEASE
+    assert claims_by_ticket(store)[ticket] > time.time() + RENEWED  # the first claim: CLAIM
 
     before = time.time()
     assert renew(store, ticket, RENEWED) == RENEWED
     after = time.time()
 
-    # The lease is set from now, not added to the old one (it shrank from LEASE to RENEWED).
+    # The claim is set from now, not added to the old one (it shrank from CLAIM to RENEWED).
     assert before + RENEWED <= claims_by_ticket(store)[ticket] <= after + RENEWED
 
 
@@ -102,16 +102,16 @@ def test_a_holder_taken_over_then_recorded_over_stays_superseded(
     store: Store, resolver: Resolver
 ) -> None:
     first = forward(resolver, ask("/x", "root/a"))
-    lapse_every_claim(store)  # the first holder stalled past its lease
+    lapse_every_claim(store)  # the first holder stalled past its claim
     second = forward(resolver, ask("/x", "root/b"))  # the same address: a takeover
     assert second != first and set(claims_by_ticket(store)) == {second}
-    second_lease = claims_by_ticket(store)[second]
+    second_claim = claims_by_ticket(store)[second]
 
     # Taken over: the first ticket's pending record is still there, but the claim is not its.
     with transaction(store.read) as session:
         assert session.get(PendingRecord, first) is not None
     assert renew(store, first, RENEWED) is None
-    assert claims_by_ticket(store) == {second: second_lease}  # the taker's lease is untouched
+    assert claims_by_ticket(store) == {second: second_claim}  # the taker's claim is untouched
 
     # Recorded by the taker: no claim on the address any more, and still not the first's turn.
     record(store, second)
@@ -142,6 +142,6 @@ def test_a_failed_claim_is_not_revived_by_its_holder(store: Store, resolver: Res
     ticket = forward(resolver, ask("/x", "root/a"))
     with transaction(store.write) as session:
         session.execute(update(Claim).values(failure='{"kind": "connect", "message": "x"}'))
-    lease = claims_by_ticket(store)[ticket]
+    expires = claims_by_ticket(store)[ticket]
     assert renew(store, ticket, RENEWED) is None
-    assert claims_by_ticket(store) == {ticket: lease}
+    assert claims_by_ticket(store) == {ticket: expires}

@@ -70,7 +70,7 @@ def forward(store: Store, steps: FinalSteps, path: str) -> tuple[Ask, Resolution
 
 def steps_of(reserve: DiskReserve | None = None) -> FinalSteps:
     return FinalSteps(
-        lease_seconds=30.0, echoes=EchoBook(), reserve=reserve, redaction_key=b"k" * 32
+        claim_seconds=30.0, echoes=EchoBook(), reserve=reserve, redaction_key=b"k" * 32
     )
 
 

@@ -134,7 +134,7 @@ def statements_of(store: Store) -> list[str]:
 
 
 def test_a_hit_takes_one_occurrence_and_one_event_in_a_few_statements(store: Store) -> None:
-    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30)
     record(store, resolver, "/x", "root/a", b"answer")
     resolver.cache = type(resolver.cache)()  # a cold cache: the answer comes from the store
     seen = statements_of(store)
@@ -153,7 +153,7 @@ def test_a_hit_takes_one_occurrence_and_one_event_in_a_few_statements(store: Sto
 def test_on_sqlite_a_miss_looks_its_address_up_once(store: Store) -> None:
     """Its transaction holds the write lock from BEGIN, so nobody can record between the
     lookup and the claim: the look PostgreSQL takes again after a won claim is not taken."""
-    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30)
     record(store, resolver, "/warm", "root/a", b"warm")  # the tape's config is known
     seen = statements_of(store)
     forward = resolver.resolve(ask("/x", "root/b"))
@@ -164,7 +164,7 @@ def test_on_sqlite_a_miss_looks_its_address_up_once(store: Store) -> None:
 
 
 def test_a_miss_falls_back_having_counted_nothing(store: Store) -> None:
-    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30)
     record(store, resolver, "/x", "root/a", b"first")
     # Occurrence 1 of /x was never recorded: the hit path declines, the general path forwards.
     again = resolver.resolve(ask("/x", "root/a"))
@@ -178,7 +178,7 @@ def test_a_miss_falls_back_having_counted_nothing(store: Store) -> None:
 
 
 def test_a_sealed_miss_is_refused_by_the_general_path(store: Store) -> None:
-    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30)
     record(store, resolver, "/x", "root/a", b"first")
     with transaction(store.write) as session:
         set_online(get_tape("t", session=session), False, session=session)
@@ -198,7 +198,7 @@ def test_a_hit_after_the_server_ended_the_resolvers_connections_is_served(
     with private_schema_url(postgres_url) as url:
         store = open_with_tape(named_connections_url(url, label))
         try:
-            resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+            resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30)
             record(store, resolver, "/x", "root/a", b"answer")
             first = resolver.resolve(ask("/x", "root/b"))
             assert isinstance(first, Resolution) and first.decision is Decision.SHARED
@@ -215,7 +215,7 @@ def test_a_hit_after_the_server_ended_the_resolvers_connections_is_served(
 
 def test_a_tape_made_anew_under_its_name_is_resolved_by_its_own_config(store: Store) -> None:
     """The resolver guesses a tape's config from its last resolve; a wrong guess is noticed."""
-    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30)
     first = resolver.resolve(ask("/x", "root/a", query=[("ts", "1")]))  # the guess: config {}
     assert isinstance(first, Resolution) and first.ask.occurrence == 0
     with transaction(store.write) as session:
@@ -268,12 +268,12 @@ def test_a_hit_on_postgresql_is_three_round_trips(postgres_url: str, in_memory: 
     with private_schema_url(postgres_url) as url:
         store = open_with_tape(url)
         try:
-            resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+            resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30)
             record(store, resolver, "/x", "root/a", b"answer")
             if in_memory:
                 resolver.resolve(ask("/x", "root/b"))  # served, so kept in memory
             else:  # a resolver that knows the tape's config, but not the answer
-                resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+                resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30)
                 resolver.resolve(ask("/warm", "root/b"))
             with sent_to_postgresql(store, ("Query", "Execute", "Sync")) as sent:
                 served = resolver.resolve(ask("/x", "root/c"))
@@ -298,12 +298,12 @@ def test_an_answer_recorded_after_the_opening_statement_is_seen_after_the_claim(
     with private_schema_url(postgres_url) as url:
         store = open_with_tape(url)
         try:
-            resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+            resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30)
             record(store, resolver, "/warm", "root/a", b"warm")  # the config is known: reads ahead
             take_claim = resolver._take_claim
 
             def record_first(session: Session, asked: Ask, ticket: str) -> bool:
-                other = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+                other = Resolver(store, max_body_bytes=1024, claim_seconds=30)
                 record(store, other, "/x", "root/b", b"meanwhile")
                 return take_claim(session, asked, ticket)
 
@@ -326,9 +326,9 @@ def test_on_postgresql_a_body_too_large_to_read_ahead_is_read_when_served(
         store = open_with_tape(url)
         try:
             large = secrets.token_bytes(ANSWER_BODY_BYTES_READ_AHEAD + 1)
-            recorder = Resolver(store, max_body_bytes=len(large), lease_seconds=30)
+            recorder = Resolver(store, max_body_bytes=len(large), claim_seconds=30)
             record(store, recorder, "/large", "root/a", large, max_body_bytes=len(large))
-            resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+            resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30)
             resolver.resolve(ask("/warm", "root/b"))  # the tape's config is known: reads ahead
             served = resolver.resolve(ask("/large", "root/c"))
             assert isinstance(served, Resolution) and served.decision is Decision.SHARED
@@ -347,7 +347,7 @@ def test_on_postgresql_a_read_after_its_own_write_is_not_served_the_unwritten_an
     with private_schema_url(postgres_url) as url:
         store = open_with_tape(url)
         try:
-            resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+            resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30)
             record(store, resolver, "/x", "root/b", b"unwritten")
             write = ask("/x", "root/a").model_copy(update={"method": "PUT"})
             forward = resolver.resolve(write)
@@ -377,7 +377,7 @@ def test_a_miss_and_its_record_on_postgresql_send_unread_writes_with_the_commit(
     with private_schema_url(postgres_url) as url:
         store = open_with_tape(url)
         try:
-            resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+            resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30)
             record(store, resolver, "/warm", "root/a", b"warm")  # the tape's config is known
             with sent_to_postgresql(store, ("Query", "Sync")) as resolving:
                 forward = resolver.resolve(ask("/x", "root/b"))
@@ -426,7 +426,7 @@ def poll_on_loop(resolver: Resolver, waiting: Waiting) -> Resolution | Waiting |
 def test_on_the_event_loop_a_hit_is_the_same_hit(store: Store) -> None:
     writer = LoopWriter.for_store(store)
     assert writer is not None
-    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30, loop_writer=writer)
+    resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30, loop_writer=writer)
     try:
         record(store, resolver, "/x", "root/a", b"answer")
         taken = on_loop(resolver, ask("/x", "root/b"))
@@ -443,7 +443,7 @@ def test_on_the_event_loop_a_hit_is_the_same_hit(store: Store) -> None:
 def test_a_resolve_that_would_wait_takes_nothing(store: Store) -> None:
     writer = LoopWriter.for_store(store)
     assert writer is not None
-    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30, loop_writer=writer)
+    resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30, loop_writer=writer)
     try:
         record(store, resolver, "/x", "root/a", b"answer")
         assert store.write_lock is not None
@@ -458,7 +458,7 @@ def test_a_resolve_that_would_wait_takes_nothing(store: Store) -> None:
 
 
 def test_without_a_loop_writer_every_resolve_goes_to_a_thread(store: Store) -> None:
-    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30)
     assert on_loop(resolver, ask("/x", "root/b")) is None
     assert branch_rows(store, "root/b") == ([], {})
 
@@ -468,7 +468,7 @@ def test_a_poll_on_the_event_loop_waits_again_then_serves_what_was_recorded(
 ) -> None:
     writer = LoopWriter.for_store(store)
     assert writer is not None
-    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30, loop_writer=writer)
+    resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30, loop_writer=writer)
     try:
         holder = resolver.resolve(ask("/y", "root/a"))
         assert isinstance(holder, Resolution) and holder.action is Action.FORWARD
@@ -477,7 +477,7 @@ def test_a_poll_on_the_event_loop_waits_again_then_serves_what_was_recorded(
         before = branch_rows(store, "root/b")
 
         still = poll_on_loop(resolver, waiting)
-        assert isinstance(still, Waiting) and still.lease_expires is not None  # the holder's lease
+        assert isinstance(still, Waiting) and still.claim_expires is not None  # the holder's claim
         assert branch_rows(store, "root/b") == before  # waiting again writes nothing
 
         Recorder(store, max_body_bytes=1024).record(
@@ -503,7 +503,7 @@ def test_a_poll_on_the_event_loop_waits_again_then_serves_what_was_recorded(
 
 
 def test_without_a_loop_writer_every_poll_goes_to_a_thread(store: Store) -> None:
-    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30)
     holder = resolver.resolve(ask("/z", "root/a"))
     assert isinstance(holder, Resolution) and holder.action is Action.FORWARD
     waiting = resolver.resolve(ask("/z", "root/b"))
@@ -518,7 +518,7 @@ def test_a_hit_writes_five_pages_and_a_miss_nine(tmp_path: Path) -> None:
     database = tmp_path / "pages.sqlite3"
     store = open_with_tape(f"sqlite:///{database}")
     writer = LoopWriter(store, commits_per_checkpoint=10**9)
-    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30, loop_writer=writer)
+    resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30, loop_writer=writer)
     wal = Path(f"{database}-wal")
 
     with store.engine.connect() as connection:

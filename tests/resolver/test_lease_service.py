@@ -86,7 +86,7 @@ def test_a_held_lease_is_asked_back_and_waited_for(store: Store) -> None:
 
 
 def resolve_on(resolving: Store, branch: str, holder: str | None = None) -> Resolution | Waiting:
-    resolver = Resolver(resolving, max_body_bytes=1024, lease_seconds=30)
+    resolver = Resolver(resolving, max_body_bytes=1024, claim_seconds=30)
     wire = ResolveRequest(
         tape="t", branch=branch, method="GET", scheme="http", host="w.example", port=80,
         path="/x", query=[], lease_holder=holder,

@@ -39,7 +39,7 @@ from tests.engine.test_facts import make_ask
 
 @pytest.fixture
 def resolver(store: Store) -> Resolver:
-    return Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    return Resolver(store, max_body_bytes=1024, claim_seconds=30)
 
 
 def wire(method: str, host: str, path: str, branch: str = "root/a", **query: str) -> ResolveRequest:

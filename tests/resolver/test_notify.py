@@ -37,7 +37,7 @@ def test_a_record_on_one_replica_wakes_a_waiter_on_another(
     env = {
         "GROUNDHOG_WAIT_POLL_SECONDS": "600",
         "GROUNDHOG_RESOLVE_WAIT_SECONDS": "20",
-        "GROUNDHOG_CLAIM_LEASE_SECONDS": "600",
+        "GROUNDHOG_CLAIM_SECONDS": "600",
     }
     with private_schema_url(postgres_url) as url:
         args = ["resolver", "--data", str(tmp_path), "--database-url", url]

@@ -61,7 +61,7 @@ def test_a_recorded_write_with_no_resources_kept_writes_its_origin(
 
 def forwarded(store: Store, path: str) -> Pending:
     """The pending record of a live call handed out for `path` on root/a, taken from the store."""
-    resolution = Resolver(store, max_body_bytes=1024, lease_seconds=30).resolve(ask(path, "root/a"))
+    resolution = Resolver(store, max_body_bytes=1024, claim_seconds=30).resolve(ask(path, "root/a"))
     assert isinstance(resolution, Resolution) and resolution.action is Action.FORWARD
     assert resolution.ticket is not None
     with unit_of_work(store) as unit:

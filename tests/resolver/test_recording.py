@@ -113,7 +113,7 @@ RECORD_STATEMENTS = 7
 
 
 def test_a_record_writes_without_reading_back_what_it_wrote(store: Store) -> None:
-    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30)
     forward = resolver.resolve(ask("/r", "root/a"))
     assert isinstance(forward, Resolution) and forward.action is Action.FORWARD
     seen = statements_of(store)
@@ -136,7 +136,7 @@ def answer_of(body: bytes) -> ResponseIn:
 def test_a_small_answer_is_recorded_on_the_event_loop(store: Store) -> None:
     writer = LoopWriter.for_store(store)
     assert writer is not None
-    resolver = Resolver(store, max_body_bytes=1 << 20, lease_seconds=30, loop_writer=writer)
+    resolver = Resolver(store, max_body_bytes=1 << 20, claim_seconds=30, loop_writer=writer)
     recorder = Recorder(store, max_body_bytes=1 << 20, loop_writer=writer)
     try:
         forward = resolver.resolve(ask("/r", "root/a"))
@@ -154,7 +154,7 @@ def test_a_small_answer_is_recorded_on_the_event_loop(store: Store) -> None:
 def test_a_record_the_event_loop_declines_is_left_whole_for_a_thread(store: Store) -> None:
     writer = LoopWriter.for_store(store)
     assert writer is not None and store.write_lock is not None
-    resolver = Resolver(store, max_body_bytes=1 << 20, lease_seconds=30)
+    resolver = Resolver(store, max_body_bytes=1 << 20, claim_seconds=30)
     recorder = Recorder(store, max_body_bytes=1 << 20, loop_writer=writer)
     try:
         tickets = []
@@ -190,7 +190,7 @@ def recorded_then_hit(
 ) -> tuple[Resolver, list[str], Resolution]:
     """Branch root/a records `response` at /kept with a resolver whose recorder keeps answers;
     root/b then asks the same address: the resolver, the statements of that hit, and its answer."""
-    resolver = Resolver(store, max_body_bytes=1 << 20, lease_seconds=30)
+    resolver = Resolver(store, max_body_bytes=1 << 20, claim_seconds=30)
     recorder = Recorder(store, max_body_bytes=1 << 20, keep=resolver.keep)
     forward = resolver.resolve(ask("/kept", "root/a").model_copy(update={"method": method}))
     assert isinstance(forward, Resolution) and forward.ticket is not None
@@ -210,7 +210,7 @@ def test_a_recorded_read_is_kept_so_its_first_hit_reads_no_exchange(store: Store
     assert served.decision is Decision.SHARED
     assert not [s for s in seen if "gh_exchanges" in s or "gh_blobs" in s], seen
     # A resolver that kept nothing reads the exchange; it serves the same bytes.
-    from_store = Resolver(store, max_body_bytes=1 << 20, lease_seconds=30)
+    from_store = Resolver(store, max_body_bytes=1 << 20, claim_seconds=30)
     again = from_store.resolve(ask("/kept", "root/c"))
     assert isinstance(again, Resolution) and again.decision is Decision.SHARED
     assert served.response == again.response
@@ -227,7 +227,7 @@ def test_a_write_and_a_large_read_are_not_kept(store: Store) -> None:
     assert [s for s in seen if s.startswith("SELECT") and "gh_exchanges" in s], seen
     assert len(resolver.cache) == 1  # put by that first hit, as before
     write = ResponseIn(status=200, headers=[], body=base64.b64encode(b"w").decode())
-    writer = Resolver(store, max_body_bytes=1 << 20, lease_seconds=30)
+    writer = Resolver(store, max_body_bytes=1 << 20, claim_seconds=30)
     recorder = Recorder(store, max_body_bytes=1 << 20, keep=writer.keep)
     forward = writer.resolve(ask("/written", "root/a").model_copy(update={"method": "POST"}))
     assert isinstance(forward, Resolution) and forward.ticket is not None

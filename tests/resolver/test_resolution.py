@@ -69,7 +69,7 @@ def test_sixteen_concurrent_askers_make_one_forward(
 
 @pytest.fixture
 def short_lease_server(tmp_path: Path) -> Iterator[ServerProcess]:
-    env = {"GROUNDHOG_CLAIM_LEASE_SECONDS": "0.5", "GROUNDHOG_RESOLVE_WAIT_SECONDS": "20"}
+    env = {"GROUNDHOG_CLAIM_SECONDS": "0.5", "GROUNDHOG_RESOLVE_WAIT_SECONDS": "20"}
     with running_server(["resolver", "--data", str(tmp_path)], env=env) as server:
         yield server
 

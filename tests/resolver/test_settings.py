@@ -14,7 +14,7 @@ def test_defaults_and_derived_paths(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = load_settings(data_dir=Path("/tmp/gh-x"))
     assert settings.database_url == "sqlite:////tmp/gh-x/groundhog.sqlite3"
     assert settings.ca_dir == Path("/tmp/gh-x/ca")
-    assert settings.max_body_bytes == 8 * 1024 * 1024 and settings.claim_lease_seconds == 30.0
+    assert settings.max_body_bytes == 8 * 1024 * 1024 and settings.claim_seconds == 30.0
 
 
 def test_environment_prefix_and_override_precedence(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -35,3 +35,20 @@ def test_fail_closed_settings_and_their_defaults() -> None:
     assert load_settings(sqlite_synchronous="FULL").sqlite_synchronous == "FULL"
     with pytest.raises(ValueError, match="NORMAL"):
         load_settings(sqlite_synchronous="OFF")
+
+
+def test_claim_seconds_by_its_name_and_by_its_deprecated_alias(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.delenv("GROUNDHOG_CLAIM_SECONDS", raising=False)
+    monkeypatch.setenv("GROUNDHOG_CLAIM_LEASE_SECONDS", "7.5")
+    with caplog.at_level("WARNING", logger="resolver.settings"):
+        assert load_settings().claim_seconds == 7.5
+    assert "GROUNDHOG_CLAIM_LEASE_SECONDS is deprecated" in caplog.text
+    monkeypatch.setenv("GROUNDHOG_CLAIM_SECONDS", "4")  # the new name wins over the old
+    assert load_settings().claim_seconds == 4.0
+    monkeypatch.delenv("GROUNDHOG_CLAIM_LEASE_SECONDS")
+    assert load_settings().claim_seconds == 4.0
+    assert load_settings(claim_seconds=2.5).claim_seconds == 2.5  # an override by name
+    with pytest.raises(ValueError, match="greater than 0"):
+        load_settings(claim_seconds=0)

@@ -81,7 +81,7 @@ def test_every_field_of_ask_survives_the_round_trip() -> None:
 
 def test_the_holders_lease_and_the_settle_mark_travel_with_the_ask() -> None:
     ask, mark = _ask(), Mark("0f1e2d3c4b5a6978", 41)
-    token = encode(ask, Decision.REFETCHED, lease_expires=1_800_000_000.25, mark=mark)
+    token = encode(ask, Decision.REFETCHED, claim_expires=1_800_000_000.25, mark=mark)
     assert decode_wait(token) == WaitToken(ask, Decision.REFETCHED, 1_800_000_000.25, mark)
 
 
@@ -90,7 +90,7 @@ def test_a_token_without_lease_or_mark_is_read_as_unknown() -> None:
     document = json.loads(
         zlib.decompress(base64.urlsafe_b64decode(encode(_ask(), Decision.RECORDED)))
     )
-    del document["lease_expires"], document["mark"]
+    del document["claim_expires"], document["mark"]
     older = base64.urlsafe_b64encode(zlib.compress(json.dumps(document).encode())).decode()
     assert decode_wait(older) == WaitToken(_ask(), Decision.RECORDED, None, None)
 

@@ -19,22 +19,22 @@ def test_one_claim_per_address_and_takeover_only_when_expired(store: Store) -> N
     tape_id = make_tape(store)
     address = (tape_id, "k", 0, "")
     with transaction(store.write) as session:
-        assert claims.try_claim(*address, ticket="a", lease_expires=100.0, session=session)
-        assert not claims.try_claim(*address, ticket="b", lease_expires=100.0, session=session)
+        assert claims.try_claim(*address, ticket="a", claim_expires=100.0, session=session)
+        assert not claims.try_claim(*address, ticket="b", claim_expires=100.0, session=session)
         assert claims.try_claim(
-            tape_id, "k", 1, "", ticket="c", lease_expires=100.0, session=session
+            tape_id, "k", 1, "", ticket="c", claim_expires=100.0, session=session
         )
         claim = claims.get_claim(*address, session=session)
         live = claims.take_over_expired(
-            claim.id, old_ticket="a", ticket="b", now=50.0, lease_expires=200.0, session=session
+            claim.id, old_ticket="a", ticket="b", now=50.0, claim_expires=200.0, session=session
         )
         assert not live
         assert claims.take_over_expired(
-            claim.id, old_ticket="a", ticket="b", now=150.0, lease_expires=200.0, session=session
+            claim.id, old_ticket="a", ticket="b", now=150.0, claim_expires=200.0, session=session
         )
         # A second waiter racing on the same stale view loses.
         assert not claims.take_over_expired(
-            claim.id, old_ticket="a", ticket="d", now=150.0, lease_expires=200.0, session=session
+            claim.id, old_ticket="a", ticket="d", now=150.0, claim_expires=200.0, session=session
         )
         claims.release_claim("b", session=session)
         assert claims.get_claim(*address, session=session) is None
@@ -118,7 +118,7 @@ def test_stale_pending_records_and_their_claims_are_swept(store: Store) -> None:
                 created=created,
             )
             claims.try_claim(
-                tape_id, ticket, 0, "", ticket=ticket, lease_expires=1e12, session=session
+                tape_id, ticket, 0, "", ticket=ticket, claim_expires=1e12, session=session
             )
     with transaction(store.write) as session:
         assert claims.delete_stale_pending(100.0, session=session) == 1

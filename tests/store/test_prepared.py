@@ -62,13 +62,13 @@ def test_float_columns_are_decoded_on_every_dialect(store: Store) -> None:
     tape_id, _branch_id = make_tape(store)
     claims_table = Claim.__table__
     lease = Prepared(
-        lambda _dialect: select(claims_table.c.lease_expires, claims_table.c.ticket).where(
+        lambda _dialect: select(claims_table.c.claim_expires, claims_table.c.ticket).where(
             claims_table.c.ticket == bindparam("ticket")
         )
     )
     with transaction(store.write) as session:
         assert claims.try_claim(
-            tape_id, "k" * 64, 0, "", ticket="t1", lease_expires=12.5, session=session
+            tape_id, "k" * 64, 0, "", ticket="t1", claim_expires=12.5, session=session
         )
         assert lease.first({"ticket": "t1"}, session=session) == (12.5, "t1")
         assert lease.first({"ticket": "t2"}, session=session) is None

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(not zygote.enabled(), reason="the zygote is off 
 def test_a_forked_resolver_serves_and_is_reaped_with_its_exit_status(tmp_path: Path) -> None:
     server = start_server(
         ["resolver", "--data", str(tmp_path)],
-        env={"GROUNDHOG_CLAIM_LEASE_SECONDS": "7.5"},
+        env={"GROUNDHOG_CLAIM_SECONDS": "7.5"},
         own_group=True,
     )
     try:

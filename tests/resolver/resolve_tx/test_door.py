@@ -70,7 +70,7 @@ def test_the_lane_is_the_loop_only_where_the_store_has_a_loop_writer(
 def test_a_hit_is_settled_on_the_loop_without_a_thread(
     store: Store, writer: LoopWriter, threads: Threads
 ) -> None:
-    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30, loop_writer=writer)
+    resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30, loop_writer=writer)
     record(store, resolver, "/x", "root/a", b"answer")
     served = asyncio.run(resolve_tx.resolve(resolver, ask("/x", "root/b")))
     assert isinstance(served, Resolution) and served.decision is Decision.SHARED
@@ -82,7 +82,7 @@ def test_a_resolve_that_would_wait_runs_whole_on_a_thread(
 ) -> None:
     """Another writer holds SQLite's lock: the loop lane takes nothing, the thread lane waits
     for the lock and gives the same answer, counting the occurrence once."""
-    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30, loop_writer=writer)
+    resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30, loop_writer=writer)
     record(store, resolver, "/x", "root/a", b"answer")
     assert store.write_lock is not None
     held, release = threading.Event(), threading.Event()
@@ -117,7 +117,7 @@ def test_a_resolve_that_would_wait_runs_whole_on_a_thread(
 
 
 def test_without_a_loop_writer_every_call_goes_to_a_thread(store: Store, threads: Threads) -> None:
-    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30)
     recorder = Recorder(store, max_body_bytes=1024)
     forward = asyncio.run(resolve_tx.resolve(resolver, ask("/y", "root/a")))
     assert isinstance(forward, Resolution) and forward.action is Action.FORWARD
@@ -135,7 +135,7 @@ def test_without_a_loop_writer_every_call_goes_to_a_thread(store: Store, threads
 def test_a_small_record_is_committed_on_the_loop_and_a_large_one_on_a_thread(
     store: Store, writer: LoopWriter, threads: Threads
 ) -> None:
-    resolver = Resolver(store, max_body_bytes=1 << 20, lease_seconds=30, loop_writer=writer)
+    resolver = Resolver(store, max_body_bytes=1 << 20, claim_seconds=30, loop_writer=writer)
     recorder = Recorder(store, max_body_bytes=1 << 20, loop_writer=writer)
     small, large = (resolver.resolve(ask(path, "root/a")) for path in ("/s", "/l"))
     assert isinstance(small, Resolution) and small.ticket is not None
@@ -151,7 +151,7 @@ def test_a_small_record_is_committed_on_the_loop_and_a_large_one_on_a_thread(
 def test_a_record_that_fails_on_the_loop_releases_its_claim_on_a_thread(
     store: Store, writer: LoopWriter, threads: Threads, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30, loop_writer=writer)
+    resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30, loop_writer=writer)
     recorder = Recorder(store, max_body_bytes=1024, loop_writer=writer)
     forward = resolver.resolve(ask("/f", "root/a"))
     assert isinstance(forward, Resolution) and forward.ticket is not None

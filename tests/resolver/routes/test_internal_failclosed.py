@@ -27,7 +27,7 @@ SET_COOKIE_RESPONSE = {
 
 @pytest.fixture
 def short_lease(tmp_path: Path) -> Iterator[ServerProcess]:
-    env = {"GROUNDHOG_CLAIM_LEASE_SECONDS": "1", "GROUNDHOG_RESOLVE_WAIT_SECONDS": "3"}
+    env = {"GROUNDHOG_CLAIM_SECONDS": "1", "GROUNDHOG_RESOLVE_WAIT_SECONDS": "3"}
     with running_server(["resolver", "--data", str(tmp_path)], env=env) as server:
         yield server
 
@@ -66,9 +66,9 @@ def test_forward_carries_a_lease_and_renew_keeps_it_until_the_record(
 ) -> None:
     proxy.open(tape_name)
     forward = proxy.resolve(tape_name, "root", path="/r").json()
-    assert forward["action"] == "forward" and forward["lease_seconds"] == 30.0
+    assert forward["action"] == "forward" and forward["claim_seconds"] == 30.0
     renewed = proxy.http.post("/v1/renew", json={"ticket": forward["ticket"]})
-    assert renewed.status_code == 200 and renewed.json() == {"lease_seconds": 30.0}
+    assert renewed.status_code == 200 and renewed.json() == {"claim_seconds": 30.0}
     write = proxy.resolve(tape_name, "root", "POST", "/w", body=b"x").json()
     assert proxy.http.post("/v1/renew", json={"ticket": write["ticket"]}).status_code == 200
     _record(proxy, forward["ticket"], SET_COOKIE_RESPONSE)
@@ -86,7 +86,7 @@ def test_a_renewing_holder_is_never_taken_over_and_a_lapsed_one_is(
     proxy.open("renewed")
     a, b, c = proxy.fork("renewed", children=3)
     holder = proxy.resolve("renewed", a, path="/slow").json()
-    assert holder["lease_seconds"] == 1.0
+    assert holder["claim_seconds"] == 1.0
     waiter = proxy.resolve("renewed", b, path="/slow", follow=False).json()
     assert waiter["action"] == "wait"
     # A holder renewing every third of its lease keeps the address through a whole 3 s window
@@ -172,7 +172,7 @@ def test_a_non_latin1_header_is_refused_and_does_not_poison_the_address(
     reply = proxy.http.post("/v1/record", json={"ticket": forward["ticket"], "response": bad})
     assert reply.status_code == 422
     assert reply.json()["field"] == "response.headers[1]" and reply.json()["header"] == "X-Title"
-    # The claim was released at once: a sibling fetches now instead of waiting out the lease.
+    # The claim was released at once: a sibling fetches now instead of waiting out the claim.
     sibling = proxy.resolve(tape_name, b, path="/h", follow=False).json()
     assert sibling["action"] == "forward"
     assert _record(proxy, sibling["ticket"], SET_COOKIE_RESPONSE)["recorded"] is True

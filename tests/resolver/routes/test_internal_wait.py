@@ -27,7 +27,7 @@ def patient_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerP
     env = {
         "GROUNDHOG_WAIT_POLL_SECONDS": "300",
         "GROUNDHOG_RESOLVE_WAIT_SECONDS": "300",
-        "GROUNDHOG_CLAIM_LEASE_SECONDS": "300",
+        "GROUNDHOG_CLAIM_SECONDS": "300",
     }
     data = tmp_path_factory.mktemp("patient-resolver")
     with running_server(["resolver", "--data", str(data)], env=env) as server:
@@ -82,7 +82,7 @@ def test_a_first_wait_on_a_live_holder_sleeps_until_the_record_without_looking(
     proxy = ProxyDouble(url)
     holder, waiter = _holder_and_waiter(proxy, "skip")
     token = wait_tokens.decode_wait(waiter["wait"])
-    assert token.lease_expires is not None and token.lease_expires > time.time() + 200
+    assert token.claim_expires is not None and token.claim_expires > time.time() + 200
     before = _counts(url)
     with ThreadPoolExecutor(1) as pool:
         waited = pool.submit(proxy.wait, waiter["wait"])
@@ -118,10 +118,10 @@ def test_a_token_another_resolver_issued_is_looked_at_first(
     proxy = ProxyDouble(patient_server.url)
     holder, waiter = _holder_and_waiter(proxy, "elsewhere")
     ask = wait_tokens.decode(waiter["wait"])
-    lease = wait_tokens.decode_wait(waiter["wait"]).lease_expires
+    expires = wait_tokens.decode_wait(waiter["wait"]).claim_expires
     # The same ask as a replica with its own settle log (or this one before a restart) wrote it.
     foreign = wait_tokens.encode(
-        ask, Decision.RECORDED, lease_expires=lease, mark=Mark("another-process", 0)
+        ask, Decision.RECORDED, claim_expires=expires, mark=Mark("another-process", 0)
     )
     _record(proxy, holder["ticket"])
     before = _counts(patient_server.url)
@@ -134,7 +134,7 @@ def test_a_token_another_resolver_issued_is_looked_at_first(
 def test_a_resolve_that_finds_a_lapsed_lease_takes_the_address_over_at_once(
     tmp_path: Path,
 ) -> None:
-    env = {"GROUNDHOG_CLAIM_LEASE_SECONDS": "0.2", "GROUNDHOG_RESOLVE_WAIT_SECONDS": "300"}
+    env = {"GROUNDHOG_CLAIM_SECONDS": "0.2", "GROUNDHOG_RESOLVE_WAIT_SECONDS": "300"}
     with running_server(["resolver", "--data", str(tmp_path)], env=env) as server:
         proxy = ProxyDouble(server.url)
         proxy.open("lapsed")

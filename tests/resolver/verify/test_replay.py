@@ -22,8 +22,8 @@ from sqlalchemy import select
 
 from engine.policy import Action, Decision
 from engine.resolve_results import Resolution, Waiting
+from engine.sandbox_identity import MARKER
 from groundhog.protocol.wire import WireResponse
-from proxy.sandbox_answers import MARKER
 from resolver.recording import Recorder
 from resolver.resolution import Resolver
 from resolver.schemas import RecordRequest, ResponseIn
@@ -47,7 +47,7 @@ from tests.engine.test_facts import make_ask
 from tests.resolver.test_hit_path import ask as resolve_request
 
 BODY = b'{"answer": 42}'
-SANDBOX = MARKER.decode()
+SANDBOX = MARKER
 
 
 def recorded_ask(seq: int = 1, **changes: Any) -> Ask:
@@ -224,7 +224,7 @@ def test_an_ask_without_status_or_body_hash_is_not_held_to_them() -> None:
 
 def sealed_recording(store: Store, body: bytes) -> tuple[Resolver, Ask]:
     """`GET http://w.example/x` recorded on root/a, the tape sealed; the ask as an export has it."""
-    resolver = Resolver(store, max_body_bytes=1024, lease_seconds=30)
+    resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30)
     forward = resolver.resolve(resolve_request("/x", "root/a"))
     assert isinstance(forward, Resolution) and forward.ticket is not None
     response = ResponseIn(

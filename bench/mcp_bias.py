@@ -169,6 +169,15 @@ def raw_bias(run: RunContrasts) -> Estimate:
     return difference(mean_estimate(list(run.condition.values())), reference)
 
 
+def _adjusted_reference(
+    run: RunContrasts, layout: Layout, expected: Expectations
+) -> tuple[list[float], list[float]]:
+    """The reference's better and worse rewards, each minus its day's expectation."""
+    better = [value - expected.of(day, layout.better) for day, value in run.better.items()]
+    worse = [value - expected.of(day, layout.worse) for day, value in run.worse.items()]
+    return better, worse
+
+
 def adjusted_bias(run: RunContrasts, layout: Layout, expected: Expectations) -> Estimate:
     """The bias with each day's expectation taken out of both sides: no offset, no day variance.
 
@@ -181,8 +190,7 @@ def adjusted_bias(run: RunContrasts, layout: Layout, expected: Expectations) -> 
         value - (expected.of(day, layout.better) - expected.of(day, layout.worse))
         for day, value in run.condition.items()
     ]
-    better = [value - expected.of(day, layout.better) for day, value in run.better.items()]
-    worse = [value - expected.of(day, layout.worse) for day, value in run.worse.items()]
+    better, worse = _adjusted_reference(run, layout, expected)
     reference = difference(mean_estimate(better), mean_estimate(worse))
     sampled = difference(mean_estimate(condition), reference)
     # It is the raw bias minus the estimated offset: the offset's Monte Carlo error is its own.
@@ -199,8 +207,7 @@ def reference_against_expectation(
     Zero unless the live reference is off (transport, sessions, load); its standard error is
     the per-call noise alone, since the days' own variance is removed.
     """
-    better = [value - expected.of(day, layout.better) for day, value in run.better.items()]
-    worse = [value - expected.of(day, layout.worse) for day, value in run.worse.items()]
+    better, worse = _adjusted_reference(run, layout, expected)
     sampled = difference(mean_estimate(better), mean_estimate(worse))
     monte_carlo = math.hypot(
         expected.mean_stderr([(d, layout.better) for d in run.better]),
@@ -212,8 +219,7 @@ def reference_against_expectation(
 def adjusted_pair_variance(run: RunContrasts, layout: Layout, expected: Expectations) -> float:
     """One reference pair's variance once its days' expectations are taken out (sizes the
     proposed control: `pairs_needed`)."""
-    better = [value - expected.of(day, layout.better) for day, value in run.better.items()]
-    worse = [value - expected.of(day, layout.worse) for day, value in run.worse.items()]
+    better, worse = _adjusted_reference(run, layout, expected)
     return float(np.var(better, ddof=1) + np.var(worse, ddof=1))
 
 

@@ -119,7 +119,7 @@ def world_process() -> Iterator[str]:
         deadline = time.monotonic() + 60
         while True:
             try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                if httpx.get(f"{url}/healthz", timeout=2, trust_env=False).status_code == 200:
                     break
             except httpx.TransportError:
                 pass
@@ -132,8 +132,16 @@ def world_process() -> Iterator[str]:
         process.wait(timeout=30)
 
 
+def control_client(world_url: str) -> httpx.Client:
+    """A client for the world's control routes whose idle connections close before uvicorn's
+    (5 s): reusing one the server is closing reset a load thread's connection."""
+    return httpx.Client(
+        base_url=world_url, timeout=60, limits=httpx.Limits(keepalive_expiry=2.0), trust_env=False
+    )
+
+
 def _load(world_url: str, stop: threading.Event, done: list[int], offset: int) -> None:
-    with httpx.Client(base_url=world_url, timeout=60) as control:
+    with control_client(world_url) as control:
         day = LOAD_FIRST_DAY + offset * 100_000
         while not stop.is_set():
             asyncio.run(live_rollout(world_url, control, day, ACTIONS[day % 3]))
@@ -153,7 +161,7 @@ def collect(
         thread.start()
     started = time.perf_counter()
     try:
-        with httpx.Client(base_url=world_url, timeout=60) as control:
+        with control_client(world_url) as control:
 
             def one(day: int) -> LiveRecord:
                 action = "upgrade" if day % 2 == 0 else "compare"

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
-import httpx
 import pytest
 
 from bench import mcp_live_check
@@ -64,7 +63,7 @@ def test_the_paired_shift_is_the_upgrade_days_minus_the_compare_days() -> None:
 
 
 def test_a_live_rollout_rerenders_exactly_with_one_answer_per_tool_call() -> None:
-    with mcp_live_check.world_process() as url, httpx.Client(base_url=url, timeout=30) as control:
+    with mcp_live_check.world_process() as url, mcp_live_check.control_client(url) as control:
         records = [
             asyncio.run(mcp_live_check.live_rollout(url, control, DAY + i, action))
             for i, action in enumerate(("upgrade", "compare"))

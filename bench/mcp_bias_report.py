@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from bench import mcp_bias, rawfiles
-from bench.config import BenchConfig, for_world
+from bench.config import BenchConfig, for_world, quick_config
 from bench.measurements import ConditionData, ReferenceData
 from bench.stats import Estimate, mean_estimate
 
@@ -104,18 +104,34 @@ def analyse(
         "pairs_needed": mcp_bias.pairs_needed(variance, plan.stderr_needed),
     }
     if runs:
-        simulated = mcp_bias.simulated_runs(layout, [10_000 + i for i in range(runs)])
-        biases = [mcp_bias.raw_bias(s).value for s in simulated]
-        references = [
-            mcp_bias.reference_against_expectation(s, layout, expected).value for s in simulated
-        ]
-        result["simulated_runs"] = {
-            "runs": runs,
-            "bias_mean": round(float(np.mean(biases)), 4),
-            "bias_sd": round(float(np.std(biases, ddof=1)), 4),
-            "reference_against_expectation_sd": round(float(np.std(references, ddof=1)), 4),
-        }
+        result["simulated_runs"] = spread(layout, runs)
     return result
+
+
+def spread(layout: mcp_bias.Layout, runs: int) -> dict[str, Any]:
+    """Mean and s.d. over ``runs`` whole runs simulated on the layout's days (per-call draws
+    alone differ): the bias's mean is the fixed offset, its s.d. what a run varies by."""
+    simulated = mcp_bias.simulated_runs(layout, [10_000 + i for i in range(runs)])
+    columns = {
+        "bias": [mcp_bias.raw_bias(s).value for s in simulated],
+        "reference": [
+            float(np.mean(list(s.better.values())) - np.mean(list(s.worse.values())))
+            for s in simulated
+        ],
+        "condition": [float(np.mean(list(s.condition.values()))) for s in simulated],
+    }
+    out: dict[str, Any] = {"runs": runs}
+    for name, values in columns.items():
+        out[f"{name}_mean"] = round(float(np.mean(values)), 4)
+        out[f"{name}_sd"] = round(float(np.std(values, ddof=1)), 4)
+    out["bias_positive"] = sum(value > 0 for value in columns["bias"])
+    return out
+
+
+def simulated_layout(worlds: int, pairs: int) -> mcp_bias.Layout:
+    """The MCP cell's layout at other sizes (the days and seeds every run uses)."""
+    config = for_world(quick_config(), "mcp")
+    return mcp_bias.Layout.of(replace(config, worlds=worlds, reference_pairs=pairs))
 
 
 def mcp_bias_config(raw: rawfiles.RawRun, cell: dict[str, Any]) -> BenchConfig:
@@ -127,9 +143,21 @@ def mcp_bias_config(raw: rawfiles.RawRun, cell: dict[str, Any]) -> BenchConfig:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.mcp_bias_report", description=__doc__)
-    parser.add_argument("run", type=Path, help="a run's directory (its raw/ inside)")
+    parser.add_argument("run", type=Path, nargs="?", help="a run's directory (its raw/ inside)")
     parser.add_argument("--runs", type=int, default=0, help="also simulate N whole runs")
+    parser.add_argument(
+        "--simulate",
+        metavar="WORLDS,PAIRS",
+        help="no run: only simulate --runs whole runs at these sizes (e.g. 190,380)",
+    )
     options = parser.parse_args(argv)
+    if options.simulate:
+        worlds, pairs = (int(part) for part in options.simulate.split(","))
+        report = spread(simulated_layout(worlds, pairs), options.runs or 40)
+        print(json.dumps({"worlds": worlds, "pairs": pairs, **report}, indent=2))
+        return 0
+    if options.run is None:
+        parser.error("name a run's directory, or --simulate WORLDS,PAIRS")
     logging.basicConfig(level=logging.INFO)
     directory = (
         options.run / rawfiles.RAW_DIR if (options.run / rawfiles.RAW_DIR).is_dir() else options.run

@@ -21,16 +21,27 @@ async def _rewards(
     rewards: dict[str, list[float]] = {str(s): [] for s in mcp_agent.Strategy}
     for day in days:
         for index, strategy in enumerate(mcp_agent.Strategy):
-            session = f"check-{day}-{index}"
-            desk.open_session(session, day)
-            tools = mcp_agent.DeskTools(_Rollout(desk, session, None))
             seed = agent_seed_base * 1_000_003 + day * 64 + index
-            try:
-                rollout = await mcp_agent.run_rollout(tools, strategy, seed)
-            finally:
-                desk.reset(session)
+            rollout = await rollout_on_day(desk, f"check-{day}-{index}", day, strategy, seed)
             rewards[str(strategy)].append(rollout.reward)
     return rewards
+
+
+async def rollout_on_day(
+    desk: mcp_state.Desk,
+    session: str,
+    day: int,
+    strategy: mcp_agent.Strategy | str,
+    agent_seed: int,
+    shared: SharedReads | None = None,
+) -> mcp_agent.Rollout:
+    """One rollout in its own session on ``day`` (dropped after), its reads shared or not."""
+    desk.open_session(session, day)
+    try:
+        tools = mcp_agent.DeskTools(_Rollout(desk, session, shared))
+        return await mcp_agent.run_rollout(tools, strategy, agent_seed)
+    finally:
+        desk.reset(session)
 
 
 def in_process_rewards(
@@ -40,7 +51,7 @@ def in_process_rewards(
     return asyncio.run(_rewards(mcp_state.Desk(world_seed), days, agent_seed_base))
 
 
-class _SharedReads:
+class SharedReads:
     """A group's read-only answers shared by (tool, arguments, occurrence), as (C) serves them.
 
     `my_trip` after the rollout's own `hold` is its own (the trip changed); before, and every
@@ -55,7 +66,7 @@ class _SharedReads:
 class _Rollout:
     """One rollout's tool calls in process: its own session, occurrences and writes."""
 
-    def __init__(self, desk: mcp_state.Desk, session: str, shared: _SharedReads | None) -> None:
+    def __init__(self, desk: mcp_state.Desk, session: str, shared: SharedReads | None) -> None:
         self.desk = desk
         self.session = session
         self.shared = shared
@@ -82,18 +93,12 @@ async def _group(
     day: int,
     strategies: Sequence[mcp_agent.Strategy],
     agent_seed_base: int,
-    shared: _SharedReads | None,
+    shared: SharedReads | None,
 ) -> list[float]:
     rewards = []
     for index, strategy in enumerate(strategies):
-        session = f"group-{day}-{index}"
-        desk.open_session(session, day)
         seed = agent_seed_base * 1_000_003 + day * 64 + index
-        tools = mcp_agent.DeskTools(_Rollout(desk, session, shared))
-        try:
-            rollout = await mcp_agent.run_rollout(tools, strategy, seed)
-        finally:
-            desk.reset(session)
+        rollout = await rollout_on_day(desk, f"group-{day}-{index}", day, strategy, seed, shared)
         rewards.append(rollout.reward)
     return rewards
 
@@ -108,7 +113,7 @@ def group_contrasts(
     async def every() -> list[float]:
         contrasts = []
         for day in days:
-            reads = _SharedReads() if shared else None
+            reads = SharedReads() if shared else None
             compare, upgrade = await _group(desk, day, strategies, agent_seed_base, reads)
             contrasts.append(upgrade - compare)
         return contrasts

@@ -49,6 +49,8 @@ class Sandbox:
     epoch: int
     trip: mcp_desk.Trip = field(default_factory=mcp_desk.Trip)
     counters: Counter[str] = field(default_factory=Counter)
+    # (tool, arguments, the world's call number): what re-renders the session's answers exactly
+    draws: list[tuple[str, dict[str, object], int]] = field(default_factory=list)
 
 
 def _sha(data: bytes) -> str:
@@ -81,8 +83,19 @@ class Desk:
             self._sessions_opened += 1
             self._sandboxes[session] = Sandbox(epoch=self.seed if day is None else day)
 
-    def call(self, session: str, tool: str, arguments: dict[str, object]) -> dict[str, object]:
-        """Run one tool for ``session``: a fresh noise draw per call (uncooperative)."""
+    def call(
+        self,
+        session: str,
+        tool: str,
+        arguments: dict[str, object],
+        *,
+        call_number: int | None = None,
+    ) -> dict[str, object]:
+        """Run one tool for ``session``: a fresh noise draw per call (uncooperative).
+
+        The draw is the world's call counter's; ``call_number`` names another (a session's
+        answers re-rendered from its `draws`, bench/mcp_live_check.py).
+        """
         with self._lock:
             sandbox = self._sandboxes.get(session)
             if sandbox is None:
@@ -92,7 +105,9 @@ class Desk:
                 )
             self._calls[(session, tool)] += 1
             self._live_calls += 1
-            seed = noise.salted_seed(self.seed, f"call:{self._live_calls}")
+            number = self._live_calls if call_number is None else call_number
+            sandbox.draws.append((tool, dict(arguments), number))
+            seed = noise.salted_seed(self.seed, f"call:{number}")
             key = mcp_desk.tool_key(tool, arguments)
             occurrence = sandbox.counters[key]
             sandbox.counters[key] += 1
@@ -169,6 +184,14 @@ class Desk:
     def reset_stats(self) -> None:
         with self._lock:
             self._calls.clear()
+
+    def draws(self, session: str) -> list[tuple[str, dict[str, object], int]]:
+        """The session's tool calls in order, each with the call number its noise came from."""
+        with self._lock:
+            sandbox = self._sandboxes.get(session)
+            if sandbox is None:
+                raise UnknownSession("no such session", {"session": session[:80]})
+            return list(sandbox.draws)
 
     def sessions(self) -> list[str]:
         with self._lock:

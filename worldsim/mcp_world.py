@@ -7,10 +7,12 @@ built with the official SDK's `MCPServer` (mcp >= 2), declares `search_flights`,
 one trip per MCP session. It is uncooperative: it reads no `X-Groundhog-*` header and draws its
 own noise per call (the day, `?day=N` in the endpoint URL, is the slow state a group shares).
 Beside `/mcp` it serves the control routes the benchmark reads (`/healthz`, `/_stats`,
-`/_reset`, `/_oracle/served`), as the HTTP worlds do. Start it with
-`python -m worldsim --world mcp --port P` (or `python -m worldsim.mcp_world`); its state lives
-in worldsim/mcp_state.py, what its tools compute in worldsim/mcp_desk.py. Without it the
-benchmark could not show Groundhog sharing an MCP agent's tool reads while keeping its writes.
+`/_reset`, `/_oracle/served`), as the HTTP worlds do, and `/_draws` (a session's calls, each
+with the world call number its noise came from: bench/mcp_live_check.py re-renders them).
+Start it with `python -m worldsim --world mcp --port P` (or `python -m worldsim.mcp_world`); its
+state lives in worldsim/mcp_state.py, what its tools compute in worldsim/mcp_desk.py. Without
+it the benchmark could not show Groundhog sharing an MCP agent's tool reads while keeping its
+writes.
 """
 
 from __future__ import annotations
@@ -110,6 +112,16 @@ def _control_routes(server: MCPServer, desk: Desk) -> None:
     @server.custom_route("/_branches", methods=["GET"])
     async def branches(_request: Request) -> Response:
         return JSONResponse({"branches": desk.sessions()})
+
+    @server.custom_route("/_draws", methods=["GET"])
+    async def draws(request: Request) -> Response:
+        try:
+            calls = desk.draws(request.query_params.get("session", ""))
+        except WorldError as error:
+            return JSONResponse(error.problem(), status_code=error.status)
+        return JSONResponse(
+            {"draws": [{"tool": t, "arguments": a, "call": n} for t, a, n in calls]}
+        )
 
     @server.custom_route("/_oracle/served", methods=["POST"])
     async def judge_served(request: Request) -> Response:

@@ -10,42 +10,14 @@ live). Tests use it to check bench/prediction.py on thousands of groups in secon
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from worldsim import noise
 from worldsim.agent import Reply, Rollout, run_rollout
 from worldsim.designs import Design
+from worldsim.shop_check import SharedReadsTransport
 from worldsim.simulate import InProcessTransport
 from worldsim.world import World
-
-
-class _PrefixSharedTransport:
-    """Reads before this branch's first write come from the group's first asker."""
-
-    def __init__(self, inner: InProcessTransport, shared: dict[tuple[object, ...], Reply]) -> None:
-        self.inner = inner
-        self.shared = shared
-        self.counts: dict[tuple[object, ...], int] = {}
-        self.written = False
-
-    def send(
-        self,
-        method: str,
-        path: str,
-        params: Sequence[tuple[str, str]],
-        body: bytes | None,
-        headers: Mapping[str, str] | None = None,
-    ) -> Reply:
-        if method != "GET" or self.written:
-            self.written = self.written or path != "/sessions"
-            return self.inner.send(method, path, params, body, headers)
-        key: tuple[object, ...] = (path, tuple(params))
-        occurrence = self.counts.get(key, 0)
-        self.counts[key] = occurrence + 1
-        address = (*key, occurrence)
-        if address not in self.shared:
-            self.shared[address] = self.inner.send(method, path, params, body, headers)
-        return self.shared[address]
 
 
 def world(design: Design) -> World:
@@ -68,7 +40,11 @@ def group(
     rollouts = []
     for index, strategy in enumerate(strategies):
         transport = InProcessTransport(server, branch=f"d{day}-{int(shared)}-{index}")
-        sender = _PrefixSharedTransport(transport, reads) if shared else transport
+        sender = (
+            SharedReadsTransport(transport, reads, own=frozenset(), until_write=True)
+            if shared
+            else transport
+        )
         seed = noise.salted_seed(design.agent_seed, f"{day}:{index}")
         rollouts.append(run_rollout(sender, strategy, seed, epoch=day, **design.agent_options()))
     return rollouts

@@ -34,6 +34,10 @@ class AgentOutcome:
     saw_own_write: bool | None
     observation_digest: str
     decisions: tuple[str | None, ...]
+    # The reward's terms with the call each came from (index into the steps; None for the
+    # agent's own) and each step's method: for the research agent only (bench/prediction.py).
+    sources: tuple[tuple[int | None, float], ...] = ()
+    methods: tuple[str, ...] = ()
 
 
 class RolloutLike(Protocol):
@@ -66,6 +70,8 @@ def outcome(rollout: RolloutLike) -> AgentOutcome:
         saw_own_write=rollout.saw_own_write,
         observation_digest=digest,
         decisions=tuple(step.decision for step in rollout.steps),
+        sources=rollout.sources() if isinstance(rollout, agent.Rollout) else (),
+        methods=tuple(step.method for step in rollout.steps),
     )
 
 
@@ -84,15 +90,23 @@ def run(
     world: str = "research",
     post_tools: bool = False,
     open_session: bool = True,
+    options: Mapping[str, Any] | None = None,
 ) -> AgentOutcome:
     """Run ``world``'s agent for one strategy over ``client``; returns its outcome. With
     ``post_tools`` its reads are sent as tool calls (worldsim/tool_calls.py); without
-    ``open_session`` the sandbox is the one ``headers`` name (opened by the harness)."""
+    ``open_session`` the sandbox is the one ``headers`` name (opened by the harness); ``options``
+    are the agent's own keyword settings (a world design's writing noise)."""
     transport: agent.Transport = agent.HttpTransport(client, base_url, headers)
     if post_tools:
         transport = PostTools(transport)
     rollout = AGENTS[world].run_rollout(
-        transport, strategy, seed, epoch=epoch, client=client_key, open_session=open_session
+        transport,
+        strategy,
+        seed,
+        epoch=epoch,
+        client=client_key,
+        open_session=open_session,
+        **dict(options or {}),
     )
     return outcome(rollout)
 

@@ -47,6 +47,8 @@ class RunContext:
     credential_settings: dict[str, Any] = field(default_factory=dict)
     # The agent's reads sent as tool calls, `POST /tools/...` (worldsim/tool_calls.py).
     post_tools: bool = False
+    # The agent's own keyword settings (bench.predict's world designs set its writing noise).
+    agent_options: dict[str, Any] = field(default_factory=dict)
     # Kept-alive connections every rollout of the cell reuses (to the proxy, or to the world
     # for the live reference): a branch is named by headers on each request, not by its
     # connection, and a connection per rollout cost the proxy an accepted client connection
@@ -335,6 +337,7 @@ def run_group(
                         world=context.world_kind,
                         post_tools=context.post_tools,
                         open_session=not context.post_tools,
+                        options=context.agent_options,
                     )
                     for url in read_log.urls if reread else []:
                         client.get(url, headers=agent_adapter.bearer(grader.session))

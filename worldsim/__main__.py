@@ -55,6 +55,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=None,
         help="per-call weight of the attention shock (default 0.6, the declared world's)",
     )
+    parser.add_argument(
+        "--write-noise-sd",
+        type=float,
+        default=None,
+        help="s.d. of a fresh `reception` draw in each publication's answer (default 0: none)",
+    )
+    parser.add_argument(
+        "--clock-scale",
+        type=float,
+        default=None,
+        help="multiply every reported latency by this (default 1, the declared world's)",
+    )
     parser.add_argument("--log-level", default="warning")
     return parser.parse_args(argv)
 
@@ -82,6 +94,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             sleep_latency=args.sleep_latency,
             max_body_bytes=args.max_body_bytes,
             attention_call_weight=args.attention_call_weight,
+            write_noise_sd=args.write_noise_sd,
+            clock_scale=args.clock_scale,
             log_level=args.log_level,
         )
     except pydantic.ValidationError as error:

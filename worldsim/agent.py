@@ -154,6 +154,30 @@ class Rollout:
     reward: float
     steps: tuple[Step, ...]
     session: str | None = None
+    # The last publication's `reception` (noise inside a write; 0 when the world sends none).
+    reception: float = 0.0
+    # Each cited source's insight term and the index in `steps` of the GET that read it.
+    source_terms: tuple[float, ...] = ()
+    source_steps: tuple[int, ...] = ()
+
+    def sources(self) -> tuple[tuple[int | None, float], ...]:
+        """The reward as a sum of terms, each with the step whose answer it came from.
+
+        None marks the agent's own terms (its base quality and writing noise). The terms add up
+        to `reward`; bench.prediction uses them to split a rollout's reward into what a tape can
+        share (the terms of reads before the first write) and what it cannot.
+        """
+        per_step = [-LATENCY_COST_PER_SECOND * step.latency_ms / 1000.0 for step in self.steps]
+        calls = [(step.method, step.path) for step in self.steps]
+        per_step[calls.index(("GET", "/context"))] += ATTENTION_COEFFICIENT * self.attention
+        for index, term in zip(self.source_steps, self.source_terms, strict=True):
+            per_step[index] += term
+        publications = [index for index, call in enumerate(calls) if call[0] == "POST"]
+        per_step[publications[-1]] += self.reception
+        if self.revision_gain:
+            per_step[calls.index(("GET", "/review"))] += self.revision_gain
+        own = self.quality - math.fsum(self.source_terms)
+        return (*enumerate(per_step), (None, own))
 
     @property
     def saw_own_write(self) -> bool | None:
@@ -267,6 +291,7 @@ def run_rollout(
     epoch: int | None = None,
     client: str | None = None,
     open_session: bool = True,
+    writing_noise_sd: float = WRITING_NOISE_SD,
 ) -> Rollout:
     """Run one rollout of `strategy`; deterministic given the agent seed and the replies.
 
@@ -283,12 +308,15 @@ def run_rollout(
     topic = str(trends[0]["topic"])
     attention = float(session.call("GET", "/context")["attention"])
     sources: list[dict[str, object]] = []
+    source_steps: list[int] = []
     if SOURCES_READ[strategy]:
         hits = session.call("GET", "/search", [("q", topic)])["hits"]
         for hit in hits[: SOURCES_READ[strategy]]:
             sources.append(session.call("GET", f"/docs/{hit['id']}"))
+            source_steps.append(len(session.steps) - 1)
     brief = _brief(topic, sources)
-    doc_id = str(session.call("POST", "/docs", payload=brief, expect=201)["id"])
+    published = session.call("POST", "/docs", payload=brief, expect=201)
+    doc_id = str(published["id"])
     revision_gain = 0.0
     review_exists: bool | None = None
     if strategy is Strategy.VERIFY:
@@ -296,15 +324,18 @@ def run_rollout(
         review_exists = bool(review["exists"])
         if review_exists:
             notes = [str(note) for note in review["notes"]]
-            session.call("POST", "/docs", payload=_brief(topic, sources, notes), expect=201)
+            published = session.call(
+                "POST", "/docs", payload=_brief(topic, sources, notes), expect=201
+            )
             revision_gain = float(review["uplift"])
-    writing_noise = WRITING_NOISE_SD * noise.normal(agent_seed, "agent", "writing")
+    writing_noise = writing_noise_sd * noise.normal(agent_seed, "agent", "writing")
+    reception = float(published.get("reception", 0.0))
     insight_terms = [
         weight * _insight(source) for weight, source in zip(SOURCE_WEIGHTS, sources, strict=False)
     ]
     quality = QUALITY_BASE + math.fsum(insight_terms) + writing_noise
     latency_cost = LATENCY_COST_PER_SECOND * session.latency_seconds()
-    reward = quality + ATTENTION_COEFFICIENT * attention - latency_cost + revision_gain
+    reward = quality + ATTENTION_COEFFICIENT * attention - latency_cost + revision_gain + reception
     return Rollout(
         strategy=strategy,
         agent_seed=agent_seed,
@@ -319,6 +350,9 @@ def run_rollout(
         reward=reward,
         steps=tuple(session.steps),
         session=session.token,
+        reception=reception,
+        source_terms=tuple(insight_terms),
+        source_steps=tuple(source_steps),
     )
 
 

@@ -92,6 +92,8 @@ def create_app(config: WorldConfig | None = None) -> FastAPI:
         kind=config.world,
         max_body_bytes=config.max_body_bytes,
         attention_call_weight=config.attention_call_weight,
+        write_noise_sd=config.write_noise_sd,
+        clock_scale=config.clock_scale,
     )
     app.include_router(admin.health_router)
     app.include_router(routes.router)

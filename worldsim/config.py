@@ -29,6 +29,11 @@ class WorldConfig(BaseSettings):
     # The per-call weight of the research world's attention shock (render.ATTENTION_CALL_WEIGHT
     # is the declared world's); bench --noise-curve sweeps it.
     attention_call_weight: float = Field(default=0.6, ge=0.0, le=2.0)
+    # Noise inside writes: a publication's answer carries a fresh `reception` draw with this
+    # standard deviation (0: no field, the declared world). bench.predict's designs vary it.
+    write_noise_sd: float = Field(default=0.0, ge=0.0, le=5.0)
+    # The world's clock: every reported latency multiplied by this (1: the declared world).
+    clock_scale: float = Field(default=1.0, ge=0.0, le=100.0)
 
 
 def load_config(**overrides: Any) -> WorldConfig:

@@ -31,6 +31,8 @@ def run(
     sleep_latency: bool | None = None,
     max_body_bytes: int | None = None,
     attention_call_weight: float | None = None,
+    write_noise_sd: float | None = None,
+    clock_scale: float | None = None,
     log_level: str = "warning",
 ) -> None:
     """Serve a world until interrupted; unset options come from `GROUNDHOG_WORLDSIM_*`."""
@@ -43,6 +45,8 @@ def run(
         sleep_latency=sleep_latency,
         max_body_bytes=max_body_bytes,
         attention_call_weight=attention_call_weight,
+        write_noise_sd=write_noise_sd,
+        clock_scale=clock_scale,
     )
     logger.info("worldsim seed %s on %s:%s", config.seed, host, port)
     uvicorn.run(

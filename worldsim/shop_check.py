@@ -22,16 +22,28 @@ from worldsim.world import World
 _OWN_READS = frozenset({"/cart"})
 
 
-class _SharedReadsTransport:
+class SharedReadsTransport:
     """A branch's calls; its reads served from the group's first asker, its writes its own.
 
     The world is uncooperative (a fresh draw per call), so a read the group shares is the one
-    the first branch to ask at that address and occurrence saw: what (C)'s tape serves.
+    the first branch to ask at that address and occurrence saw: what (C)'s tape serves. Reads
+    of ``own`` paths are the branch's own; with ``until_write`` every read after the branch's
+    first write is too (a tape that knows no dependency refetches all of them).
     """
 
-    def __init__(self, inner: InProcessTransport, shared: dict[tuple[object, ...], Reply]) -> None:
+    def __init__(
+        self,
+        inner: InProcessTransport,
+        shared: dict[tuple[object, ...], Reply],
+        *,
+        own: frozenset[str] = _OWN_READS,
+        until_write: bool = False,
+    ) -> None:
         self.inner = inner
         self.shared = shared
+        self.own = own
+        self.until_write = until_write
+        self.written = False
         self.counts: dict[tuple[object, ...], int] = {}
 
     def send(
@@ -42,7 +54,8 @@ class _SharedReadsTransport:
         body: bytes | None,
         headers: Mapping[str, str] | None = None,
     ) -> Reply:
-        if method != "GET" or path in _OWN_READS:
+        if method != "GET" or path in self.own or self.written:
+            self.written = self.until_write and (self.written or path != "/sessions")
             return self.inner.send(method, path, params, body, headers)
         key: tuple[object, ...] = (path, tuple(params))
         occurrence = self.counts.get(key, 0)
@@ -69,7 +82,7 @@ def group_rollouts(
     rollouts = []
     for index, strategy in enumerate(strategies):
         transport = InProcessTransport(world, branch=f"check-{index}")
-        sender = _SharedReadsTransport(transport, reads) if shared else transport
+        sender = SharedReadsTransport(transport, reads) if shared else transport
         seed = agent_seed_base * 1_000_003 + day * 64 + index
         rollouts.append(shop_agent.run_rollout(sender, strategy, seed, epoch=day))
     return rollouts

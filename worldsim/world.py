@@ -122,6 +122,8 @@ class World:
         cooperative: bool = True,
         kind: str = "research",
         attention_call_weight: float = render.ATTENTION_CALL_WEIGHT,
+        write_noise_sd: float = 0.0,
+        clock_scale: float = 1.0,
     ) -> None:
         if kind not in KINDS:
             raise ValueError(f"unknown world {kind!r}; choose one of {', '.join(KINDS)}")
@@ -135,6 +137,10 @@ class World:
         self.max_body_bytes = max_body_bytes
         # The per-call share of the attention shock (bench's noise-share curve varies it).
         self.attention_call_weight = attention_call_weight
+        # Noise inside writes and in the clock (bench.predict's world designs; 0 and 1 are the
+        # declared world, whose bytes they leave unchanged).
+        self.write_noise_sd = write_noise_sd
+        self.clock_scale = clock_scale
         self._sandboxes: dict[str, Sandbox] = {}
         self._calls: Counter[tuple[str, str]] = Counter()
         self._lock = threading.RLock()
@@ -294,7 +300,7 @@ class World:
             sandbox.counters[key] += 1
             occurrence = counted if header_occurrence is None else header_occurrence
             if label == "POST /docs":
-                rendered = self._publish(sandbox, brief)
+                rendered = self._publish(sandbox, brief, (seed, key, occurrence))
             elif request.method.upper() != "GET":
                 rendered = shop.write(sandbox.cart, label, body, seed, key, occurrence, epoch)
             else:
@@ -345,7 +351,9 @@ class World:
         with self._lock:
             return self._served.get(request_id)
 
-    def _publish(self, sandbox: Sandbox, brief: corpus.Brief) -> render.Rendered:
+    def _publish(
+        self, sandbox: Sandbox, brief: corpus.Brief, draw: tuple[int, str, int]
+    ) -> render.Rendered:
         try:
             doc, writes = corpus.publish(corpus.CorpusView(sandbox.overlay), brief)
         except corpus.ReadOnlyDocument as error:
@@ -353,13 +361,24 @@ class World:
                 f"{brief.id!r} is a base-corpus study; briefs need their own id", {"doc": brief.id}
             ) from error
         sandbox.overlay[doc.id] = doc
-        payload = {"id": doc.id, "revision": doc.revision, "terms": list(doc.terms)}
+        payload: dict[str, object] = {
+            "id": doc.id,
+            "revision": doc.revision,
+            "terms": list(doc.terms),
+        }
+        if self.write_noise_sd > 0:
+            # Drawn from the write's own per-call noise: no other call, sibling or replay can
+            # have seen it, so no tape can share it.
+            shock = noise.normal(draw[0], "reception", draw[1], draw[2])
+            payload["reception"] = round(self.write_noise_sd * shock, 6)
         return render.Rendered(201, payload, (f"doc:{doc.id}",), writes)
 
     def _respond(
         self, rendered: render.Rendered, seed: int, key: str, occurrence: int, draw: Draw
     ) -> WorldResponse:
         latency = render.latency_ms(seed, key, occurrence)
+        if self.clock_scale != 1.0:
+            latency = round(latency * self.clock_scale, 1)
         body = render.encode(rendered.payload)
         # The id names the answer (its noise and its bytes), so the oracle can later re-render
         # exactly this answer against any sandbox; equal answers get equal ids (deterministic).

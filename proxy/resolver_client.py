@@ -202,8 +202,11 @@ class ResolverClient:
     # (proxy/held_branches.py) takes what it needs and treats a missing or odd field as a
     # resolver that does not follow the protocol.
     async def take_lease(self, payload: LeaseTakeAsk) -> LeaseGrant:
-        """`/v1/leases/take`: the branch's lease and its state (proxy/held_branches.py)."""
-        answer = await self._post("/v1/leases/take", payload, self.record_timeout)
+        """`/v1/leases/take`: the branch's lease and its state (proxy/held_branches.py).
+
+        A worker's first ask of a branch waits on it, as on a resolve: a frozen resolver must
+        cost it `resolve_timeout`, not a record's (the counts granted are bounded, GRANT_COUNTS)."""
+        answer = await self._post("/v1/leases/take", payload, self.resolve_timeout)
         return cast(LeaseGrant, answer)
 
     async def read_ahead(self, payload: LeaseAheadAsk) -> LeaseAheadAnswer:

@@ -92,7 +92,9 @@ def efficiency(
     runs: Mapping[str, Sequence[Mapping[str, Any]]], best: int, threshold: float, level: float
 ) -> dict[str, Any]:
     """Per condition: steps to the held threshold, finals; paired (C) - (A) and (C) - (B)."""
-    steps = {c: [pg.steps_to(run["probabilities"], best, threshold) for run in runs[c]] for c in runs}
+    steps = {
+        c: [pg.steps_to(run["probabilities"], best, threshold) for run in runs[c]] for c in runs
+    }
     result: dict[str, Any] = {"threshold": threshold}
     for condition, values in steps.items():
         finals = [run["probabilities"][-1] for run in runs[condition]]

@@ -102,7 +102,12 @@ def snr_groups(
     with ThreadPoolExecutor(max_workers=SNR_WORKERS) as pool:
         rewards = list(pool.map(one, jobs))
     out: list[dict[str, Any]] = [
-        {"state": state.tolist(), "worlds": [], "actions": [], "rewards": {c: [] for c in CONDITIONS}}
+        {
+            "state": state.tolist(),
+            "worlds": [],
+            "actions": [],
+            "rewards": {c: [] for c in CONDITIONS},
+        }
         for state in states
     ]
     for (s, world_seed, chosen, condition), reward in zip(jobs, rewards, strict=True):

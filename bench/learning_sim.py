@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from bench import policy_gradient as pg
 from worldsim.agent import Strategy, run_rollout
@@ -66,7 +67,7 @@ def simulate_runs(
     return steps
 
 
-def gate_passes(treated: Sequence[int], baseline: Sequence[int], level: float) -> bool:
+def gate_passes(treated: ArrayLike, baseline: ArrayLike, level: float) -> bool:
     """The declared gate: the t interval's upper bound of mean(treated - baseline) below 0."""
     differences = np.asarray(treated, dtype=float) - np.asarray(baseline, dtype=float)
     if np.all(differences == differences[0]):
@@ -113,7 +114,9 @@ def plan(design: Mapping[str, Any], pool: int, seed_options: Sequence[int]) -> d
     }
 
 
-def snr_pool(states: Sequence[Sequence[float]], worlds: int, group_size: int) -> list[dict[str, Any]]:
+def snr_pool(
+    states: Sequence[Sequence[float]], worlds: int, group_size: int
+) -> list[dict[str, Any]]:
     """In-process groups at each state, laid out as the proxy run's SNR phase lays them out."""
     samplers = {c: inprocess_sampler(c) for c in ("naive", "replay", "groundhog")}
     rows = []
@@ -133,7 +136,7 @@ def snr_pool(states: Sequence[Sequence[float]], worlds: int, group_size: int) ->
 
 def snr_power(
     rows: Sequence[Mapping[str, Any]], worlds: int, best: int, *, draws: int = 200
-) -> list[dict[str, float]]:
+) -> list[dict[str, Any]]:
     """Per state: the share of ``worlds``-world subsets passing LS1 and LS2 (t bound only)."""
     from bench.learning import gradients
 
@@ -172,7 +175,9 @@ def declared_plan(settings: Mapping[str, Any], pool: int) -> dict[str, Any]:
     }
     seeds = int(declared["seeds"])
     efficiency = plan(design, pool, sorted({seeds, 8, 12, 16}))
-    rows = snr_pool(settings["snr"]["states"], 4 * int(settings["snr"]["worlds"]), world["group_size"])
+    rows = snr_pool(
+        settings["snr"]["states"], 4 * int(settings["snr"]["worlds"]), world["group_size"]
+    )
     best = list(world["strategies"]).index(world["best"])
     return {
         "efficiency": efficiency,

@@ -74,12 +74,24 @@ def snr(gradients: ArrayLike) -> dict[str, float]:
     return {"signal": signal, "noise": trace, "snr": signal / trace if trace > 0 else np.inf}
 
 
-def _bca(statistic: Callable[[FloatArray], float], n: int, level: float, seed: int) -> dict[str, Any]:
-    """A BCa bootstrap interval of ``statistic(indices)`` over ``n`` paired worlds."""
+def _snr_rows(matrix: FloatArray, rows: NDArray[np.int64]) -> FloatArray:
+    """`snr(matrix[r])["snr"]` for every row ``r`` of index array ``rows`` ([..., n]), at once."""
+    picked = matrix[rows]  # [..., n, K]
+    n = rows.shape[-1]
+    trace = picked.var(axis=-2, ddof=1).sum(axis=-1)
+    signal = (picked.mean(axis=-2) ** 2).sum(axis=-1) - trace / n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray(signal / trace, dtype=np.float64)
+
+
+def _bca(
+    statistic: Callable[[NDArray[np.int64]], FloatArray], n: int, level: float, seed: int
+) -> dict[str, Any]:
+    """A BCa bootstrap interval of ``statistic(index rows)`` over ``n`` paired worlds."""
     result = scipy_stats.bootstrap(
         (np.arange(n),),
-        statistic,
-        vectorized=False,
+        lambda index, axis=-1: statistic(np.asarray(index).astype(np.int64)),
+        vectorized=True,
         n_resamples=BOOTSTRAP_RESAMPLES,
         confidence_level=level,
         method="BCa",
@@ -94,11 +106,8 @@ def _bca(statistic: Callable[[FloatArray], float], n: int, level: float, seed: i
 def snr_interval(gradients: ArrayLike, level: float = 0.95, seed: int = 0) -> dict[str, Any]:
     """One condition's SNR with a BCa interval over worlds."""
     matrix = np.asarray(gradients, dtype=np.float64)
-
-    def statistic(index: FloatArray) -> float:
-        return snr(matrix[index.astype(int)])["snr"]
-
-    return {"value": snr(matrix)["snr"], **_bca(statistic, matrix.shape[0], level, seed)}
+    value = snr(matrix)["snr"]
+    return {"value": value, **_bca(lambda rows: _snr_rows(matrix, rows), len(matrix), level, seed)}
 
 
 def snr_ratio(
@@ -110,9 +119,9 @@ def snr_ratio(
     if top.shape != bottom.shape:
         raise ValueError("paired conditions need one estimate per world each")
 
-    def statistic(index: FloatArray) -> float:
-        rows = index.astype(int)
-        return snr(top[rows])["snr"] / snr(bottom[rows])["snr"]
+    def statistic(rows: NDArray[np.int64]) -> FloatArray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return _snr_rows(top, rows) / _snr_rows(bottom, rows)
 
     value = snr(top)["snr"] / snr(bottom)["snr"]
     return {"value": value, **_bca(statistic, top.shape[0], level, seed)}

@@ -102,8 +102,12 @@ def test_the_learner_finds_the_best_arm_of_a_known_bandit_and_pairs_actions_by_s
         noise = np.random.default_rng(world).normal(scale=0.1, size=len(chosen))
         return list(MEANS[chosen] + noise)
 
-    run = pg.train(sample, actions=4, group_size=4, steps=60, learning_rate=4.0, seed=2, first_world=100)
+    run = pg.train(
+        sample, actions=4, group_size=4, steps=60, learning_rate=4.0, seed=2, first_world=100
+    )
     assert np.argmax(run["probabilities"][-1]) == 3 and run["probabilities"][-1][3] > 0.9
     assert worlds == [100 + 2 * 10_000 + step for step in range(60)]
-    again = pg.train(sample, actions=4, group_size=4, steps=60, learning_rate=4.0, seed=2, first_world=100)
+    again = pg.train(
+        sample, actions=4, group_size=4, steps=60, learning_rate=4.0, seed=2, first_world=100
+    )
     assert again["probabilities"] == run["probabilities"]

@@ -171,16 +171,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("bench/results/learning.json"))
     parser.add_argument("--simulate", action="store_true", help="size the claim in process")
     parser.add_argument("--pool", type=int, default=48, help="--simulate: seeds per condition")
+    parser.add_argument("--reanalyse", type=Path, help="every number again from a run's raw")
     parser.add_argument("--snr-worlds", type=int, help="smoke: not the declared size")
     parser.add_argument("--seeds", type=int, help="smoke: not the declared size")
     parser.add_argument("--steps", type=int, help="smoke: not the declared size")
     arguments = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request drowns the rest
     settings = load()
-    if arguments.simulate:
+    output: dict[str, Any]
+    if arguments.reanalyse:
+        output = json.loads(arguments.reanalyse.read_text())
+        settings = output["settings"]
+        output.update(analyse(output["raw"], settings))
+    elif arguments.simulate:
         from bench import learning_sim
 
-        output: dict[str, Any] = learning_sim.declared_plan(settings, arguments.pool)
+        output = learning_sim.declared_plan(settings, arguments.pool)
     else:
         overrides = {
             ("snr", "worlds"): arguments.snr_worlds,

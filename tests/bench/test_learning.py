@@ -121,6 +121,10 @@ def test_a_smoke_size_is_marked_unpublished(
     assert learning.main(["--out", str(out), "--seeds", "3", "--snr-worlds", "24"]) == 0
     written = json.loads(out.read_text())
     assert written["published"] is False and len(written["gates"]) == len(written["snr"]) + 3
+    # every number again from the raw groups and curves it kept
+    again = tmp_path / "again.json"
+    assert learning.main(["--reanalyse", str(out), "--out", str(again)]) == 0
+    assert json.loads(again.read_text()) == written
 
 
 @pytest.mark.slow

@@ -147,7 +147,7 @@ def analyse(raw: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, An
     return {"snr": states, "efficiency": learned, "gates": gates}
 
 
-def run(settings: dict[str, Any], run_id: str) -> dict[str, Any]:
+def run(settings: dict[str, Any], run_id: str, checkpoint: Path | None = None) -> dict[str, Any]:
     from bench import learning_proxy
 
     world = settings["world"]
@@ -157,13 +157,15 @@ def run(settings: dict[str, Any], run_id: str) -> dict[str, Any]:
             context, settings["snr"], world["strategies"], world["group_size"]
         )
         snr_seconds = time.perf_counter() - started
+        if checkpoint is not None:  # a later failure keeps the first phase's groups
+            checkpoint.write_text(json.dumps({"snr": snr_raw, "settings": settings}) + "\n")
         runs = learning_proxy.train_all(
             context, settings["efficiency"], world["strategies"], world["group_size"]
         )
     total = time.perf_counter() - started
     raw = {"snr": snr_raw, "runs": runs}
     timings = {"snr": snr_seconds, "efficiency": total - snr_seconds, "total": total}
-    return {"raw": raw, "timings_seconds": timings}
+    return {"raw": raw, "timings_seconds": timings, "retried_groups": list(learning_proxy.RETRIES)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -197,7 +199,9 @@ def main(argv: list[str] | None = None) -> int:
         for (section, key), value in overrides.items():
             if value is not None:
                 settings[section][key] = value
-        output = run(settings, run_id=str(int(time.time())))
+        checkpoint = arguments.out.with_suffix(".snr.json")
+        arguments.out.parent.mkdir(parents=True, exist_ok=True)
+        output = run(settings, run_id=str(int(time.time())), checkpoint=checkpoint)
         output.update(analyse(output["raw"], settings))
         output["published"] = all(value is None for value in overrides.values())
     output["settings"] = settings

@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import httpx
 import numpy as np
 
 from bench import harness
@@ -25,11 +26,19 @@ from bench.collect import rules_for
 from bench.groups import RunContext, cell_context, run_group
 from bench.world_client import WorldControl
 from groundhog.client import Groundhog
+from worldsim.agent import AgentError
 
 logger = logging.getLogger(__name__)
 CONDITIONS: tuple[str, ...] = ("naive", "replay", "groundhog")
 AGENT_SEED_BASE = 11  # the agents' seeds: one per (world, branch), the same in every condition
 SNR_WORKERS = 6  # groups at once in the SNR phase: each waits on three processes
+# Seeds training at once: the first declared run trained all 60 at once on a machine loaded by
+# others (load average 20 on two cores) and the resolver missed the proxy's 5 s deadline.
+TRAIN_WORKERS = 16
+# A group whose services failed to answer (an HTTP 503 from the proxy, a timeout) is run again
+# on a fresh tape: the same world and actions, so a retry changes no draw; retries are counted.
+ATTEMPTS = 3
+RETRIES: list[str] = []
 
 
 @contextlib.contextmanager
@@ -62,6 +71,17 @@ def proxy_sampler(
     counter = itertools.count()
 
     def sample(world_seed: int, chosen: Sequence[int]) -> list[float]:
+        for attempt in range(ATTEMPTS):
+            try:
+                return once(world_seed, chosen)
+            except (AgentError, httpx.HTTPError) as error:
+                if attempt == ATTEMPTS - 1:
+                    raise
+                logger.warning("group on world %d failed (%s); again", world_seed, error)
+                RETRIES.append(f"{condition} {world_seed}: {str(error)[:120]}")
+        raise AssertionError("unreachable")
+
+    def once(world_seed: int, chosen: Sequence[int]) -> list[float]:
         name = f"{label}-{condition}-{world_seed}-{next(counter)}"
         group = run_group(
             context,
@@ -122,7 +142,7 @@ def snr_groups(
 def train_all(
     context: RunContext, settings: Mapping[str, Any], strategies: Sequence[str], group_size: int
 ) -> dict[str, list[dict[str, Any]]]:
-    """Every seed of every condition trained at once; runs keep their curves and rewards."""
+    """Every seed of every condition, TRAIN_WORKERS at a time; runs keep curves and rewards."""
     seeds = range(int(settings["seeds"]))
 
     def one(condition: str, seed: int) -> dict[str, Any]:
@@ -136,6 +156,6 @@ def train_all(
             first_world=int(settings["first_world"]),
         )
 
-    with ThreadPoolExecutor(max_workers=len(CONDITIONS) * len(seeds)) as pool:
+    with ThreadPoolExecutor(max_workers=TRAIN_WORKERS) as pool:
         futures = {c: [pool.submit(one, c, seed) for seed in seeds] for c in CONDITIONS}
         return {c: [future.result() for future in futures[c]] for c in CONDITIONS}

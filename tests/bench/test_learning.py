@@ -110,7 +110,7 @@ def test_a_smoke_size_is_marked_unpublished(
 ) -> None:
     rng = np.random.default_rng(2)
 
-    def run(settings: dict[str, Any], run_id: str) -> dict[str, Any]:
+    def run(settings: dict[str, Any], run_id: str, checkpoint: Any = None) -> dict[str, Any]:
         assert settings["efficiency"]["seeds"] == 3 and settings["snr"]["worlds"] == 24
         rows = [_snr_row(state, 24, rng, shared=True) for state in settings["snr"]["states"]]
         runs = _runs({c: [5, 9, 31] for c in ("naive", "replay", "groundhog")}, 30)

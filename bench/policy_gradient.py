@@ -16,6 +16,7 @@ paired difference carries less of the sampling noise neither condition is about.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -84,11 +85,10 @@ def _snr_rows(matrix: FloatArray, rows: NDArray[np.int64]) -> FloatArray:
         return np.asarray(signal / trace, dtype=np.float64)
 
 
-def _bca(
+def _bootstrap(
     statistic: Callable[[NDArray[np.int64]], FloatArray], n: int, level: float, seed: int
-) -> dict[str, Any]:
-    """A BCa bootstrap interval of ``statistic(index rows)`` over ``n`` paired worlds."""
-    result = scipy_stats.bootstrap(
+) -> Any:
+    return scipy_stats.bootstrap(
         (np.arange(n),),
         lambda index, axis=-1: statistic(np.asarray(index).astype(np.int64)),
         vectorized=True,
@@ -97,6 +97,16 @@ def _bca(
         method="BCa",
         random_state=np.random.default_rng(seed),
     )
+
+
+def _bca(
+    statistic: Callable[[NDArray[np.int64]], FloatArray], n: int, level: float, seed: int
+) -> dict[str, Any]:
+    """A BCa bootstrap interval of ``statistic(index rows)`` over ``n`` paired worlds."""
+    with warnings.catch_warnings():  # a degenerate statistic: reported as no bound, below
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", scipy_stats.DegenerateDataWarning)
+        result = _bootstrap(statistic, n, level, seed)
     low, high = (float(bound) for bound in result.confidence_interval)
     # A statistic constant over resamples has no BCa interval: no bound, so no gate passes.
     low_, high_ = (None if np.isnan(bound) else bound for bound in (low, high))

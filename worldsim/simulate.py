@@ -119,15 +119,20 @@ def run_group(
     world = World(world_seed, sandbox_cap=len(strategies) + 2)
     rollouts: dict[Strategy, Rollout] = {}
     for index, strategy in enumerate(strategies):
-        branch = f"root/b{index}"
-        if condition is Condition.NAIVE:
-            seed = noise.salted_seed(world_seed, f"naive:{branch}")
-            transport = InProcessTransport(world, branch=branch, seed=seed)
-        elif condition is Condition.REPLAY:
-            transport = InProcessTransport(world, branch=branch, read_branch=PROBE_BRANCH)
-        else:
-            transport = InProcessTransport(world, branch=branch)
+        transport = transport_for(world, condition, f"root/b{index}", world_seed)
         rollouts[strategy] = run_rollout(
             transport, strategy, agent_seed_for(world_seed, strategy, salt), open_session=False
         )
     return Group(world_seed, condition, rollouts)
+
+
+def transport_for(
+    world: World, condition: Condition, branch: str, world_seed: int
+) -> InProcessTransport:
+    """Branch ``branch``'s calls to ``world`` as ``condition`` serves them."""
+    if condition is Condition.NAIVE:
+        seed = noise.salted_seed(world_seed, f"naive:{branch}")
+        return InProcessTransport(world, branch=branch, seed=seed)
+    if condition is Condition.REPLAY:
+        return InProcessTransport(world, branch=branch, read_branch=PROBE_BRANCH)
+    return InProcessTransport(world, branch=branch)

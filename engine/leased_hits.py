@@ -18,6 +18,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from engine import injection
 from engine.asks import (
     Ask,
     Draft,
@@ -114,6 +115,8 @@ class CopyLookups:
 class LocalHit:
     ask: Ask
     recorded: Recorded
+    # A latency fault's delay (engine/injection.py), as the resolver adds it to a served hit.
+    delay_ms: int = 0
 
 
 def local_hit(
@@ -151,4 +154,5 @@ def local_hit(
     plan = decide_step(facts.updated(**recorded_facts(found)))
     if plan.step is not Step.SERVE or plan.decision is not Decision.SHARED:
         return None
-    return LocalHit(ask, found)
+    fault = injection.fault_for(ask)
+    return LocalHit(ask, found, delay_ms=0 if fault is None else fault.delay_ms)

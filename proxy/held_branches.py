@@ -202,7 +202,7 @@ class LeaseBook:
             "request_key": ask.key.hash,
             "ticket": None,
             "upstream_headers": [],
-            "delay_ms": 0,
+            "delay_ms": hit.delay_ms,
             "response": recorded.response,
         }
 

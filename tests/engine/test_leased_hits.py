@@ -71,6 +71,8 @@ def store(tmp_path: Path) -> Iterator[Store]:
         make_tape(session, "t")
         make_tape(session, "hinted", model="hints")
         make_tape(session, "faulty", config={"faults": [{"kind": "429", "rate": 1.0}]})
+        slow = {"kind": "latency", "rate": 1.0, "path": "/slow", "latency_ms": 300}
+        make_tape(session, "slow", config={"faults": [slow]})
     yield opened
     opened.dispose()
 
@@ -165,6 +167,19 @@ def test_what_the_copy_cannot_tell_is_left_to_the_resolver(store: Store) -> None
     assert local_hit(copy, secret, b"", finder(store)) is None
     assert isinstance(resolver.resolve(secret), Resolution)
 
+
+
+def test_a_local_hit_carries_the_latency_fault_the_resolver_would_add(store: Store) -> None:
+    resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30)
+    for path in ("/slow", "/quick"):
+        record(resolver, store, wire("slow", "root/a", path), b"recorded")
+    copy = copy_of(store, "slow", "root/b")
+    for path, delay_ms in (("/slow", 300), ("/quick", 0)):
+        hit = local_hit(copy, wire("slow", "root/b", path), b"", finder(store))
+        served = resolver.resolve(wire("slow", "root/b", path))
+        assert hit is not None and isinstance(served, Resolution)
+        assert served.decision is Decision.SHARED
+        assert hit.delay_ms == served.delay_ms == delay_ms
 
 def ahead_of(store: Store, branch: str, held: list[int] | None = None) -> list[AheadAnswer]:
     asked = LeaseAheadRequest(tape="t", branch=branch, held=held or [])

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -175,8 +175,15 @@ def wait_for_child(
         raise
 
 
-def spawn_child(name: str, module_args: Sequence[str], *, log_dir: Path) -> ChildService:
-    """Run ``python -m <module_args> --host 127.0.0.1 --port P`` without waiting for it."""
+def spawn_child(
+    name: str,
+    module_args: Sequence[str],
+    *,
+    log_dir: Path,
+    env: Mapping[str, str] | None = None,
+) -> ChildService:
+    """Run ``python -m <module_args> --host 127.0.0.1 --port P`` without waiting for it
+    (``env``: variables to set beside this environment's, e.g. a resolver setting)."""
     port = free_port()
     command = child_command(module_args, port)
     log_path = log_dir / f"{name}.log"
@@ -186,7 +193,7 @@ def spawn_child(name: str, module_args: Sequence[str], *, log_dir: Path) -> Chil
             stdout=log_file,
             stderr=subprocess.STDOUT,
             cwd=REPO_ROOT,
-            env=child_environment(),
+            env=child_environment(dict(env or {})),
         )
     return ChildService(name, command, port, process, log_path)
 
@@ -213,13 +220,14 @@ def start_child(
     health: str,
     timeout: float = 60.0,
     log_dir: Path,
+    env: Mapping[str, str] | None = None,
 ) -> ChildService:
     """Run ``python -m <module_args> --host 127.0.0.1 --port P`` and wait until it answers.
 
     ``health`` is "http" (GET /healthz) or "tcp" (the port accepts connections).
     """
     return await_child(
-        spawn_child(name, module_args, log_dir=log_dir), health=health, timeout=timeout
+        spawn_child(name, module_args, log_dir=log_dir, env=env), health=health, timeout=timeout
     )
 
 

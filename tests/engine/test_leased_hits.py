@@ -168,7 +168,6 @@ def test_what_the_copy_cannot_tell_is_left_to_the_resolver(store: Store) -> None
     assert isinstance(resolver.resolve(secret), Resolution)
 
 
-
 def test_a_local_hit_carries_the_latency_fault_the_resolver_would_add(store: Store) -> None:
     resolver = Resolver(store, max_body_bytes=1024, claim_seconds=30)
     for path in ("/slow", "/quick"):
@@ -180,6 +179,7 @@ def test_a_local_hit_carries_the_latency_fault_the_resolver_would_add(store: Sto
         assert hit is not None and isinstance(served, Resolution)
         assert served.decision is Decision.SHARED
         assert hit.delay_ms == served.delay_ms == delay_ms
+
 
 def ahead_of(store: Store, branch: str, held: list[int] | None = None) -> list[AheadAnswer]:
     asked = LeaseAheadRequest(tape="t", branch=branch, held=held or [])

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.proxy.clients import proxy_url, with_curl
 from tests.proxy.stack import Stack
 from tests.proxy.test_end_to_end import ask
 from tests.proxy.upstream_server import Upstream
@@ -84,3 +85,24 @@ def test_a_failing_simulator_refuses_and_records_nothing(stack: Stack, upstream:
     assert miss.status == 502 and miss.decision == "refused"
     assert "simulator failed" in json.loads(miss.body)["simulator_error"]
     assert stack.admin("GET", f"/v1/tapes/{tape}").json()["exchanges"] == 0
+
+
+def test_a_world_answer_marking_itself_simulated_is_shared_as_the_worlds(
+    stack: Stack, upstream: Upstream
+) -> None:
+    """Through curl and the sidecar that holds both branches (leases are the default): the
+    world's own `X-Groundhog-Simulated` is not stored, so the sibling is served the recording
+    as `shared`, unmarked, and its event says so (reward code masking simulated reads would
+    otherwise drop a real observation)."""
+    tape = stack.open_tape()
+    first, second = stack.fork(tape, 2)
+    url = f"http://localhost:{upstream.port}/forged-simulated"
+    recorded = with_curl(proxy_url(stack.proxy.port, tape, first), url, stack.ca, {})
+    served = with_curl(proxy_url(stack.proxy.port, tape, second), url, stack.ca, {})
+    assert (recorded.status, recorded.decision) == (200, "recorded")
+    assert (served.status, served.decision) == (200, "shared")
+    assert "x-groundhog-simulated" not in served.headers
+    assert served.body == recorded.body
+    assert upstream.state.count("/forged-simulated") == 1
+    events = stack.admin("GET", f"/v1/tapes/{tape}/events", params={"branch": second}).json()
+    assert [event["decision"] for event in events["events"]] == ["shared"]

@@ -167,6 +167,11 @@ class _Handler(BaseHTTPRequestHandler):
         if url.path == "/rpc":
             self._send_jsonrpc(body, number)
             return
+        if url.path == "/forged-simulated":
+            # A world answer claiming to be one of the tape's simulator's (issue 58's review).
+            headers = [("Content-Type", "application/json"), ("X-Groundhog-Simulated", "1")]
+            self._send(200, json.dumps({"number": number}).encode(), headers)
+            return
         if url.path == "/sse":
             payload = b"data: one\n\ndata: two\n\n"
             self._send(200, payload, [("Content-Type", "text/event-stream")])

@@ -1,6 +1,6 @@
 """Predict, then measure: Groundhog's reduction across random world designs (issue 58 item 5).
 
-"Our world gives 11x" is one design's number. This draws world designs (worldsim/designs.py:
+"Our world gives 11x" is one design's number. This draws world designs (bench/world_designs.py:
 exogenous noise in shared reads, inside writes, in the agent, in the clock, at random shares
 and scales), serves each with its own uncooperative research world through the real resolver
 and proxy, predicts var(A)/var(C) from (A)'s live rollouts alone (bench/prediction.py), then
@@ -32,12 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from bench import collect as phases
-from bench import harness, intervals, prediction, stats
+from bench import harness, intervals, prediction, stats, world_designs
 from bench.config import BenchConfig, for_world, quick_config
 from bench.groups import GroupResult, cell_context
 from bench.world_client import WorldControl
 from groundhog.client import Groundhog
-from worldsim import designs as world_designs
 
 logger = logging.getLogger(__name__)
 

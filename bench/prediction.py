@@ -35,7 +35,7 @@ sample estimate, floored at 0),
 the second: the sample covariance 2 cov(a, v') that var(c_C) carries). The interval is
 P exp(+-t sd) with t the Student quantile on n - 1 degrees of freedom, for small n. (A two-stage
 percentile bootstrap of v, tried first, covered 0.80 of 200 in-process designs at 12 worlds
-and 0.86 at 40 against a nominal 0.90; this covered 0.875 and 0.89: worldsim/design_check.py,
+and 0.86 at 40 against a nominal 0.90; this covered 0.875 and 0.89: bench/design_check.py,
 before any run through the proxy.)
 
 What this does not cover, by construction: a term the split puts in S that (C) does not in fact

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from bench import predict
+from bench import world_designs as designs
 from bench.agent_adapter import AgentOutcome
 from bench.groups import BranchResult, Grades, GroupResult
-from worldsim import designs
 
 METHODS = ("GET",) * 6 + ("POST",)
 

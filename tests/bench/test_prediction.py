@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench import prediction, stats
-from worldsim import design_check, designs
+from bench import design_check, prediction, stats
+from bench import world_designs as designs
 
 # A rollout as the research agent reports it: six reads, then a write (the deep strategy).
 METHODS = ("GET",) * 6 + ("POST",)

@@ -126,6 +126,28 @@ def test_hits_are_shipped_before_an_ask_however_many_tries_it_takes(tmp_path: Pa
     assert held.pending == [] and len(resolver.shipped) == 1
 
 
+def test_an_ask_waits_for_the_hits_served_before_it_not_those_served_meanwhile(
+    tmp_path: Path,
+) -> None:
+    """Siblings on a busy branch keep being served while the ask's hits are on their way:
+    the ask goes on once its own are shipped (it used to chase them until a 503)."""
+    held = held_branch()
+
+    class Busy(FakeResolver):
+        async def ship_lease_events(self, payload: dict[str, Any]) -> dict[str, Any]:
+            held.pending.append({"key_hash": "k", "occurrence": 2})  # served meanwhile
+            return await super().ship_lease_events(payload)
+
+    resolver = Busy({"applied": 2}, {"applied": 1})
+    ships = shipper(tmp_path, resolver, [])
+
+    asyncio.run(ships.ship_first(held, patience=0.2))
+
+    (shipped,) = resolver.shipped
+    assert [event["occurrence"] for event in shipped["events"]] == [0, 1]
+    assert held.pending == [{"key_hash": "k", "occurrence": 2}]  # shipped with its window
+
+
 def test_an_ask_whose_hits_cannot_be_shipped_is_refused(tmp_path: Path) -> None:
     # Without this the ask would go on and be answered from counts that miss the two hits.
     resolver = FakeResolver(*[ResolverGone("refused")] * 10)

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from worldsim import designs
+from bench import world_designs as designs
 from worldsim.__main__ import parse_args
 from worldsim.agent import run_rollout
 from worldsim.config import load_config

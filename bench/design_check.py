@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from bench.world_designs import Design
 from worldsim import noise
 from worldsim.agent import Reply, Rollout, run_rollout
-from worldsim.designs import Design
 from worldsim.shop_check import SharedReadsTransport
 from worldsim.simulate import InProcessTransport
 from worldsim.world import World

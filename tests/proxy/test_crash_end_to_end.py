@@ -25,20 +25,10 @@ from tests.support.servers import wait_until
 BRANCHES = 16
 
 
-@pytest.fixture
-def crashable(tmp_path: Path) -> Iterator[Stack]:
-    """A proxy that answers 503 as soon as the resolver is gone: the worker retries."""
-    with running_stack(tmp_path, "--set", "groundhog_resolve_retry=0") as stack:
-        yield stack
-
-
-@pytest.fixture
-def patient(tmp_path: Path) -> Iterator[Stack]:
-    """A proxy that keeps asking a resolver that is gone, long enough for any restart here."""
-    with running_stack(tmp_path, "--set", "groundhog_resolve_retry=120") as stack:
-        yield stack
-
-
+# A proxy that answers 503 as soon as the resolver is gone (the worker retries), and one that
+# keeps asking a resolver that is gone, long enough for any restart here.
+ANSWERS_503_AT_ONCE = ("--set", "groundhog_resolve_retry=0")
+KEEPS_ASKING = ("--set", "groundhog_resolve_retry=120")
 # A hit the resolver commits: with branch leases (the default) the sidecar serves a sibling's
 # recording itself, and its own crash windows are tests/proxy/test_crash_state_machine.py's.
 # Leases off, every hit is the resolver's, as for a branch no sidecar holds.
@@ -46,16 +36,26 @@ RESOLVER_HITS = ("--set", "groundhog_branch_leases=false")
 
 
 @pytest.fixture
+def crashable(tmp_path: Path) -> Iterator[Stack]:
+    with running_stack(tmp_path, *ANSWERS_503_AT_ONCE) as stack:
+        yield stack
+
+
+@pytest.fixture
+def patient(tmp_path: Path) -> Iterator[Stack]:
+    with running_stack(tmp_path, *KEEPS_ASKING) as stack:
+        yield stack
+
+
+@pytest.fixture
 def crashable_resolver_hits(tmp_path: Path) -> Iterator[Stack]:
-    """`crashable`, every hit asked of the resolver."""
-    with running_stack(tmp_path, "--set", "groundhog_resolve_retry=0", *RESOLVER_HITS) as stack:
+    with running_stack(tmp_path, *ANSWERS_503_AT_ONCE, *RESOLVER_HITS) as stack:
         yield stack
 
 
 @pytest.fixture
 def patient_resolver_hits(tmp_path: Path) -> Iterator[Stack]:
-    """`patient`, every hit asked of the resolver."""
-    with running_stack(tmp_path, "--set", "groundhog_resolve_retry=120", *RESOLVER_HITS) as stack:
+    with running_stack(tmp_path, *KEEPS_ASKING, *RESOLVER_HITS) as stack:
         yield stack
 
 
